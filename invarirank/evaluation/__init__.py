@@ -1,0 +1,29 @@
+"""Evaluation core: observations file → effectiveness, preference consistency, exposure (PROTOCOL §5).
+
+Torch-free and light (numpy only; pandas/pyarrow are imported only for DataFrames and Parquet), so
+``invarirank evaluate`` starts fast and works on logs from any reranker.
+
+Public API:
+
+- :func:`read_observations` / :func:`write_observations` — the observations file (schema in
+  :mod:`invarirank.evaluation.observations`): JSONL, JSONL.gz or Parquet, validated with ``FILE:LINE`` errors.
+- :func:`evaluate` — observations (path, DataFrame or list of dicts) → the ``metrics.json`` dictionary
+  (shape in :mod:`invarirank.evaluation.engine`).
+- :func:`format_table` — a readable table of that dictionary.
+- per-metric functions on plain lists (and on rows as dicts / a DataFrame with ``input``/``output``):
+  :func:`hit_rate`, :func:`ndcg`, :func:`recall`, :func:`reciprocal_rank` (one ranking);
+  :func:`ppi`, :func:`gpi`, :func:`gpi_exact`, :func:`loc`, :func:`win_counts` (one query's rows);
+  :func:`exposure` (rows of any queries).
+"""
+
+from .consistency import gpi, loc, ppi, win_counts
+from .effectiveness import hit_rate, ndcg, recall, reciprocal_rank
+from .engine import METRICS_SCHEMA_VERSION, evaluate
+from .exposure import exposure
+from .kemeny import gpi_exact
+from .observations import SCHEMA_VERSION, read_observations, write_observations
+from .report import format_table
+
+__all__ = ["evaluate", "read_observations", "write_observations", "format_table", "SCHEMA_VERSION",
+           "METRICS_SCHEMA_VERSION", "hit_rate", "ndcg", "recall", "reciprocal_rank", "ppi", "gpi", "gpi_exact",
+           "loc", "win_counts", "exposure"]

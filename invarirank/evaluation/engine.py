@@ -1,0 +1,264 @@
+"""``evaluate``: observations → the metrics dictionary written as ``metrics.json`` (PROTOCOL §5).
+
+Shape (``METRICS_SCHEMA_VERSION`` = 1)::
+
+    {"schema_version": 1,
+     "settings": {"ks": [1, 5, 10], "exposure_k": 5, "buckets": 3, "exact_kemeny_max_k": 10,
+                  "bootstrap": 1000, "seed": 0, "ci_level": 0.95},
+     "methods": {METHOD: {
+        "overall": {"hr@1": ..., "ndcg@k": ..., "recall@k": ..., "mrr@k": ...,   (each k)
+                    "ppi": ..., "gpi": ..., "gpi_exact": ..., "loc": ...,
+                    "exposure@5": [E(p) for p = 0..max K - 1], "expected_exposure@5": [...],
+                    "exposure_mad@5": ..., "exposure_maxdev@5": ...,
+                    "queries": Q, "rows": R, "ppi_queries": ..., "gpi_queries": ..., "loc_queries": ...,
+                    "gpi_suboptimal_queries": ...,
+                    "ci": {NAME: [low, high], ...}},
+        "per_query": {QUERY_ID: {"hr@k": ..., "ndcg@k": ..., "recall@k": ..., "mrr@k": ...,
+                                 "ppi": ..., "gpi": ..., "gpi_exact": ..., "loc": ...,
+                                 "rows": M, "candidates": K}}}}}
+
+Methods and queries appear in the order of their first row in the input. ``null`` stands for "undefined": PPI
+when no pair of the query was seen in two position cells; GPI and LOC when the query has fewer than 2 rows or
+K < 2; ``gpi_exact`` when the exact search is off or the query's K is above ``exact_kemeny_max_k`` — overall
+``gpi_exact`` (and ``gpi_suboptimal_queries``, the queries where the local search missed the optimum) is null
+unless **every** query with a GPI was solved exactly. ``expected_exposure@E`` is always a list, aligned with
+``exposure@E``. ``ci`` holds 95% percentile bootstrap intervals over queries (see :mod:`.bootstrap`) for every
+scalar metric that has a value (empty when ``n_bootstrap`` = 0). There is no NaN anywhere, and the same input
+and settings give the same dictionary (so byte-identical JSON).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import json
+
+import numpy as np
+
+from ..errors import InvariRankError
+from . import bootstrap
+from .consistency import gpi_local_search, inverse_permutations, loc_from_wins, pair_statistics, win_matrix
+from .effectiveness import effectiveness_from_ranks
+from .exposure import exposure_summary, position_hits
+from .kemeny import MAX_EXACT_K, kemeny_mass
+from .observations import as_rows, gc_paused
+
+__all__ = ["METRICS_SCHEMA_VERSION", "evaluate", "evaluate_rows", "check_settings", "dumps_metrics"]
+
+METRICS_SCHEMA_VERSION = 1
+CI_LEVEL = 0.95
+_GPI_CHUNK_CELLS = 1 << 20
+
+
+def check_settings(ks: Iterable[int], exposure_k: int, buckets: int, exact_kemeny_max_k: int | None,
+                   n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """Validated settings (raises :class:`InvariRankError` naming the parameter)."""
+    try:
+        ks = [int(k) for k in ks]
+    except (TypeError, ValueError):
+        raise InvariRankError(f"ks: expected positive integers, got {ks!r}") from None
+    if not ks or any(k < 1 for k in ks):
+        raise InvariRankError(f"ks: expected at least one cut-off, all >= 1, got {ks}")
+    ks = list(dict.fromkeys(ks))
+    for name, value, low in (("exposure_k", exposure_k, 1), ("buckets", buckets, 1), ("n_bootstrap", n_bootstrap, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise InvariRankError(f"{name}: expected an integer >= {low}, got {value!r}")
+    if exact_kemeny_max_k is not None:
+        if not isinstance(exact_kemeny_max_k, (int, np.integer)) or not 0 <= exact_kemeny_max_k <= MAX_EXACT_K:
+            raise InvariRankError(f"exact_kemeny_max_k: expected an integer from 0 to {MAX_EXACT_K} "
+                                  f"(or None to switch the exact search off), got {exact_kemeny_max_k!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvariRankError(f"seed: expected an integer >= 0, got {seed!r}")
+    return {"ks": ks, "exposure_k": int(exposure_k), "buckets": int(buckets),
+            "exact_kemeny_max_k": None if exact_kemeny_max_k is None else int(exact_kemeny_max_k),
+            "bootstrap": int(n_bootstrap), "seed": int(seed), "ci_level": CI_LEVEL}
+
+
+def evaluate(data: Any, ks: Sequence[int] = (1, 5, 10), exposure_k: int = 5, buckets: int = 3,
+             exact_kemeny_max_k: int | None = 10, n_bootstrap: int = 1000, seed: int = 0) -> dict:
+    """Metrics of observations (see the module docstring for the shape and PROTOCOL §5 for the semantics).
+
+    ``data``: a path to an observations file (.jsonl, .jsonl.gz, .parquet), a pandas DataFrame, or a list of row
+    dicts (validated like a file; errors name the 1-based row). ``exact_kemeny_max_k=None`` switches the exact
+    Kemeny search off; ``n_bootstrap=0`` switches the intervals off.
+    """
+    settings = check_settings(ks, exposure_k, buckets, exact_kemeny_max_k, n_bootstrap, seed)
+    rows = as_rows(data)
+    return evaluate_rows(rows, settings)
+
+
+def evaluate_rows(rows: list[dict], settings: dict[str, Any]) -> dict:
+    """:func:`evaluate` on already validated rows and settings (from :func:`check_settings`)."""
+    with gc_paused():
+        grouped: dict[str, dict[str, list[dict]]] = {}
+        for r in rows:
+            grouped.setdefault(r["method"], {}).setdefault(r["query_id"], []).append(r)
+        methods = {m: _evaluate_method(queries, settings) for m, queries in grouped.items()}
+    return {"schema_version": METRICS_SCHEMA_VERSION, "settings": settings, "methods": methods}
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or x != x else float(x)
+
+
+def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> dict:
+    ks, E, B, exact_max = st["ks"], st["exposure_k"], st["buckets"], st["exact_kemeny_max_k"]
+    qids = list(queries)
+    Q = len(qids)
+    n_rows = np.array([len(queries[q]) for q in qids], dtype=np.int64)
+    k_of = np.array([len(queries[q][0]["input"]) for q in qids], dtype=np.int64)
+    max_k = int(k_of.max())
+    eff_names = [f"{m}@{k}" for m in ("hr", "ndcg", "recall", "mrr") for k in ks]
+    eff_sums = {name: np.zeros(Q) for name in eff_names}
+    ppi_q, gpi_q, exact_q, loc_q = (np.full(Q, np.nan) for _ in range(4))
+    hits = np.zeros((Q, max_k))
+
+    for K in sorted(set(k_of.tolist())):                  # (np.unique would import numpy.ma: slow start-up)
+        qi = np.flatnonzero(k_of == K)
+        inp_flat: list[int] = []
+        out_flat: list[int] = []
+        rel = np.zeros((len(qi), K), dtype=bool)
+        n_rel = np.zeros(len(qi), dtype=np.int64)
+        for g, q in enumerate(qi.tolist()):
+            qrows = queries[qids[q]]
+            index = {x: i for i, x in enumerate(sorted(qrows[0]["input"]))}   # code-point id order
+            get = index.__getitem__
+            for r in qrows:
+                inp_flat.extend(map(get, r["input"]))
+                out_flat.extend(map(get, r["output"]))
+            truth = set(qrows[0]["relevant"])
+            n_rel[g] = len(truth)
+            rel[g, [index[x] for x in truth if x in index]] = True
+        M = n_rows[qi]
+        R = int(M.sum())
+        pos = inverse_permutations(np.array(inp_flat, dtype=np.int64).reshape(R, K))
+        rank = inverse_permutations(np.array(out_flat, dtype=np.int64).reshape(R, K))
+        starts = np.concatenate([[0], np.cumsum(M)])
+        row_group = np.repeat(np.arange(len(qi)), M)
+
+        for name, values in effectiveness_from_ranks(rank, rel[row_group], n_rel[row_group], ks).items():
+            eff_sums[name][qi] = np.add.reduceat(values, starts[:-1])
+        hits[qi, :K] = position_hits(pos, rank, starts, E)
+
+        w_up, ppi_sum, ppi_pairs = pair_statistics(pos, rank, starts, B)
+        ppi_q[qi] = np.divide(ppi_sum, ppi_pairs, out=np.full(len(qi), np.nan), where=ppi_pairs > 0)
+        ok = np.flatnonzero(M >= 2) if K >= 2 else np.zeros(0, dtype=np.int64)
+        if ok.size == 0:
+            continue
+        pairs = K * (K - 1) // 2
+        loc_q[qi[ok]] = loc_from_wins(w_up[ok], M[ok], K)
+        step = max(1, _GPI_CHUNK_CELLS // (K * K))
+        for c0 in range(0, ok.size, step):
+            sel = ok[c0:c0 + step]
+            W = win_matrix(w_up[sel], M[sel], K)
+            _, mass = gpi_local_search(W)
+            gpi_q[qi[sel]] = mass / (M[sel] * pairs)
+            if exact_max is not None and K <= exact_max:
+                exact_q[qi[sel]] = kemeny_mass(W) / (M[sel] * pairs)
+
+    # ---- overall
+    total_rows = int(n_rows.sum())
+    overall: dict[str, Any] = {name: float(v.sum() / total_rows) for name, v in eff_sums.items()}
+    has = {name: ~np.isnan(v) for name, v in (("ppi", ppi_q), ("gpi", gpi_q), ("gpi_exact", exact_q),
+                                                ("loc", loc_q))}
+    values = {"ppi": ppi_q, "gpi": gpi_q, "gpi_exact": exact_q, "loc": loc_q}
+    exact_complete = bool(np.all(has["gpi_exact"] == has["gpi"])) and has["gpi"].any()
+    for name in ("ppi", "gpi", "gpi_exact", "loc"):
+        v, h = values[name], has[name]
+        overall[name] = float(v[h].mean()) if h.any() and (name != "gpi_exact" or exact_complete) else None
+    positions = np.arange(max_k)
+    rows_at = (k_of[:, None] > positions) * n_rows[:, None].astype(np.float64)           # Q x maxK
+    share = np.minimum(E, k_of) / k_of
+    expected_at = (k_of[:, None] > positions) * (n_rows * share)[:, None]
+    summary = exposure_summary(hits.sum(axis=0), rows_at.sum(axis=0), expected_at.sum(axis=0))
+    overall[f"exposure@{E}"] = summary["exposure"]
+    overall[f"expected_exposure@{E}"] = summary["expected"]
+    overall[f"exposure_mad@{E}"] = summary["mad"]
+    overall[f"exposure_maxdev@{E}"] = summary["maxdev"]
+    overall["queries"] = Q
+    overall["rows"] = total_rows
+    for name in ("ppi", "gpi", "loc"):
+        overall[f"{name}_queries"] = int(has[name].sum())
+    overall["gpi_suboptimal_queries"] = (int((gpi_q[has["gpi"]] > exact_q[has["gpi"]]).sum())
+                                         if exact_complete else None)
+
+    # ---- bootstrap intervals over queries
+    ci: dict[str, list[float]] = {}
+    if st["bootstrap"] > 0:
+        columns: list[np.ndarray] = [n_rows.astype(np.float64)]
+        stats = {}
+        for name in eff_names:
+            columns.append(eff_sums[name])
+            stats[name] = bootstrap.ratio(len(columns) - 1, 0)
+        for name in ("ppi", "gpi", "gpi_exact", "loc"):
+            if overall[name] is not None:
+                columns += [np.where(has[name], values[name], 0.0), has[name].astype(np.float64)]
+                stats[name] = bootstrap.ratio(len(columns) - 2, len(columns) - 1)
+        s0 = len(columns)
+        V = np.column_stack(columns + [hits, rows_at, expected_at])
+        mad, maxdev = _exposure_stats(slice(s0, s0 + max_k), slice(s0 + max_k, s0 + 2 * max_k),
+                                      slice(s0 + 2 * max_k, s0 + 3 * max_k))
+        stats[f"exposure_mad@{E}"], stats[f"exposure_maxdev@{E}"] = mad, maxdev
+        reps = bootstrap.collect(Q, st["bootstrap"], st["seed"], V, stats)
+        for name in stats:
+            interval = bootstrap.percentile_interval(reps[name], CI_LEVEL)
+            if interval is not None:
+                ci[name] = interval
+    overall["ci"] = ci
+
+    # ---- per query
+    per_query: dict[str, dict[str, Any]] = {}
+    eff_lists = {name: (v / n_rows).tolist() for name, v in eff_sums.items()}
+    cons_lists = {name: [_num(x) for x in values[name].tolist()] for name in ("ppi", "gpi", "gpi_exact", "loc")}
+    n_list, k_list = n_rows.tolist(), k_of.tolist()
+    for q, qid in enumerate(qids):
+        d: dict[str, Any] = {name: eff_lists[name][q] for name in eff_names}
+        for name in ("ppi", "gpi", "gpi_exact", "loc"):
+            d[name] = cons_lists[name][q]
+        d["rows"], d["candidates"] = n_list[q], k_list[q]
+        per_query[qid] = d
+    return {"overall": overall, "per_query": per_query}
+
+
+def _exposure_stats(h_cols: slice, n_cols: slice, x_cols: slice):
+    """Bootstrap statistics (mad, maxdev) of pooled exposure from the replicate totals Y (positions without rows
+    in a replicate are left out)."""
+    def dev(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        h, n, x = Y[:, h_cols], Y[:, n_cols], Y[:, x_cols]
+        seen = n > 0
+        d = np.abs(np.divide(h - x, n, out=np.zeros_like(h), where=seen))
+        n_seen = seen.sum(axis=1)
+        return d, seen, n_seen
+
+    def mad(Y: np.ndarray) -> np.ndarray:
+        d, seen, n_seen = dev(Y)
+        return np.divide(d.sum(axis=1), n_seen, out=np.full(len(d), np.nan), where=n_seen > 0)
+
+    def maxdev(Y: np.ndarray) -> np.ndarray:
+        d, seen, n_seen = dev(Y)
+        return np.where(n_seen > 0, np.where(seen, d, -np.inf).max(axis=1), np.nan)
+
+    return mad, maxdev
+
+
+def dumps_metrics(metrics: dict) -> str:
+    """The metrics dictionary as JSON text: nested objects down to the metric names are indented (2 spaces),
+    each per-query object, list and interval stays on one line. Deterministic, UTF-8, no NaN, trailing newline."""
+    compact = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": ")).encode
+    key = json.JSONEncoder(ensure_ascii=False).encode
+    out: list[str] = []
+
+    def emit(obj: Any, depth: int, name: str) -> None:
+        if isinstance(obj, dict) and obj and (depth < 4 or name == "ci"):
+            pad = "  " * (depth + 1)
+            out.append("{\n")
+            for n, (k, v) in enumerate(obj.items()):
+                out.append(f"{pad}{key(str(k))}: ")
+                emit(v, depth + 1, str(k))
+                out.append(",\n" if n < len(obj) - 1 else "\n")
+            out.append("  " * depth + "}")
+        else:
+            out.append(compact(obj))
+
+    emit(metrics, 0, "")
+    return "".join(out) + "\n"

@@ -1,0 +1,63 @@
+"""Positional exposure (PROTOCOL §5): how often the item shown at presented position p reaches the output top-k.
+
+E_k(p) = over every row with K > p (pooled over queries and orders), the share whose item at presented position p
+lands in the output top-k. The expected value at p is the mean over those same rows of min(k, K)/K (what a ranker
+that ignores positions gets). Reported: the list E_k(p) for p = 0..max K - 1, the expected list, the mean absolute
+deviation (unweighted mean over positions of |E_k(p) - expected(p)|) and the maximum absolute deviation.
+A position follower (output = input) gets 1 on the first k positions and 0 elsewhere.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["position_hits", "exposure_summary", "exposure"]
+
+
+def position_hits(pos: np.ndarray, rank: np.ndarray, starts: np.ndarray, k: int) -> np.ndarray:
+    """``hits[g, p]``: rows of query g (contiguous rows, ``starts`` = G+1 offsets) whose item at presented position
+    p has output rank < k. ``pos``/``rank``: R x K presented position / 0-based output rank of item i."""
+    R, K = pos.shape
+    G = len(starts) - 1
+    group = np.repeat(np.arange(G), np.diff(starts))
+    idx = (group[:, None] * K + pos).ravel()
+    return np.bincount(idx, weights=(rank < k).ravel(), minlength=G * K).reshape(G, K)
+
+
+def exposure_summary(hits: np.ndarray, rows: np.ndarray, expected_sum: np.ndarray) -> dict[str, Any]:
+    """Pool per-position sums: ``hits[p]`` rows whose item at p reached the top-k, ``rows[p]`` rows with K > p,
+    ``expected_sum[p]`` the sum of min(k, K)/K over those rows. Positions without rows are left out of the
+    deviations (they cannot happen for the full data, only in a bootstrap resample) and read None in the lists."""
+    hits, rows, expected_sum = (np.asarray(a, dtype=np.float64) for a in (hits, rows, expected_sum))
+    seen = rows > 0
+    e = np.divide(hits, rows, out=np.full_like(hits, np.nan), where=seen)
+    x = np.divide(expected_sum, rows, out=np.full_like(hits, np.nan), where=seen)
+    dev = np.abs(e - x)[seen]
+    return {"exposure": [None if not s else float(v) for v, s in zip(e, seen)],
+            "expected": [None if not s else float(v) for v, s in zip(x, seen)],
+            "mad": float(dev.mean()) if dev.size else None,
+            "maxdev": float(dev.max()) if dev.size else None}
+
+
+def exposure(inputs: Any, outputs: Any = None, k: int = 5) -> dict[str, Any]:
+    """Exposure over many rows (any queries, any K): ``inputs`` presented orders and ``outputs`` rankings
+    (lists of ids), or rows (dicts / a DataFrame) with ``input`` and ``output`` as the first argument.
+    Returns ``{"exposure": [...], "expected": [...], "mad": ..., "maxdev": ...}``."""
+    if outputs is None:
+        pd = sys.modules.get("pandas")
+        if pd is not None and isinstance(inputs, pd.DataFrame):
+            inputs, outputs = list(inputs["input"]), list(inputs["output"])
+        else:
+            inputs, outputs = [r["input"] for r in inputs], [r["output"] for r in inputs]
+    max_k = max(len(i) for i in inputs)
+    hits, rows, exp = np.zeros(max_k), np.zeros(max_k), np.zeros(max_k)
+    for inp, out in zip(inputs, outputs):
+        K = len(inp)
+        top = set(list(out)[:k])
+        hits[:K] += [1.0 if x in top else 0.0 for x in inp]
+        rows[:K] += 1
+        exp[:K] += min(k, K) / K
+    return exposure_summary(hits, rows, exp)
