@@ -14,6 +14,12 @@ from typing import Any, Iterator
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_json", "dumps_json", "read_json"]
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it is renamed onto ``path``.
@@ -27,6 +33,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        if tmp_path.exists():
+            # mkstemp creates 0600 files; give the final file the usual permissions (0666 & ~umask)
+            os.chmod(tmp_path, 0o666 & ~_umask())
         os.replace(tmp_path, target)
     except BaseException:
         tmp_path.unlink(missing_ok=True)
