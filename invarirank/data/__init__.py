@@ -1,0 +1,20 @@
+"""Data layer: raw MovieLens / Amazon files → prepared tables (interactions, items, queries).
+
+Public API::
+
+    from invarirank.data import prepare, load_prepared
+    folder = prepare("ml-100k")            # cached under cache_dir()/prepared/ml-100k-<key>
+    data = load_prepared(folder)           # .interactions, .items, .queries (DataFrames), .stats (dict)
+
+Modules: :mod:`.movielens` (raw layouts), :mod:`.amazon` (streaming JSONL reader), :mod:`.titles`
+(title/genre clean-up), :mod:`.filtering` (duplicates, minimum per user), :mod:`.split` (temporal /
+leave-one-out), :mod:`.queries` (test and validation queries), :mod:`.ids` (canonical id order),
+:mod:`.prepare` (orchestration, caching, atomic output).
+"""
+
+from .ids import canonical_argsort, canonical_sorted
+from .prepare import DATASETS, Prepared, Settings, format_stats, load_prepared, prepare, prepare_data
+from .split import split_sizes
+
+__all__ = ["prepare", "prepare_data", "load_prepared", "Prepared", "Settings", "DATASETS", "format_stats",
+           "split_sizes", "canonical_argsort", "canonical_sorted"]

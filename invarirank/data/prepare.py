@@ -1,0 +1,522 @@
+"""Prepare a data set: raw files → prepared folder (Parquet tables, stats, manifest), cached.
+
+``prepare(dataset, raw_dir=None, out=None, split="temporal", ...)`` writes (see the team contract):
+
+* ``interactions.parquet`` — user_id (str), item_id (str), rating (float64), timestamp (int64; seconds
+  for MovieLens, milliseconds for Amazon, as given), split (``train``/``validation``/``test``); only
+  kept users; rows sorted by user (canonical order), then chronologically by (timestamp, item id).
+* ``items.parquet`` — item_id, title, year (nullable Int64), genres (list of str; Amazon: categories),
+  the items that occur in ``interactions.parquet``, sorted in canonical id order (row index = id order).
+* ``queries.parquet`` — see :mod:`invarirank.data.queries`.
+* ``stats.json`` — the settings and counts: ``raw_users``, ``raw_items``, ``raw_interactions`` (rating
+  rows as read, before anything is removed), ``duplicates_dropped``, ``users_dropped`` (below the
+  minimum), then ``users``, ``items``, ``interactions``, ``positives`` (rating >= threshold), ``train``,
+  ``validation``, ``test`` (interactions per segment), ``test_positives``, ``validation_positives``,
+  ``test_queries``, ``validation_queries``, ``catalogue_items`` (rows of the item file; Amazon: reviewed
+  items found in the metadata), ``items_without_metadata`` (rated items missing from the item file:
+  title = id), ``titles_without_year``, ``timestamp_unit`` (``s`` or ``ms``).
+* ``manifest.json`` — settings, raw-file fingerprints, output checksums; written last.
+
+**Caching.** The cache key is the sha256 of the format version, the settings and a fingerprint of each
+raw file: its full-content sha256 when it is at most 1 GiB, otherwise its size and modification time
+(``size+mtime``), because hashing the 10–20 GB Amazon dumps would take longer than a cache hit should.
+Folders are not part of the key (moving the raw files keeps the cache; file names are). With ``out=None`` the folder
+is ``cache_dir()/prepared/<dataset>-<key16>``; with ``out`` it is ``out``. A folder whose
+``manifest.json`` holds the same key is reused as is; with ``out`` set, a matching folder in the cache is
+copied instead of recomputed. Amazon reviews, once converted from JSON to Parquet, are also kept under
+``cache_dir()/converted/`` (keyed by the reviews file's fingerprint) so a second preparation with other
+settings skips the slow JSON pass.
+
+**Atomic output.** Everything is written into a temporary folder beside the target and renamed into
+place at the end; on any error the temporary folder is removed and an existing target is untouched.
+``out`` may be a new path, an empty folder, or an earlier prepared folder (replaced); anything else is
+refused.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import __version__
+from ..errors import InvariRankError
+from ..io import atomic_write_json, read_json
+from ..types import Item
+from .filtering import clean_interactions
+from .ids import sort_order
+from .split import SEGMENT_NAMES, SPLITS, TEST, TRAIN, VALIDATION, assign_segments
+from .queries import build_queries
+
+__all__ = ["DATASETS", "DEFAULT_MIN_INTERACTIONS", "FORMAT_VERSION", "Settings", "Prepared", "prepare",
+           "prepare_data", "load_prepared", "format_stats", "raw_fingerprint"]
+
+DATASETS = ("ml-100k", "movielens", "amazon-books")
+DEFAULT_MIN_INTERACTIONS = {"ml-100k": 10, "movielens": 10, "amazon-books": 3}
+FORMAT_VERSION = 1
+MANIFEST_KIND = "invarirank-prepared-data"
+HASH_LIMIT = 1 << 30  # files up to 1 GiB are fingerprinted by content sha256
+TABLES = ("interactions.parquet", "items.parquet", "queries.parquet", "stats.json")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything besides the raw files that changes the prepared data (part of the cache key)."""
+
+    dataset: str
+    split: str = "temporal"
+    min_interactions: int = 10
+    positive_threshold: float = 4.0
+    history_len: int = 20
+
+
+class Prepared:
+    """A prepared folder. ``stats`` and ``manifest`` are read at once; the tables ``interactions``,
+    ``items`` and ``queries`` (pandas DataFrames) are read on first use, so a stage that needs only
+    some of them does not pay for the others (the queries of MovieLens-32M take about a minute).
+    List columns hold Python lists; ``items.year`` is a nullable ``Int64``.
+    """
+
+    def __init__(self, path: Path, stats: dict[str, Any], manifest: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.stats = stats
+        self.manifest = manifest
+
+    def __repr__(self) -> str:
+        return f"Prepared({str(self.path)!r}, users={self.stats.get('users')}, items={self.stats.get('items')})"
+
+    def _table(self, name: str, **to_pandas: Any) -> pd.DataFrame:
+        try:
+            return pq.read_table(self.path / name).to_pandas(**to_pandas)
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            raise InvariRankError(f"{self.path / name}: cannot read prepared data ({exc})") from None
+
+    @functools.cached_property
+    def interactions(self) -> pd.DataFrame:
+        return self._table("interactions.parquet")
+
+    @functools.cached_property
+    def items(self) -> pd.DataFrame:
+        frame = self._table("items.parquet", types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+        _to_lists(frame, ["genres"])
+        return frame
+
+    @functools.cached_property
+    def queries(self) -> pd.DataFrame:
+        frame = self._table("queries.parquet")
+        _to_lists(frame, ["history_item_ids", "history_ratings", "ground_truth", "exclude"])
+        return frame
+
+    @property
+    def test_queries(self) -> pd.DataFrame:
+        return self.queries[self.queries["split"] == "test"]
+
+    @property
+    def validation_queries(self) -> pd.DataFrame:
+        return self.queries[self.queries["split"] == "validation"]
+
+    def items_by_id(self) -> dict[str, Item]:
+        """``item_id`` → :class:`invarirank.types.Item` (year ``None`` when unknown)."""
+        out = {}
+        for item_id, title, year, genres in zip(self.items["item_id"], self.items["title"],
+                                                self.items["year"], self.items["genres"]):
+            out[str(item_id)] = Item(str(item_id), str(title), None if pd.isna(year) else int(year),
+                                     tuple(str(g) for g in genres))
+        return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# settings, raw files, keys
+
+def _check_settings(dataset: str, split: str, min_interactions: int | None, positive_threshold: float,
+                    history_len: int) -> Settings:
+    if dataset not in DATASETS:
+        raise InvariRankError(f"dataset {dataset!r}: expected one of {', '.join(DATASETS)}")
+    if split not in SPLITS:
+        raise InvariRankError(f"split {split!r}: expected one of {', '.join(SPLITS)}")
+    if min_interactions is None:
+        min_interactions = DEFAULT_MIN_INTERACTIONS[dataset]
+    if isinstance(min_interactions, bool) or not isinstance(min_interactions, (int, np.integer)) \
+            or min_interactions < 3:
+        raise InvariRankError(f"min_interactions {min_interactions!r}: expected an integer >= 3 "
+                              "(train, validation and test must each be non-empty)")
+    try:
+        positive_threshold = float(positive_threshold)
+    except (TypeError, ValueError):
+        raise InvariRankError(f"positive_threshold {positive_threshold!r}: expected a number") from None
+    if not math.isfinite(positive_threshold):
+        raise InvariRankError(f"positive_threshold {positive_threshold!r}: expected a finite number")
+    if isinstance(history_len, bool) or not isinstance(history_len, (int, np.integer)) or history_len < 1:
+        raise InvariRankError(f"history_len {history_len!r}: expected an integer >= 1")
+    return Settings(dataset, split, int(min_interactions), positive_threshold, int(history_len))
+
+
+def raw_fingerprint(path: Path, role: str) -> dict[str, Any]:
+    """Fingerprint of a raw file: sha256 of the content (<= 1 GiB) or size + mtime (bigger files)."""
+    st = path.stat()
+    entry: dict[str, Any] = {"role": role, "name": path.name, "size": st.st_size}
+    if st.st_size <= HASH_LIMIT:
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+        entry["sha256"] = h.hexdigest()
+    else:
+        entry["size_mtime"] = f"{st.st_size}:{st.st_mtime_ns}"
+    return entry
+
+
+def _cache_key(settings: Settings, raw: list[dict[str, Any]]) -> str:
+    payload = {"format_version": FORMAT_VERSION, "settings": asdict(settings), "raw": raw}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+@dataclass
+class _Source:
+    """The resolved raw input of a preparation."""
+
+    kind: str  # "movielens" | "amazon"
+    files: dict[str, Path]
+    layout: Any = None
+
+
+def _resolve_source(dataset: str, raw_dir: Path | None, reviews: Path | None, metadata: Path | None) -> _Source:
+    if dataset in ("ml-100k", "movielens"):
+        if reviews is not None or metadata is not None:
+            raise InvariRankError("--reviews/--metadata apply to --dataset amazon-books only")
+        from .movielens import detect_layout
+        if raw_dir is None:
+            if dataset == "movielens":
+                raise InvariRankError("--dataset movielens needs --raw-dir DIR (a folder with ratings.csv + "
+                                      "movies.csv, ratings.dat + movies.dat, u.data + u.item or *.inter + *.item)")
+            from ..assets import AssetError, ml100k_dir
+            try:
+                raw_dir = ml100k_dir()
+            except AssetError as exc:
+                raise InvariRankError(f"embedded ml-100k: {exc} (run `make setup` once)") from None
+        layout = detect_layout(Path(raw_dir))
+        return _Source("movielens", {"ratings": layout.ratings, "items": layout.items}, layout)
+    from .amazon import find_amazon_files
+    rev, meta = find_amazon_files(Path(raw_dir) if raw_dir is not None else None,
+                                  Path(reviews) if reviews is not None else None,
+                                  Path(metadata) if metadata is not None else None)
+    return _Source("amazon", {"reviews": rev, "metadata": meta})
+
+
+# ---------------------------------------------------------------------------------------------------
+# output folder handling
+
+def _manifest_key(folder: Path) -> str | None:
+    """The cache key of a complete prepared folder, or None."""
+    try:
+        manifest = read_json(folder / "manifest.json")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND:
+        return None
+    if not all((folder / name).is_file() for name in TABLES):
+        return None
+    return manifest.get("key")
+
+
+def _check_target(target: Path) -> None:
+    """Refuse to replace anything that is not an empty folder or an earlier prepared folder."""
+    if not target.exists():
+        return
+    if not target.is_dir():
+        raise InvariRankError(f"{target}: exists and is not a folder; expected a new or empty folder for --out")
+    if not any(target.iterdir()):
+        return
+    try:
+        manifest = read_json(target / "manifest.json")
+    except (OSError, ValueError):
+        manifest = None
+    if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND:
+        raise InvariRankError(f"{target}: folder is not empty and holds no prepared data; expected a new or "
+                              "empty folder (or an earlier output of `invarirank data prepare`)")
+
+
+def _install(tmp: Path, target: Path) -> None:
+    """Move the finished temporary folder onto ``target`` (replacing an earlier prepared folder)."""
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+    try:
+        os.replace(tmp, target)
+    except OSError:
+        if old is not None:
+            os.replace(old, target)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the preparation itself
+
+def _items_table(item_ids: np.ndarray, catalogue: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Items of the interactions in canonical order; items missing from the catalogue get their id as
+    title, no year and no genres."""
+    cat = catalogue.drop_duplicates("item_id").set_index("item_id")
+    ids = [str(i) for i in item_ids]
+    found = cat.reindex(ids)
+    missing = found["title"].isna().to_numpy()
+    titles = [i if m else str(t) for i, t, m in zip(ids, found["title"], missing)]
+    genres = [[] if m else [str(x) for x in g] for g, m in zip(found["genres"], missing)]
+    frame = pd.DataFrame({
+        "item_id": pd.array(ids, dtype=object),
+        "title": pd.array(titles, dtype=object),
+        "year": pd.array(found["year"].to_numpy(dtype=object, na_value=None), dtype="Int64"),
+        "genres": pd.Series(genres, dtype=object),
+    })
+    return frame, int(missing.sum())
+
+
+def _items_arrow(frame: pd.DataFrame) -> pa.Table:
+    schema = pa.schema([("item_id", pa.string()), ("title", pa.string()), ("year", pa.int64()),
+                        ("genres", pa.list_(pa.string()))])
+    year = frame["year"]
+    return pa.table([
+        pa.array(list(frame["item_id"]), pa.string()),
+        pa.array(list(frame["title"]), pa.string()),
+        pa.array([None if pd.isna(y) else int(y) for y in year], pa.int64()),
+        pa.array(list(frame["genres"]), pa.list_(pa.string())),
+    ], schema=schema)
+
+
+def _write_parquet(table: pa.Table, path: Path) -> None:
+    pq.write_table(table, str(path), compression="zstd", row_group_size=1 << 20)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _build(tmp: Path, source: _Source, settings: Settings, raw_entries: list[dict[str, Any]], key: str) -> None:
+    if source.kind == "movielens":
+        from .movielens import read_movielens
+        raw = read_movielens(source.layout.ratings.parent, source.layout)
+        layout = f"movielens-{raw.layout}"
+        source_label = str(source.files["ratings"])
+    else:
+        from ..assets import cache_dir
+        from .amazon import read_amazon
+        rev_fp = next(r for r in raw_entries if r["role"] == "reviews")
+        conv_key = hashlib.sha256(json.dumps({"conversion": 1, "reviews": rev_fp}, sort_keys=True)
+                                  .encode()).hexdigest()[:16]
+        conv_dir = cache_dir() / "converted"
+        conv_dir.mkdir(parents=True, exist_ok=True)
+        raw = read_amazon(source.files["reviews"], source.files["metadata"],
+                          conv_dir / f"amazon-reviews-{conv_key}.parquet", reuse=True)
+        layout = raw.layout
+        source_label = str(source.files["reviews"])
+
+    inter = clean_interactions(raw.ratings, settings.min_interactions, source=source_label)
+    catalogue_items = len(raw.items)
+    del raw.ratings
+
+    # chronological order within each user: (user, timestamp, item id)
+    order = sort_order((inter.user, "ascending"), (inter.timestamp, "ascending"), (inter.item, "ascending"))
+    user, item = inter.user[order], inter.item[order]
+    rating, ts = inter.rating[order], inter.timestamp[order]
+    del order
+    seg = assign_segments(user, settings.split)
+
+    interactions = pa.table({
+        "user_id": pa.array(inter.user_ids, pa.string()).take(pa.array(user)),
+        "item_id": pa.array(inter.item_ids, pa.string()).take(pa.array(item)),
+        "rating": pa.array(rating, pa.float64()),
+        "timestamp": pa.array(ts, pa.int64()),
+        "split": pa.array(list(SEGMENT_NAMES), pa.string()).take(pa.array(seg.astype(np.int64))),
+    })
+    _write_parquet(interactions, tmp / "interactions.parquet")
+    del interactions
+
+    items_frame, without_meta = _items_table(inter.item_ids, raw.items)
+    _write_parquet(_items_arrow(items_frame), tmp / "items.parquet")
+
+    queries = build_queries(user, item, rating, ts, seg, inter.user_ids, inter.item_ids,
+                            positive_threshold=settings.positive_threshold, history_len=settings.history_len)
+    _write_parquet(queries, tmp / "queries.parquet")
+
+    positive = rating >= settings.positive_threshold
+    split_col = queries.column("split").to_numpy(zero_copy_only=False)
+    stats = {
+        "dataset": settings.dataset,
+        "layout": layout,
+        "split": settings.split,
+        "min_interactions": settings.min_interactions,
+        "positive_threshold": settings.positive_threshold,
+        "history_len": settings.history_len,
+        "raw_users": inter.raw_users,
+        "raw_items": inter.raw_items,
+        "raw_interactions": inter.raw_interactions,
+        "duplicates_dropped": inter.duplicates_dropped,
+        "users_dropped": inter.users_dropped,
+        "users": int(len(inter.user_ids)),
+        "items": int(len(inter.item_ids)),
+        "interactions": int(user.size),
+        "positives": int(positive.sum()),
+        "train": int((seg == TRAIN).sum()),
+        "validation": int((seg == VALIDATION).sum()),
+        "test": int((seg == TEST).sum()),
+        "test_positives": int((positive & (seg == TEST)).sum()),
+        "validation_positives": int((positive & (seg == VALIDATION)).sum()),
+        "test_queries": int((split_col == "test").sum()),
+        "validation_queries": int((split_col == "validation").sum()),
+        "catalogue_items": int(catalogue_items),
+        "items_without_metadata": without_meta,
+        "titles_without_year": int(items_frame["year"].isna().sum()) if source.kind == "movielens" else 0,
+        "timestamp_unit": "s" if source.kind == "movielens" else "ms",
+    }
+    atomic_write_json(tmp / "stats.json", stats)
+    manifest = {
+        "kind": MANIFEST_KIND,
+        "format_version": FORMAT_VERSION,
+        "invarirank_version": __version__,
+        "key": key,
+        "dataset": settings.dataset,
+        "settings": asdict(settings),
+        "raw_files": raw_entries,
+        "files": {name: _sha256(tmp / name) for name in TABLES},
+    }
+    atomic_write_json(tmp / "manifest.json", manifest)
+    _set_modes(tmp)
+
+
+def _set_modes(folder: Path) -> None:
+    """Give the folder and its files the usual permissions (temporary files are created private)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in folder.iterdir():
+        path.chmod(0o666 & ~umask)
+    folder.chmod(0o777 & ~umask)
+
+
+def prepare_data(dataset: str = "ml-100k", raw_dir: str | os.PathLike | None = None,
+                 out: str | os.PathLike | None = None, split: str = "temporal", *,
+                 reviews: str | os.PathLike | None = None, metadata: str | os.PathLike | None = None,
+                 min_interactions: int | None = None, positive_threshold: float = 4.0,
+                 history_len: int = 20, force: bool = False) -> tuple[Path, bool]:
+    """Like :func:`prepare`, but also says whether an existing folder was reused: ``(path, reused)``."""
+    settings = _check_settings(dataset, split, min_interactions, positive_threshold, history_len)
+    target = Path(out).expanduser().absolute() if out is not None else None
+    if target is not None:
+        _check_target(target)
+    source = _resolve_source(dataset, Path(raw_dir).expanduser() if raw_dir is not None else None,
+                             reviews, metadata)
+    raw_entries = [raw_fingerprint(path, role) for role, path in source.files.items()]
+    key = _cache_key(settings, raw_entries)
+    from ..assets import cache_dir
+    cached = cache_dir() / "prepared" / f"{dataset}-{key[:16]}"
+    if target is None:
+        target = cached
+    if not force and target.exists() and _manifest_key(target) == key:
+        return target, True
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        if not force and target != cached and cached.exists() and _manifest_key(cached) == key:
+            for name in (*TABLES, "manifest.json"):
+                shutil.copyfile(cached / name, tmp / name)
+            _set_modes(tmp)
+            reused = True
+        else:
+            _build(tmp, source, settings, raw_entries, key)
+            reused = False
+        try:
+            _install(tmp, target)
+        except OSError:
+            # another process installed the same data first
+            if _manifest_key(target) == key:
+                shutil.rmtree(tmp, ignore_errors=True)
+                return target, True
+            raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target, reused
+
+
+def prepare(dataset: str = "ml-100k", raw_dir: str | os.PathLike | None = None,
+            out: str | os.PathLike | None = None, split: str = "temporal", **overrides: Any) -> Path:
+    """Prepare ``dataset`` and return the prepared folder (see the module docstring).
+
+    ``dataset``: ``"ml-100k"`` (embedded, or any MovieLens folder given as ``raw_dir``), ``"movielens"``
+    (``raw_dir`` required; layout auto-detected) or ``"amazon-books"`` (``raw_dir`` and/or
+    ``reviews=``/``metadata=`` files). ``split``: ``"temporal"`` (default) or ``"loo"``.
+    ``overrides``: ``min_interactions`` (default 10 MovieLens, 3 Amazon; at least 3),
+    ``positive_threshold`` (4.0), ``history_len`` (20), ``reviews``, ``metadata``, ``force`` (rebuild even
+    when a matching folder exists).
+    """
+    allowed = {"reviews", "metadata", "min_interactions", "positive_threshold", "history_len", "force"}
+    unknown = sorted(set(overrides) - allowed)
+    if unknown:
+        raise InvariRankError(f"prepare: unknown setting {unknown[0]!r}; expected one of {', '.join(sorted(allowed))}")
+    return prepare_data(dataset, raw_dir, out, split, **overrides)[0]
+
+
+def _to_lists(frame: pd.DataFrame, columns: list[str]) -> None:
+    for col in columns:
+        if col in frame.columns:
+            frame[col] = pd.Series([[] if v is None else (v.tolist() if hasattr(v, "tolist") else list(v))
+                                    for v in frame[col]],
+                                   index=frame.index, dtype=object)
+
+
+def load_prepared(folder: str | os.PathLike) -> Prepared:
+    """Load a prepared folder (from :func:`prepare` or ``invarirank data prepare --out``)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InvariRankError(f"{folder}: folder not found; expected a prepared-data folder "
+                              "(`invarirank data prepare --out DIR`)")
+    for name in (*TABLES, "manifest.json"):
+        if not (folder / name).is_file():
+            raise InvariRankError(f"{folder / name}: file not found; expected a complete prepared-data folder")
+    try:
+        manifest = read_json(folder / "manifest.json")
+        stats = read_json(folder / "stats.json")
+    except (OSError, ValueError) as exc:
+        raise InvariRankError(f"{folder}: cannot read prepared data ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND:
+        raise InvariRankError(f"{folder / 'manifest.json'}: field 'kind': expected {MANIFEST_KIND!r}")
+    return Prepared(folder, stats, manifest)
+
+
+_TABLE_ROWS = [
+    ("raw_users", "users (raw)"), ("raw_items", "items (raw)"), ("raw_interactions", "ratings (raw)"),
+    ("duplicates_dropped", "duplicate rows dropped"), ("users_dropped", "users below minimum"),
+    ("users", "users"), ("items", "items"), ("interactions", "interactions"), ("positives", "positives"),
+    ("train", "train"), ("validation", "validation"), ("test", "test"),
+    ("test_queries", "test queries"), ("validation_queries", "validation queries"),
+]
+
+
+def format_stats(stats: dict[str, Any]) -> str:
+    """A small two-column text table of the main counts (thousands separated by commas)."""
+    rows = [(label, f"{stats[key]:,}") for key, label in _TABLE_ROWS if key in stats]
+    head = f"{stats.get('dataset', '?')} ({stats.get('split', '?')} split, min {stats.get('min_interactions', '?')} " \
+           f"ratings per user, positives: rating >= {stats.get('positive_threshold', '?')})"
+    wl = max(len(r[0]) for r in rows)
+    wv = max(len(r[1]) for r in rows)
+    lines = [head, f"{'count':<{wl}}  {'value':>{wv}}", f"{'-' * wl}  {'-' * wv}"]
+    lines += [f"{label:<{wl}}  {value:>{wv}}" for label, value in rows]
+    return "\n".join(lines)
