@@ -49,6 +49,7 @@ test: setup
 	$(PY) -m pytest -q
 
 bench: setup
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[bench]" "torch==$(TORCH_VERSION)"
 	$(PY) -m benchmarks
 
 notebooks: venv
