@@ -1,0 +1,49 @@
+"""Reranking methods (PROTOCOL §4): each turns one presented order into one complete ranking through
+the :class:`~invarirank.types.Scorer` interface.
+
+``run_method(name, scorer, query, presented, *, seed, t, **options) -> MethodResult`` with ``name`` in
+:data:`METHODS`. ``t`` is the presented order's key (:class:`invarirank.orders.PresentedOrder.key`);
+every method-internal shuffle is seeded from ``(seed, query_id, t)``. Passes per order: zero-shot 1,
+bootstrapping 3, SGS K, STELLA 4–10. The first pass of every method is the presented order itself, so
+:class:`PassCache` serves it once for all methods. STELLA needs ``matrix=`` (from
+:func:`invarirank.methods.stella.calibrate` or :func:`~invarirank.methods.stella.load_or_calibrate`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..errors import InvariRankError
+from ..types import Item, Query, Scorer
+from .bootstrapping import bootstrapping
+from .borda import borda
+from .pass_cache import PassCache
+from .result import MethodResult
+from .sgs import sgs
+from .stella import calibrate, load_or_calibrate, stella
+from .zero_shot import zero_shot
+
+__all__ = ["METHODS", "MethodResult", "PassCache", "run_method", "zero_shot", "bootstrapping", "sgs", "stella",
+           "borda", "calibrate", "load_or_calibrate", "passes_per_order"]
+
+_FUNCS: dict[str, Callable[..., MethodResult]] = {
+    "zero_shot": zero_shot, "bootstrapping": bootstrapping, "sgs": sgs, "stella": stella,
+}
+METHODS: tuple[str, ...] = tuple(_FUNCS)
+
+
+def run_method(name: str, scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int, t: int,
+               **options: Any) -> MethodResult:
+    """Run method ``name`` on one presented order (see the module docstring)."""
+    func = _FUNCS.get(name)
+    if func is None:
+        raise InvariRankError(f"unknown method {name!r}; expected one of {', '.join(METHODS)}")
+    if not presented:
+        raise InvariRankError(f"query {query.query_id!r}: empty presented order")
+    return func(scorer, query, presented, seed=seed, t=t, **options)
+
+
+def passes_per_order(name: str, k: int, stella_updates: int = 10) -> int:
+    """Scorer calls method ``name`` makes on one order of K candidates (STELLA: ``stella_updates``,
+    between 4 and 10 with the defaults)."""
+    return {"zero_shot": 1, "bootstrapping": 3, "sgs": k, "stella": stella_updates}[name]

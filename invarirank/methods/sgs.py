@@ -1,0 +1,33 @@
+"""Sequential greedy selection (SGS): score the remaining candidates, move the top one to the output,
+shuffle the rest with a seeded generator, repeat. ``K`` passes for ``K`` candidates: the first pass
+uses the presented order; the last pass scores the single remaining candidate (it still counts and is
+still sent to the scorer, so ``passes`` equals the paper's K)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..orders import rng_for
+from ..types import Item, Query, Scorer, rank_by_scores
+from ._common import score_items
+from .result import MethodResult
+
+__all__ = ["sgs"]
+
+
+def sgs(scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int, t: int) -> MethodResult:
+    remaining = list(range(len(presented)))          # presented positions, in the current order
+    output: list[str] = []
+    first: list[float] = []
+    passes = 0
+    for step in range(len(presented)):
+        scores = score_items(scorer, query, [presented[i] for i in remaining])
+        passes += 1
+        if step == 0:
+            first = [float(s) for s in scores]
+        top = rank_by_scores(scores)[0]
+        output.append(presented[remaining.pop(top)].item_id)
+        if len(remaining) > 1:
+            perm = rng_for(seed, query.query_id, t, "sgs", step).permutation(len(remaining))
+            remaining = [remaining[int(i)] for i in perm]
+    return MethodResult(output=output, scores=first, passes=passes)

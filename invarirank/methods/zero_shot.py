@@ -1,0 +1,20 @@
+"""Zero-shot listwise reranking: one pass over the presented order, ranked by descending score
+(ties to the earlier presented position)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..types import Item, Query, Scorer, rank_by_scores
+from ._common import score_items
+from .result import MethodResult
+
+__all__ = ["zero_shot"]
+
+
+def zero_shot(scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int = 0, t: int = 0
+              ) -> MethodResult:
+    """One pass; ``seed`` and ``t`` are accepted for a uniform signature and unused."""
+    scores = score_items(scorer, query, presented)
+    output = [presented[i].item_id for i in rank_by_scores(scores)]
+    return MethodResult(output=output, scores=[float(s) for s in scores], passes=1)

@@ -1,0 +1,107 @@
+"""Real-model smoke run: SmolLM2-135M span scorer, 2 ML-100K queries, K = 5, M = 2, 1 calibration query,
+all four methods (slow: loads a real model; ~1-2 minutes on 2 CPU cores)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from invarirank.evaluation import read_observations
+from invarirank.experiment import ExperimentConfig, load_queries, make_scorer_for, manifest_without_run, run_experiment
+from invarirank.io import read_json
+
+pytestmark = pytest.mark.slow
+
+FINAL = ("observations.jsonl", "metrics.json", "calibration.json")
+METHODS = ("zero_shot", "bootstrapping", "sgs", "stella")
+
+
+def _config(base, name, **kw) -> ExperimentConfig:
+    settings = dict(dataset="ml-100k", retriever="als", k=5, m=2, queries=2, scorer="span", model="smollm2-135m",
+                    calibration_queries=1, calibration_repeats=1, n_bootstrap=0, seed=3, out=str(base / name),
+                    cache_dir=str(base / "cache"))   # a fresh pass cache: the first run really computes
+    settings.update(kw)
+    return ExperimentConfig.from_mapping(settings)
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    pytest.importorskip("torch")
+    base = tmp_path_factory.mktemp("real-run")
+    cfg = _config(base, "a")
+    queries = load_queries(cfg, progress=False)
+    scorer = make_scorer_for(cfg)
+    first = run_experiment(cfg, progress=False, queries=queries, scorer=scorer)
+    # the same command again: the scorer's persistent pass cache answers, the files must not change
+    again = run_experiment(_config(base, "b"), progress=False, queries=queries, scorer=scorer)
+    return {"base": base, "cfg": cfg, "queries": queries, "scorer": scorer, "a": first, "b": again}
+
+
+def test_real_run_writes_a_valid_run_folder(real):
+    run = real["base"] / "a"
+    rows = read_observations(run / "observations.jsonl")       # validates the public schema
+    assert {r["method"] for r in rows} == set(METHODS)
+    assert len(rows) == 2 * 2 * 4 and all(r["k"] == 5 and r["model"] == "smollm2-135m" for r in rows)
+    metrics = real["a"].metrics
+    assert set(metrics["methods"]) == set(METHODS)
+    for block in metrics["methods"].values():
+        assert block["overall"]["rows"] == 4 and block["overall"]["loc"] is not None
+    man = read_json(run / "manifest.json")
+    assert man["model"]["scorer"] == "span" and man["model"]["weights_sha256"]
+    p = man["passes"]
+    assert p["shared_cache_hits"] >= 5 * 4                    # 3 shared first passes + 2 shared shuffles per order
+    assert p["calibration"]["5"]["passes"] >= 5
+    assert man["run"]["tokens_computed"] > 0
+    for r in rows:
+        lo, hi = {"zero_shot": (1, 1), "bootstrapping": (3, 3), "sgs": (5, 5), "stella": (4, 10)}[r["method"]]
+        assert lo <= r["passes"] <= hi
+
+
+def test_first_pass_of_every_method_has_the_zero_shot_scores(real):
+    rows = read_observations(real["base"] / "a" / "observations.jsonl")
+    by_order = {}
+    for r in rows:
+        by_order.setdefault((r["query_id"], r["permutation"]), {})[r["method"]] = r
+    for methods in by_order.values():
+        zs = methods["zero_shot"]
+        for name in METHODS:
+            assert methods[name]["input"] == zs["input"]
+            assert methods[name]["scores"] == zs["scores"]
+    # ... and they are the scores of that very order: rescore one order with no cache at all
+    from invarirank.llm import make_scorer
+    fresh = make_scorer("span", "smollm2-135m", pass_cache=False)
+    r = rows[0]
+    query = next(q for q in real["queries"].test if q.query_id == r["query_id"])
+    items = {it.item_id: it for it in query.candidates}
+    direct = fresh.score(query, [items[i] for i in r["input"]]).scores
+    assert np.allclose(direct, r["scores"], atol=1e-4)
+
+
+def test_span_scores_are_finite_and_negative(real):
+    rows = read_observations(real["base"] / "a" / "observations.jsonl")
+    scores = [s for r in rows for s in r["scores"]]
+    assert scores and all(math.isfinite(s) and s < 0 for s in scores)
+
+
+def test_rerun_gives_identical_files(real):
+    a, b = real["base"] / "a", real["base"] / "b"
+    for name in FINAL:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    ma, mb = read_json(a / "manifest.json"), read_json(b / "manifest.json")
+    ma["config"].pop("out"), mb["config"].pop("out")
+    assert manifest_without_run(ma) == manifest_without_run(mb)
+
+
+def test_noise_floor_on_the_cpu(real):
+    # one query, M = 2 copies of one order; STELLA is left out to keep the CPU time small (its shuffles are
+    # seeded like the others', so it adds no new source of nondeterminism)
+    cfg = _config(real["base"], "nf", noise_floor=True, queries=1, methods=["zero_shot", "bootstrapping", "sgs"])
+    scorer = make_scorer_for(cfg)                              # pass cache off: every copy is recomputed
+    assert scorer.pass_cache is None
+    res = run_experiment(cfg, progress=False, scorer=scorer)
+    assert res.manifest["passes"]["scorer_calls"] == 2 * (1 + 2 + 4)   # both copies really scored
+    for method, block in res.metrics["methods"].items():
+        assert block["overall"]["loc"] == pytest.approx(1.0), method
+        assert block["overall"]["gpi"] == pytest.approx(0.0), method

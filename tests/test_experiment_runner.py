@@ -1,0 +1,252 @@
+"""The experiment runner with the simulated scorer: run folder, determinism, kill-and-resume, pass counts,
+the noise floor, query sampling over a K sweep, the dry run, the CLI and the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from invarirank.candidates import write_candidates
+from invarirank.cli import main as cli_main
+from invarirank.errors import InvariRankError
+from invarirank.experiment import (ExperimentConfig, format_plan, load_queries, manifest_without_run,
+                                   plan_experiment, run_experiment)
+from invarirank.evaluation import read_observations
+from invarirank.io import read_json
+from invarirank.types import HistoryEntry, Item, Query
+
+K = 6
+FINAL = ("observations.jsonl", "metrics.json", "calibration.json")
+
+
+def make_queries(n_test: int = 8, n_val: int = 3, k: int = 8) -> list[Query]:
+    out = []
+    for split, n, pre in (("test", n_test, "u"), ("validation", n_val, "v")):
+        for j in range(n):
+            cands = tuple(Item(str(100 * j + i), f"Movie {j}-{i}", 1990 + i, ("Drama",)) for i in range(k))
+            # relevant item at retrieval rank 3j % 8 = 0,3,6,1,4,7,2,5: kept at K=3: u0, u3, u6; at K=6: 6 queries
+            truth = (str(100 * j + (j * 3) % k), "unretrieved")
+            hist = (HistoryEntry(Item("1", "Old Movie", 1980, ("Drama",)), 4.0),)
+            out.append(Query(f"{pre}{j}", str(j), hist, cands, truth, split))
+    return out
+
+
+@pytest.fixture()
+def cands(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "cands.jsonl"
+    write_candidates(path, make_queries())
+    return path
+
+
+def config(cands: Path, out: Path, **kw) -> ExperimentConfig:
+    base = dict(candidates=str(cands), scorer="simulated", k=K, m=4, calibration_queries=3, calibration_repeats=2,
+                n_bootstrap=20, out=str(out), seed=7)
+    base.update(kw)
+    return ExperimentConfig.from_mapping(base)
+
+
+def comparable_manifest(run_dir: Path) -> str:
+    m = read_json(run_dir / "manifest.json")
+    m["config"].pop("out")
+    return manifest_without_run(m)
+
+
+def test_run_folder_rows_and_pass_counts(cands, tmp_path):
+    res = run_experiment(config(cands, tmp_path / "run"), progress=False)
+    run = tmp_path / "run"
+    assert sorted(p.name for p in run.iterdir()) == sorted(FINAL + ("manifest.json",))   # .work removed
+    rows = read_observations(run / "observations.jsonl")
+    qids = {r["query_id"] for r in rows}
+    assert len(rows) == len(qids) * 4 * 4
+    by_key = {}
+    for r in rows:
+        assert r["k"] == K and r["model"] == "simulated" and r["dataset"] == "cands.jsonl"
+        assert {"scores", "passes", "relevant"} <= set(r) and "seconds" not in r
+        lo, hi = {"zero_shot": (1, 1), "bootstrapping": (3, 3), "sgs": (K, K), "stella": (4, 10)}[r["method"]]
+        assert lo <= r["passes"] <= hi
+        assert r["input"] != sorted(r["input"], key=int)       # never the retrieval order (ids ascend with rank)
+        by_key.setdefault((r["query_id"], r["permutation"]), {})[r["method"]] = r
+    for methods in by_key.values():                           # one input per order; first pass = zero-shot pass
+        assert len({tuple(m["input"]) for m in methods.values()}) == 1
+        zs = methods["zero_shot"]["scores"]
+        assert all(m["scores"] == zs for m in methods.values())
+    man = res.manifest
+    p = man["passes"]
+    assert p["requested"] == sum(r["passes"] for r in rows)
+    assert p["per_method"]["sgs"]["passes"] == K * len(by_key)
+    assert p["shared_cache_hits"] == p["requested"] - p["scorer_calls"]
+    assert p["shared_cache_hits"] >= 5 * len(by_key)         # 3 shared first passes + 2 shared shuffles per order
+    assert p["calibration"][str(K)]["passes"] > 0
+    assert man["model"]["scorer"] == "simulated" and man["config"]["m"] == 4
+    assert man["packages"]["numpy"] and "timings" in man["run"]
+    assert set(res.metrics["methods"]) == {"zero_shot", "bootstrapping", "sgs", "stella"}
+    cal = read_json(run / "calibration.json")["calibrations"][str(K)]
+    assert len(cal["matrix"]) == K and min(min(r) for r in cal["counts"]) >= 1
+
+
+def test_identical_configs_give_identical_files(cands, tmp_path):
+    run_experiment(config(cands, tmp_path / "a"), progress=False)
+    run_experiment(config(cands, tmp_path / "b"), progress=False)
+    for name in FINAL:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    assert comparable_manifest(tmp_path / "a") == comparable_manifest(tmp_path / "b")
+    # a different seed changes the orders
+    run_experiment(config(cands, tmp_path / "c", seed=8), progress=False)
+    assert (tmp_path / "a" / "observations.jsonl").read_bytes() != (tmp_path / "c" / "observations.jsonl").read_bytes()
+    # rerunning a finished run rewrites the same bytes; another config never overwrites it
+    before = (tmp_path / "a" / "metrics.json").read_bytes()
+    run_experiment(config(cands, tmp_path / "a"), progress=False)
+    assert (tmp_path / "a" / "metrics.json").read_bytes() == before
+    with pytest.raises(InvariRankError, match="finished run with a different configuration"):
+        run_experiment(config(cands, tmp_path / "a", seed=8), progress=False)
+
+
+class Killed(Exception):
+    pass
+
+
+def test_killed_and_resumed_run_equals_uninterrupted(cands, tmp_path):
+    run_experiment(config(cands, tmp_path / "full"), progress=False)
+
+    def kill_after_two(n):
+        if n == 2:
+            raise Killed
+
+    part = tmp_path / "part"
+    with pytest.raises(Killed):
+        run_experiment(config(cands, part), progress=False, on_query_done=kill_after_two)
+    assert not any((part / name).exists() for name in FINAL + ("manifest.json",))   # nothing half-final
+    ckpt = part / ".work" / "checkpoint.jsonl"
+    assert len(ckpt.read_text().splitlines()) == 3            # header + 2 queries
+    with open(ckpt, "a") as fh:                               # a kill in the middle of a write
+        fh.write('{"query_id": "u2", "rows": [{"schema_ver')
+    # a changed configuration may not reuse the unfinished work
+    with pytest.raises(InvariRankError, match="different configuration"):
+        run_experiment(config(cands, part, m=5), progress=False)
+    calls = []
+    res = run_experiment(config(cands, part), progress=False, on_query_done=calls.append)
+    assert calls == [1, 2, 3, 4]                              # only the 4 missing queries (of 6) were reranked
+    assert res.manifest["run"]["queries_resumed_from_checkpoint"] == 2
+    for name in FINAL:
+        assert (part / name).read_bytes() == (tmp_path / "full" / name).read_bytes(), name
+    assert comparable_manifest(part) == comparable_manifest(tmp_path / "full")
+    assert not (part / ".work").exists()
+
+
+def test_noise_floor_gives_loc_one_and_gpi_zero(cands, tmp_path):
+    res = run_experiment(config(cands, tmp_path / "nf", noise_floor=True), progress=False)
+    rows = read_observations(tmp_path / "nf" / "observations.jsonl")
+    for q in {r["query_id"] for r in rows}:
+        assert len({tuple(r["input"]) for r in rows if r["query_id"] == q}) == 1     # M copies of one order
+    for method, block in res.metrics["methods"].items():
+        ov = block["overall"]
+        assert ov["loc"] == pytest.approx(1.0), method
+        assert ov["gpi"] == pytest.approx(0.0), method
+        assert ov["ppi"] is None                              # every pair sits in one position cell
+
+
+def test_bias_knob_moves_exposure_in_the_run(cands, tmp_path):
+    def zero_shot_exposure(shape):
+        res = run_experiment(config(cands, tmp_path / shape, methods="zero_shot", m=12, exposure_k=2,
+                                    scorer_options={"bias_shape": shape, "bias_strength": 3.0}), progress=False)
+        return res.metrics["methods"]["zero_shot"]["overall"]["exposure@2"]
+
+    primacy, recency = zero_shot_exposure("primacy"), zero_shot_exposure("recency")
+    assert primacy[0] > primacy[-1] + 0.3
+    assert recency[-1] > recency[0] + 0.3
+
+
+def test_queries_are_sampled_from_those_kept_at_the_smallest_k(cands, tmp_path):
+    small = load_queries(config(cands, tmp_path / "x", k=3, queries=2, k_sweep=[3, 6]))
+    large = load_queries(config(cands, tmp_path / "y", k=6, queries=2, k_sweep=[3, 6]))
+    ids = [q.query_id for q in small.test]
+    assert ids == [q.query_id for q in large.test] and len(ids) == 2
+    assert all(q.k == 3 for q in small.test) and all(q.k == 6 for q in large.test)
+    kept_at_3 = [q.query_id for q in load_queries(config(cands, tmp_path / "z", k=3)).test]
+    assert kept_at_3 == ["u0", "u3", "u6"] and set(ids) <= set(kept_at_3)
+    assert len(load_queries(config(cands, tmp_path / "v", k=6)).test) == 6
+    other_seed = load_queries(config(cands, tmp_path / "w", k=6, queries=2, k_sweep=[3, 6], seed=99))
+    assert other_seed.info["pool_queries"] == len(kept_at_3)
+
+
+def test_dry_run_counts_passes_without_running(cands, tmp_path):
+    cfg = config(cands, tmp_path / "dry")
+    plan = plan_experiment(cfg)
+    n = plan.n_queries
+    assert plan.per_method["zero_shot"] == {"min": n * 4, "max": n * 4}
+    assert plan.per_method["sgs"] == {"min": n * 4 * K, "max": n * 4 * K}
+    assert plan.per_method["stella"] == {"min": n * 4 * 4, "max": n * 4 * 10}
+    # distinct passes: 1 shared first + 2 bootstrap shuffles + (K-1) SGS + STELLA beyond its shared 3 (1..7)
+    assert plan.unique_min == n * 4 * (1 + 2 + K - 1 + 1) and plan.unique_max == n * 4 * (1 + 2 + K - 1 + 7)
+    assert plan.calibration_passes > 0 and plan.measured_passes == 4
+    text = format_plan(plan)
+    assert "estimated time" in text and "sgs" in text and "STELLA calibration" in text
+    assert not (tmp_path / "dry").exists()
+    run_experiment(cfg, progress=False)
+    assert plan_experiment(cfg).calibration_passes == 0      # the matrix is now cached
+
+
+def test_stella_without_validation_queries_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "only_test.jsonl"
+    write_candidates(path, [q for q in make_queries() if q.split == "test"])
+    with pytest.raises(InvariRankError, match="validation"):
+        run_experiment(config(path, tmp_path / "r"), progress=False)
+    res = run_experiment(config(path, tmp_path / "r", methods=["zero_shot", "sgs"]), progress=False)
+    assert set(res.metrics["methods"]) == {"zero_shot", "sgs"}
+    assert not (tmp_path / "r" / "calibration.json").exists()
+
+
+def test_config_errors_name_the_setting(tmp_path):
+    with pytest.raises(InvariRankError, match="unknown setting 'mm'"):
+        ExperimentConfig.from_mapping({"mm": 3})
+    with pytest.raises(InvariRankError, match="unknown method 'rrf'"):
+        ExperimentConfig.from_mapping({"methods": "zero_shot,rrf"})
+    with pytest.raises(InvariRankError, match="'m'"):
+        ExperimentConfig.from_mapping({"m": 0})
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("m: [1,\n")
+    with pytest.raises(InvariRankError, match="bad.yaml"):
+        ExperimentConfig.from_yaml(bad)
+
+
+# -- CLI -------------------------------------------------------------------------------------------
+def test_cli_rerank_from_yaml_and_flags_then_report(cands, tmp_path, capsys):
+    yaml_file = tmp_path / "run.yaml"
+    yaml_file.write_text(f"candidates: {cands}\nscorer: simulated\nk: {K}\nm: 3\nmethods: [zero_shot, sgs]\n"
+                         f"n_bootstrap: 10\nscorer_options:\n  bias_shape: recency\n")
+    out = tmp_path / "cli-run"
+    rc = cli_main(["rerank", "--config", str(yaml_file), "--m", "2", "--scorer-option", "noise_sd=0.5",
+                   "--out", str(out), "--no-progress"])
+    assert rc == 0
+    man = read_json(out / "manifest.json")
+    assert man["config"]["m"] == 2 and man["config"]["methods"] == ["zero_shot", "sgs"]     # flag overrides file
+    assert man["model"]["bias_shape"] == "recency" and man["model"]["noise_sd"] == 0.5
+    printed = capsys.readouterr().out
+    assert "zero_shot:" in printed and "sgs:" in printed
+
+    rc = cli_main(["rerank", "--config", str(yaml_file), "--out", str(tmp_path / "dry"), "--dry-run"])
+    assert rc == 0 and "estimated time" in capsys.readouterr().out and not (tmp_path / "dry").exists()
+
+    figs = tmp_path / "figs"
+    assert cli_main(["report", str(out), "--out", str(figs)]) == 0
+    printed = capsys.readouterr().out
+    assert "summary" in printed and "ppi" in printed
+    for name in ("exposure_by_position.png", "metric_vs_k.png"):
+        assert (figs / name).stat().st_size > 1000
+
+
+def test_cli_bad_input_is_one_line_exit_2(cands, tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("mm: 3\n")
+    assert cli_main(["rerank", "--config", str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("invarirank: error:") and "'mm'" in err[0]
+    assert cli_main(["report", str(tmp_path / "nowhere")]) == 2
+    assert "no such run folder" in capsys.readouterr().err
+    assert cli_main(["rerank", "--candidates", str(cands), "--scorer", "simulated",
+                     "--scorer-option", "bias_shape=sideways", "--out", str(tmp_path / "o2")]) == 2
+    assert "sideways" in capsys.readouterr().err
