@@ -44,6 +44,7 @@ system:
 
 setup: venv system
 	$(PY) -m invarirank.assets
+	$(PY) -m invarirank.llm.models prepare smollm2-135m gemma3-270m
 
 test: setup
 	$(PY) -m pytest -q

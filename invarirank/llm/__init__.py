@@ -1,0 +1,37 @@
+"""Scorers: given a query (history) and a presented candidate list, one score per candidate (higher = preferred).
+
+* ``make_scorer(kind, model=None, *, seed=0, cache_dir=None, **options)`` — kind ``"span"`` (default, PROTOCOL §3),
+  ``"choice"`` or ``"simulated"``.
+* real scorers: :mod:`invarirank.llm.span`, :mod:`invarirank.llm.choice` on any Hugging Face causal LM
+  (:mod:`invarirank.llm.models`), sharing :mod:`invarirank.llm.engine` (pass cache, prefix reuse, logits only where
+  needed); prompts as data in :mod:`invarirank.llm.prompts`.
+
+Importing this package does not import torch or transformers: everything heavy loads lazily on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .factory import SCORER_KINDS, make_scorer
+
+__all__ = ["make_scorer", "SCORER_KINDS", "SpanScorer", "ChoiceScorer", "SimulatedScorer", "load_model",
+           "prepare_model", "TEMPLATE_VERSION"]
+
+_LAZY = {
+    "SpanScorer": ("span", "SpanScorer"),
+    "ChoiceScorer": ("choice", "ChoiceScorer"),
+    "SimulatedScorer": ("simulated", "SimulatedScorer"),
+    "load_model": ("models", "load_model"),
+    "prepare_model": ("models", "prepare"),
+    "TEMPLATE_VERSION": ("prompts", "TEMPLATE_VERSION"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,503 @@
+"""The shared machinery of the real (model-backed) scorers: pass cache, prefix reuse, logits only where needed,
+batching on GPU, length limits and work accounting.
+
+A scorer turns (query, presented order) into a :class:`Plan`: the shared ``prefix`` ids (BOS + instruction +
+history), the order-specific ``suffix`` ids that must be computed, a ``tail`` that no score depends on (computed
+only by the naive path), the suffix positions whose logits are read (``needed``) and what to read there. The
+engine then
+
+1. looks the serialised prompt up in the pass cache (:mod:`invarirank.llm.cache`); a hit costs no model work;
+2. otherwise gets the prefix's key/value cache from the :class:`~invarirank.llm.prefix.PrefixStore` (computing it
+   once per query), forks it and runs **one forward pass** over the suffix, asking the model for logits only at
+   the ``needed`` positions (``logits_to_keep`` with a position tensor: the output projection runs on those rows
+   only);
+3. reduces those logits to one float32 score per candidate (subclass) and stores them in the pass cache.
+
+``naive=True`` turns all of that off (every pass a full forward over the whole prompt including its tail, logits
+at every position, no pass cache): the reference the tests and the benchmark compare against.
+
+Batching: :meth:`CausalLMScorer.score_batch` computes the missing passes of one query in batches of
+``batch_size`` (default 8 on CUDA, 1 on the CPU where batching does not pay). The suffixes are right-padded and
+need no attention mask: with causal attention a real token never sees the padding after it.
+
+Work accounting in ``scorer.stats``: ``calls``, ``cache_hits`` (of which ``disk_hits``), ``forward_passes``
+(model forwards over suffixes or full prompts), ``prefix_passes``, ``prefix_reuses``, ``tokens_computed`` (all
+token positions run through the model, prefixes and padding included), ``prefix_tokens``,
+``positions_projected`` (rows of the output projection), ``attention_context`` (sum over computed positions and
+layers of the number of keys attended; sliding-window layers count at most their window) and
+``forward_seconds``. ``ScoreResult.tokens`` is the number of positions computed for that call (a query's prefix
+is charged to the call that computed it).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from invarirank.errors import InvariRankError
+from invarirank.types import HistoryEntry, Item, Query, ScoreResult
+
+from .cache import PassCache, default_cache_path, pass_key
+from .prefix import PrefixStore, UnsupportedCache, fork_cache, new_cache
+from .prompts import TEMPLATE_VERSION
+from .tokens import SegmentEncoder
+
+__all__ = ["Plan", "CausalLMScorer", "DEFAULT_MAX_LENGTH"]
+
+#: Default prompt limit (PROTOCOL §7 runs the paper's models with a maximum length of 4096), capped by the model's.
+DEFAULT_MAX_LENGTH = 4096
+
+
+@dataclass
+class Plan:
+    """What one pass computes. Positions in ``needed`` are suffix-relative (0 = first suffix token)."""
+
+    text: str
+    prefix: tuple[int, ...]
+    suffix: list[int]
+    tail: list[int]
+    needed: list[int]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def full_ids(self) -> list[int]:
+        return list(self.prefix) + self.suffix + self.tail
+
+    @property
+    def full_length(self) -> int:
+        return len(self.prefix) + len(self.suffix) + len(self.tail)
+
+
+_LOAD_OPTIONS = ("device", "dtype", "trust_remote_code", "threads", "attn_implementation", "allow_download")
+
+
+class CausalLMScorer:
+    """Base class of :class:`~invarirank.llm.span.SpanScorer` and :class:`~invarirank.llm.choice.ChoiceScorer`.
+
+    Parameters (all keyword-only, all optional):
+
+    ``model``: registry name (default ``"smollm2-135m"``), local folder, Hub id, or a
+    :class:`~invarirank.llm.models.LoadedModel`; ``device`` (``"auto"``), ``dtype`` (auto: bf16 on CUDA, fp32 on
+    CPU), ``trust_remote_code`` (False), ``threads`` (CPU threads; default: the CPUs available);
+    ``cache_dir``: folder of the persistent pass cache (default ``cache_dir()/passes``); ``pass_cache`` (True;
+    False: no cache; ``"memory"``: this process only); ``prefix_reuse`` (True); ``logits`` (``"needed"`` or
+    ``"all"``); ``batch_size`` (8 on CUDA, 1 on CPU); ``max_length`` (default min(4096, the model's limit));
+    ``truncate_history`` (False: an over-long prompt is an error naming the query; True: drop the oldest history
+    entries until the query's longest prompt fits); ``naive`` (False; True: reference path, see the module
+    docstring); ``prefix_cache_size`` (2 prefixes kept); ``seed`` (recorded only: scoring is deterministic).
+    """
+
+    kind = "base"
+    VERSION = "1"
+
+    def __init__(self, model: Any = "smollm2-135m", *, seed: int = 0, cache_dir: Any = None,
+                 pass_cache: bool | str = True, prefix_reuse: bool = True, logits: str = "needed",
+                 batch_size: int | None = None, max_length: int | None = None, truncate_history: bool = False,
+                 naive: bool = False, prefix_cache_size: int = 2, **load_options: Any):
+        unknown = sorted(set(load_options) - set(_LOAD_OPTIONS))
+        if unknown:
+            raise InvariRankError(f"{self.kind} scorer: unknown option(s) {', '.join(unknown)}")
+        from .models import LoadedModel, load_model
+
+        if isinstance(model, LoadedModel):
+            self.loaded = model
+        else:
+            self.loaded = load_model(model or "smollm2-135m", **load_options)
+        if self.loaded.device.type == "cpu":
+            from .models import set_threads
+
+            set_threads(load_options.get("threads"))
+        self.seed = int(seed)
+        if logits not in ("needed", "all"):
+            raise InvariRankError(f"{self.kind} scorer: logits={logits!r}; expected 'needed' or 'all'")
+        self.naive = bool(naive)
+        self.prefix_reuse = bool(prefix_reuse) and not self.naive
+        self.logits_mode = "all" if self.naive else logits
+        self.trim_tail = not self.naive
+        on_cuda = self.loaded.device.type == "cuda"
+        self.batch_size = max(1, int(batch_size if batch_size is not None else (8 if on_cuda else 1)))
+        model_max = int(self.loaded.max_length)
+        self.max_length = int(max_length) if max_length is not None else min(DEFAULT_MAX_LENGTH, model_max)
+        if self.max_length < 1:
+            raise InvariRankError(f"{self.kind} scorer: max_length must be positive, got {max_length}")
+        if self.max_length > model_max:
+            raise InvariRankError(f"{self.kind} scorer: max_length {self.max_length} exceeds the model's limit "
+                                  f"{model_max} ({self.loaded.name})")
+        self.truncate_history = bool(truncate_history)
+        self.encoder = SegmentEncoder(self.loaded.tokenizer)
+        self._prefixes = PrefixStore(prefix_cache_size)
+        self.prefix_reuse_note: str | None = None
+        self._history_memo: dict[tuple, int] = {}
+        if self.naive or pass_cache is False or pass_cache is None:
+            self.pass_cache: PassCache | None = None
+        elif pass_cache == "memory":
+            self.pass_cache = PassCache(None)
+        else:
+            self.pass_cache = PassCache(default_cache_path(cache_dir))
+        self.stats: dict[str, float] = {}
+        self.reset_stats()
+        self._setup_model_facts()
+
+    # ------------------------------------------------------------------------------------------------------
+    # identity and stats
+
+    def reset_stats(self) -> None:
+        self.stats = {"calls": 0, "cache_hits": 0, "disk_hits": 0, "forward_passes": 0, "prefix_passes": 0,
+                      "prefix_reuses": 0, "tokens_computed": 0, "prefix_tokens": 0, "positions_projected": 0,
+                      "attention_context": 0, "forward_seconds": 0.0}
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}:{self.loaded.name}"
+
+    def score_options(self) -> dict[str, Any]:
+        """Options that change the scores (part of the pass-cache key); subclasses extend."""
+        return {}
+
+    def template_json(self) -> dict[str, Any]:  # pragma: no cover - subclasses
+        raise NotImplementedError
+
+    def key_identity(self) -> dict[str, Any]:
+        ident = self.loaded.identity()
+        return {
+            "scorer": self.kind,
+            "scorer_version": self.VERSION,
+            "template_version": TEMPLATE_VERSION,
+            "template": self.template_json(),
+            "weights_sha256": ident["weights_sha256"],
+            "tokenizer_sha256": ident["tokenizer_sha256"],
+            "dtype": ident["dtype"],
+            "device_type": ident["device"],
+            "options": self.score_options(),
+        }
+
+    def identity(self) -> dict[str, Any]:
+        """JSON-able description for manifests (model, hashes, dtype, device, template, options)."""
+        ident = dict(self.loaded.identity())
+        ident.update({
+            "scorer": self.kind,
+            "scorer_version": self.VERSION,
+            "template_version": TEMPLATE_VERSION,
+            "options": self.score_options(),
+            "max_length": self.max_length,
+            "truncate_history": self.truncate_history,
+            "prefix_reuse": self.prefix_reuse,
+            "prefix_reuse_note": self.prefix_reuse_note,
+            "batch_size": self.batch_size,
+            "naive": self.naive,
+            "pass_cache": None if self.pass_cache is None else ("memory" if self.pass_cache.path is None else "disk"),
+            "seed": self.seed,
+        })
+        return ident
+
+    # ------------------------------------------------------------------------------------------------------
+    # model facts: forward signature, layers for the attention work count
+
+    def _setup_model_facts(self) -> None:
+        model = self.loaded.model
+        params = inspect.signature(model.forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        self._has_logits_to_keep = "logits_to_keep" in params
+        if not self._has_logits_to_keep:
+            self.logits_mode = "all"
+        cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+        n_layers = int(getattr(cfg, "num_hidden_layers", 0) or 0)
+        window = getattr(cfg, "sliding_window", None)
+        layer_types = getattr(cfg, "layer_types", None)
+        if layer_types is None:
+            layer_types = ["sliding_attention" if window else "full_attention"] * n_layers
+        self._n_full = sum(1 for t in layer_types if t not in ("sliding_attention", "chunked_attention"))
+        self._n_sliding = len(layer_types) - self._n_full
+        self._window = int(window) if window else 0
+        self.hidden_size = int(getattr(cfg, "hidden_size", 0) or 0)
+        self.n_layers = n_layers
+
+    def _attention_context(self, start: int, n: int) -> int:
+        """Sum over positions start..start+n-1 and layers of the number of keys attended."""
+        if n <= 0:
+            return 0
+        first, last = start + 1, start + n  # context sizes of the first and the last position
+        total = self._n_full * (first + last) * n // 2
+        if self._n_sliding:
+            ctx = np.minimum(np.arange(first, last + 1, dtype=np.int64), self._window)
+            total += self._n_sliding * int(ctx.sum())
+        return int(total)
+
+    def model_flop_counts(self) -> dict[str, int]:
+        """Parameter counts for the FLOP formula of the benchmark: non-embedding parameters (every parameter
+        except the input embedding and the output projection) and output-projection parameters."""
+        model = self.loaded.model
+        emb = model.get_input_embeddings().weight
+        out = model.get_output_embeddings()
+        out_w = out.weight if out is not None else emb
+        seen = {id(p): p.numel() for p in model.parameters()}
+        total = sum(seen.values())
+        non_emb = total - emb.numel() - (out_w.numel() if id(out_w) != id(emb) else 0)
+        return {"non_embedding_params": int(non_emb), "output_projection_params": int(out_w.numel()),
+                "layers": self.n_layers, "hidden_size": self.hidden_size}
+
+    # ------------------------------------------------------------------------------------------------------
+    # plans (subclasses)
+
+    def _plan(self, query: Query, history: Sequence[HistoryEntry], presented: Sequence[Item]) -> Plan:
+        raise NotImplementedError  # pragma: no cover
+
+    def _reduce(self, plan: Plan, logits: Any) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover
+
+    def _length_probe(self, presented: Sequence[Item]) -> Sequence[Item]:
+        """Candidates used to size the query's longest prompt (subclasses may clip)."""
+        return presented
+
+    # ------------------------------------------------------------------------------------------------------
+    # history length: errors and truncation
+
+    def _history_for(self, query: Query, presented: Sequence[Item]) -> tuple[HistoryEntry, ...]:
+        history = tuple(query.history)
+        if not self.truncate_history:
+            return history
+        ids = {it.item_id for it in query.candidates}
+        worst = list(query.candidates) + [it for it in presented if it.item_id not in ids]
+        memo_key = (query.query_id, tuple(it.item_id for it in worst), len(history))
+        n = self._history_memo.get(memo_key)
+        if n is None:
+            probe = self._length_probe(worst)
+            n = len(history)
+            while n > 0 and self._plan(query, history[:n], probe).full_length > self.max_length:
+                n -= 1
+            self._history_memo[memo_key] = n
+        return history[:n]
+
+    def plan(self, query: Query, presented: Sequence[Item]) -> Plan:
+        """The plan of one pass (raises :class:`InvariRankError` for an over-long prompt)."""
+        history = self._history_for(query, presented)
+        plan = self._plan(query, history, presented)
+        if plan.full_length > self.max_length:
+            dropped = len(query.history) - len(history)
+            how = (f"even after dropping {dropped} of {len(query.history)} history items" if self.truncate_history
+                   else "; pass truncate_history=True to drop the oldest history items until it fits, or raise "
+                        "max_length")
+            raise InvariRankError(
+                f"query {query.query_id}: the {self.kind} prompt has {plan.full_length} tokens, more than "
+                f"max_length {self.max_length} of {self.loaded.name} {how}".replace(" ;", ";"))
+        plan.extra["history_used"] = len(history)
+        return plan
+
+    # ------------------------------------------------------------------------------------------------------
+    # scoring
+
+    def score(self, query: Query, presented: Sequence[Item]) -> ScoreResult:
+        """One score per presented candidate (float32, higher = preferred) from one forward pass."""
+        return self.score_batch(query, [presented])[0]
+
+    def score_batch(self, query: Query, orders: Sequence[Sequence[Item]]) -> list[ScoreResult]:
+        """Score several presented orders of one query; identical prompts are computed once; the missing
+        passes run in batches of ``batch_size`` (GPU) or one by one (CPU)."""
+        results: list[ScoreResult | None] = [None] * len(orders)
+        todo: dict[str, list[int]] = {}
+        plans: dict[str, Plan] = {}
+        ident = self.key_identity() if self.pass_cache is not None else None
+        ident_digest = pass_key(ident, "")[:16] if ident is not None else ""
+        for i, presented in enumerate(orders):
+            self.stats["calls"] += 1
+            if len(presented) == 0:
+                results[i] = ScoreResult(np.zeros(0, dtype=np.float32), 0, False)
+                continue
+            plan = self.plan(query, presented)
+            key = pass_key(ident, plan.text) if ident is not None else f"nocache:{i}"
+            if key in todo:  # same prompt twice in one batch: compute once
+                todo[key].append(i)
+                self.stats["cache_hits"] += 1
+                continue
+            if self.pass_cache is not None:
+                hit = self.pass_cache.get(key)
+                if hit is not None:
+                    scores, where = hit
+                    self.stats["cache_hits"] += 1
+                    if where == "disk":
+                        self.stats["disk_hits"] += 1
+                    results[i] = ScoreResult(scores, 0, True)
+                    continue
+            todo[key] = [i]
+            plans[key] = plan
+        if plans:
+            keys = list(plans)
+            computed = self._compute([plans[k] for k in keys])
+            for key, (scores, tokens) in zip(keys, computed):
+                if self.pass_cache is not None:
+                    self.pass_cache.put(key, scores, tokens, ident_digest)
+                first, *rest = todo[key]
+                results[first] = ScoreResult(scores, int(tokens), False)
+                for j in rest:
+                    results[j] = ScoreResult(scores.copy(), 0, True)
+        return [r for r in results]  # type: ignore[misc]
+
+    # ------------------------------------------------------------------------------------------------------
+    # forward passes
+
+    def _run(self, **kwargs: Any) -> Any:
+        import torch
+
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            out = self.loaded.model(**kwargs)
+        if self.loaded.device.type == "cuda":
+            torch.cuda.synchronize(self.loaded.device)
+        self.stats["forward_seconds"] += time.perf_counter() - t0
+        return out
+
+    def _compute(self, plans: list[Plan]) -> list[tuple[np.ndarray, int]]:
+        out: list[tuple[np.ndarray, int] | None] = [None] * len(plans)
+        if not self.prefix_reuse:
+            for i, plan in enumerate(plans):
+                out[i] = self._forward_full(plan)
+            return out  # type: ignore[return-value]
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, plan in enumerate(plans):
+            groups.setdefault(plan.prefix, []).append(i)
+        for prefix, idxs in groups.items():
+            for c in range(0, len(idxs), self.batch_size):
+                chunk = idxs[c:c + self.batch_size]
+                if self.prefix_reuse:
+                    try:
+                        cache, prefix_tokens = self._prefix_cache(prefix)
+                        got = self._forward_suffixes(cache, [plans[i] for i in chunk])
+                    except UnsupportedCache as exc:
+                        self._disable_prefix_reuse(str(exc))
+                    else:
+                        for n, (i, (scores, tokens)) in enumerate(zip(chunk, got)):
+                            out[i] = (scores, tokens + (prefix_tokens if n == 0 else 0))
+                        continue
+                for i in chunk:
+                    out[i] = self._forward_full(plans[i])
+        return out  # type: ignore[return-value]
+
+    def _disable_prefix_reuse(self, why: str) -> None:
+        self.prefix_reuse = False
+        self.prefix_reuse_note = f"prefix reuse disabled: {why}"
+        self._prefixes.clear()
+        warnings.warn(f"{self.name}: {self.prefix_reuse_note}; falling back to full forward passes", stacklevel=3)
+
+    def _prefix_cache(self, prefix: tuple[int, ...]) -> tuple[Any, int]:
+        cache = self._prefixes.get(prefix)
+        if cache is not None:
+            self.stats["prefix_reuses"] += 1
+            return cache, 0
+        import torch
+
+        model = self.loaded.model
+        cache = new_cache(model)
+        ids = torch.tensor([list(prefix)], dtype=torch.long, device=self.loaded.device)
+        kwargs: dict[str, Any] = {"input_ids": ids, self._cache_arg: cache, "use_cache": True}
+        if self._has_logits_to_keep:
+            kwargs["logits_to_keep"] = 1
+        self._run(**kwargs)
+        n = len(prefix)
+        self.stats["prefix_passes"] += 1
+        self.stats["prefix_tokens"] += n
+        self.stats["tokens_computed"] += n
+        self.stats["positions_projected"] += 1 if self._has_logits_to_keep else n
+        self.stats["attention_context"] += self._attention_context(0, n)
+        fork_cache(cache)  # raises UnsupportedCache early for layer types that cannot be forked
+        self._prefixes.put(prefix, cache)
+        return cache, n
+
+    def _forward_suffixes(self, cache: Any, plans: list[Plan]) -> list[tuple[np.ndarray, int]]:
+        import torch
+
+        dev = self.loaded.device
+        p = len(plans[0].prefix)
+        if len(plans) == 1:
+            plan = plans[0]
+            ids = torch.tensor([plan.suffix], dtype=torch.long, device=dev)
+            kwargs: dict[str, Any] = {"input_ids": ids, self._cache_arg: fork_cache(cache), "use_cache": True}
+            if self.logits_mode == "needed":
+                kwargs["logits_to_keep"] = torch.tensor(plan.needed, dtype=torch.long, device=dev)
+            out = self._run(**kwargs)
+            logits = out.logits[0]
+            if self.logits_mode == "all":
+                logits = logits[torch.tensor(plan.needed, dtype=torch.long, device=dev)]
+            n = len(plan.suffix)
+            self._count(n, p, len(plan.needed) if self.logits_mode == "needed" else n)
+            return [(self._reduce(plan, logits.float()), n)]
+        width = max(len(pl.suffix) for pl in plans)
+        pad = self._pad_id()
+        ids = torch.full((len(plans), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(plans), width), dtype=torch.bool)
+        for b, pl in enumerate(plans):
+            ids[b, :len(pl.suffix)] = torch.tensor(pl.suffix, dtype=torch.long)
+            mask[b, pl.needed] = True
+        ids, mask = ids.to(dev), mask.to(dev)
+        kwargs = {"input_ids": ids, self._cache_arg: fork_cache(cache, batch=len(plans)), "use_cache": True}
+        if self.logits_mode == "needed":
+            kwargs["logits_to_keep"] = mask
+        out = self._run(**kwargs)
+        logits = out.logits if self.logits_mode == "needed" else out.logits[mask]
+        if logits.dim() == 3:  # some models return (1, rows, vocab) for a boolean selection
+            logits = logits.reshape(-1, logits.shape[-1])
+        self._count(len(plans) * width, p, int(mask.sum()) if self.logits_mode == "needed" else len(plans) * width,
+                    batch=len(plans))
+        res = []
+        row = 0
+        for pl in plans:
+            k = len(pl.needed)
+            res.append((self._reduce(pl, logits[row:row + k].float()), width))
+            row += k
+        return res
+
+    def _count(self, n: int, start: int, projected: int, batch: int = 1) -> None:
+        self.stats["forward_passes"] += 1
+        self.stats["tokens_computed"] += n
+        self.stats["positions_projected"] += projected
+        self.stats["attention_context"] += batch * self._attention_context(start, n // batch)
+
+    def _forward_full(self, plan: Plan) -> tuple[np.ndarray, int]:
+        import torch
+
+        dev = self.loaded.device
+        full = list(plan.prefix) + plan.suffix + (plan.tail if not self.trim_tail else [])
+        ids = torch.tensor([full], dtype=torch.long, device=dev)
+        needed = torch.tensor([len(plan.prefix) + q for q in plan.needed], dtype=torch.long, device=dev)
+        kwargs: dict[str, Any] = {"input_ids": ids, "use_cache": False}
+        if self.logits_mode == "needed":
+            kwargs["logits_to_keep"] = needed
+        out = self._run(**kwargs)
+        logits = out.logits[0]
+        if self.logits_mode == "all":
+            logits = logits[needed]
+        n = len(full)
+        self._count(n, 0, len(plan.needed) if self.logits_mode == "needed" else n)
+        return self._reduce(plan, logits.float()), n
+
+    def _pad_id(self) -> int:
+        tok = self.loaded.tokenizer
+        for cand in (getattr(tok, "pad_token_id", None), getattr(tok, "eos_token_id", None)):
+            if isinstance(cand, int):
+                return cand
+        return 0
+
+    # ------------------------------------------------------------------------------------------------------
+    # reference forward (tests): plain full forward, all logits
+
+    def reference_logits(self, ids: Sequence[int], *, last_only: bool = False) -> Any:
+        """float32 logits of a plain forward over ``ids`` (no cache) at every position, or at the last one only
+        (``last_only``, as ``generate`` does): for tests."""
+        import torch
+
+        kwargs: dict[str, Any] = {"use_cache": False}
+        if last_only and self._has_logits_to_keep:
+            kwargs["logits_to_keep"] = 1
+        with torch.inference_mode():
+            out = self.loaded.model(input_ids=torch.tensor([list(ids)], dtype=torch.long,
+                                                           device=self.loaded.device), **kwargs)
+        return out.logits[0].float()
+
+
+def _finite(x: float) -> bool:
+    return math.isfinite(x)

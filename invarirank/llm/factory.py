@@ -1,0 +1,52 @@
+"""``make_scorer``: the one entry point that builds a scorer by kind (imports torch only for real models)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from invarirank.errors import InvariRankError
+from invarirank.types import Scorer
+
+__all__ = ["make_scorer", "SCORER_KINDS"]
+
+SCORER_KINDS = ("span", "choice", "simulated")
+
+
+def make_scorer(kind: str = "span", model: Any = None, *, seed: int = 0, cache_dir: Any = None,
+                **options: Any) -> Scorer:
+    """Build a scorer.
+
+    * ``"span"`` (default) and ``"choice"``: :class:`invarirank.llm.span.SpanScorer` /
+      :class:`invarirank.llm.choice.ChoiceScorer` on ``model`` (registry name, default ``"smollm2-135m"``;
+      local folder; Hugging Face id; or a :class:`invarirank.llm.models.LoadedModel`), with the persistent pass
+      cache in ``cache_dir`` (default ``cache_dir()/passes``). ``options`` are the scorer options
+      (``device``, ``dtype``, ``max_length``, ``truncate_history``, ``pass_cache``, ``prefix_reuse``,
+      ``batch_size``, ``special_delimiters`` (span), ``labels`` (choice), ...; see
+      :class:`invarirank.llm.engine.CausalLMScorer`).
+    * ``"simulated"``: ``invarirank.llm.simulated.SimulatedScorer(**options, seed=seed)`` (no torch; ``model``
+      is passed on as its display name when given; ``cache_dir`` is ignored).
+
+    Unknown kinds, models and options raise :class:`~invarirank.errors.InvariRankError`.
+    """
+    if kind == "simulated":
+        from .simulated import SimulatedScorer
+
+        if model is not None and "model" not in options:
+            options["model"] = model
+        accepted = set(inspect.signature(SimulatedScorer.__init__).parameters) - {"self"}
+        unknown = sorted(set(options) - accepted)
+        if unknown:
+            raise InvariRankError(f"simulated scorer: unknown option(s) {', '.join(unknown)}; expected "
+                                  f"{', '.join(sorted(accepted - {'seed'}))}")
+        return SimulatedScorer(**options, seed=seed)
+    if kind == "span":
+        from .span import SpanScorer as cls
+    elif kind == "choice":
+        from .choice import ChoiceScorer as cls  # type: ignore[assignment]
+    else:
+        raise InvariRankError(f"scorer kind {kind!r}: expected one of {', '.join(SCORER_KINDS)}")
+    try:
+        return cls(model if model is not None else "smollm2-135m", seed=seed, cache_dir=cache_dir, **options)
+    except TypeError as exc:
+        raise InvariRankError(f"{kind} scorer: bad option ({exc})") from None

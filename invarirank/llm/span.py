@@ -1,0 +1,152 @@
+"""The ``span`` scorer (default; PROTOCOL §3): mean log-probability of each candidate's own tokens.
+
+The prompt is plain text without a chat template (only the tokenizer's own BOS in front), laid out as in
+:mod:`invarirank.llm.prompts`. The score of the candidate at presented position ``i`` is the mean, over the tokens
+strictly between its ``[ITEM]`` and ``[/ITEM]`` — exactly the tokens of its line ``Title (Year), genres: A, B``,
+the newlines belonging to the delimiters — of ``log p(token | everything before it)``, read in float32 from one
+forward pass over the whole serialised order. Higher = preferred; ties go to the earlier presented position
+(:func:`invarirank.types.rank_by_scores`).
+
+Work: the shared prefix (instruction + history) is computed once per query; a pass computes the candidate part
+only, up to the second-to-last token of the last candidate (nothing after it influences any score), and the output
+projection runs only on the positions that predict a candidate token.
+
+``special_delimiters=True`` reproduces the authors' variant: ``[SPAN] [/SPAN] [ITEM] [/ITEM]`` become new special
+tokens whose input (and, if untied, output) embeddings are initialised to the mean of the existing rows. The model
+is modified, so the scorer works on its own copy (the weights hash in its identity is derived from the base hash).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any, Sequence
+
+import numpy as np
+
+from invarirank.errors import InvariRankError
+from invarirank.types import HistoryEntry, Item, Query
+
+from .engine import CausalLMScorer, Plan
+from .prompts import SpanTemplate, span_segments
+
+__all__ = ["SpanScorer"]
+
+
+class SpanScorer(CausalLMScorer):
+    """Span log-prob scorer; see the module docstring and :class:`CausalLMScorer` for the options."""
+
+    kind = "span"
+    VERSION = "1"
+
+    def __init__(self, model: Any = "smollm2-135m", *, special_delimiters: bool = False,
+                 template: SpanTemplate | None = None, **options: Any):
+        self.template = template or SpanTemplate()
+        self.special_delimiters = bool(special_delimiters)
+        if self.special_delimiters:
+            model = _with_special_delimiters(model, self.template, options)
+        super().__init__(model, **options)
+
+    def score_options(self) -> dict[str, Any]:
+        return {"special_delimiters": self.special_delimiters}
+
+    def template_json(self) -> dict[str, Any]:
+        return self.template.to_json()
+
+    def _plan(self, query: Query, history: Sequence[HistoryEntry], presented: Sequence[Item]) -> Plan:
+        seg = span_segments(history, presented, self.template)
+        enc = self.encoder.encode
+        prefix = tuple(self.encoder.bos_ids) + enc(seg.prefix)
+        ids: list[int] = []
+        targets: list[int] = []
+        needed: list[int] = []
+        groups: list[tuple[int, int]] = []
+        spans: list[tuple[int, int]] = []
+        for i, (open_, body, close) in enumerate(seg.items):
+            ids.extend(enc(open_))
+            body_ids = enc(body)
+            if not body_ids:
+                raise InvariRankError(f"query {query.query_id}: candidate {presented[i].item_id} renders as an "
+                                      f"empty line (no title, year or genres)")
+            start = len(ids)
+            ids.extend(body_ids)
+            spans.append((start, len(ids)))
+            g0 = len(needed)
+            needed.extend(range(start - 1, len(ids) - 1))  # position q predicts token q + 1
+            targets.extend(body_ids)
+            groups.append((g0, len(needed)))
+            ids.extend(enc(close))
+        cut = needed[-1] + 1  # nothing after the last needed position influences a score
+        return Plan(text=seg.text, prefix=prefix, suffix=ids[:cut], tail=ids[cut:], needed=needed,
+                    extra={"targets": targets, "groups": groups, "spans": spans, "suffix_all": ids})
+
+    def _reduce(self, plan: Plan, logits: Any) -> np.ndarray:
+        import torch
+
+        logp = torch.log_softmax(logits, dim=-1)
+        tgt = torch.tensor(plan.extra["targets"], dtype=torch.long, device=logp.device)
+        tok_lp = logp.gather(1, tgt[:, None])[:, 0].to("cpu", torch.float32).numpy().astype(np.float64)
+        scores = np.array([tok_lp[a:b].mean() for a, b in plan.extra["groups"]], dtype=np.float32)
+        return scores
+
+    def scored_texts(self, query: Query, presented: Sequence[Item]) -> list[str]:
+        """For each presented candidate, the decoded text of exactly the tokens its score averages over."""
+        plan = self.plan(query, presented)
+        tg = plan.extra["targets"]
+        return [self.encoder.decode(tg[a:b]) for a, b in plan.extra["groups"]]
+
+    def explain(self, query: Query, presented: Sequence[Item]) -> dict[str, Any]:
+        """The prompt text, its ids and the scored spans (for inspection and tests)."""
+        plan = self.plan(query, presented)
+        return {"text": plan.text, "prefix_ids": list(plan.prefix), "suffix_ids": plan.extra["suffix_all"],
+                "spans": plan.extra["spans"], "scored_texts": self.scored_texts(query, presented),
+                "history_used": plan.extra["history_used"]}
+
+
+def _with_special_delimiters(model: Any, template: SpanTemplate, options: dict[str, Any]) -> Any:
+    """A private copy of the model + tokenizer with the four delimiters as mean-initialised special tokens."""
+    import torch
+
+    from .models import LoadedModel, load_model
+
+    if isinstance(model, LoadedModel):
+        base = model
+        net, tok = copy.deepcopy(base.model), copy.deepcopy(base.tokenizer)
+    else:
+        load = {k: options.pop(k) for k in list(options) if k in ("device", "dtype", "trust_remote_code",
+                                                                  "threads", "attn_implementation",
+                                                                  "allow_download")}
+        base = load_model(model or "smollm2-135m", reuse=False, **load)
+        net, tok = base.model, base.tokenizer
+    old_in = net.get_input_embeddings().weight.detach().clone()
+    out_layer = net.get_output_embeddings()
+    tied = out_layer is not None and out_layer.weight.data_ptr() == net.get_input_embeddings().weight.data_ptr()
+    old_out = out_layer.weight.detach().clone() if out_layer is not None and not tied else None
+    added = tok.add_special_tokens({"additional_special_tokens": list(template.delimiters)},
+                                   replace_extra_special_tokens=False) \
+        if "replace_extra_special_tokens" in _params(tok.add_special_tokens) else \
+        tok.add_special_tokens({"additional_special_tokens": list(template.delimiters)})
+    n_old = old_in.shape[0]
+    if len(tok) > n_old:
+        net.resize_token_embeddings(len(tok), mean_resizing=False)
+    with torch.no_grad():
+        emb = net.get_input_embeddings().weight
+        emb[n_old:] = old_in.mean(dim=0, keepdim=True).to(emb.dtype)
+        out_layer = net.get_output_embeddings()
+        if old_out is not None and out_layer is not None:
+            out_layer.weight[n_old:] = old_out.mean(dim=0, keepdim=True).to(out_layer.weight.dtype)
+    digest = hashlib.sha256(f"{base.weights_sha256}|special-delimiters-mean-v1|{added}".encode()).hexdigest()
+    from .models import _hash_tokenizer  # noqa: PLC0415
+
+    return LoadedModel(name=f"{base.name}+special-delimiters", model=net.eval(), tokenizer=tok, device=base.device,
+                       dtype=base.dtype, folder=None, weights_sha256=digest, tokenizer_sha256=_hash_tokenizer(tok),
+                       max_length=base.max_length, has_chat_template=base.has_chat_template, info=dict(base.info))
+
+
+def _params(fn: Any) -> set[str]:
+    import inspect
+
+    try:
+        return set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return set()

@@ -1,0 +1,162 @@
+"""Builders for tests and device checks: tiny randomly initialised causal LMs from configs, tiny tokenizers trained
+locally, and toy queries. Nothing here touches the network.
+
+* :func:`tiny_model` builds a Llama, Mistral, Qwen2 or Gemma 3 model (2 layers, hidden 64) from a config with a
+  seeded initialisation, around any tokenizer (its vocabulary size decides the embedding size). Gemma 3 gets a
+  sliding window of 16 positions (layers alternate sliding / full), far shorter than the test prompts, so that
+  prefix reuse is tested across the window.
+* :func:`train_tokenizer` trains a small byte-level BPE (GPT-2 style) or a SentencePiece-style BPE that adds a
+  dummy prefix space (Metaspace, like Llama 2 / Mistral tokenizers) on a built-in text in a few milliseconds.
+* :func:`toy_query` makes a query with MovieLens-like items.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from invarirank.types import HistoryEntry, Item, Query
+
+__all__ = ["ARCHS", "tiny_model", "train_tokenizer", "toy_query", "toy_items"]
+
+ARCHS = ("llama", "mistral", "qwen2", "gemma3")
+
+_GENRES = ("Action", "Adventure", "Animation", "Children's", "Comedy", "Crime", "Documentary", "Drama", "Fantasy",
+           "Film-Noir", "Horror", "Musical", "Mystery", "Romance", "Sci-Fi", "Thriller", "War", "Western")
+_WORDS = ("Star", "Wars", "Toy", "Story", "Fargo", "Return", "Jedi", "Contact", "English", "Patient", "Scream",
+          "Liar", "Air", "Force", "One", "Independence", "Day", "Godfather", "Titanic", "Raiders", "Lost", "Ark",
+          "Silence", "Lambs", "Pulp", "Fiction", "Twelve", "Monkeys", "Babe", "Heat", "Casino", "Sense",
+          "Sensibility", "Empire", "Strikes", "Back", "Jerry", "Maguire", "Rock", "Saint", "Apt", "Pupil", "Kolya",
+          "'Til", "There", "Was", "You", "City", "Lost", "Children", "Amélie", "Das", "Boot", "Léon")
+
+
+def toy_items(n: int, *, seed: int = 0, offset: int = 0) -> list[Item]:
+    """``n`` MovieLens-like items (titles, integer years, 1-3 genres), seeded."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    items = []
+    for i in range(n):
+        words = rng.choice(len(_WORDS), size=int(rng.integers(1, 4)), replace=False)
+        title = " ".join(_WORDS[w] for w in words)
+        year = None if rng.random() < 0.1 else int(rng.integers(1930, 1999))
+        genres = tuple(_GENRES[g] for g in sorted(rng.choice(len(_GENRES), size=int(rng.integers(1, 4)),
+                                                              replace=False)))
+        items.append(Item(str(offset + i + 1), title, year, genres))
+    return items
+
+
+def toy_query(k: int = 5, history: int = 8, *, seed: int = 0, query_id: str = "u1") -> Query:
+    """A query with ``history`` rated items (newest first) and ``k`` candidates; ground truth = first candidate."""
+    hist_items = toy_items(history, seed=seed + 1000, offset=1000)
+    ratings = [float(1 + (i * 7 + seed) % 5) for i in range(history)]
+    cands = tuple(toy_items(k, seed=seed))
+    return Query(query_id, query_id.lstrip("uv") or "1",
+                 tuple(HistoryEntry(it, r) for it, r in zip(hist_items, ratings)), cands, (cands[0].item_id,))
+
+
+_TRAIN_TEXT = """[SPAN]
+Given the user's interaction history, rank the candidate items according to the user's preferences.
+
+User history:
+title: Star Wars (1977), rating: 5, genres: Action, Adventure, Romance, Sci-Fi, War
+title: Toy Story (1995), rating: 4, genres: Animation, Children's, Comedy
+[/SPAN]
+
+[ITEM]
+Fargo (1996), genres: Crime, Drama, Thriller
+[/ITEM]
+
+Candidates:
+[A] Contact (1997), genres: Drama, Sci-Fi
+[B] Scream (1996), genres: Horror, Thriller
+[C] Liar Liar (1997), genres: Comedy
+Which candidate will the user prefer most? Answer with its label only.
+User: Assistant: [
+"""
+
+
+def train_tokenizer(kind: str = "bytelevel", vocab_size: int = 400) -> Any:
+    """A small fast tokenizer trained on a built-in text (milliseconds, no files, no network).
+
+    ``kind="bytelevel"``: GPT-2 style byte-level BPE (every string encodable; no BOS).
+    ``kind="metaspace"``: SentencePiece-style BPE with a dummy prefix space and a BOS ``<s>`` (like Llama 2 and
+    Mistral tokenizers), byte fallback for unseen characters.
+
+    The metaspace training text repeats ``[C`` so that `` [C`` merges into one token: the choice scorer's label
+    check then finds that only ``A`` and ``B`` are single tokens after ``[`` (used to test its error message).
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    text = _TRAIN_TEXT * 3 + " ".join(_WORDS) + " " + " ".join(_GENRES) + " 0123456789 (),:'-.\n"
+    if kind == "metaspace":  # make "▁[C" one token: then "C" is not a single token after "Assistant: ["
+        text += " ".join(f"[C{c}" for c in "abdefghijklmnopqrstuvwxyz" * 4) + "\n"
+    if kind == "bytelevel":
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                      special_tokens=["<|endoftext|>"], show_progress=False)
+        tok.train_from_iterator([text], trainer)
+        return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>",
+                                       clean_up_tokenization_spaces=False)
+    if kind == "metaspace":
+        byte_tokens = [f"<0x{b:02X}>" for b in range(256)]
+        tok = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>"))
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+        tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                         decoders.Strip(" ", 1, 0)])
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size + 256, special_tokens=["<unk>", "<s>", "</s>"]
+                                      + byte_tokens, show_progress=False)
+        tok.train_from_iterator([text], trainer)
+        bos = tok.token_to_id("<s>")
+        tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
+                                                           special_tokens=[("<s>", bos)])
+        return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                       pad_token="</s>", clean_up_tokenization_spaces=False)
+    raise ValueError(f"tokenizer kind {kind!r}: expected 'bytelevel' or 'metaspace'")
+
+
+def tiny_model(arch: str, tokenizer: Any, *, seed: int = 0, dtype: Any = None, device: str = "cpu",
+               init_std: float = 0.2, name: str | None = None, **overrides: Any) -> Any:
+    """A 2-layer randomly initialised ``arch`` model around ``tokenizer``, wrapped as a
+    :class:`~invarirank.llm.models.LoadedModel`. ``init_std`` (larger than the usual 0.02) spreads the logits so
+    that scores differ clearly between candidates (useful for ranking comparisons across precisions)."""
+    import torch
+    import transformers as tf
+
+    from .models import wrap_model
+
+    vocab = len(tokenizer)
+    common = dict(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                  initializer_range=init_std, tie_word_embeddings=False)
+    if arch == "llama":
+        config = tf.LlamaConfig(**common)
+        cls = tf.LlamaForCausalLM
+    elif arch == "mistral":
+        config = tf.MistralConfig(**common, sliding_window=None)
+        cls = tf.MistralForCausalLM
+    elif arch == "qwen2":
+        config = tf.Qwen2Config(**common)
+        cls = tf.Qwen2ForCausalLM
+    elif arch == "gemma3":
+        config = tf.Gemma3TextConfig(**{**common, "head_dim": 16}, sliding_window=16, query_pre_attn_scalar=16,
+                                     layer_types=["sliding_attention", "full_attention"])
+        cls = tf.Gemma3ForCausalLM
+    else:
+        raise ValueError(f"arch {arch!r}: expected one of {', '.join(ARCHS)}")
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    for tok_attr, cfg_attr in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"),
+                               ("pad_token_id", "pad_token_id")):
+        setattr(config, cfg_attr, getattr(tokenizer, tok_attr, None))
+    torch.manual_seed(seed)
+    model = cls(config)
+    with torch.no_grad():  # seeded, arch-independent initialisation with a wide spread
+        gen = torch.Generator().manual_seed(seed)
+        for pname, p in sorted(model.named_parameters()):
+            if p.dim() >= 2:
+                p.copy_(torch.randn(p.shape, generator=gen) * init_std)
+    model = model.to(device=device, dtype=dtype or torch.float32).eval()
+    return wrap_model(model, tokenizer, name=name or f"tiny-{arch}")
