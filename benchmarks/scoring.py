@@ -21,8 +21,13 @@ presented order itself, shared between methods as :mod:`invarirank.methods` shar
 
 Naive path: every pass a full forward over the whole prompt, logits at every position, no pass cache, no prefix
 reuse. Optimised path: the scorer as shipped (fresh pass cache in a temporary folder, prefix KV reuse, logits only
-at the candidate-token positions, the unused prompt tail skipped). Both paths see the same pass sequence; scores are
-compared pass by pass.
+at the candidate-token positions, the unused prompt tail skipped). Both paths see the same pass sequence, run
+alternately pass by pass (so that both meet the same machine conditions on a shared machine); each path's time is the
+sum of its own passes' wall times; scores are compared pass by pass.
+
+Threads: the CPUs available by default. On a machine shared with other busy processes, two OpenMP threads wait for
+each other at every operator whenever one of them is descheduled, which can slow a forward pass by an order of
+magnitude; ``--threads 1`` then gives meaningful figures (the matmul uses the same thread count).
 
 Figures (definitions fixed by the issue):
 
@@ -125,25 +130,39 @@ def workload(query: Any, orders: int, seed: int = 0) -> list[tuple[str, int, lis
     return passes
 
 
-def _run(scorer: Any, query: Any, passes: list[tuple[str, int, list[int]]], desc: str,
-         counts: dict[str, int] | None = None) -> tuple[float, list, list[float]]:
-    """Wall time of the whole pass sequence, the scores of every pass and (with ``counts``) the model GFLOP/s of
-    every pass that ran the model (a diagnostic beside the whole-path figure)."""
+def _run_interleaved(naive: Any, fast: Any, query: Any, passes: list[tuple[str, int, list[int]]],
+                     counts: dict[str, int]) -> dict[str, Any]:
+    """Run the pass sequence on both paths, alternating pass by pass (naive pass i, then optimised pass i), so
+    that both see the same machine conditions; each path's time is the sum of its own passes' wall times.
+    Also returns the GFLOP/s of every optimised pass that ran the model (a diagnostic)."""
     from tqdm import tqdm
 
     cands = query.candidates
-    out = []
+    times = {"naive": 0.0, "fast": 0.0}
+    scores: dict[str, list[np.ndarray]] = {"naive": [], "fast": []}
     rates: list[float] = []
+    for _, _, idx in tqdm(passes, desc="naive + optimised", file=sys.stderr, leave=False, mininterval=5):
+        presented = [cands[i] for i in idx]
+        for name, scorer in (("naive", naive), ("fast", fast)):
+            before = dict(scorer.stats)
+            p0 = time.perf_counter()
+            scores[name].append(scorer.score(query, presented).scores)
+            dt = time.perf_counter() - p0
+            times[name] += dt
+            if name == "fast" and scorer.stats["tokens_computed"] > before["tokens_computed"]:
+                delta = {k: scorer.stats[k] - before[k] for k in ("tokens_computed", "positions_projected",
+                                                                  "attention_context")}
+                rates.append(model_flops(delta, counts) / dt / 1e9)
+    return {"times": times, "scores": scores, "rates": rates}
+
+
+def _run(scorer: Any, query: Any, passes: list[tuple[str, int, list[int]]]) -> tuple[float, list]:
+    cands = query.candidates
+    out = []
     t0 = time.perf_counter()
-    for _, _, idx in tqdm(passes, desc=desc, file=sys.stderr, leave=False, mininterval=5):
-        before = dict(scorer.stats) if counts else None
-        p0 = time.perf_counter()
+    for _, _, idx in passes:
         out.append(scorer.score(query, [cands[i] for i in idx]).scores)
-        if counts and scorer.stats["tokens_computed"] > before["tokens_computed"]:
-            delta = {k: scorer.stats[k] - before[k] for k in ("tokens_computed", "positions_projected",
-                                                              "attention_context")}
-            rates.append(model_flops(delta, counts) / (time.perf_counter() - p0) / 1e9)
-    return time.perf_counter() - t0, out, rates
+    return time.perf_counter() - t0, out
 
 
 def matmul_gflops(repeats: int = 5, n: int = 2048) -> float:
@@ -186,11 +205,12 @@ def measure(model: str = "smollm2-135m", orders: int = 2, user: str | None = Non
         # one untimed warm-up forward on another prompt so neither path pays first-call costs
         SpanScorer(lm, pass_cache=False).score(query, list(query.candidates)[:2])
         counts = fast.model_flop_counts()
-        naive_s, naive_scores, _ = _run(naive, query, passes, "naive")
-        fast_s, fast_scores, rates = _run(fast, query, passes, "optimised", counts)
+        run = _run_interleaved(naive, fast, query, passes, counts)
+        naive_s, fast_s = run["times"]["naive"], run["times"]["fast"]
+        naive_scores, fast_scores, rates = run["scores"]["naive"], run["scores"]["fast"], run["rates"]
         fast.pass_cache.close()
         warm = SpanScorer(lm, cache_dir=tmp, threads=n_threads)
-        warm_s, warm_scores, _ = _run(warm, query, passes, "warm rerun")
+        warm_s, warm_scores = _run(warm, query, passes)
         warm_stats = dict(warm.stats)
     diff = max(float(np.abs(a - b).max()) for a, b in zip(fast_scores, naive_scores))
     warm_equal = all(np.array_equal(a, b) for a, b in zip(fast_scores, warm_scores))

@@ -258,3 +258,17 @@ def test_pass_cache_key_is_stable_across_processes(tok):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     here = SpanScorer(tiny_model("llama", tok, seed=7), pass_cache=False)
     assert out.stdout.strip().splitlines()[-1] == pass_key(here.key_identity(), "prompt")
+
+
+def test_an_explicit_thread_count_is_kept_by_later_scorers(models):
+    from invarirank.llm.models import set_threads
+
+    before = torch.get_num_threads()
+    try:
+        assert set_threads(1) == 1
+        SpanScorer(models["llama"], pass_cache=False)  # no threads option: must not reset the choice
+        assert torch.get_num_threads() == 1
+        SpanScorer(models["llama"], pass_cache=False, threads=2)
+        assert torch.get_num_threads() == 2
+    finally:
+        set_threads(before)

@@ -299,23 +299,33 @@ def resolve_dtype(dtype: Any, device: Any) -> "Any":
     return getattr(torch, name)
 
 
+_THREADS_SET: int | None = None
+
+
 def set_threads(threads: int | None = None) -> int:
-    """Set torch's intra-op threads: ``threads``, else ``$INVARIRANK_THREADS``, else the CPUs this process may
-    use. Returns the number set."""
+    """Set torch's intra-op threads and return the number in force.
+
+    An explicit ``threads`` (or ``$INVARIRANK_THREADS``) always applies. Without one, the default (the CPUs this
+    process may use) is applied only once per process, so that building another scorer never undoes an explicit
+    choice made earlier.
+    """
+    global _THREADS_SET
     import torch
 
+    env = os.environ.get("INVARIRANK_THREADS")
+    if threads is None and env:
+        threads = int(env)
     if threads is None:
-        env = os.environ.get("INVARIRANK_THREADS")
-        if env:
-            threads = int(env)
-        else:
-            try:
-                threads = len(os.sched_getaffinity(0))
-            except AttributeError:  # pragma: no cover - non-Linux
-                threads = os.cpu_count() or 1
+        if _THREADS_SET is not None:
+            return torch.get_num_threads()
+        try:
+            threads = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - non-Linux
+            threads = os.cpu_count() or 1
     threads = max(1, int(threads))
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
+    _THREADS_SET = threads
     return threads
 
 
