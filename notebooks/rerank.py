@@ -1,0 +1,100 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Reranking run
+#
+# One reranking run: one data set, one first stage, one model and scorer, one list length $K$, and the
+# configured methods, each applied to the same $M$ presented orders of every sampled query. The grid
+# runner (`python -m invarirank.grid`) executes this notebook once per (data set, model, $K$) with
+# papermill; you can also execute it yourself with other parameters, for example
+#
+# ```bash
+# papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15
+# ```
+#
+# A finished run with the same settings under `results/<grid>/<run>/` is **reused**; otherwise the run
+# is computed (or resumed after an interruption: every finished query is checkpointed) and then
+# published there, where the results chapter finds it. The defaults are the default grid's scaled-down
+# settings (the same sampled users, so a new K joins Figure 2); the paper's values are in the comments.
+
+# %% tags=["parameters", "hide-cell"]
+grid = "default"            # results/<grid>/<run>/
+run_name = None             # None: <dataset>-<retriever>-<model>-<scorer>-k<K>
+dataset = "ml-100k"
+label = None                # the data set's name in run names and tables (default: dataset)
+raw_dir = None              # raw files (None: the embedded ML-100K)
+retriever = "lightgcn"
+model = "smollm2-135m"
+scorer = "span"             # span | choice | simulated
+K = 10                      # candidates per query
+M = 8                       # presented orders per query (the paper: 20)
+n_queries = 5               # test queries sampled (None: all kept ones; the paper: 500)
+sample_k = 6                # sample queries among those kept at this K (the smallest K of a sweep)
+methods = ["zero_shot", "bootstrapping", "stella", "sgs"]
+seed = 42
+calibration_queries = 5     # STELLA_LW calibration: validation queries (the paper: 150) ...
+calibration_repeats = 1     # ... and repeats per position (the paper: 5)
+scorer_options = {}
+device = "auto"
+results_dir = None          # None: <repository>/results
+work_dir = None             # None: <repository>/runs
+
+# %% tags=["hide-input"]
+# %matplotlib inline
+from invarirank import compendium
+from invarirank.grid import RunSpec, ensure_run
+
+spec = RunSpec.from_mapping(
+    dict(name=run_name, dataset=dataset, label=label, raw_dir=raw_dir, retriever=retriever, model=model,
+         scorer=scorer, K=K, M=M, n_queries=n_queries, sample_k=sample_k, methods=methods, seed=seed,
+         calibration_queries=calibration_queries, calibration_repeats=calibration_repeats,
+         scorer_options=scorer_options, device=device),
+    grid=grid, where="notebook parameters")
+run_dir = ensure_run(spec, results_dir, work_dir)
+run = compendium.load_run(run_dir)
+print(f"run folder: {run_dir.name} ({run.setting()})")
+
+# %% [markdown]
+# ## Metrics
+#
+# HR@5 and nDCG@5 measure effectiveness; PPI, GPI and LOC the consistency of the induced preferences
+# across the $M$ presented orders; the exposure MAD how far the top-5 exposure by input position is from
+# flat (see the metrics chapter). Each value comes with its 95% bootstrap interval over queries.
+
+# %% tags=["hide-input"]
+compendium.run_table(run)
+
+# %% [markdown]
+# ## Top-5 exposure by input position
+#
+# The share of rows in which the candidate shown at input position $p$ reached the top 5, per method,
+# with a 95% bootstrap band over queries. A reranker that ignores positions stays near the dashed line
+# $5/K$.
+
+# %% tags=["hide-input"]
+compendium.figure_exposure([run])
+
+# %% [markdown]
+# ## Method orderings and cost
+
+# %% tags=["hide-input"]
+compendium.orderings(run)
+
+# %% tags=["hide-input"]
+print(compendium.paper_ordering_sentence(run))
+
+# %% tags=["hide-input"]
+compendium.cost_table([run])

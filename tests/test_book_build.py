@@ -1,0 +1,201 @@
+"""CI's book smoke build: the tiny grid (configs/grid-smoke.yaml) through the grid runner and Jupyter Book
+into a temporary folder, then checks of the HTML: the results page holds the table and the figures as
+images, headless Chromium shows rendered math (MathJax served from the book itself, so offline), and a
+screenshot of the results page is not blank.
+
+Under ``CI=true`` a missing Chromium (or missing offline MathJax) fails the test instead of skipping it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+JB = Path(PY).with_name("jupyter-book")
+IN_CI = os.environ.get("CI", "").lower() == "true"
+BOOK_FILES = ("_config.yml", "_toc.yml", "book", "notebooks", "configs")
+
+pytestmark = pytest.mark.slow
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _need(condition: bool, message: str) -> None:
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(message + " (CI=true: required)")
+    pytest.skip(message)
+
+
+def _copy_book(dest: Path) -> None:
+    for name in BOOK_FILES:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("generated", "__pycache__",
+                                                                            ".ipynb_checkpoints"))
+        else:
+            shutil.copy2(src, dest / name)
+
+
+@pytest.fixture(scope="module")
+def built_book(tmp_path_factory) -> Path:
+    """Run the smoke grid and build the book; returns the HTML folder."""
+    _need((ROOT / "book" / "_static" / "mathjax" / "tex-chtml.js").is_file(),
+          "MathJax is not in book/_static/mathjax (run `make setup`)")
+    src = tmp_path_factory.mktemp("book")
+    _copy_book(src)
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    env["MPLBACKEND"] = "Agg"   # as `make` exports it: the notebooks must still render their figures inline
+    grid = subprocess.run(
+        [PY, "-m", "invarirank.grid", "configs/grid-smoke.yaml", "--build-dir", str(src / "book" / "generated"),
+         "--results-dir", str(src / "results"), "--work-dir", str(src / "runs")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    assert grid.returncode == 0, grid.stderr[-4000:]
+    build = subprocess.run([str(JB), "build", "--all", str(src)], cwd=src, env=env, capture_output=True, text=True,
+                           timeout=1500)
+    assert build.returncode == 0, (build.stdout + build.stderr)[-4000:]
+    html = src / "_build" / "html"
+    assert (html / "index.html").is_file()
+    return html
+
+
+def _page(html: Path, rel: str) -> str:
+    path = html / rel
+    assert path.is_file(), f"{rel} was not built"
+    return path.read_text(encoding="utf-8")
+
+
+def _content_images(html: Path, rel: str) -> list[Path]:
+    """<img> of the page's own content (not the theme's logos): rendered PNGs under _images/."""
+    text = _page(html, rel)
+    srcs = re.findall(r'<img[^>]*src="([^"]+\.png)"', text)
+    page_dir = (html / rel).parent
+    return [(page_dir / s).resolve() for s in srcs if "_images/" in s]
+
+
+def test_every_chapter_is_built(built_book: Path):
+    for rel in ("book/intro.html", "book/protocol.html", "book/metrics.html", "book/first_stage.html",
+                "book/experiments.html", "book/generated/results.html", "notebooks/lab.html",
+                "book/paper_scale.html", "book/references.html", "book/generated/data/ml-100k.html"):
+        _page(built_book, rel)
+    runs = list((built_book / "book" / "generated" / "rerank").glob("*.html"))
+    assert len(runs) == 2
+
+
+def test_results_page_holds_the_table_and_the_figures_as_images(built_book: Path):
+    for rel in ("book/generated/results.html", "book/experiments.html"):
+        text = _page(built_book, rel)
+        assert text.count("<table") >= 3, rel
+        assert "HR@5" in text and "PPI" in text and "LOC" in text
+        images = _content_images(built_book, rel)
+        assert len(set(images)) >= 2, f"{rel}: expected Figure 1 and Figure 2 as images, found {images}"
+        for img in images:
+            assert img.is_file() and img.stat().st_size > 1000
+    exp = _page(built_book, "book/experiments.html")
+    # every table states model, dataset, K, M and the number of queries
+    for needle in ("K = ", "M = ", "queries"):
+        assert needle in exp
+    assert "No key" not in exp and "not found" not in exp
+
+
+def test_no_error_output_in_any_page(built_book: Path):
+    for page in built_book.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert "Traceback (most recent call last)" not in text, page
+        assert 'class="output error' not in text, page
+
+
+def test_worked_answers_are_hidden_by_default(built_book: Path):
+    lab = _page(built_book, "notebooks/lab.html")
+    assert lab.count("dropdown") >= 4
+    assert "tag_hide-cell" in lab
+
+
+def test_binder_buttons_open_committed_notebooks(built_book: Path):
+    """Launch links are plain links (no network at build time) to notebooks that exist in the repository:
+    executed pages point at the notebook they were executed from."""
+    for rel, target in (("notebooks/lab.html", "notebooks/lab.ipynb"),
+                        ("book/generated/results.html", "notebooks/results.ipynb"),
+                        ("book/generated/data/ml-100k.html", "notebooks/data.ipynb")):
+        links = re.findall(r'https://mybinder\.org/v2/gh/[^"]+', _page(built_book, rel))
+        assert links and all(link.endswith(f"urlpath=lab/tree/{target}") for link in links), (rel, links)
+        assert (ROOT / target).is_file()
+
+
+def test_mathjax_is_served_from_the_book(built_book: Path):
+    text = _page(built_book, "book/metrics.html")
+    assert re.search(r'<script[^>]+src="[./]*_static/mathjax/tex-chtml\.js', text)
+    assert "cdn.jsdelivr" not in text and "mathjax@3/es5" not in text
+    assert (built_book / "_static" / "mathjax" / "tex-chtml.js").is_file()
+
+
+def test_chromium_shows_rendered_math(built_book: Path):
+    chromium = _chromium()
+    _need(chromium is not None, "chromium is not installed")
+    for rel in ("book/metrics.html", "book/intro.html"):
+        url = (built_book / rel).as_uri()
+        proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                               "--disable-background-networking", "--virtual-time-budget=15000", "--dump-dom", url],
+                              capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        dom = proc.stdout
+        assert dom.count("<mjx-container") >= 3, f"{rel}: MathJax did not render"
+        body = dom.split("<body", 1)[-1]
+        text_only = re.sub(r"<script.*?</script>", "", body, flags=re.S)
+        assert "$$" not in text_only, f"{rel}: raw $$ left in the page"
+        assert "\\frac" not in re.sub(r"<[^>]+>", "", re.sub(r"<mjx-assistive-mml.*?</mjx-assistive-mml>", "",
+                                                                 text_only, flags=re.S)), f"{rel}: raw TeX left"
+
+
+def test_screenshot_of_results_page_is_not_blank(built_book: Path, tmp_path: Path):
+    chromium = _chromium()
+    _need(chromium is not None, "chromium is not installed")
+    shot = tmp_path / "results.png"
+    url = (built_book / "book" / "generated" / "results.html").as_uri()
+    proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                           "--hide-scrollbars", "--window-size=1280,2400", "--virtual-time-budget=15000",
+                           f"--screenshot={shot}", url], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(shot).convert("L"), dtype=np.float64)
+    assert pixels.shape[0] >= 1000 and pixels.shape[1] >= 1000
+    non_white = (pixels < 235).mean()
+    assert pixels.std() > 20, f"screenshot looks blank (grey-level s.d. {pixels.std():.1f})"
+    assert non_white > 0.03, f"screenshot looks blank ({non_white:.1%} non-white pixels)"
+    # plots are coloured: the figures' lines and bands give many distinct colours
+    rgb = np.asarray(Image.open(shot).convert("RGB"))
+    assert len(np.unique(rgb.reshape(-1, 3)[::7], axis=0)) > 200
+
+
+def test_a_failing_notebook_fails_the_build(tmp_path: Path):
+    """With the book's own _config.yml, a page whose code raises makes `jupyter-book build` exit non-zero
+    (not merely warn)."""
+    shutil.copy2(ROOT / "_config.yml", tmp_path / "_config.yml")
+    (tmp_path / "book").mkdir()
+    shutil.copytree(ROOT / "book" / "_ext", tmp_path / "book" / "_ext")  # the config's local extensions
+    (tmp_path / "book" / "references.bib").write_text("")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
+    (tmp_path / "book" / "intro.md").write_text(
+        "---\njupytext:\n  text_representation:\n    format_name: myst\nkernelspec:\n  name: python3\n"
+        "  display_name: Python 3\n---\n# Broken\n\n```{code-cell} ipython3\nraise ValueError('deliberate')\n```\n")
+    proc = subprocess.run([str(JB), "build", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode != 0
+    assert "deliberate" in proc.stdout + proc.stderr or "ExecutionError" in proc.stdout + proc.stderr

@@ -1,0 +1,134 @@
+"""The book's tables and figures (invarirank.compendium): captions state the setting, the paper's values
+sit beside ours, orderings and the paper-ordering sentence are computed correctly, exposure bands agree
+with metrics.json."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from invarirank import compendium as C
+from invarirank.grid import RunSpec, ensure_run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> C.Run:
+    tmp = tmp_path_factory.mktemp("comp")
+    import os
+    old = os.environ.get("INVARIRANK_CACHE")
+    os.environ["INVARIRANK_CACHE"] = str(tmp / "cache")
+    try:
+        spec = RunSpec.from_mapping(dict(dataset="synthetic", retriever="none", model="simulated", scorer="simulated",
+                                         K=6, M=4, n_queries=5, calibration_queries=4, calibration_repeats=1, seed=3,
+                                         scorer_options={"bias_shape": "primacy", "bias_strength": 2.0}, name="r"),
+                                    grid="g")
+        folder = ensure_run(spec, tmp / "results", tmp / "runs")
+    finally:
+        if old is None:
+            os.environ.pop("INVARIRANK_CACHE")
+        else:
+            os.environ["INVARIRANK_CACHE"] = old
+    return C.load_run(folder)
+
+
+def _with_values(run: C.Run, metric: str, values: dict[str, float]) -> C.Run:
+    r = copy.deepcopy(run)
+    for method, v in values.items():
+        r.metrics["methods"][method]["overall"][metric] = v
+        r.metrics["methods"][method]["overall"]["ci"][metric] = [v - 0.001, v + 0.001]
+    return r
+
+
+def test_load_run_reads_the_setting(run):
+    assert (run.K, run.M, run.n_queries, run.scorer) == (6, 4, 5, "simulated")
+    assert run.methods == ["zero_shot", "bootstrapping", "stella", "sgs"]
+
+
+def test_tables_state_model_dataset_k_m_and_queries(run):
+    for styler in (C.table1([run]), C.run_table(run), C.beside_paper([run], C.paper_table(
+            ROOT / "book" / "data" / "paper_table1.csv")), C.orderings(run), C.ordering_agreement(run)):
+        caption = styler.caption
+        assert "K = 6" in caption and "M = 4" in caption and "5 queries" in caption.replace("queries = 5", "5 queries")
+        assert "simulated" in caption
+        assert "<table" in styler.to_html()
+
+
+def test_beside_paper_shows_every_paper_model_for_the_nearest_dataset(run):
+    paper = C.paper_table(ROOT / "book" / "data" / "paper_table1.csv")
+    r = copy.deepcopy(run)
+    r.dataset = "ml-100k"
+    df = C.beside_paper([r], paper, styled=False)
+    sources = set(df.index.get_level_values("source"))
+    assert sources == {"ours", "paper: Llama-3B", "paper: Mistral-7B", "paper: Qwen-7B"}
+    assert df.loc[("zero-shot", "paper: Llama-3B"), "LOC"] == "0.6358"
+    r.model = "meta-llama/Llama-3.2-3B-Instruct"      # the same model as the paper: only that one beside
+    df = C.beside_paper([r], paper, styled=False)
+    assert set(df.index.get_level_values("source")) == {"ours", "paper: Llama-3B"}
+
+
+def test_paper_ordering_sentence(run):
+    good = _with_values(run, "loc", {"sgs": 0.8, "bootstrapping": 0.7, "zero_shot": 0.6, "stella": 0.1})
+    good = _with_values(good, "ppi", {"sgs": 0.2, "bootstrapping": 0.3, "zero_shot": 0.4, "stella": 0.8})
+    good = _with_values(good, "gpi", {"sgs": 0.05, "bootstrapping": 0.08, "zero_shot": 0.1, "stella": 0.3})
+    text = C.paper_ordering_sentence(good)
+    assert "shows the paper's ordering on all three consistency measures" in text
+    assert "SGS > bootstrapping > zero-shot > STELLA_LW" in text and "overlap" not in text
+    bad = _with_values(good, "gpi", {"sgs": 0.3, "bootstrapping": 0.08, "zero_shot": 0.1, "stella": 0.05})
+    assert "on 2 of the three consistency measures" in C.paper_ordering_sentence(bad)
+    worse = _with_values(bad, "loc", {"sgs": 0.1, "bootstrapping": 0.7, "zero_shot": 0.6, "stella": 0.8})
+    worse = _with_values(worse, "ppi", {"sgs": 0.9, "bootstrapping": 0.3, "zero_shot": 0.4, "stella": 0.1})
+    assert "does not show the paper's ordering" in C.paper_ordering_sentence(worse)
+
+
+def test_overlapping_intervals_are_named(run):
+    r = _with_values(run, "loc", {"sgs": 0.8, "bootstrapping": 0.7, "zero_shot": 0.6, "stella": 0.1})
+    r.metrics["methods"]["sgs"]["overall"]["ci"]["loc"] = [0.5, 0.9]
+    assert "SGS/bootstrapping on LOC" in C.paper_ordering_sentence(r)
+
+
+def test_ordering_agreement_is_kendall_tau(run):
+    r = _with_values(run, "loc", {"sgs": 0.8, "bootstrapping": 0.7, "zero_shot": 0.6, "stella": 0.1})
+    r = _with_values(r, "ppi", {"sgs": 0.2, "bootstrapping": 0.3, "zero_shot": 0.4, "stella": 0.8})
+    r = _with_values(r, "hr@5", {"sgs": 0.1, "bootstrapping": 0.2, "zero_shot": 0.3, "stella": 0.4})
+    mat = C.ordering_agreement(r, styled=False)
+    assert mat.loc["PPI", "LOC"] == 1.0 and mat.loc["LOC", "HR@5"] == -1.0
+    assert np.allclose(np.diag(mat.values.astype(float)), 1.0)
+
+
+def test_exposure_bands_agree_with_metrics(run):
+    bands = C.exposure_bands(run, n_bootstrap=50)
+    for method in run.methods:
+        b = bands[bands.method == method].sort_values("position")
+        assert b.exposure.tolist() == pytest.approx(run.metrics["methods"][method]["overall"]["exposure@5"])
+        assert (b.low <= b.exposure + 1e-12).all() and (b.exposure <= b.high + 1e-12).all()
+
+
+def test_figures_are_drawn(run):
+    fig1 = C.figure_exposure([run], n_bootstrap=20)
+    fig2 = C.figure_k_sweep([run])
+    assert len(fig1.axes) == 1 and len(fig2.axes) == 2
+    assert fig1.axes[0].get_title().startswith("K = 6")
+
+
+def test_cost_table_reads_the_manifest(run):
+    df = C.cost_table([run], styled=False)
+    per = run.manifest["passes"]["per_method"]
+    for method in run.methods:
+        row = df.xs(C.METHOD_LABELS[method], level="method").iloc[0]
+        assert row["passes (requested)"] == per[method]["passes"]
+    assert df.xs("zero-shot", level="method").iloc[0]["passes per order"] == 1.0
+
+
+def test_scorer_comparison_needs_a_pair(run):
+    assert C.scorer_comparison([run]) is None
+    span = copy.deepcopy(run)
+    span.scorer = "span"
+    choice = copy.deepcopy(run)
+    choice.scorer = "choice"
+    df = C.scorer_comparison([span, choice], styled=False)
+    assert set(df.index.get_level_values("scorer")) == {"span", "choice"}

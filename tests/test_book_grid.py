@@ -1,0 +1,234 @@
+"""The grid runner (invarirank.grid): grid files, run folders (reuse / mismatch / publish), cost estimates,
+notebook execution (skip when up to date, failures stop the grid)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from invarirank.errors import InvariRankError
+from invarirank.grid import (RESULT_FILES, RunSpec, complete_runs, ensure_run, estimate, execute_notebook,
+                             format_cost_table, load_grid, publish_run, run_status)
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+
+
+def _tiny(**over) -> RunSpec:
+    d = dict(dataset="synthetic", retriever="none", model="simulated", scorer="simulated", K=5, M=3, n_queries=3,
+             methods=["zero_shot", "bootstrapping"], calibration_queries=3, calibration_repeats=1, seed=1,
+             scorer_options={"bias_shape": "primacy", "bias_strength": 1.0}, name="tiny")
+    d.update(over)
+    return RunSpec.from_mapping(d, grid="t")
+
+
+# -- grid files ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["grid-default.yaml", "grid-smoke.yaml", "grid-paper.yaml"])
+def test_committed_grids_load(name):
+    grid = load_grid(CONFIGS / name)
+    assert grid.runs
+    for spec in grid.runs:   # a sweep samples its queries once, at its smallest K
+        if spec.sample_k is not None:
+            assert spec.sample_k == min(s.K for s in grid.runs if (s.dataset, s.label) == (spec.dataset, spec.label))
+
+
+def test_default_grid_shape():
+    grid = load_grid(CONFIGS / "grid-default.yaml")
+    full = [s for s in grid.runs if set(s.methods) == {"zero_shot", "bootstrapping", "stella", "sgs"}]
+    assert len(full) == 1 and 8 <= full[0].K <= 12 and full[0].scorer == "span"
+    assert full[0].model == "smollm2-135m" and full[0].dataset == "ml-100k" and full[0].retriever == "lightgcn"
+    span_ks = {s.K for s in grid.runs if s.scorer == "span"}
+    assert len(span_ks) >= 3                                   # a K sweep for Figure 2
+    assert any(s.scorer == "choice" for s in grid.runs)       # the scorer comparison
+    assert grid.lab and len(grid.lab["shapes"]) >= 2 and len(grid.lab["strengths"]) >= 3
+
+
+def test_paper_grid_is_the_papers_setting():
+    grid = load_grid(CONFIGS / "grid-paper.yaml")
+    assert len(grid.runs) == 18
+    assert {s.K for s in grid.runs} == {15, 25, 50}
+    assert {s.model for s in grid.runs} == {"meta-llama/Llama-3.2-3B-Instruct", "mistralai/Mistral-7B-Instruct-v0.3",
+                                           "Qwen/Qwen2.5-7B-Instruct"}
+    assert {s.data_label for s in grid.runs} == {"ml-32m", "amazon-books"}
+    for s in grid.runs:
+        assert (s.M, s.n_queries, s.sample_k, s.calibration_queries, s.calibration_repeats) == (20, 500, 15, 150, 5)
+        assert set(s.methods) == {"zero_shot", "bootstrapping", "stella", "sgs"}
+
+
+def test_paper_grid_header_holds_the_current_cost_table():
+    text = (CONFIGS / "grid-paper.yaml").read_text()
+    block = re.search(r"# COST-TABLE-BEGIN\n(.*?)# COST-TABLE-END", text, re.S).group(1)
+    copied = [line[4:] for line in block.splitlines()]
+    assert copied == format_cost_table(load_grid(CONFIGS / "grid-paper.yaml")).splitlines(), (
+        "regenerate the table in configs/grid-paper.yaml from `python -m invarirank.grid configs/grid-paper.yaml "
+        "--dry-run`")
+
+
+def test_estimate_counts_passes():
+    spec = RunSpec(grid="g", K=10, M=20, n_queries=500, methods=("zero_shot", "bootstrapping", "stella", "sgs"),
+                   calibration_queries=150, calibration_repeats=5)
+    e = estimate(spec, calibration_relevant=1.0)
+    # distinct passes per order: 1 + 2 (bootstrapping) + K-1 (SGS) + STELLA's 4..10 updates less 1 and less
+    # the 2 it shares with bootstrapping
+    assert e["passes_min"] == 500 * 20 * (1 + 2 + 9 + 1) and e["passes_max"] == 500 * 20 * (1 + 2 + 9 + 7)
+    assert e["calibration_passes"] == 150 * 10 * 5
+    assert e["requested_max"] == 500 * 20 * (1 + 3 + 10 + 10)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("runs: []\n", "field 'grid'"),
+    ("grid: g\nrunz: []\n", "unknown top-level field 'runz'"),
+    ("grid: g\nruns:\n  - {K: 5, methods: [zero_shot, magic]}\n", "unknown method 'magic'"),
+    ("grid: g\nruns:\n  - {K: 5, sample_k: 9}\n", "sample_k 9 is larger than K 5"),
+    ("grid: g\nruns:\n  - {K: 0}\n", "K: 0"),
+    ("grid: g\nruns:\n  - {K: 5}\n  - {K: 5}\n", "duplicate run"),
+    ("grid: g\nruns:\n  - {K: 5, colour: red}\n", "unknown field 'colour'"),
+    ("grid: g\nruns: [\n", "not valid YAML"),
+])
+def test_bad_grid_files_name_file_and_field(tmp_path, text, message):
+    p = tmp_path / "g.yaml"
+    p.write_text(text)
+    with pytest.raises(InvariRankError) as err:
+        load_grid(p)
+    assert str(p) in str(err.value) and message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_k_list_expands_into_one_run_per_k(tmp_path):
+    p = tmp_path / "g.yaml"
+    p.write_text("grid: g\ndefaults: {M: 4, n_queries: 2, sample_k: 5}\nruns:\n  - {K: [5, 8], methods: [zero_shot]}\n")
+    grid = load_grid(p)
+    assert [s.K for s in grid.runs] == [5, 8]
+    assert [s.run_name for s in grid.runs] == ["ml-100k-lightgcn-smollm2-135m-span-k5",
+                                               "ml-100k-lightgcn-smollm2-135m-span-k8"]
+    assert grid.data == [{"dataset": "ml-100k", "label": None, "raw_dir": None, "retrievers": ["lightgcn"],
+                          "K": [5, 8]}]
+
+
+# -- run folders ---------------------------------------------------------------------------------
+def test_ensure_run_runs_publishes_then_reuses(tmp_path, monkeypatch):
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+    results, work = tmp_path / "results", tmp_path / "runs"
+    spec = _tiny()
+    assert run_status(spec, results) == "missing"
+    folder = ensure_run(spec, results, work)
+    assert folder == results / "t" / "tiny"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(RESULT_FILES)
+    assert run_status(spec, results) == "complete"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["complete"] is True and manifest["grid_run"]["run_name"] == "tiny"
+    with gzip.open(folder / "observations.jsonl.gz", "rt") as fh:
+        rows = [json.loads(line) for line in fh]
+    assert len(rows) == 3 * 3 * 2
+    stamp = (folder / "metrics.json").stat().st_mtime_ns
+    again = ensure_run(spec, results, work)              # reused: nothing rewritten
+    assert again == folder and (folder / "metrics.json").stat().st_mtime_ns == stamp
+    assert complete_runs(results) == [folder]
+
+
+def test_run_with_other_settings_is_never_overwritten(tmp_path, monkeypatch):
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+    results, work = tmp_path / "results", tmp_path / "runs"
+    ensure_run(_tiny(), results, work)
+    other = _tiny(M=4)
+    assert run_status(other, results) == "mismatch"
+    with pytest.raises(InvariRankError, match="other settings \\(M\\)"):
+        ensure_run(other, results, work)
+
+
+def test_published_observations_are_deterministic(tmp_path, monkeypatch):
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+    a = ensure_run(_tiny(), tmp_path / "a", tmp_path / "wa")
+    b = ensure_run(_tiny(), tmp_path / "b", tmp_path / "wb")
+    for name in ("observations.jsonl.gz", "metrics.json"):
+        assert (a / name).read_bytes() == (b / name).read_bytes()
+
+
+def test_incomplete_folder_is_recomputed(tmp_path, monkeypatch):
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+    folder = ensure_run(_tiny(), tmp_path / "r", tmp_path / "w")
+    (folder / "metrics.json").unlink()
+    assert run_status(_tiny(), tmp_path / "r") == "incomplete"
+    ensure_run(_tiny(), tmp_path / "r", tmp_path / "w")
+    assert run_status(_tiny(), tmp_path / "r") == "complete"
+
+
+def test_publish_refuses_an_unfinished_work_folder(tmp_path):
+    (tmp_path / "w").mkdir()
+    with pytest.raises(InvariRankError, match="no observations"):
+        publish_run(tmp_path / "w", tmp_path / "r", _tiny())
+
+
+# -- notebooks -----------------------------------------------------------------------------------
+def _notebook(path: Path, code: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Title"),
+                nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(code)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.mark.slow
+def test_execute_notebook_skips_when_up_to_date_and_sets_title(tmp_path):
+    src = _notebook(tmp_path / "n.ipynb", "print(x * 2)")
+    out = tmp_path / "build" / "n.ipynb"
+    assert execute_notebook(src, out, {"x": 21}, title="Run 21", fingerprint="abc") is True
+    nb = nbformat.read(out, as_version=4)
+    assert nb.cells[0].source == "# Run 21"
+    assert any("42" in o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected and "hide-cell" in injected[0].metadata["tags"]
+    assert execute_notebook(src, out, {"x": 21}, fingerprint="abc") is False
+    assert execute_notebook(src, out, {"x": 21}, fingerprint="changed") is True
+
+
+@pytest.mark.slow
+def test_failing_notebook_stops_with_one_line_and_leaves_no_page(tmp_path):
+    src = _notebook(tmp_path / "n.ipynb", "raise ValueError('boom')")
+    out = tmp_path / "build" / "n.ipynb"
+    with pytest.raises(InvariRankError) as err:
+        execute_notebook(src, out, {"x": 1}, fingerprint="f")
+    assert "ValueError: boom" in str(err.value) and "\n" not in str(err.value)
+    assert not out.exists()
+    assert (tmp_path / "build" / "_failed" / "n.ipynb").is_file()
+
+
+def test_cli_dry_run_prints_status_and_passes(capsys):
+    from invarirank.grid import main
+
+    assert main([str(CONFIGS / "grid-paper.yaml"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "ml-32m-lightgcn-llama-3.2-3b-instruct-span-k25" in out and "GPU h" in out
+
+
+def test_cli_reports_bad_grid_in_one_line(tmp_path, capsys):
+    from invarirank.grid import main
+
+    assert main([str(tmp_path / "missing.yaml")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("invarirank: error:") and "\n" not in err
+
+
+def test_changed_grid_recomputes_over_a_stale_scratch_run(tmp_path, monkeypatch):
+    """The scratch folder runs/<grid>/<run> may hold a finished run of an older grid file: it is replaced,
+    and a finished run of the same configuration is published without recomputing."""
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+    results, work = tmp_path / "results", tmp_path / "runs"
+    ensure_run(_tiny(), results, work)
+    import shutil
+    shutil.rmtree(results)
+    scratch = work / "t" / "tiny"
+    stamp = (scratch / "observations.jsonl").stat().st_mtime_ns
+    ensure_run(_tiny(), results, work)          # same configuration: published from the scratch folder
+    assert (scratch / "observations.jsonl").stat().st_mtime_ns == stamp
+    shutil.rmtree(results)
+    folder = ensure_run(_tiny(M=4), results, work)   # the grid changed: recomputed
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["grid_run"]["M"] == 4 and manifest["config"]["m"] == 4

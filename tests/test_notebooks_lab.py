@@ -1,0 +1,58 @@
+"""The teaching lab works in a torch-free install: its notebook (and the sweep it shows, and
+``evaluate``) run with torch, transformers and implicit made unimportable."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jupytext
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BLOCKER = textwrap.dedent("""
+    import importlib.abc, sys
+    class _Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name.split(".")[0] in {"torch", "transformers", "implicit", "accelerate", "gguf", "safetensors"}:
+                raise ImportError(f"{name} is blocked: the lab must be torch-free")
+            return None
+    sys.meta_path.insert(0, _Block())
+""")
+
+
+def _script(results_dir: Path) -> str:
+    nb = jupytext.read(ROOT / "notebooks" / "lab.py")
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        src = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith("%"))
+        if "parameters" in cell.metadata.get("tags", []):
+            src += f"\nresults_dir = {str(results_dir)!r}\nn_queries = 6\nM = 4\nK = 6\n"
+        cells.append(src)
+    return "\n\n".join(cells)
+
+
+def test_lab_notebook_runs_without_torch(tmp_path: Path):
+    results = tmp_path / "results"
+    sweep = textwrap.dedent(f"""
+        from invarirank.grid import _lab_runs, ensure_run
+        lab = {{"K": 6, "M": 4, "n_queries": 6, "dataset": "synthetic", "retriever": "none",
+               "methods": ["zero_shot", "bootstrapping", "stella", "sgs"], "calibration_queries": 6,
+               "calibration_repeats": 1, "shapes": ["primacy", "none"], "strengths": [0.0, 2.0]}}
+        for spec in _lab_runs(lab):
+            ensure_run(spec, {str(results)!r}, {str(tmp_path / 'runs')!r})
+        from invarirank.evaluation import evaluate, read_observations
+        m = evaluate({str(results / 'lab' / 'primacy-s2' / 'observations.jsonl.gz')!r}, n_bootstrap=10)
+        assert set(m["methods"]) == {{"zero_shot", "bootstrapping", "stella", "sgs"}}
+    """)
+    script = BLOCKER + sweep + _script(results) + "\nassert 'torch' not in sys.modules\nprint('LAB-OK')\n"
+    env = dict(os.environ, MPLBACKEND="Agg", INVARIRANK_CACHE=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT / "notebooks", env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "LAB-OK" in proc.stdout
