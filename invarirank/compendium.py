@@ -194,7 +194,8 @@ def setting_caption(runs: Sequence[Run]) -> str:
     def join(values: Iterable[Any]) -> str:
         vals = list(dict.fromkeys(values))
         return ", ".join(str(v) for v in vals)
-    return (f"model {join(model_label(r.model) for r in runs)}; dataset {join(dataset_label(r.dataset) for r in runs)}; "
+    return (f"model {join(model_label(r.model) for r in runs)}; "
+            f"dataset {join(dataset_label(r.dataset) for r in runs)}; "
             f"{join(r.scorer for r in runs)} scorer; K = {join(r.K for r in runs)}; M = {join(r.M for r in runs)}; "
             f"queries = {join(r.n_queries for r in runs)}")
 
@@ -308,7 +309,8 @@ def beside_paper(runs: Sequence[Run], paper: pd.DataFrame, *, K: int | None = No
                 if hit.empty:
                     continue
                 rec = {"method": METHOD_LABELS.get(method, method),
-                       "source": f"paper: {model_label(pm)}" + ("" if len(pdsets_all) == 1 else f", {dataset_label(pdset)}")}
+                       "source": f"paper: {model_label(pm)}"
+                                 + ("" if len(pdsets_all) == 1 else f", {dataset_label(pdset)}")}
                 for m in TABLE1_METRICS:
                     rec[METRIC_LABELS[m]] = f"{float(hit.iloc[0][m]):.4f}"
                 records.append(rec)
@@ -440,8 +442,8 @@ def figure_k_sweep(runs: Sequence[Run], metrics: Sequence[str] = ("ppi", "gpi"))
             ax.errorbar(s.K + dodge, s.value, yerr=yerr, marker="o", ms=4, capsize=3, lw=1.5,
                         color=colors[method], label=METHOD_LABELS[method])
         ax.set_xlabel("list length K")
-        ax.set_ylabel(METRIC_LABELS.get(metric, metric) + (" (lower is better)" if not HIGHER_IS_BETTER.get(metric, True)
-                                                           else ""))
+        lower = not HIGHER_IS_BETTER.get(metric, True)
+        ax.set_ylabel(METRIC_LABELS.get(metric, metric) + (" (lower is better)" if lower else ""))
         ax.set_xticks(sorted(sub.K.unique()))
         ax.grid(alpha=0.3)
     handles = {}
@@ -566,7 +568,8 @@ def summary_sentence(run: Run) -> str:
     hr = _ordering(run, "hr@5")
     loc = _ordering(run, "loc")
     mad = _ordering(run, "exposure_mad@5")
-    return (f"In our run ({run_setting(run)}), the highest HR@5 goes to {METHOD_LABELS.get(hr[0], hr[0])}, the most consistent "
+    return (f"In our run ({run_setting(run)}), the highest HR@5 goes to {METHOD_LABELS.get(hr[0], hr[0])}, "
+            f"the most consistent "
             f"outputs (LOC) to {METHOD_LABELS.get(loc[0], loc[0])} and the flattest exposure to "
             f"{METHOD_LABELS.get(mad[0], mad[0])}.")
 
@@ -638,21 +641,23 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
             own_cal = cal_passes if method == "stella" else 0
             est = None if s_per_pass is None else round((distinct * req / requested_all + own_cal) * s_per_pass, 1)
             records.append({
-                "run": f"{model_label(run.model)}, {dataset_label(run.dataset)}, {run.scorer}, K = {run.K}",
-                "M": run.M, "queries": run.n_queries, "method": METHOD_LABELS.get(method, method),
+                "model": model_label(run.model), "dataset": dataset_label(run.dataset), "scorer": run.scorer,
+                "K": run.K, "M": run.M, "queries": run.n_queries, "method": METHOD_LABELS.get(method, method),
                 "passes per order": info.get("per_order_mean"),
                 "passes (requested)": req,
                 "calibration passes": own_cal,
                 "distinct passes in run": distinct,
-                "served by pass cache": f"{cached}/{calls}" if calls else "–",
+                "from pass cache": f"{cached}/{calls}" if calls else "–",
                 "s per computed pass": None if s_per_pass is None else round(s_per_pass, 2),
                 "seconds (est.)": est,
             })
-    df = pd.DataFrame.from_records(records).set_index(["run", "M", "queries", "method"])
-    caption = ("Cost per method, from the run manifests. Passes are exact: every scorer call a method requested; "
-               "one run's methods share a pass cache, so its distinct passes are fewer. Seconds are an estimate: "
-               "the model's measured seconds per computed pass in the run's last session times the method's share of "
-               "the distinct passes (plus calibration for STELLA_LW); they depend on the machine and its load.")
+    df = _drop_constant_levels(pd.DataFrame.from_records(records).set_index(
+        ["model", "dataset", "scorer", "K", "M", "queries", "method"]))
+    caption = (f"Cost per method ({setting_caption(runs)}), from the run manifests. Passes are exact: every scorer "
+               "call a method requested; one run's methods share a pass cache, so its distinct passes are fewer. "
+               "Seconds are an estimate: the model's measured seconds per computed pass in the run's last session "
+               "times the method's share of the distinct passes (plus calibration for STELLA_LW); they depend on "
+               "the machine and its load, and read – when that session computed (almost) nothing itself.")
     if not styled:
         return df
     return _styled(df, caption).format({"passes per order": "{:.2f}", "s per computed pass": "{:.2f}",

@@ -48,11 +48,12 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 
 from .errors import InvariRankError
-from .io import atomic_write_json, atomic_write_text, dumps_json, read_json
+from .io import atomic_write_json, atomic_write_text, read_json
 
 __all__ = [
-    "RunSpec", "Grid", "load_grid", "project_root", "run_status", "ensure_run", "publish_run",
-    "complete_runs", "estimate", "execute_notebook", "main", "METHOD_ORDER", "RESULT_FILES",
+    "RunSpec", "Grid", "load_grid", "project_root", "run_status", "ensure_run", "publish_run", "complete_runs",
+    "experiment_config", "run_in_work_dir", "estimate", "cost_table", "format_cost_table", "execute_notebook",
+    "main_spec", "run", "main", "METHOD_ORDER", "RESULT_FILES",
 ]
 
 #: The methods in the paper's order of presentation.

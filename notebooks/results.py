@@ -55,7 +55,7 @@ table_runs = [r for r in main_runs if r.scorer == main.scorer]  # span vs choice
 sweep = compendium.sweep_runs(main_runs, main)  # same data set, model and scorer at every K
 paper = compendium.paper_table(paper_table)
 print(f"{len(runs)} finished runs ({len(main_runs)} of grid {grid!r}); main run: {main.setting()}")
-print("K sweep:", ", ".join(f"K = {r.K} ({len(r.methods)} methods)" for r in sweep))
+print("K sweep:", ", ".join(f"K = {r.K} ({', '.join(r.methods)})" for r in sweep))
 
 # %% [markdown]
 # ## What was run

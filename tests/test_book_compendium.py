@@ -116,12 +116,14 @@ def test_figures_are_drawn(run):
 
 
 def test_cost_table_reads_the_manifest(run):
-    df = C.cost_table([run], styled=False)
+    df = C.cost_table([run], styled=False)      # one run: only the method is left in the index
     per = run.manifest["passes"]["per_method"]
     for method in run.methods:
-        row = df.xs(C.METHOD_LABELS[method], level="method").iloc[0]
+        row = df.loc[C.METHOD_LABELS[method]]
         assert row["passes (requested)"] == per[method]["passes"]
-    assert df.xs("zero-shot", level="method").iloc[0]["passes per order"] == 1.0
+    assert df.loc["zero-shot", "passes per order"] == 1.0
+    assert df.loc["STELLA_LW", "calibration passes"] == sum(
+        v["passes"] for v in run.manifest["passes"]["calibration"].values())
 
 
 def test_scorer_comparison_needs_a_pair(run):

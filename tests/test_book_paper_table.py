@@ -4,7 +4,6 @@ orderings the paper states about it, and against the paper's text when that text
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import pandas as pd
