@@ -11,7 +11,6 @@ The cache root is ``$INVARIRANK_CACHE`` or, if unset, ``~/.cache/invarirank``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import shutil
 import subprocess
@@ -20,6 +19,8 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from .io import sha256_file
 
 __all__ = [
     "AssetError",
@@ -44,15 +45,6 @@ def cache_dir() -> Path:
     path = Path(root).expanduser() if root else Path.home() / ".cache" / "invarirank"
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def sha256_file(path: Path, block: int = 1 << 20) -> str:
-    """Hex sha256 of a file, read in blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(block):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)

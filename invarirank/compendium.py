@@ -377,6 +377,16 @@ def _method_colors() -> dict[str, Any]:
     return {m: cycle[i % len(cycle)] for i, m in enumerate(METHOD_ORDER)}
 
 
+def _shared_legend(fig: Any, axes: Sequence[Any]) -> None:
+    """One legend under the figure for the labelled lines of all ``axes`` (each label once)."""
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles), fontsize=9,
+               frameon=False)
+
+
 def figure_exposure(runs: Sequence[Run], k: int = 5, n_bootstrap: int = 1000, seed: int = 0):
     """Figure 1: top-k exposure by presented position, one panel per run (K), one line per method with
     its 95% bootstrap band, and the position-blind expectation k/K dashed."""
@@ -404,12 +414,7 @@ def figure_exposure(runs: Sequence[Run], k: int = 5, n_bootstrap: int = 1000, se
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(f"top-{k} exposure $E_{k}(p)$")
-    handles, labels = {}, []
-    for ax in axes[0]:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles), fontsize=9,
-               frameon=False)
+    _shared_legend(fig, axes[0])
     r0 = runs[0]
     fig.suptitle(f"Top-{k} exposure by input position: {model_label(r0.model)}, {dataset_label(r0.dataset)}, "
                  f"{r0.scorer} scorer", fontsize=11)
@@ -446,12 +451,7 @@ def figure_k_sweep(runs: Sequence[Run], metrics: Sequence[str] = ("ppi", "gpi"))
         ax.set_ylabel(METRIC_LABELS.get(metric, metric) + (" (lower is better)" if lower else ""))
         ax.set_xticks(sorted(sub.K.unique()))
         ax.grid(alpha=0.3)
-    handles = {}
-    for ax in axes[0]:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles), fontsize=9,
-               frameon=False)
+    _shared_legend(fig, axes[0])
     r0 = runs[0]
     qs = sorted({r.n_queries for r in runs})
     fig.suptitle(f"{' and '.join(METRIC_LABELS.get(m, m) for m in metrics)} across K: {model_label(r0.model)}, "

@@ -46,7 +46,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import __version__
 from .errors import InvariRankError
-from .io import atomic_write_json, dumps_json
+from .io import atomic_write_json, dumps_json, sha256_file
 from .orders import presented_orders, rng_for
 from .types import Query, Scorer
 
@@ -238,14 +238,6 @@ class QuerySet:
     info: dict[str, Any]
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _truncate(q: Query, k: int) -> Query:
     scores = q.candidate_scores[:k] if q.candidate_scores else ()
     return dataclasses.replace(q, candidates=q.candidates[:k], candidate_scores=scores)
@@ -300,7 +292,7 @@ def load_queries(config: ExperimentConfig, progress: bool = True) -> QuerySet:
         path = Path(config.candidates)
         every = read_candidates(path)
         info.update({"source": "candidates", "dataset": config.effective_dataset, "candidates_file": str(path),
-                     "candidates_sha256": _sha256_file(path)})
+                     "candidates_sha256": sha256_file(path)})
         test = [q for q in every if q.split == "test"]
         validation = [q for q in every if q.split == "validation"]
         others = sorted({q.split for q in every} - {"test", "validation"})
@@ -838,7 +830,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True,
                                    for k, c in calibrations.items()}},
         "files": {"observations": "observations.jsonl", "metrics": "metrics.json",
                   "calibration": "calibration.json" if calibrations else None,
-                  "observations_sha256": _sha256_file(out / "observations.jsonl")},
+                  "observations_sha256": sha256_file(out / "observations.jsonl")},
         "packages": package_versions(),
         "git": git_info(),
         "run": {"timings": timings,

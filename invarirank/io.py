@@ -4,6 +4,7 @@ so a final file is either complete or absent (never half-written)."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import tempfile
@@ -68,3 +69,12 @@ def read_json(path: str | os.PathLike) -> Any:
     opener = gzip.open if p.suffix == ".gz" else open
     with opener(p, "rt", encoding="utf-8") as fh:
         return json.load(fh)
+
+
+def sha256_file(path: str | os.PathLike, block: int = 1 << 20) -> str:
+    """Hex sha256 of a file's bytes, read in blocks of ``block`` bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(block):
+            h.update(chunk)
+    return h.hexdigest()

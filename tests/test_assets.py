@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import zipfile
 from pathlib import Path
 
@@ -28,7 +29,7 @@ def test_extract_checks_sha256(tmp_path, monkeypatch):
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path))
     payload = b"hello"
     _fake_wheel(tmp_path / "wheels", "demo-pkg", "1.0", "demo/file.txt", payload)
-    good = assets.WheelMember("demo-pkg", "1.0", "demo/file.txt", assets.hashlib.sha256(payload).hexdigest())
+    good = assets.WheelMember("demo-pkg", "1.0", "demo/file.txt", hashlib.sha256(payload).hexdigest())
     out = assets._extract(good, tmp_path / "out" / "file.txt")
     assert out.read_bytes() == payload
     bad = assets.WheelMember("demo-pkg", "1.0", "demo/file.txt", "0" * 64)

@@ -26,6 +26,24 @@ BOOK_FILES = ("_config.yml", "_toc.yml", "book", "notebooks", "configs")
 pytestmark = pytest.mark.slow
 
 
+# papermill parameters that put a run into the smoke grid (its defaults, other than K)
+EXTRA_RUN_PARAMETERS = """\
+grid: smoke
+dataset: ml-100k
+retriever: als
+model: simulated
+scorer: simulated
+scorer_options: {{bias_shape: primacy, bias_strength: 1.0}}
+M: 4
+n_queries: 6
+sample_k: 6
+seed: 42
+methods: [zero_shot, bootstrapping]
+results_dir: {results}
+work_dir: {work}
+"""
+
+
 def _chromium() -> str | None:
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
         found = shutil.which(name)
@@ -66,6 +84,18 @@ def built_book(tmp_path_factory) -> Path:
          "--results-dir", str(src / "results"), "--work-dir", str(src / "runs")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
     assert grid.returncode == 0, grid.stderr[-4000:]
+    # A reader re-executes the reranking notebook with a new K (as the README shows, here with the smoke
+    # grid's settings); the next grid run reuses every finished run, re-executes only the results page,
+    # and the new run joins the K sweep there.
+    extra = src / "extra-k10.yaml"
+    extra.write_text(EXTRA_RUN_PARAMETERS.format(results=src / "results", work=src / "runs"))
+    pm = subprocess.run([PY, "-m", "papermill", "rerank.ipynb", str(src / "extra-k10.ipynb"), "-f", str(extra),
+                         "-p", "K", "10", "--no-progress-bar"], cwd=ROOT / "notebooks", env=env,
+                        capture_output=True, text=True, timeout=900)
+    assert pm.returncode == 0, pm.stderr[-4000:]
+    again = subprocess.run(grid.args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    assert again.returncode == 0, again.stderr[-4000:]
+    (src / "second-grid.log").write_text(again.stderr)
     build = subprocess.run([str(JB), "build", "--all", str(src)], cwd=src, env=env, capture_output=True, text=True,
                            timeout=1500)
     assert build.returncode == 0, (build.stdout + build.stderr)[-4000:]
@@ -95,6 +125,14 @@ def test_every_chapter_is_built(built_book: Path):
         _page(built_book, rel)
     runs = list((built_book / "book" / "generated" / "rerank").glob("*.html"))
     assert len(runs) == 2
+
+
+def test_a_run_added_with_papermill_appears_in_the_results(built_book: Path):
+    log = (built_book.parents[1] / "second-grid.log").read_text()
+    assert "0 computed" in log and "1 notebooks executed" in log, log[-2000:]
+    assert "executing results.ipynb" in log
+    results = _page(built_book, "book/generated/results.html")
+    assert "K = 10 (zero_shot, bootstrapping)" in results
 
 
 def test_results_page_holds_the_table_and_the_figures_as_images(built_book: Path):

@@ -99,13 +99,18 @@ def test_missing_json_field(tmp_path, capsys):
 
 # --- non-numeric values -------------------------------------------------------------------------
 
+def _set_field(path, sep: str, *, line: int, column: int, value: str) -> None:
+    """Overwrite one field (0-based line and column) of a delimited text file."""
+    lines = path.read_text().splitlines()
+    parts = lines[line].split(sep)
+    parts[column] = value
+    lines[line] = sep.join(parts)
+    path.write_text("\n".join(lines) + "\n")
+
+
 def test_non_numeric_rating_csv(tmp_path, capsys):
     raw = write_csv_layout(tmp_path / "raw")
-    lines = (raw / "ratings.csv").read_text().splitlines()
-    parts = lines[4].split(",")
-    parts[2] = "abc"
-    lines[4] = ",".join(parts)
-    (raw / "ratings.csv").write_text("\n".join(lines) + "\n")
+    _set_field(raw / "ratings.csv", ",", line=4, column=2, value="abc")
     _fails(capsys, tmp_path, ["--dataset", "movielens", "--raw-dir", str(raw)],
            "ratings.csv, line 5, column 'rating': expected a number, found 'abc'")
     _api_fails("movielens", raw, "line 5, column 'rating'")
@@ -113,11 +118,7 @@ def test_non_numeric_rating_csv(tmp_path, capsys):
 
 def test_non_numeric_rating_u_data_and_dat(tmp_path, capsys):
     raw = write_100k_layout(tmp_path / "raw")
-    lines = (raw / "u.data").read_text().splitlines()
-    parts = lines[6].split("\t")
-    parts[2] = "four"
-    lines[6] = "\t".join(parts)
-    (raw / "u.data").write_text("\n".join(lines) + "\n")
+    _set_field(raw / "u.data", "\t", line=6, column=2, value="four")
     _fails(capsys, tmp_path, ["--dataset", "movielens", "--raw-dir", str(raw)],
            "u.data, line 7, column 'rating': expected a number, found 'four'")
     raw2 = write_dat_layout(tmp_path / "raw2")

@@ -53,7 +53,7 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from ..errors import InvariRankError
-from ..io import atomic_write_json, read_json
+from ..io import atomic_write_json, read_json, sha256_file
 from ..types import Item
 from .filtering import clean_interactions
 from .ids import sort_order
@@ -301,14 +301,6 @@ def _write_parquet(table: pa.Table, path: Path) -> None:
     pq.write_table(table, str(path), compression="zstd", row_group_size=1 << 20)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _build(tmp: Path, source: _Source, settings: Settings, raw_entries: list[dict[str, Any]], key: str) -> None:
     if source.kind == "movielens":
         from .movielens import read_movielens
@@ -395,7 +387,7 @@ def _build(tmp: Path, source: _Source, settings: Settings, raw_entries: list[dic
         "dataset": settings.dataset,
         "settings": asdict(settings),
         "raw_files": raw_entries,
-        "files": {name: _sha256(tmp / name) for name in TABLES},
+        "files": {name: sha256_file(tmp / name) for name in TABLES},
     }
     atomic_write_json(tmp / "manifest.json", manifest)
     _set_modes(tmp)

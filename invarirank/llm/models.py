@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from invarirank.errors import InvariRankError
+from invarirank.io import sha256_file
 
 __all__ = [
     "REGISTRY",
@@ -112,12 +113,6 @@ def is_prepared(name: str) -> bool:
     return (prepared_dir(name) / MANIFEST_NAME).is_file()
 
 
-def _sha256_file(path: Path) -> str:
-    from invarirank.assets import sha256_file
-
-    return sha256_file(path)
-
-
 def prepare(name: str, *, force: bool = False, quiet: bool = False) -> Path:
     """Convert the GGUF of registry model ``name`` into a cached float32 safetensors folder (once).
 
@@ -151,7 +146,7 @@ def prepare(name: str, *, force: bool = False, quiet: bool = False) -> Path:
             "name": name,
             "converter_version": CONVERTER_VERSION,
             "gguf": gguf.name,
-            "gguf_sha256": _sha256_file(gguf),
+            "gguf_sha256": sha256_file(gguf),
             "weights_sha256": weights,
             "dtype": "float32",
             "architecture": type(model).__name__,
@@ -198,7 +193,7 @@ def _file_sha256_memo(path: Path) -> str:
         memo = {}
     if key in memo:
         return memo[key]
-    digest = _sha256_file(real)
+    digest = sha256_file(real)
     memo[key] = digest
     from invarirank.io import atomic_write_json
 
