@@ -642,29 +642,48 @@ def _evaluate(rows: list[dict], config: ExperimentConfig) -> dict[str, Any]:
 def _rerank_query(scorer: Any, query: Query, config: ExperimentConfig, model: str, dataset: str,
                   calibrations: Mapping[int, Any], on_order: Callable[[int], None] | None = None) -> dict[str, Any]:
     """All methods on all presented orders of one query → the checkpoint record. ``on_order(t)`` is
-    called after order ``t`` (progress display)."""
-    from .methods import run_method
+    called after order ``t`` (progress display).
+
+    With a scorer that batches (``batch_size`` > 1: the GPU default), all (order, method) pairs of the
+    query run in lockstep and each round's requests go to the scorer as one batch (:func:`drive_many`);
+    otherwise order by order, method by method. Both request the same passes and, with a deterministic
+    scorer, give the same rows (the tests check it); the noise floor always goes order by order."""
+    from .methods import drive, drive_many, method_steps
     scorer.clear()
     before = scorer.counters()
     orders = presented_orders(query.query_id, query.k, config.m, config.seed, noise_floor=config.noise_floor)
     relevant = list(query.ground_truth)
     by_method: dict[str, list[dict]] = {name: [] for name in config.methods}
     passes = {name: 0 for name in config.methods}
-    for o in orders:
-        if config.noise_floor:
-            scorer.clear()                  # copies share nothing: each one is scored afresh
-        presented = [query.candidates[i] for i in o.positions]
-        ids = [it.item_id for it in presented]
-        for name in config.methods:
-            opts = {"matrix": calibrations[query.k].matrix} if name == "stella" else {}
-            res = run_method(name, scorer, query, presented, seed=config.seed, t=o.key, **opts)
-            passes[name] += res.passes
-            by_method[name].append({
-                "schema_version": 1, "query_id": query.query_id, "method": name, "permutation": o.t,
-                "input": ids, "output": list(res.output), "relevant": relevant, "model": model,
-                "dataset": dataset, "k": query.k, "scores": [float(s) for s in res.scores], "passes": res.passes})
-        if on_order is not None:
-            on_order(o.t)
+
+    def steps(o: Any, name: str) -> Any:
+        opts = {"matrix": calibrations[query.k].matrix} if name == "stella" else {}
+        return method_steps(name, query, [query.candidates[i] for i in o.positions], seed=config.seed, t=o.key,
+                            **opts)
+
+    def record(o: Any, name: str, res: Any) -> None:
+        passes[name] += res.passes
+        by_method[name].append({
+            "schema_version": 1, "query_id": query.query_id, "method": name, "permutation": o.t,
+            "input": [query.candidates[i].item_id for i in o.positions], "output": list(res.output),
+            "relevant": relevant, "model": model, "dataset": dataset, "k": query.k,
+            "scores": [float(s) for s in res.scores], "passes": res.passes})
+
+    if int(getattr(scorer, "batch_size", 1) or 1) > 1 and not config.noise_floor:
+        pairs = [(o, name) for o in orders for name in config.methods]
+        for (o, name), res in zip(pairs, drive_many([steps(o, name) for o, name in pairs], scorer, query)):
+            record(o, name, res)
+        for o in orders:
+            if on_order is not None:
+                on_order(o.t)
+    else:
+        for o in orders:
+            if config.noise_floor:
+                scorer.clear()                  # copies share nothing: each one is scored afresh
+            for name in config.methods:
+                record(o, name, drive(steps(o, name), scorer, query))
+            if on_order is not None:
+                on_order(o.t)
     after = scorer.counters()
     scorer.clear()
     return {"query_id": query.query_id,
@@ -838,6 +857,8 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True,
                 "scorer_stats": dict(getattr(base_scorer, "stats", {}) or {}),
                 "calibration_from_cache": {str(k): c.from_cache for k, c in calibrations.items()},
                 "queries_resumed_from_checkpoint": resumed,
+                # > 1: every query's orders and methods ran in lockstep, scorer calls in batches
+                "scorer_batch_size": int(getattr(base_scorer, "batch_size", 1) or 1),
                 "platform": platform.platform()},
     }
     atomic_write_json(out / "manifest.json", manifest)

@@ -122,6 +122,32 @@ def test_batched_scoring_equals_one_by_one(models, query):
         assert np.abs(res.scores - cs.score(query, order).scores).max() <= TOL
 
 
+def test_methods_in_lockstep_on_a_batching_scorer(models, query):
+    """The runner's GPU path on CPU: all four methods over three orders in lockstep through a batch_size=3
+    scorer rank like one call at a time on an unbatched one (scores within float tolerance)."""
+    from invarirank.methods import METHODS, PassCache, drive_many, method_steps, run_method
+
+    lm = models["llama"]
+    k = len(query.candidates)
+    matrix = np.full((k, k), 1.0 / k)
+    matrix[:, 0] += 0.5
+    matrix /= matrix.sum(axis=1, keepdims=True)
+    opts = {"stella": {"matrix": matrix}}
+    pairs = [(t, order, name) for t, order in enumerate(_orders(query)[:2] + [list(query.candidates)[::2]])
+             for name in METHODS if not (name == "stella" and len(order) != k)]
+    single = PassCache(SpanScorer(lm, pass_cache=False))
+    batched_scorer = SpanScorer(lm, pass_cache=False, batch_size=3)
+    batched = PassCache(batched_scorer)
+    expected = [run_method(n, single, query, o, seed=1, t=t, **opts.get(n, {})) for t, o, n in pairs]
+    got = drive_many([method_steps(n, query, o, seed=1, t=t, **opts.get(n, {})) for t, o, n in pairs], batched,
+                     query)
+    for e, g in zip(expected, got):
+        assert g.output == e.output and g.passes == e.passes
+        assert np.abs(np.array(g.scores) - np.array(e.scores)).max() <= TOL
+    assert batched.counters()["misses"] == single.counters()["misses"]
+    assert batched_scorer.stats["forward_passes"] < single.scorer.stats["forward_passes"]
+
+
 def test_persistent_pass_cache_across_scorers(models, query, tmp_path):
     lm = models["llama"]
     first = SpanScorer(lm, cache_dir=tmp_path)

@@ -2,7 +2,9 @@
 the :class:`~invarirank.types.Scorer` interface.
 
 ``run_method(name, scorer, query, presented, *, seed, t, **options) -> MethodResult`` with ``name`` in
-:data:`METHODS`. ``t`` is the presented order's key (:class:`invarirank.orders.PresentedOrder.key`);
+:data:`METHODS`; ``method_steps(name, query, presented, *, seed, t, **options)`` is the same method as a
+generator of scorer requests, for :func:`drive_many` (many orders in lockstep, batched scorer calls;
+see :mod:`._common`). ``t`` is the presented order's key (:class:`invarirank.orders.PresentedOrder.key`);
 every method-internal shuffle is seeded from ``(seed, query_id, t)``. Passes per order: zero-shot 1,
 bootstrapping 3, SGS K, STELLA 4–10. The first pass of every method is the presented order itself, so
 :class:`PassCache` serves it once for all methods. STELLA needs ``matrix=`` (from
@@ -15,19 +17,23 @@ from typing import Any, Callable, Sequence
 
 from ..errors import InvariRankError
 from ..types import Item, Query, Scorer
-from .bootstrapping import bootstrapping
+from ._common import Steps, drive, drive_many
+from .bootstrapping import bootstrapping, bootstrapping_steps
 from .borda import borda
 from .pass_cache import PassCache
 from .result import MethodResult
-from .sgs import sgs
-from .stella import calibrate, load_or_calibrate, stella
-from .zero_shot import zero_shot
+from .sgs import sgs, sgs_steps
+from .stella import calibrate, load_or_calibrate, stella, stella_steps
+from .zero_shot import zero_shot, zero_shot_steps
 
-__all__ = ["METHODS", "MethodResult", "PassCache", "run_method", "zero_shot", "bootstrapping", "sgs", "stella",
-           "borda", "calibrate", "load_or_calibrate", "passes_per_order"]
+__all__ = ["METHODS", "MethodResult", "PassCache", "run_method", "method_steps", "drive", "drive_many", "zero_shot",
+           "bootstrapping", "sgs", "stella", "borda", "calibrate", "load_or_calibrate", "passes_per_order"]
 
 _FUNCS: dict[str, Callable[..., MethodResult]] = {
     "zero_shot": zero_shot, "bootstrapping": bootstrapping, "sgs": sgs, "stella": stella,
+}
+_STEPS: dict[str, Callable[..., Steps]] = {
+    "zero_shot": zero_shot_steps, "bootstrapping": bootstrapping_steps, "sgs": sgs_steps, "stella": stella_steps,
 }
 METHODS: tuple[str, ...] = tuple(_FUNCS)
 
@@ -41,6 +47,18 @@ def run_method(name: str, scorer: Scorer, query: Query, presented: Sequence[Item
     if not presented:
         raise InvariRankError(f"query {query.query_id!r}: empty presented order")
     return func(scorer, query, presented, seed=seed, t=t, **options)
+
+
+def method_steps(name: str, query: Query, presented: Sequence[Item], *, seed: int, t: int,
+                 **options: Any) -> Steps:
+    """Method ``name`` on one presented order as a generator of scorer requests (see :mod:`._common`);
+    ``drive(method_steps(...), scorer, query)`` equals ``run_method(name, scorer, query, ...)``."""
+    func = _STEPS.get(name)
+    if func is None:
+        raise InvariRankError(f"unknown method {name!r}; expected one of {', '.join(METHODS)}")
+    if not presented:
+        raise InvariRankError(f"query {query.query_id!r}: empty presented order")
+    return func(query, presented, seed=seed, t=t, **options)
 
 
 def passes_per_order(name: str, k: int, stella_updates: int = 10) -> int:

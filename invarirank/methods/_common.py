@@ -1,22 +1,34 @@
-"""Helpers shared by the methods: seeded shuffles and one scorer call.
+"""Helpers shared by the methods: seeded shuffles, scorer calls and the drivers of method steps.
 
 Every method-internal random choice is seeded from ``(seed, query_id, t)`` (``t`` = the presented
 order's key, see :mod:`invarirank.orders`) plus a purpose string, through stable hashes. Shuffle ``j``
 of a presented order (``j >= 1``) is one shared stream: bootstrapping's shuffles 1 and 2 are STELLA's
 updates 1 and 2, so a shared pass cache serves them once (methods remain independent: each one is a
 deterministic function of its own input and the seed).
+
+Steps and drivers: every method is written once, as a generator of *steps* (``*_steps``) that yields
+the list of items it wants scored next and receives their scores (float64, aligned with that list);
+its return value is the :class:`MethodResult`. :func:`drive` runs one generator against a scorer, one
+call per step (what the plain method functions do); :func:`drive_many` runs many generators in
+lockstep and sends each round's requests to the scorer as one batch (``score_batch`` where the scorer
+has it), so a GPU scorer can batch the M presented orders of a query. Both give the same results with
+a deterministic scorer: each generator sees exactly the scores it would have seen alone.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Generator, Sequence
 
 import numpy as np
 
 from ..orders import rng_for
 from ..types import Item, Query, Scorer
+from .result import MethodResult
 
-__all__ = ["shuffle_positions", "score_items"]
+#: A method's steps: yields the items to score next, receives their scores, returns the result.
+Steps = Generator[list[Item], np.ndarray, MethodResult]
+
+__all__ = ["shuffle_positions", "score_items", "score_items_batch", "Steps", "drive", "drive_many"]
 
 
 def shuffle_positions(k: int, seed: int, query_id: str, t: int, j: int) -> list[int]:
@@ -32,9 +44,58 @@ def shuffle_positions(k: int, seed: int, query_id: str, t: int, j: int) -> list[
 
 def score_items(scorer: Scorer, query: Query, items: Sequence[Item]) -> np.ndarray:
     """One scorer call; float64 copy of the scores aligned with ``items``."""
-    res = scorer.score(query, list(items))
-    scores = np.asarray(res.scores, dtype=np.float64)
-    if scores.shape != (len(items),):
+    return _checked(scorer, scorer.score(query, list(items)).scores, len(items))
+
+
+def score_items_batch(scorer: Scorer, query: Query, requests: Sequence[Sequence[Item]]) -> list[np.ndarray]:
+    """Several scorer calls of one query: one ``score_batch`` call where the scorer has one, else one
+    ``score`` call per request, in order. Float64 copies aligned with each request."""
+    batch = getattr(scorer, "score_batch", None)
+    if batch is None:
+        return [score_items(scorer, query, items) for items in requests]
+    results = batch(query, [list(items) for items in requests])
+    if len(results) != len(requests):
+        raise ValueError(f"scorer {getattr(scorer, 'name', scorer)!r} answered {len(results)} of "
+                         f"{len(requests)} requests")
+    return [_checked(scorer, res.scores, len(items)) for res, items in zip(results, requests)]
+
+
+def _checked(scorer: Scorer, raw: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
+    scores = np.asarray(raw, dtype=np.float64)
+    if scores.shape != (n,):
         raise ValueError(f"scorer {getattr(scorer, 'name', scorer)!r} returned {scores.shape} scores "
-                         f"for {len(items)} candidates")
+                         f"for {n} candidates")
     return scores
+
+
+def drive(steps: Steps, scorer: Scorer, query: Query) -> MethodResult:
+    """Run one method's steps, one scorer call per step."""
+    try:
+        items = next(steps)
+        while True:
+            items = steps.send(score_items(scorer, query, items))
+    except StopIteration as stop:
+        return stop.value
+
+
+def drive_many(all_steps: Sequence[Steps], scorer: Scorer, query: Query) -> list[MethodResult]:
+    """Run the steps of several methods/orders of one query in lockstep: each round sends every pending
+    request as one batch (:func:`score_items_batch`), in the order of ``all_steps``. Returns the results
+    in that order."""
+    results: list[MethodResult | None] = [None] * len(all_steps)
+    pending: dict[int, list[Item]] = {}
+    for i, steps in enumerate(all_steps):
+        try:
+            pending[i] = next(steps)
+        except StopIteration as stop:
+            results[i] = stop.value
+    while pending:
+        idx = list(pending)
+        answers = score_items_batch(scorer, query, [pending[i] for i in idx])
+        for i, scores in zip(idx, answers):
+            try:
+                pending[i] = all_steps[i].send(scores)
+            except StopIteration as stop:
+                results[i] = stop.value
+                del pending[i]
+    return results  # type: ignore[return-value]

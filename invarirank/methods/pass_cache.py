@@ -45,17 +45,47 @@ class PassCache:
     def clear(self) -> None:
         self._store.clear()
 
+    @property
+    def batch_size(self) -> int:
+        """The wrapped scorer's batch size (1 when it does not batch)."""
+        return max(1, int(getattr(self.scorer, "batch_size", 1) or 1))
+
     def score(self, query: Query, presented: Sequence[Item]) -> ScoreResult:
-        key = (query.query_id, tuple(it.item_id for it in presented))
-        self.requests += 1
-        got = self._store.get(key)
-        if got is not None:
-            self.hits += 1
-            return ScoreResult(scores=got, tokens=0, cached=True)
-        res = self.scorer.score(query, presented)
-        scores = np.array(res.scores, dtype=np.float32, copy=True)
-        scores.flags.writeable = False
-        self._store[key] = scores
-        self.misses += 1
-        self.tokens += int(res.tokens or 0)
-        return ScoreResult(scores=scores, tokens=int(res.tokens or 0), cached=bool(res.cached))
+        return self.score_batch(query, [presented])[0]
+
+    def score_batch(self, query: Query, orders: Sequence[Sequence[Item]]) -> list[ScoreResult]:
+        """Answer each order from memory or, for the orders not seen before (each distinct one once,
+        in first-seen order), from the wrapped scorer's ``score_batch`` (or ``score`` one by one).
+        Counters: a repeat inside the batch counts as a hit, as it would one call at a time."""
+        out: list[ScoreResult | None] = [None] * len(orders)
+        todo: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        for i, presented in enumerate(orders):
+            key = (query.query_id, tuple(it.item_id for it in presented))
+            self.requests += 1
+            got = self._store.get(key)
+            if got is not None or key in todo:
+                self.hits += 1
+                if got is not None:
+                    out[i] = ScoreResult(scores=got, tokens=0, cached=True)
+                else:
+                    todo[key].append(i)
+                continue
+            todo[key] = [i]
+        if todo:
+            firsts = [idxs[0] for idxs in todo.values()]
+            batch = getattr(self.scorer, "score_batch", None)
+            if batch is not None and len(firsts) > 1:
+                results = batch(query, [list(orders[i]) for i in firsts])
+            else:
+                results = [self.scorer.score(query, orders[i]) for i in firsts]
+            for (key, idxs), res in zip(todo.items(), results):
+                scores = np.array(res.scores, dtype=np.float32, copy=True)
+                scores.flags.writeable = False
+                self._store[key] = scores
+                self.misses += 1
+                tokens = int(res.tokens or 0)
+                self.tokens += tokens
+                out[idxs[0]] = ScoreResult(scores=scores, tokens=tokens, cached=bool(res.cached))
+                for i in idxs[1:]:
+                    out[i] = ScoreResult(scores=scores, tokens=0, cached=True)
+        return out  # type: ignore[return-value]

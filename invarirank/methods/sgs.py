@@ -9,19 +9,25 @@ from typing import Sequence
 
 from ..orders import rng_for
 from ..types import Item, Query, Scorer, rank_by_scores
-from ._common import score_items
+from ._common import Steps, drive
 from .result import MethodResult
 
-__all__ = ["sgs"]
+__all__ = ["sgs", "sgs_steps"]
 
 
 def sgs(scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int, t: int) -> MethodResult:
+    """SGS on one presented order (see the module docstring)."""
+    return drive(sgs_steps(query, presented, seed=seed, t=t), scorer, query)
+
+
+def sgs_steps(query: Query, presented: Sequence[Item], *, seed: int, t: int) -> Steps:
+    """The steps of :func:`sgs` (see :mod:`._common`)."""
     remaining = list(range(len(presented)))          # presented positions, in the current order
     output: list[str] = []
     first: list[float] = []
     passes = 0
     for step in range(len(presented)):
-        scores = score_items(scorer, query, [presented[i] for i in remaining])
+        scores = yield [presented[i] for i in remaining]
         passes += 1
         if step == 0:
             first = [float(s) for s in scores]

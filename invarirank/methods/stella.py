@@ -43,10 +43,10 @@ from ..errors import InvariRankError
 from ..io import atomic_write_json, read_json
 from ..orders import rng_for
 from ..types import Item, Query, Scorer, rank_by_scores
-from ._common import score_items, shuffle_positions
+from ._common import Steps, drive, score_items_batch, shuffle_positions
 from .result import MethodResult
 
-__all__ = ["stella", "posterior_update", "entropy", "calibrate", "calibration_counts",
+__all__ = ["stella", "stella_steps", "posterior_update", "entropy", "calibrate", "calibration_counts",
            "select_calibration_queries", "calibration_pass_count", "calibration_key", "Calibration",
            "load_or_calibrate", "CALIBRATION_VERSION"]
 
@@ -85,13 +85,30 @@ def stella(scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int
            gain_tol: float = 1e-6) -> MethodResult:
     """STELLA_LW on one presented order (see the module docstring). ``matrix`` is the K×K
     row-normalised transition matrix of :func:`calibrate` for this K."""
-    k = len(presented)
-    matrix = np.asarray(matrix, dtype=np.float64)
+    return drive(stella_steps(query, presented, seed=seed, t=t, matrix=matrix, max_updates=max_updates,
+                              patience=patience, tol=tol, gain_tol=gain_tol), scorer, query)
+
+
+def stella_steps(query: Query, presented: Sequence[Item], *, seed: int, t: int, matrix: np.ndarray,
+                 max_updates: int = 10, patience: int = 3, tol: float = 1e-6, gain_tol: float = 1e-6) -> Steps:
+    """The steps of :func:`stella` (see :mod:`._common`); the arguments are checked before the first step."""
+    _check_stella(query, len(presented), matrix, max_updates)
+    return _stella_steps(query, presented, seed=seed, t=t, matrix=np.asarray(matrix, dtype=np.float64),
+                         max_updates=max_updates, patience=patience, tol=tol, gain_tol=gain_tol)
+
+
+def _check_stella(query: Query, k: int, matrix: np.ndarray, max_updates: int) -> None:
+    matrix = np.asarray(matrix)
     if matrix.shape != (k, k):
         raise InvariRankError(f"stella: query {query.query_id!r} has K={k} candidates but the calibration "
                               f"matrix is {matrix.shape[0]}x{matrix.shape[1]}")
     if max_updates < 1:
         raise InvariRankError("stella: max_updates must be at least 1")
+
+
+def _stella_steps(query: Query, presented: Sequence[Item], *, seed: int, t: int, matrix: np.ndarray,
+                  max_updates: int, patience: int, tol: float, gain_tol: float) -> Steps:
+    k = len(presented)
     prior = np.full(k, 1.0 / k)
     updates: list[tuple[np.ndarray, float, list[int]]] = []   # (posterior, entropy, raw ranking)
     first: list[float] = []
@@ -99,7 +116,7 @@ def stella(scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int
     stable = 0
     for u in range(max_updates):
         order = shuffle_positions(k, seed, query.query_id, t, u)          # u = 0: the presented order
-        scores = score_items(scorer, query, [presented[i] for i in order])
+        scores = yield [presented[i] for i in order]
         passes += 1
         if u == 0:
             first = [float(s) for s in scores]
@@ -172,21 +189,26 @@ def calibration_counts(scorer: Scorer, queries: Sequence[Query], k: int, repeats
     if progress and total:
         from tqdm.auto import tqdm
         bar = tqdm(total=total, desc=f"STELLA calibration K={k}", unit="pass", file=sys.stderr)
+    chunk = max(1, int(getattr(scorer, "batch_size", 1) or 1))   # a batching (GPU) scorer gets batches
     try:
         for q in queries:
             cands = list(q.candidates)
             for rel in _relevant(q):
                 target = next(c for c in cands if c.item_id == rel)
                 others = [c for c in cands if c.item_id != rel]
+                probes: list[tuple[int, list[Item]]] = []
                 for p in range(k):
                     for rep in range(repeats):
                         perm = rng_for(seed, q.query_id, "stella-calibration", rel, p, rep).permutation(k - 1)
                         order = [others[int(i)] for i in perm]
                         order.insert(p, target)
-                        scores = score_items(scorer, q, order)
+                        probes.append((p, order))
+                for c in range(0, len(probes), chunk):
+                    part = probes[c:c + chunk]
+                    for (p, _), scores in zip(part, score_items_batch(scorer, q, [o for _, o in part])):
                         counts[p, rank_by_scores(scores)[0]] += 1
-                        if bar is not None:
-                            bar.update(1)
+                    if bar is not None:
+                        bar.update(len(part))
     finally:
         if bar is not None:
             bar.close()

@@ -1,0 +1,126 @@
+"""Methods as generators of scorer requests, run one at a time (``drive``) or many in lockstep with
+batched scorer calls (``drive_many``, what the runner does with a batching GPU scorer): both must give
+the same rankings, pass counts, cache counters and run files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from invarirank.candidates import write_candidates
+from invarirank.errors import InvariRankError
+from invarirank.experiment import ExperimentConfig, run_experiment
+from invarirank.llm.simulated import SimulatedScorer
+from invarirank.methods import METHODS, PassCache, drive_many, method_steps, run_method
+from invarirank.methods.stella import calibration_counts
+from invarirank.orders import presented_orders
+from invarirank.types import HistoryEntry, Item, Query
+
+from .test_experiment_runner import make_queries
+
+
+class Batching:
+    """A scorer wrapper that batches: it records the size of every ``score_batch`` call."""
+
+    def __init__(self, scorer, batch_size: int = 4) -> None:
+        self.scorer = scorer
+        self.name = scorer.name
+        self.batch_size = batch_size
+        self.batches: list[int] = []
+        self.prompts: list[tuple[str, tuple[str, ...]]] = []
+
+    def identity(self):
+        return self.scorer.identity()
+
+    def score(self, query, presented):
+        return self.score_batch(query, [presented])[0]
+
+    def score_batch(self, query, orders):
+        self.batches.append(len(orders))
+        self.prompts.extend((query.query_id, tuple(it.item_id for it in o)) for o in orders)
+        return [self.scorer.score(query, o) for o in orders]
+
+
+def _query(k: int = 7) -> Query:
+    cands = tuple(Item(str(i), f"Movie {i}", 1990 + i, ("Drama",)) for i in range(k))
+    return Query("u1", "1", (HistoryEntry(Item("h", "Old", 1980, ("Drama",)), 4.0),), cands, ("3",), "test")
+
+
+def _matrix(k: int) -> np.ndarray:
+    m = np.full((k, k), 1.0) + np.eye(k) * 3 + np.eye(k, k, 1) * 2
+    return m / m.sum(axis=1, keepdims=True)
+
+
+def test_lockstep_equals_one_at_a_time_with_fewer_larger_calls():
+    q = _query()
+    k = len(q.candidates)
+    orders = presented_orders(q.query_id, k, 6, 5)
+    opts = {"stella": {"matrix": _matrix(k)}}
+    pairs = [(o, name) for o in orders for name in METHODS]
+
+    alone = PassCache(Batching(SimulatedScorer(seed=3, bias_strength=1.5)))
+    expected = [run_method(name, alone, q, [q.candidates[i] for i in o.positions], seed=9, t=o.key,
+                           **opts.get(name, {})) for o, name in pairs]
+
+    batching = Batching(SimulatedScorer(seed=3, bias_strength=1.5))
+    together = PassCache(batching)
+    got = drive_many([method_steps(name, q, [q.candidates[i] for i in o.positions], seed=9, t=o.key,
+                                   **opts.get(name, {})) for o, name in pairs], together, q)
+
+    assert got == expected                              # outputs, first-pass scores and passes
+    assert together.counters() == alone.counters()      # same requests, hits and distinct passes
+    assert sorted(batching.prompts) == sorted(alone.scorer.prompts)
+    assert max(batching.batches) > 1 and len(batching.batches) < len(alone.scorer.batches)
+
+
+def test_method_steps_rejects_unknown_method_and_bad_stella_matrix():
+    q = _query()
+    with pytest.raises(InvariRankError, match="unknown method"):
+        method_steps("nope", q, list(q.candidates), seed=0, t=0)
+    with pytest.raises(InvariRankError, match="calibration matrix is 3x3"):
+        method_steps("stella", q, list(q.candidates), seed=0, t=0, matrix=_matrix(3))
+
+
+def test_pass_cache_batch_answers_repeats_once():
+    q = _query()
+    inner = Batching(SimulatedScorer(seed=1))
+    cache = PassCache(inner)
+    a, b = list(q.candidates), list(reversed(q.candidates))
+    res = cache.score_batch(q, [a, b, a])
+    assert inner.batches == [2]
+    assert np.array_equal(res[0].scores, res[2].scores) and res[2].cached and not res[0].cached
+    assert cache.counters()["misses"] == 2 and cache.counters()["hits"] == 1
+    again = cache.score_batch(q, [b])
+    assert again[0].cached and inner.batches == [2]
+
+
+def test_calibration_counts_are_the_same_in_batches():
+    queries = [q for q in make_queries(n_test=0, n_val=3, k=6)]
+    sequential = calibration_counts(SimulatedScorer(seed=2), queries, 6, repeats=2, seed=4)
+    batching = Batching(SimulatedScorer(seed=2), batch_size=5)
+    batched = calibration_counts(batching, queries, 6, repeats=2, seed=4)
+    assert np.array_equal(sequential, batched)
+    assert max(batching.batches) == 5
+
+
+def test_runner_in_lockstep_writes_the_same_files(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+    cands = tmp_path / "cands.jsonl"
+    write_candidates(cands, make_queries())
+
+    def cfg(out: str) -> ExperimentConfig:
+        return ExperimentConfig.from_mapping(dict(candidates=str(cands), scorer="simulated", k=6, m=4,
+                                                  calibration_queries=3, calibration_repeats=2, n_bootstrap=20,
+                                                  out=str(tmp_path / out), seed=7))
+
+    plain = run_experiment(cfg("plain"), progress=False, scorer=SimulatedScorer(seed=7))
+    batching = Batching(SimulatedScorer(seed=7), batch_size=8)
+    locked = run_experiment(cfg("lockstep"), progress=False, scorer=batching)
+    for name in ("observations.jsonl", "metrics.json", "calibration.json"):
+        assert (tmp_path / "plain" / name).read_bytes() == (tmp_path / "lockstep" / name).read_bytes(), name
+    assert plain.manifest["passes"] == locked.manifest["passes"]
+    # one order asks at most 2 distinct passes a round (bootstrapping's shuffle = STELLA's update, SGS's
+    # step), so calls of 8 distinct passes span the query's M = 4 orders
+    assert max(batching.batches) == 8
