@@ -826,7 +826,8 @@ def _print_estimate(grid: Grid, seconds_per_pass: float | None, results_dir: Pat
             todo_hi += est["total_max"]
         print(f"{spec.run_name:<52} {status:<9} {est['queries']:>7} "
               f"{est['passes_min']:>8}-{est['passes_max']:<9} {est['calibration_passes']:>7}")
-    text = f"passes still to compute: {todo_lo}-{todo_hi}"
+    text = (f"passes still to compute: {todo_lo}-{todo_hi} (calib.: STELLA_LW calibration, counted with one relevant "
+            f"candidate per validation query; each further relevant candidate adds as many again)")
     if seconds_per_pass:
         text += (f"; at {seconds_per_pass:g} s per pass about {todo_lo * seconds_per_pass / 60:.1f}-"
                  f"{todo_hi * seconds_per_pass / 60:.1f} minutes of scoring (plus model loading, first stage and "
