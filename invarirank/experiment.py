@@ -648,7 +648,7 @@ def _rerank_query(scorer: Any, query: Query, config: ExperimentConfig, model: st
     query run in lockstep and each round's requests go to the scorer as one batch (:func:`drive_many`);
     otherwise order by order, method by method. Both request the same passes and, with a deterministic
     scorer, give the same rows (the tests check it); the noise floor always goes order by order."""
-    from .methods import drive, drive_many, method_steps
+    from .methods import batch_size_of, drive, drive_many, method_steps
     scorer.clear()
     before = scorer.counters()
     orders = presented_orders(query.query_id, query.k, config.m, config.seed, noise_floor=config.noise_floor)
@@ -669,13 +669,12 @@ def _rerank_query(scorer: Any, query: Query, config: ExperimentConfig, model: st
             "relevant": relevant, "model": model, "dataset": dataset, "k": query.k,
             "scores": [float(s) for s in res.scores], "passes": res.passes})
 
-    if int(getattr(scorer, "batch_size", 1) or 1) > 1 and not config.noise_floor:
+    if batch_size_of(scorer) > 1 and not config.noise_floor:
         pairs = [(o, name) for o in orders for name in config.methods]
         for (o, name), res in zip(pairs, drive_many([steps(o, name) for o, name in pairs], scorer, query)):
             record(o, name, res)
-        for o in orders:
-            if on_order is not None:
-                on_order(o.t)
+        if on_order is not None and orders:
+            on_order(orders[-1].t)              # every order finished in the same round
     else:
         for o in orders:
             if config.noise_floor:
@@ -716,7 +715,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True,
     ``on_query_done(n)`` is called after the n-th query of this session is safely checkpointed (tests
     use it to simulate a kill). ``queries``/``scorer`` may be given to skip loading them.
     """
-    from .methods import PassCache
+    from .methods import PassCache, batch_size_of
     from .methods.stella import load_or_calibrate
     if not config.out:
         raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in the config)")
@@ -858,7 +857,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True,
                 "calibration_from_cache": {str(k): c.from_cache for k, c in calibrations.items()},
                 "queries_resumed_from_checkpoint": resumed,
                 # > 1: every query's orders and methods ran in lockstep, scorer calls in batches
-                "scorer_batch_size": int(getattr(base_scorer, "batch_size", 1) or 1),
+                "scorer_batch_size": batch_size_of(base_scorer),
                 "platform": platform.platform()},
     }
     atomic_write_json(out / "manifest.json", manifest)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import InvariRankError
 from ..types import Item, Query, Scorer
-from ._common import Steps, drive, drive_many
+from ._common import Steps, batch_size_of, drive, drive_many
 from .bootstrapping import bootstrapping, bootstrapping_steps
 from .borda import borda
 from .pass_cache import PassCache
@@ -26,33 +26,26 @@ from .sgs import sgs, sgs_steps
 from .stella import calibrate, load_or_calibrate, stella, stella_steps
 from .zero_shot import zero_shot, zero_shot_steps
 
-__all__ = ["METHODS", "MethodResult", "PassCache", "run_method", "method_steps", "drive", "drive_many", "zero_shot",
-           "bootstrapping", "sgs", "stella", "borda", "calibrate", "load_or_calibrate", "passes_per_order"]
+__all__ = ["METHODS", "MethodResult", "PassCache", "run_method", "method_steps", "drive", "drive_many",
+           "batch_size_of", "zero_shot", "bootstrapping", "sgs", "stella", "borda", "calibrate", "load_or_calibrate",
+           "passes_per_order"]
 
-_FUNCS: dict[str, Callable[..., MethodResult]] = {
-    "zero_shot": zero_shot, "bootstrapping": bootstrapping, "sgs": sgs, "stella": stella,
-}
 _STEPS: dict[str, Callable[..., Steps]] = {
     "zero_shot": zero_shot_steps, "bootstrapping": bootstrapping_steps, "sgs": sgs_steps, "stella": stella_steps,
 }
-METHODS: tuple[str, ...] = tuple(_FUNCS)
+METHODS: tuple[str, ...] = tuple(_STEPS)
 
 
 def run_method(name: str, scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int, t: int,
                **options: Any) -> MethodResult:
-    """Run method ``name`` on one presented order (see the module docstring)."""
-    func = _FUNCS.get(name)
-    if func is None:
-        raise InvariRankError(f"unknown method {name!r}; expected one of {', '.join(METHODS)}")
-    if not presented:
-        raise InvariRankError(f"query {query.query_id!r}: empty presented order")
-    return func(scorer, query, presented, seed=seed, t=t, **options)
+    """Run method ``name`` on one presented order (see the module docstring), one scorer call per step."""
+    return drive(method_steps(name, query, presented, seed=seed, t=t, **options), scorer, query)
 
 
 def method_steps(name: str, query: Query, presented: Sequence[Item], *, seed: int, t: int,
                  **options: Any) -> Steps:
     """Method ``name`` on one presented order as a generator of scorer requests (see :mod:`._common`);
-    ``drive(method_steps(...), scorer, query)`` equals ``run_method(name, scorer, query, ...)``."""
+    :func:`run_method` drives it one call at a time, :func:`drive_many` many in lockstep."""
     func = _STEPS.get(name)
     if func is None:
         raise InvariRankError(f"unknown method {name!r}; expected one of {', '.join(METHODS)}")

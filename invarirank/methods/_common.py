@@ -22,13 +22,14 @@ from typing import Generator, Sequence
 import numpy as np
 
 from ..orders import rng_for
-from ..types import Item, Query, Scorer
+from ..types import Item, Query, Scorer, ScoreResult
 from .result import MethodResult
 
 #: A method's steps: yields the items to score next, receives their scores, returns the result.
 Steps = Generator[list[Item], np.ndarray, MethodResult]
 
-__all__ = ["shuffle_positions", "score_items", "score_items_batch", "Steps", "drive", "drive_many"]
+__all__ = ["shuffle_positions", "score_items", "score_results", "score_items_batch", "batch_size_of", "Steps",
+           "drive", "drive_many"]
 
 
 def shuffle_positions(k: int, seed: int, query_id: str, t: int, j: int) -> list[int]:
@@ -47,16 +48,27 @@ def score_items(scorer: Scorer, query: Query, items: Sequence[Item]) -> np.ndarr
     return _checked(scorer, scorer.score(query, list(items)).scores, len(items))
 
 
-def score_items_batch(scorer: Scorer, query: Query, requests: Sequence[Sequence[Item]]) -> list[np.ndarray]:
+def batch_size_of(scorer: Scorer) -> int:
+    """How many passes ``scorer`` computes in one batch: its ``batch_size``, 1 when it has none."""
+    return max(1, int(getattr(scorer, "batch_size", 1) or 1))
+
+
+def score_results(scorer: Scorer, query: Query, requests: Sequence[Sequence[Item]]) -> list[ScoreResult]:
     """Several scorer calls of one query: one ``score_batch`` call where the scorer has one, else one
-    ``score`` call per request, in order. Float64 copies aligned with each request."""
+    ``score`` call per request, in order."""
     batch = getattr(scorer, "score_batch", None)
     if batch is None:
-        return [score_items(scorer, query, items) for items in requests]
+        return [scorer.score(query, list(items)) for items in requests]
     results = batch(query, [list(items) for items in requests])
     if len(results) != len(requests):
         raise ValueError(f"scorer {getattr(scorer, 'name', scorer)!r} answered {len(results)} of "
                          f"{len(requests)} requests")
+    return list(results)
+
+
+def score_items_batch(scorer: Scorer, query: Query, requests: Sequence[Sequence[Item]]) -> list[np.ndarray]:
+    """:func:`score_results` as float64 copies of the scores aligned with each request."""
+    results = score_results(scorer, query, requests)
     return [_checked(scorer, res.scores, len(items)) for res, items in zip(results, requests)]
 
 

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..types import Item, Query, Scorer, ScoreResult
+from ._common import batch_size_of, score_results
 
 __all__ = ["PassCache"]
 
@@ -48,7 +49,7 @@ class PassCache:
     @property
     def batch_size(self) -> int:
         """The wrapped scorer's batch size (1 when it does not batch)."""
-        return max(1, int(getattr(self.scorer, "batch_size", 1) or 1))
+        return batch_size_of(self.scorer)
 
     def score(self, query: Query, presented: Sequence[Item]) -> ScoreResult:
         return self.score_batch(query, [presented])[0]
@@ -63,21 +64,16 @@ class PassCache:
             key = (query.query_id, tuple(it.item_id for it in presented))
             self.requests += 1
             got = self._store.get(key)
-            if got is not None or key in todo:
+            if got is not None:
                 self.hits += 1
-                if got is not None:
-                    out[i] = ScoreResult(scores=got, tokens=0, cached=True)
-                else:
-                    todo[key].append(i)
-                continue
-            todo[key] = [i]
-        if todo:
-            firsts = [idxs[0] for idxs in todo.values()]
-            batch = getattr(self.scorer, "score_batch", None)
-            if batch is not None and len(firsts) > 1:
-                results = batch(query, [list(orders[i]) for i in firsts])
+                out[i] = ScoreResult(scores=got, tokens=0, cached=True)
+            elif key in todo:
+                self.hits += 1
+                todo[key].append(i)
             else:
-                results = [self.scorer.score(query, orders[i]) for i in firsts]
+                todo[key] = [i]
+        if todo:
+            results = score_results(self.scorer, query, [orders[idxs[0]] for idxs in todo.values()])
             for (key, idxs), res in zip(todo.items(), results):
                 scores = np.array(res.scores, dtype=np.float32, copy=True)
                 scores.flags.writeable = False

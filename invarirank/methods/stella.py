@@ -43,7 +43,7 @@ from ..errors import InvariRankError
 from ..io import atomic_write_json, read_json
 from ..orders import rng_for
 from ..types import Item, Query, Scorer, rank_by_scores
-from ._common import Steps, drive, score_items_batch, shuffle_positions
+from ._common import Steps, batch_size_of, drive, score_items_batch, shuffle_positions
 from .result import MethodResult
 
 __all__ = ["stella", "stella_steps", "posterior_update", "entropy", "calibrate", "calibration_counts",
@@ -91,19 +91,17 @@ def stella(scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int
 
 def stella_steps(query: Query, presented: Sequence[Item], *, seed: int, t: int, matrix: np.ndarray,
                  max_updates: int = 10, patience: int = 3, tol: float = 1e-6, gain_tol: float = 1e-6) -> Steps:
-    """The steps of :func:`stella` (see :mod:`._common`); the arguments are checked before the first step."""
-    _check_stella(query, len(presented), matrix, max_updates)
-    return _stella_steps(query, presented, seed=seed, t=t, matrix=np.asarray(matrix, dtype=np.float64),
-                         max_updates=max_updates, patience=patience, tol=tol, gain_tol=gain_tol)
-
-
-def _check_stella(query: Query, k: int, matrix: np.ndarray, max_updates: int) -> None:
-    matrix = np.asarray(matrix)
+    """The steps of :func:`stella` (see :mod:`._common`). The arguments are checked here, when the
+    generator is made, not at its first step."""
+    k = len(presented)
+    matrix = np.asarray(matrix, dtype=np.float64)
     if matrix.shape != (k, k):
         raise InvariRankError(f"stella: query {query.query_id!r} has K={k} candidates but the calibration "
                               f"matrix is {matrix.shape[0]}x{matrix.shape[1]}")
     if max_updates < 1:
         raise InvariRankError("stella: max_updates must be at least 1")
+    return _stella_steps(query, presented, seed=seed, t=t, matrix=matrix, max_updates=max_updates,
+                         patience=patience, tol=tol, gain_tol=gain_tol)
 
 
 def _stella_steps(query: Query, presented: Sequence[Item], *, seed: int, t: int, matrix: np.ndarray,
@@ -189,7 +187,7 @@ def calibration_counts(scorer: Scorer, queries: Sequence[Query], k: int, repeats
     if progress and total:
         from tqdm.auto import tqdm
         bar = tqdm(total=total, desc=f"STELLA calibration K={k}", unit="pass", file=sys.stderr)
-    chunk = max(1, int(getattr(scorer, "batch_size", 1) or 1))   # a batching (GPU) scorer gets batches
+    chunk = batch_size_of(scorer)   # a batching (GPU) scorer gets batches
     try:
         for q in queries:
             cands = list(q.candidates)
