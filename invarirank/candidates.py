@@ -17,6 +17,7 @@ JSON Lines, one line per query, every line carrying ``schema_version``::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -26,7 +27,8 @@ from .errors import InvariRankError
 from .io import atomic_write_text
 from .types import HistoryEntry, Item, Query
 
-__all__ = ["SCHEMA_VERSION", "query_to_json", "query_from_json", "write_candidates", "read_candidates"]
+__all__ = ["SCHEMA_VERSION", "query_to_json", "queries_sha256", "query_from_json", "write_candidates",
+           "read_candidates"]
 
 SCHEMA_VERSION = 1
 
@@ -43,6 +45,15 @@ def query_to_json(query: Query) -> dict:
     return {"schema_version": SCHEMA_VERSION, "query_id": query.query_id, "user_id": query.user_id,
             "split": query.split, "candidates": cands, "ground_truth": list(query.ground_truth),
             "history": hist}
+
+
+def queries_sha256(queries: Iterable[Query]) -> str:
+    """sha256 over the queries' candidates-file JSON (keys sorted, one line each, in the given order)."""
+    h = hashlib.sha256()
+    for q in queries:
+        h.update(json.dumps(query_to_json(q), sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
 
 
 def query_from_json(d: dict, where: str = "") -> Query:

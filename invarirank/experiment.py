@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import __version__
+from .candidates import queries_sha256
 from .errors import InvariRankError
 from .io import atomic_write_json, dumps_json, sha256_file
 from .orders import presented_orders, rng_for
@@ -483,15 +484,6 @@ def _sha256_json(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")).hexdigest()
 
 
-def _queries_fingerprint(queries: Sequence[Query]) -> str:
-    from .candidates import query_to_json
-    h = hashlib.sha256()
-    for q in queries:
-        h.update(json.dumps(query_to_json(q), sort_keys=True, ensure_ascii=False).encode("utf-8"))
-        h.update(b"\n")
-    return h.hexdigest()
-
-
 # ---------------------------------------------------------------------------------------------
 # pass estimates and the dry run
 # ---------------------------------------------------------------------------------------------
@@ -735,10 +727,10 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True,
     key_identity = scorer_key_identity(base_scorer)
     model = _model_name(config, identity)
     dataset = config.effective_dataset
+    test_sha256 = queries_sha256(qs.test)
     fingerprint = _sha256_json({"config": config.fingerprint_fields(), "identity": key_identity,
-                                "queries": _queries_fingerprint(qs.test),
-                                "validation": _queries_fingerprint(qs.validation)
-                                if "stella" in config.methods else None,
+                                "queries": test_sha256,
+                                "validation": queries_sha256(qs.validation) if "stella" in config.methods else None,
                                 "invarirank": __version__, "checkpoint": _CHECKPOINT_VERSION})
     work = out / ".work"
     _refuse_foreign_run(out, fingerprint)
@@ -832,7 +824,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True,
         "data": qs.info,
         "queries": {"count": len(qs.test), "ids": [q.query_id for q in qs.test],
                     "k": sorted({q.k for q in qs.test}), "validation_available": len(qs.validation),
-                    "fingerprint": _queries_fingerprint(qs.test)},
+                    "fingerprint": test_sha256},
         "model": identity,
         "methods": list(config.methods),
         "seeds": {"seed": config.seed, "retrieval_seed": config.retrieval_seed,

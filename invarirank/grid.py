@@ -72,6 +72,10 @@ _GRID_KEYS = {"grid", "description", "defaults", "runs", "data", "lab", "estimat
 # --------------------------------------------------------------------------------------------------
 # paths
 # --------------------------------------------------------------------------------------------------
+#: grid and run names become folder names: letters, digits, '.', '_' and '-' only
+_SIMPLE_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
 def project_root(start: str | os.PathLike | None = None) -> Path:
     """The repository root: the nearest folder at or above ``start`` (default: the working directory)
     holding ``_toc.yml`` and ``configs/``; falls back to the folder above this package."""
@@ -228,7 +232,7 @@ class RunSpec:
         if spec.sample_k is not None and spec.sample_k > spec.K:
             raise InvariRankError(f"{where}: sample_k {spec.sample_k} is larger than K {spec.K}; queries "
                                   f"are sampled at the smallest K of a sweep")
-        if not re.fullmatch(r"[A-Za-z0-9._-]+", spec.grid) or not re.fullmatch(r"[A-Za-z0-9._-]+", spec.run_name):
+        if not _SIMPLE_NAME.fullmatch(spec.grid) or not _SIMPLE_NAME.fullmatch(spec.run_name):
             raise InvariRankError(f"{where}: grid/run names may hold only letters, digits, '.', '_' and '-' "
                                   f"(got {spec.grid!r}/{spec.run_name!r})")
         return spec
@@ -280,7 +284,7 @@ def load_grid(path: str | os.PathLike) -> Grid:
         raise InvariRankError(f"{p}: unknown top-level field {unknown[0]!r}; expected some of "
                               f"{', '.join(sorted(_GRID_KEYS))}")
     name = raw.get("grid")
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+    if not isinstance(name, str) or not _SIMPLE_NAME.fullmatch(name):
         raise InvariRankError(f"{p}: field 'grid' must be a simple name (letters, digits, . _ -), got {name!r}")
     defaults = raw.get("defaults") or {}
     if not isinstance(defaults, dict):

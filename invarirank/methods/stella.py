@@ -38,7 +38,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..candidates import query_to_json
+from ..candidates import queries_sha256
 from ..errors import InvariRankError
 from ..io import atomic_write_json, read_json
 from ..orders import rng_for
@@ -250,12 +250,8 @@ def calibration_key(identity: dict[str, Any], k: int, queries: Sequence[Query], 
                     seed: int) -> str:
     """sha256 over the scorer identity (model, weights, scorer kind, dtype...), K, the probing data and
     the calibration settings: a cached matrix is reused only when all of them are equal."""
-    data = hashlib.sha256()
-    for q in queries:
-        data.update(json.dumps(query_to_json(q), sort_keys=True, ensure_ascii=False).encode("utf-8"))
-        data.update(b"\n")
     blob = json.dumps({"version": CALIBRATION_VERSION, "identity": identity, "k": k, "n_queries": n_queries,
-                       "repeats": repeats, "seed": seed, "data": data.hexdigest()},
+                       "repeats": repeats, "seed": seed, "data": queries_sha256(queries)},
                       sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
