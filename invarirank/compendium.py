@@ -19,7 +19,7 @@ Conventions:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -29,6 +29,8 @@ import pandas as pd
 
 from .errors import InvariRankError
 from .io import read_json
+from .store import Run, complete_runs
+from .store import load_run as _load_run
 
 __all__ = [
     "METHOD_ORDER", "METHOD_LABELS", "METRIC_LABELS", "HIGHER_IS_BETTER", "PAPER_LOC_ORDER", "TABLE1_METRICS",
@@ -84,71 +86,24 @@ def _paper_dataset(dataset: str) -> str | None:
 # --------------------------------------------------------------------------------------------------
 # runs
 # --------------------------------------------------------------------------------------------------
-@dataclass
-class Run:
-    """A finished run folder: its settings (from the manifest's ``grid_run``, else its ``config``),
-    metrics and manifest. ``K`` is the list length; ``n_queries`` the queries actually reranked."""
-
-    path: Path
-    grid: str
-    name: str
-    dataset: str
-    model: str
-    scorer: str
-    retriever: str
-    K: int
-    M: int
-    n_queries: int
-    methods: list[str]
-    metrics: dict[str, Any]
-    manifest: dict[str, Any]
-    spec: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def observations(self) -> Path:
-        """The observations file (``observations.jsonl.gz`` when published, else ``observations.jsonl``)."""
-        gz = self.path / "observations.jsonl.gz"
-        return gz if gz.is_file() else self.path / "observations.jsonl"
-
-    def setting(self) -> str:
-        return run_setting(self)
-
-
-def load_run(path: str | Path) -> Run:
-    """Read one run folder (``metrics.json`` + ``manifest.json``)."""
-    p = Path(path)
-    try:
-        metrics = read_json(p / "metrics.json")
-        manifest = read_json(p / "manifest.json")
-    except (OSError, ValueError) as exc:
-        raise InvariRankError(f"{p}: not a finished run folder ({exc})") from None
-    spec = dict(manifest.get("grid_run") or {})
-    config = manifest.get("config") or {}
-    queries = manifest.get("queries") or {}
-    ks = queries.get("k") or [spec.get("K") or config.get("k")]
-    methods = [m for m in METHOD_ORDER if m in metrics.get("methods", {})]
-    methods += [m for m in metrics.get("methods", {}) if m not in methods]
-    any_overall = next(iter(metrics.get("methods", {}).values()), {}).get("overall", {})
-    return Run(
-        path=p, grid=p.parent.name, name=p.name,
-        dataset=str(spec.get("label") or spec.get("dataset") or config.get("dataset") or "?"),
-        model=str(spec.get("model") or config.get("model") or (manifest.get("model") or {}).get("model") or "?"),
-        scorer=str(spec.get("scorer") or config.get("scorer") or "?"),
-        retriever=str(spec.get("retriever") or config.get("retriever") or "?"),
-        K=int(max(int(k) for k in ks if k is not None)), M=int(spec.get("M") or config.get("m") or 0),
-        n_queries=int(queries.get("count") or any_overall.get("queries") or 0),
-        methods=methods, metrics=metrics, manifest=manifest, spec=spec)
-
-
 def collect_runs(results_dir: str | Path, grids: Iterable[str] | None = None,
                  exclude: Iterable[str] = ("lab",)) -> list[Run]:
     """Every finished run under ``results_dir/<grid>/<run>/`` (the lab's sweep excluded by default),
     sorted by grid, dataset, model, scorer, K."""
-    from .grid import complete_runs
-
     skip = set(exclude)
     runs = [load_run(p) for p in complete_runs(results_dir, grids) if p.parent.name not in skip]
     return sorted(runs, key=lambda r: (r.grid, r.dataset, r.model, r.scorer, r.K, r.name))
+
+
+def load_run(path: str | Path) -> Run:
+    """Read one finished run folder (:func:`invarirank.store.load_run`), methods in the paper's order."""
+    return _in_paper_order(_load_run(path))
+
+
+def _in_paper_order(run: Run) -> Run:
+    """The run with its methods in the paper's order of presentation (others after them)."""
+    run.methods = [m for m in METHOD_ORDER if m in run.methods] + [m for m in run.methods if m not in METHOD_ORDER]
+    return run
 
 
 def run_setting(run: Run) -> str:

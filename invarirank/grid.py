@@ -49,6 +49,8 @@ import yaml
 
 from .errors import InvariRankError
 from .io import atomic_write_json, atomic_write_text, read_json
+from .store import RESULT_FILES, complete_runs, find_observations
+from .store import publish_run as store_publish
 
 __all__ = [
     "RunSpec", "Grid", "load_grid", "project_root", "run_status", "ensure_run", "publish_run", "complete_runs",
@@ -58,8 +60,6 @@ __all__ = [
 
 #: The methods in the paper's order of presentation.
 METHOD_ORDER = ("zero_shot", "bootstrapping", "stella", "sgs")
-#: The files of a finished run folder.
-RESULT_FILES = ("observations.jsonl.gz", "manifest.json", "metrics.json")
 _SCORERS = ("span", "choice", "simulated")
 _RUN_KEYS = {
     "name", "dataset", "label", "raw_dir", "retriever", "model", "scorer", "K", "M", "n_queries", "sample_k",
@@ -358,64 +358,10 @@ def _identity_of(stored: Mapping[str, Any]) -> dict[str, Any]:
         return {}
 
 
-def complete_runs(results_dir: str | os.PathLike, grids: Iterable[str] | None = None) -> list[Path]:
-    """Folders under ``results_dir/<grid>/`` holding all :data:`RESULT_FILES` (sorted)."""
-    root = Path(results_dir)
-    if not root.is_dir():
-        return []
-    wanted = None if grids is None else set(grids)
-    out = []
-    for grid_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        if wanted is not None and grid_dir.name not in wanted:
-            continue
-        for run in sorted(p for p in grid_dir.iterdir() if p.is_dir()):
-            if all((run / f).is_file() for f in RESULT_FILES):
-                out.append(run)
-    return out
-
-
 def publish_run(work_dir: str | os.PathLike, results_dir: str | os.PathLike, spec: RunSpec) -> Path:
-    """Copy a finished run from its work folder into ``results/<grid>/<run>/``.
-
-    The observations are written gzip-compressed (deterministically), the manifest gains
-    ``grid_run`` (the spec) and ``complete: true``; every file is written atomically, the manifest last.
-    """
-    work = Path(work_dir)
-    target = Path(results_dir) / spec.grid / spec.run_name
-    obs = _find_observations(work)
-    if obs is None:
-        raise InvariRankError(f"{work}: no observations file to publish")
-    for needed in ("manifest.json", "metrics.json"):
-        if not (work / needed).is_file():
-            raise InvariRankError(f"{work}: {needed} missing; the run is not finished")
-    target.mkdir(parents=True, exist_ok=True)
-    text = _read_text(obs)
-    atomic_write_text(target / "observations.jsonl.gz", text, compress=True)
-    shutil.copyfile(work / "metrics.json", target / ".metrics.json.tmp")
-    os.replace(target / ".metrics.json.tmp", target / "metrics.json")
-    manifest = read_json(work / "manifest.json")
-    manifest["grid_run"] = spec.to_json()
-    manifest["complete"] = True
-    atomic_write_json(target / "manifest.json", manifest)
-    return target
-
-
-def _find_observations(folder: Path) -> Path | None:
-    for name in ("observations.jsonl", "observations.jsonl.gz"):
-        if (folder / name).is_file():
-            return folder / name
-    return None
-
-
-def _read_text(path: Path) -> str:
-    import gzip
-
-    with open(path, "rb") as fh:
-        head = fh.read(2)
-    if head == b"\x1f\x8b":
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            return fh.read()
-    return path.read_text(encoding="utf-8")
+    """Publish a finished run of ``spec`` from its work folder into ``results/<grid>/<run>/``
+    (:func:`invarirank.store.publish_run`)."""
+    return store_publish(work_dir, Path(results_dir) / spec.grid / spec.run_name, spec.to_json())
 
 
 def ensure_run(spec: RunSpec, results_dir: str | os.PathLike | None = None,
@@ -496,7 +442,7 @@ def run_in_work_dir(spec: RunSpec, work: str | os.PathLike) -> Path:
         except (OSError, ValueError):
             done = {}
         wanted = config.fingerprint_fields()
-        if {k: v for k, v in done.items() if k in wanted} == wanted and _find_observations(work):
+        if {k: v for k, v in done.items() if k in wanted} == wanted and find_observations(work):
             return work
         print(f"grid: removing {work}: a finished run with another configuration (the grid changed)",
               file=sys.stderr)

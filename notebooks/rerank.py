@@ -65,7 +65,7 @@ spec = RunSpec.from_mapping(
     grid=grid, where="notebook parameters")
 run_dir = ensure_run(spec, results_dir, work_dir)
 run = compendium.load_run(run_dir)
-print(f"run folder: {run_dir.name} ({run.setting()})")
+print(f"run folder: {run_dir.name} ({compendium.run_setting(run)})")
 
 # %% [markdown]
 # ## Metrics

@@ -54,7 +54,7 @@ main = compendium.main_run(main_runs, main_run)  # the Table 1 setting
 table_runs = [r for r in main_runs if r.scorer == main.scorer]  # span vs choice: further below
 sweep = compendium.sweep_runs(main_runs, main)  # same data set, model and scorer at every K
 paper = compendium.paper_table(paper_table)
-print(f"{len(runs)} finished runs ({len(main_runs)} of grid {grid!r}); main run: {main.setting()}")
+print(f"{len(runs)} finished runs ({len(main_runs)} of grid {grid!r}); main run: {compendium.run_setting(main)}")
 print("K sweep:", ", ".join(f"K = {r.K} ({', '.join(r.methods)})" for r in sweep))
 
 # %% [markdown]
@@ -67,7 +67,7 @@ print("K sweep:", ", ".join(f"K = {r.K} ({', '.join(r.methods)})" for r in sweep
 # %% tags=["hide-input"]
 scale = compendium.scale_table(main_runs)
 glue("scale_table", scale)
-glue("main_setting", main.setting(), display=False)
+glue("main_setting", compendium.run_setting(main), display=False)
 glue("main_queries", main.n_queries, display=False)
 glue("main_K", main.K, display=False)
 glue("main_M", main.M, display=False)

@@ -208,7 +208,8 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _read_text(p: Path) -> str:
+def read_text(p: Path) -> str:
+    """The text of a plain or gzip-compressed UTF-8 file (a leading byte-order mark dropped); errors name the file."""
     data = p.read_bytes()
     if data[:2] == b"\x1f\x8b":
         try:
@@ -254,7 +255,7 @@ def read_observations(path: str | os.PathLike) -> list[dict]:
         if _is_parquet(p):
             records: Iterable[tuple[int, Any]] = _parquet_records(p)
         else:
-            records = _iter_json_lines(_read_text(p), str(p))
+            records = _iter_json_lines(read_text(p), str(p))
         rows = validate_rows(records, str(p), copy=False)
     if not rows:
         raise InvariRankError(f"{p}: no observations (the file holds no rows)")

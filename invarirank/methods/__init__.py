@@ -13,27 +13,24 @@ bootstrapping 3, SGS K, STELLA 4–10. The first pass of every method is the pre
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from ..errors import InvariRankError
 from ..types import Item, Query, Scorer
 from ._common import Steps, batch_size_of, drive, drive_many
-from .bootstrapping import bootstrapping, bootstrapping_steps
+from .bootstrapping import bootstrapping
 from .borda import borda
 from .pass_cache import PassCache
+from .registry import METHOD_LABELS, METHODS, REGISTRY, Method, method, passes_per_order
 from .result import MethodResult
-from .sgs import sgs, sgs_steps
-from .stella import calibrate, load_or_calibrate, stella, stella_steps
-from .zero_shot import zero_shot, zero_shot_steps
+from .sgs import sgs
+from .stella import calibrate, load_or_calibrate, stella
+from .zero_shot import zero_shot
 
-__all__ = ["METHODS", "MethodResult", "PassCache", "run_method", "method_steps", "drive", "drive_many",
+__all__ = ["METHODS", "METHOD_LABELS", "REGISTRY", "Method", "method", "MethodResult", "PassCache", "run_method",
+           "method_steps", "drive", "drive_many",
            "batch_size_of", "zero_shot", "bootstrapping", "sgs", "stella", "borda", "calibrate", "load_or_calibrate",
            "passes_per_order"]
-
-_STEPS: dict[str, Callable[..., Steps]] = {
-    "zero_shot": zero_shot_steps, "bootstrapping": bootstrapping_steps, "sgs": sgs_steps, "stella": stella_steps,
-}
-METHODS: tuple[str, ...] = tuple(_STEPS)
 
 
 def run_method(name: str, scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int, t: int,
@@ -46,15 +43,8 @@ def method_steps(name: str, query: Query, presented: Sequence[Item], *, seed: in
                  **options: Any) -> Steps:
     """Method ``name`` on one presented order as a generator of scorer requests (see :mod:`._common`);
     :func:`run_method` drives it one call at a time, :func:`drive_many` many in lockstep."""
-    func = _STEPS.get(name)
-    if func is None:
+    if name not in METHODS:
         raise InvariRankError(f"unknown method {name!r}; expected one of {', '.join(METHODS)}")
     if not presented:
         raise InvariRankError(f"query {query.query_id!r}: empty presented order")
-    return func(query, presented, seed=seed, t=t, **options)
-
-
-def passes_per_order(name: str, k: int, stella_updates: int = 10) -> int:
-    """Scorer calls method ``name`` makes on one order of K candidates (STELLA: ``stella_updates``,
-    between 4 and 10 with the defaults)."""
-    return {"zero_shot": 1, "bootstrapping": 3, "sgs": k, "stella": stella_updates}[name]
+    return method(name).steps(query, presented, seed=seed, t=t, **options)

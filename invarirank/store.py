@@ -1,0 +1,130 @@
+"""The run folder: what a finished run holds on disk, and how it is found, read and published.
+
+A finished run lives in ``<results>/<grid>/<run>/`` and holds exactly :data:`RESULT_FILES`::
+
+    observations.jsonl.gz   one line per (query, method, presented order) — the public observations schema
+    manifest.json           settings, versions, cost; ``grid_run`` = the run's settings, ``complete: true``
+    metrics.json            invarirank.evaluation.evaluate(observations)
+
+This module knows the folder, not how a run is computed (``invarirank.runner``) or shown
+(``invarirank.compendium``). It imports only the core modules and ``invarirank.evaluation``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .errors import InvariRankError
+from .evaluation.observations import read_text
+from .io import atomic_write_json, atomic_write_text, read_json
+
+__all__ = ["RESULT_FILES", "Run", "load_run", "complete_runs", "publish_run", "find_observations"]
+
+#: The files of a finished run folder.
+RESULT_FILES = ("observations.jsonl.gz", "manifest.json", "metrics.json")
+
+
+@dataclass
+class Run:
+    """A finished run folder: its settings (from the manifest's ``grid_run``, else its ``config``),
+    metrics and manifest. ``K`` is the list length; ``n_queries`` the queries actually reranked; ``methods``
+    in the order of ``metrics.json``."""
+
+    path: Path
+    grid: str
+    name: str
+    dataset: str
+    model: str
+    scorer: str
+    retriever: str
+    K: int
+    M: int
+    n_queries: int
+    methods: list[str]
+    metrics: dict[str, Any]
+    manifest: dict[str, Any]
+    spec: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def observations(self) -> Path:
+        """The observations file (``observations.jsonl.gz`` when published, else ``observations.jsonl``)."""
+        gz = self.path / "observations.jsonl.gz"
+        return gz if gz.is_file() else self.path / "observations.jsonl"
+
+
+def load_run(path: str | os.PathLike) -> Run:
+    """Read one run folder (``metrics.json`` + ``manifest.json``)."""
+    p = Path(path)
+    try:
+        metrics = read_json(p / "metrics.json")
+        manifest = read_json(p / "manifest.json")
+    except (OSError, ValueError) as exc:
+        raise InvariRankError(f"{p}: not a finished run folder ({exc})") from None
+    spec = dict(manifest.get("grid_run") or {})
+    config = manifest.get("config") or {}
+    queries = manifest.get("queries") or {}
+    ks = queries.get("k") or [spec.get("K") or config.get("k")]
+    methods = list(metrics.get("methods", {}))
+    any_overall = next(iter(metrics.get("methods", {}).values()), {}).get("overall", {})
+    return Run(
+        path=p, grid=p.parent.name, name=p.name,
+        dataset=str(spec.get("label") or spec.get("dataset") or config.get("dataset") or "?"),
+        model=str(spec.get("model") or config.get("model") or (manifest.get("model") or {}).get("model") or "?"),
+        scorer=str(spec.get("scorer") or config.get("scorer") or "?"),
+        retriever=str(spec.get("retriever") or config.get("retriever") or "?"),
+        K=int(max(int(k) for k in ks if k is not None)), M=int(spec.get("M") or config.get("m") or 0),
+        n_queries=int(queries.get("count") or any_overall.get("queries") or 0),
+        methods=methods, metrics=metrics, manifest=manifest, spec=spec)
+
+
+def complete_runs(results_dir: str | os.PathLike, grids: Iterable[str] | None = None) -> list[Path]:
+    """Folders under ``results_dir/<grid>/`` holding all :data:`RESULT_FILES` (sorted)."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        return []
+    wanted = None if grids is None else set(grids)
+    out = []
+    for grid_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        if wanted is not None and grid_dir.name not in wanted:
+            continue
+        for run in sorted(p for p in grid_dir.iterdir() if p.is_dir()):
+            if all((run / f).is_file() for f in RESULT_FILES):
+                out.append(run)
+    return out
+
+
+def find_observations(folder: str | os.PathLike) -> Path | None:
+    """The observations file of a (work or published) run folder, or ``None``."""
+    for name in ("observations.jsonl", "observations.jsonl.gz"):
+        if (Path(folder) / name).is_file():
+            return Path(folder) / name
+    return None
+
+
+def publish_run(work_dir: str | os.PathLike, target: str | os.PathLike, grid_run: Mapping[str, Any]) -> Path:
+    """Copy a finished run from its work folder into its results folder ``target``.
+
+    The observations are written gzip-compressed (deterministically), the manifest gains ``grid_run`` (the
+    run's settings, JSON) and ``complete: true``; every file is written atomically, the manifest last, so a
+    folder with a complete manifest is a complete run.
+    """
+    work, target = Path(work_dir), Path(target)
+    obs = find_observations(work)
+    if obs is None:
+        raise InvariRankError(f"{work}: no observations file to publish")
+    for needed in ("manifest.json", "metrics.json"):
+        if not (work / needed).is_file():
+            raise InvariRankError(f"{work}: {needed} missing; the run is not finished")
+    target.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target / "observations.jsonl.gz", read_text(obs), compress=True)
+    shutil.copyfile(work / "metrics.json", target / ".metrics.json.tmp")
+    os.replace(target / ".metrics.json.tmp", target / "metrics.json")
+    manifest = read_json(work / "manifest.json")
+    manifest["grid_run"] = dict(grid_run)
+    manifest["complete"] = True
+    atomic_write_json(target / "manifest.json", manifest)
+    return target
