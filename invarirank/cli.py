@@ -1,8 +1,14 @@
-"""The ``invarirank`` command line: ``data``, ``retrieve``, ``rerank``, ``evaluate``, ``report``.
+"""The ``invarirank`` command line: every entry point of the project behind one verb.
 
-Each sub-command lives in ``invarirank/commands/<name>.py`` and exposes ``register(subparsers)``,
-which adds its parser and sets ``func`` (called with the parsed arguments, returning an exit code).
-Command modules import heavy libraries (torch, transformers) only inside their run functions, so
+``data``, ``retrieve``, ``rerank``, ``evaluate``, ``report``, ``grid``, ``models`` and ``assets``; each lives in
+``invarirank/commands/<name>.py`` and exposes ``register(subparsers)``, which adds its parser and sets ``func``
+(called with the parsed arguments). The old module forms (``python -m invarirank.grid``,
+``python -m invarirank.llm.models``, ``python -m invarirank.assets``) are aliases that call :func:`main`.
+
+One exit-code rule, here only: **0** success; **2** bad input (a usage error, or
+:class:`~invarirank.errors.InvariRankError`: one line ``invarirank: error: ...`` naming the file, field or
+parameter); **1** a failed run (:class:`~invarirank.errors.RunFailed`, e.g. a notebook that raised); 130
+interrupted. Command modules import heavy libraries (torch, transformers) only inside their run functions, so
 ``invarirank evaluate`` starts fast and works without torch.
 """
 
@@ -13,15 +19,18 @@ import importlib
 import sys
 
 from . import __version__
-from .errors import InvariRankError
+from .errors import InvariRankError, RunFailed
 
-COMMANDS = ["data", "retrieve", "rerank", "evaluate", "report"]
+COMMANDS = ["data", "retrieve", "rerank", "evaluate", "report", "grid", "models", "assets"]
+
+#: exit statuses (the one rule)
+EXIT_OK, EXIT_FAILED_RUN, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="invarirank",
-        description="Position bias in listwise LLM reranking: data, first stage, reranking, metrics.")
+        description="Position bias in listwise LLM reranking: data, first stage, reranking, metrics, the book.")
     parser.add_argument("--version", action="version", version=f"invarirank {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
@@ -36,19 +45,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns its exit status (see the module docstring)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)       # argparse exits itself: 0 for --help/--version, 2 for usage errors
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return EXIT_BAD_INPUT
     try:
-        return int(args.func(args) or 0)
+        args.func(args)
+        return EXIT_OK
+    except RunFailed as exc:
+        print(f"invarirank: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED_RUN
     except InvariRankError as exc:
         print(f"invarirank: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("invarirank: interrupted (finished work is kept; rerun to resume)", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

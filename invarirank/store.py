@@ -6,8 +6,13 @@ A finished run lives in ``<results>/<grid>/<run>/`` and holds exactly :data:`RES
     manifest.json           settings, versions, cost; ``grid_run`` = the run's settings, ``complete: true``
     metrics.json            invarirank.evaluation.evaluate(observations)
 
-This module knows the folder, not how a run is computed (``invarirank.runner``) or shown
-(``invarirank.compendium``). It imports only the core modules and ``invarirank.evaluation``.
+A work folder (``runs/<grid>/<run>/``, or any ``invarirank rerank --out`` folder) holds the same files with the
+observations uncompressed (``observations.jsonl``) while the run is computed, plus ``.work/`` until it finishes.
+
+:func:`run_status` is the one reuse check: a folder's status against a run's identity (the settings that change
+its results, :meth:`invarirank.runner.RunConfig.identity`). This module knows the folder, not how a run is
+computed (``invarirank.runner``) or shown (``invarirank.compendium``). It imports only the core modules and
+``invarirank.evaluation``.
 """
 
 from __future__ import annotations
@@ -16,13 +21,17 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Literal, Mapping
 
 from .errors import InvariRankError
 from .evaluation.observations import read_text
 from .io import atomic_write_json, atomic_write_text, read_json
 
-__all__ = ["RESULT_FILES", "Run", "load_run", "complete_runs", "publish_run", "find_observations"]
+__all__ = ["RESULT_FILES", "Run", "load_run", "complete_runs", "publish_run", "find_observations", "run_status",
+           "identity_difference", "project_root", "RunStatus"]
+
+#: a run folder's status against a run's identity (see :func:`run_status`)
+RunStatus = Literal["complete", "missing", "incomplete", "mismatch"]
 
 #: The files of a finished run folder.
 RESULT_FILES = ("observations.jsonl.gz", "manifest.json", "metrics.json")
@@ -67,7 +76,7 @@ def load_run(path: str | os.PathLike) -> Run:
     spec = dict(manifest.get("grid_run") or {})
     config = manifest.get("config") or {}
     queries = manifest.get("queries") or {}
-    ks = queries.get("k") or [spec.get("K") or config.get("k")]
+    ks = queries.get("k") or [spec.get("K") or config.get("K") or config.get("k")]
     methods = list(metrics.get("methods", {}))
     any_overall = next(iter(metrics.get("methods", {}).values()), {}).get("overall", {})
     return Run(
@@ -76,7 +85,7 @@ def load_run(path: str | os.PathLike) -> Run:
         model=str(spec.get("model") or config.get("model") or (manifest.get("model") or {}).get("model") or "?"),
         scorer=str(spec.get("scorer") or config.get("scorer") or "?"),
         retriever=str(spec.get("retriever") or config.get("retriever") or "?"),
-        K=int(max(int(k) for k in ks if k is not None)), M=int(spec.get("M") or config.get("m") or 0),
+        K=int(max(int(k) for k in ks if k is not None)), M=int(spec.get("M") or config.get("M") or config.get("m") or 0),
         n_queries=int(queries.get("count") or any_overall.get("queries") or 0),
         methods=methods, metrics=metrics, manifest=manifest, spec=spec)
 
@@ -95,6 +104,45 @@ def complete_runs(results_dir: str | os.PathLike, grids: Iterable[str] | None = 
             if all((run / f).is_file() for f in RESULT_FILES):
                 out.append(run)
     return out
+
+
+def project_root(start: str | os.PathLike | None = None) -> Path:
+    """The repository root: the nearest folder at or above ``start`` (default: the working directory) holding
+    ``_toc.yml`` and ``configs/``; falls back to the folder above this package. ``results/`` lies in it."""
+    here = Path(start or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "_toc.yml").is_file() and (folder / "configs").is_dir():
+            return folder
+    return Path(__file__).resolve().parents[1]
+
+
+def run_status(folder: str | os.PathLike, identity: Mapping[str, Any],
+               identity_of: Callable[[Mapping[str, Any]], Mapping[str, Any]]) -> RunStatus:
+    """The one reuse check: ``"complete"`` (observations, manifest and metrics there, finished, made with the
+    same ``identity``), ``"missing"`` (none of them), ``"incomplete"`` (some, an unreadable or unfinished
+    manifest, or a run in progress: ``.work/``) or ``"mismatch"`` (complete, but another run's).
+
+    ``identity_of(manifest)`` reads the identity a stored manifest describes (the run schema's
+    :meth:`~invarirank.runner.RunConfig.identity_of_manifest`; it reads every manifest version written so far).
+    """
+    p = Path(folder)
+    present = [find_observations(p) is not None, (p / "manifest.json").is_file(), (p / "metrics.json").is_file()]
+    if not any(present):
+        return "missing"
+    if not all(present) or (p / ".work").exists():
+        return "incomplete"
+    try:
+        manifest = read_json(p / "manifest.json")
+    except (OSError, ValueError):
+        return "incomplete"
+    if not isinstance(manifest, dict) or not manifest.get("complete", True):
+        return "incomplete"
+    return "complete" if dict(identity_of(manifest)) == dict(identity) else "mismatch"
+
+
+def identity_difference(wanted: Mapping[str, Any], stored: Mapping[str, Any]) -> list[str]:
+    """The settings in which two identities differ (sorted), for a "mismatch" message."""
+    return sorted(k for k in set(wanted) | set(stored) if wanted.get(k) != stored.get(k))
 
 
 def find_observations(folder: str | os.PathLike) -> Path | None:

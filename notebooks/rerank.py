@@ -18,21 +18,24 @@
 #
 # One reranking run: one data set, one first stage, one model and scorer, one list length $K$, and the
 # configured methods, each applied to the same $M$ presented orders of every sampled query. The grid
-# runner (`python -m invarirank.grid`) executes this notebook once per (data set, model, $K$) with
-# papermill; you can also execute it yourself with other parameters, for example
+# (`invarirank grid`) computes every missing run first and then executes this notebook once per run with
+# papermill, so here the finished run is only read. You can also execute it yourself with other parameters,
+# for example
 #
 # ```bash
 # papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15
 # ```
 #
-# A finished run with the same settings under `results/<grid>/<run>/` is **reused**; otherwise the run
-# is computed (or resumed after an interruption: every finished query is checkpointed) and then
-# published there, where the results chapter finds it. The defaults are the default grid's scaled-down
-# settings (the same sampled users, so a new K joins Figure 2); the paper's values are in the comments.
+# A finished run with the same settings under `results/<grid>/<run>/` is **reused**; otherwise the run is
+# computed through the same runner (or resumed after an interruption: every finished query is checkpointed)
+# and then published there, where the results chapter finds it. The parameters fill the one run schema
+# (`invarirank.runner.RunConfig`; any of its settings may be given). The defaults are the default grid's
+# scaled-down settings (the same sampled users, so a new K joins Figure 2); the paper's values are in the
+# comments.
 
 # %% tags=["parameters", "hide-cell"]
 grid = "default"            # results/<grid>/<run>/
-run_name = None             # None: <dataset>-<retriever>-<model>-<scorer>-k<K>
+name = None                 # None: <dataset>-<retriever>-<model>-<scorer>-k<K>
 dataset = "ml-100k"
 label = None                # the data set's name in run names and tables (default: dataset)
 raw_dir = None              # raw files (None: the embedded ML-100K)
@@ -43,7 +46,7 @@ K = 10                      # candidates per query
 M = 8                       # presented orders per query (the paper: 20)
 n_queries = 5               # test queries sampled (None: all kept ones; the paper: 500)
 sample_k = 6                # sample queries among those kept at this K (the smallest K of a sweep)
-methods = ["zero_shot", "bootstrapping", "stella", "sgs"]
+methods = None              # None: all, in the paper's order
 seed = 42
 calibration_queries = 5     # STELLA_LW calibration: validation queries (the paper: 150) ...
 calibration_repeats = 1     # ... and repeats per position (the paper: 5)
@@ -55,15 +58,11 @@ work_dir = None             # None: <repository>/runs
 # %% tags=["hide-input"]
 # %matplotlib inline
 from invarirank import compendium
-from invarirank.grid import RunSpec, ensure_run
+from invarirank.runner import RunConfig, ensure_run
 
-spec = RunSpec.from_mapping(
-    dict(name=run_name, dataset=dataset, label=label, raw_dir=raw_dir, retriever=retriever, model=model,
-         scorer=scorer, K=K, M=M, n_queries=n_queries, sample_k=sample_k, methods=methods, seed=seed,
-         calibration_queries=calibration_queries, calibration_repeats=calibration_repeats,
-         scorer_options=scorer_options, device=device),
-    grid=grid, where="notebook parameters")
-run_dir = ensure_run(spec, results_dir, work_dir)
+config = RunConfig.from_mapping({k: v for k, v in dict(globals()).items() if k in RunConfig.field_names()},
+                                "notebook parameters")
+run_dir = ensure_run(config, results_dir, work_dir)
 run = compendium.load_run(run_dir)
 print(f"run folder: {run_dir.name} ({compendium.run_setting(run)})")
 

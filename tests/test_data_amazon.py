@@ -10,7 +10,7 @@ from invarirank.data import load_prepared, prepare
 from invarirank.data.amazon import convert_reviews, find_amazon_files, read_metadata
 from invarirank.errors import InvariRankError
 
-from tests.test_data_support import amazon_metadata, amazon_reviews, write_jsonl
+from tests.data_support import amazon_metadata, amazon_reviews, write_jsonl
 
 
 @pytest.fixture(autouse=True)

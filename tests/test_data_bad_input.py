@@ -12,7 +12,7 @@ from invarirank.cli import main
 from invarirank.data import load_prepared, prepare
 from invarirank.errors import InvariRankError
 
-from tests.test_data_support import (amazon_metadata, amazon_reviews, make_ratings, write_csv_layout,
+from tests.data_support import (amazon_metadata, amazon_reviews, make_ratings, write_csv_layout,
                                      write_dat_layout, write_100k_layout, write_atomic_layout, write_jsonl)
 
 

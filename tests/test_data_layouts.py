@@ -10,7 +10,7 @@ from invarirank.data.movielens import detect_layout, read_movielens
 from invarirank.data.titles import parse_genres, split_title_year
 from invarirank.errors import InvariRankError
 
-from tests.test_data_support import EXPECTED_TITLES, ITEMS, LAYOUT_WRITERS, make_ratings, write_csv_layout
+from tests.data_support import EXPECTED_TITLES, ITEMS, LAYOUT_WRITERS, make_ratings, write_csv_layout
 
 
 @pytest.fixture(autouse=True)

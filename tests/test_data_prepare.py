@@ -15,7 +15,7 @@ from invarirank.data import load_prepared, prepare
 from invarirank.data.prepare import prepare_data
 from invarirank.errors import InvariRankError
 
-from tests.test_data_support import ITEMS, make_ratings, write_csv_layout
+from tests.data_support import ITEMS, make_ratings, write_csv_layout
 
 STATS_KEYS = {"users", "items", "interactions", "positives", "train", "validation", "test", "test_queries",
               "validation_queries", "raw_users", "raw_items", "raw_interactions"}

@@ -9,7 +9,7 @@ import pytest
 from invarirank.data import load_prepared, prepare
 from invarirank.data.split import split_sizes
 
-from tests.test_data_support import write_atomic_layout, write_csv_layout
+from tests.data_support import write_atomic_layout, write_csv_layout
 
 
 @pytest.fixture(autouse=True)

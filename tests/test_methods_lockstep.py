@@ -11,14 +11,12 @@ import pytest
 
 from invarirank.candidates import write_candidates
 from invarirank.errors import InvariRankError
-from invarirank.experiment import ExperimentConfig, run_experiment
 from invarirank.llm.simulated import SimulatedScorer
 from invarirank.methods import METHODS, PassCache, drive_many, method_steps, run_method
 from invarirank.methods.stella import calibration_counts
 from invarirank.orders import presented_orders
-from invarirank.types import HistoryEntry, Item, Query
-
-from .test_experiment_runner import make_queries
+from invarirank.llm.testing import toy_query, toy_split_queries
+from invarirank.runner import RunConfig, run_experiment
 
 
 class Batching:
@@ -43,18 +41,13 @@ class Batching:
         return [self.scorer.score(query, o) for o in orders]
 
 
-def _query(k: int = 7) -> Query:
-    cands = tuple(Item(str(i), f"Movie {i}", 1990 + i, ("Drama",)) for i in range(k))
-    return Query("u1", "1", (HistoryEntry(Item("h", "Old", 1980, ("Drama",)), 4.0),), cands, ("3",), "test")
-
-
 def _matrix(k: int) -> np.ndarray:
     m = np.full((k, k), 1.0) + np.eye(k) * 3 + np.eye(k, k, 1) * 2
     return m / m.sum(axis=1, keepdims=True)
 
 
 def test_lockstep_equals_one_at_a_time_with_fewer_larger_calls():
-    q = _query()
+    q = toy_query(7)
     k = len(q.candidates)
     orders = presented_orders(q.query_id, k, 6, 5)
     opts = {"stella": {"matrix": _matrix(k)}}
@@ -76,7 +69,7 @@ def test_lockstep_equals_one_at_a_time_with_fewer_larger_calls():
 
 
 def test_method_steps_rejects_unknown_method_and_bad_stella_matrix():
-    q = _query()
+    q = toy_query(7)
     with pytest.raises(InvariRankError, match="unknown method"):
         method_steps("nope", q, list(q.candidates), seed=0, t=0)
     with pytest.raises(InvariRankError, match="calibration matrix is 3x3"):
@@ -84,7 +77,7 @@ def test_method_steps_rejects_unknown_method_and_bad_stella_matrix():
 
 
 def test_pass_cache_batch_answers_repeats_once():
-    q = _query()
+    q = toy_query(7)
     inner = Batching(SimulatedScorer(seed=1))
     cache = PassCache(inner)
     a, b = list(q.candidates), list(reversed(q.candidates))
@@ -97,7 +90,7 @@ def test_pass_cache_batch_answers_repeats_once():
 
 
 def test_calibration_counts_are_the_same_in_batches():
-    queries = [q for q in make_queries(n_test=0, n_val=3, k=6)]
+    queries = [q for q in toy_split_queries(n_test=0, n_validation=3, k=6)]
     sequential = calibration_counts(SimulatedScorer(seed=2), queries, 6, repeats=2, seed=4)
     batching = Batching(SimulatedScorer(seed=2), batch_size=5)
     batched = calibration_counts(batching, queries, 6, repeats=2, seed=4)
@@ -108,11 +101,11 @@ def test_calibration_counts_are_the_same_in_batches():
 def test_runner_in_lockstep_writes_the_same_files(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
     cands = tmp_path / "cands.jsonl"
-    write_candidates(cands, make_queries())
+    write_candidates(cands, toy_split_queries())
 
-    def cfg(out: str) -> ExperimentConfig:
-        return ExperimentConfig.from_mapping(dict(candidates=str(cands), scorer="simulated", k=6, m=4,
-                                                  calibration_queries=3, calibration_repeats=2, n_bootstrap=20,
+    def cfg(out: str) -> RunConfig:
+        return RunConfig.from_mapping(dict(candidates=str(cands), scorer="simulated", k=6, m=4,
+                                           calibration_queries=3, calibration_repeats=2, n_bootstrap=20,
                                                   out=str(tmp_path / out), seed=7))
 
     plain = run_experiment(cfg("plain"), progress=False, scorer=SimulatedScorer(seed=7))

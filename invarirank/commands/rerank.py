@@ -1,8 +1,8 @@
-"""``invarirank rerank``: one experiment configuration → one run folder (see :mod:`invarirank.experiment`).
+"""``invarirank rerank``: one run configuration → one run folder (see :mod:`invarirank.runner`).
 
-Settings come from ``--config FILE`` (YAML, keys as in :class:`~invarirank.experiment.ExperimentConfig`)
-and/or flags; a flag given on the command line overrides the file. Heavy libraries are imported only
-when the run starts.
+Settings come from ``--config FILE`` (YAML, keys as in :class:`~invarirank.runner.RunConfig`, aliases included)
+and/or flags; a flag given on the command line overrides the file. Both fill the one run schema. Heavy libraries
+are imported only when the run starts.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import sys
 from typing import Any
 
 from ..errors import InvariRankError
+from ..llm.factory import SCORER_KINDS
+from ..methods.registry import METHODS
 
 _HELP_EPILOG = """examples:
   invarirank rerank --scorer simulated --queries 20 --m 10 --k 15 --out runs/sim
@@ -22,11 +24,16 @@ _HELP_EPILOG = """examples:
 """
 
 
-def _scorer_option(text: str) -> tuple[str, str]:
+def _scorer_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with VALUE read as YAML (``0.5`` → 0.5, ``true`` → True, ``recency`` → "recency")."""
+    import yaml
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     key, value = text.split("=", 1)
-    return key.strip(), value.strip()
+    try:
+        return key.strip(), yaml.safe_load(value.strip())
+    except yaml.YAMLError:
+        return key.strip(), value.strip()
 
 
 def register(subparsers: Any) -> None:
@@ -48,13 +55,15 @@ def register(subparsers: Any) -> None:
     a("--k-sweep", metavar="K1,K2,..", help="the K sweep this run belongs to: queries are sampled from those "
                                               "kept at its smallest K")
     a("--candidates", metavar="FILE", help="rerank this candidates file instead of running the first stage")
-    a("--scorer", choices=["span", "choice", "simulated"], help="scorer (default span)")
+    a("--scorer", choices=list(SCORER_KINDS), help="scorer (default span)")
     a("--model", help="model: smollm2-135m (default), gemma3-270m, a Hugging Face id or a local folder")
     a("--scorer-option", action="append", type=_scorer_option, metavar="KEY=VALUE", dest="scorer_option",
       help="scorer option (repeatable), e.g. bias_shape=recency for the simulated scorer, device=cuda")
+    a("--device", help="device of a real scorer: auto (default), cpu, cuda, mps, ... (never part of the identity)")
     a("--m", type=int, help="presented orders per query (default 20)")
     a("--queries", type=int, metavar="N", help="number of test queries, sampled with the seed (default all)")
-    a("--methods", help="comma-separated subset of zero_shot,bootstrapping,sgs,stella (default all)")
+    a("--methods", help=f"comma-separated subset of {','.join(METHODS)} (default all; they always run in this "
+                        f"order)")
     a("--seed", type=int, help="seed of orders, query sampling, shuffles and calibration (default 42)")
     a("--calibration-queries", type=int, metavar="N", help="STELLA calibration queries (default 150)")
     a("--calibration-repeats", type=int, metavar="R", help="STELLA calibration repeats (default 5)")
@@ -72,13 +81,14 @@ def register(subparsers: Any) -> None:
 
 _FLAG_FIELDS = ("dataset", "raw_dir", "data_dir", "retriever", "retrieval_seed", "k", "k_sweep", "candidates",
                 "scorer", "model", "m", "queries", "methods", "seed", "calibration_queries",
-                "calibration_repeats", "noise_floor", "eval_ks", "exposure_k", "n_bootstrap", "out", "cache_dir")
+                "calibration_repeats", "noise_floor", "eval_ks", "exposure_k", "n_bootstrap", "out", "cache_dir",
+                "device")
 
 
 def config_from_args(args: argparse.Namespace):
-    """The :class:`ExperimentConfig` of parsed arguments (YAML file first, then the given flags)."""
-    from ..experiment import ExperimentConfig
-    base = ExperimentConfig.from_yaml(args.config) if getattr(args, "config", None) else ExperimentConfig()
+    """The :class:`~invarirank.runner.RunConfig` of parsed arguments (YAML file first, then the given flags)."""
+    from ..runner import RunConfig
+    base = RunConfig.from_yaml(args.config) if getattr(args, "config", None) else RunConfig()
     changes: dict[str, Any] = {}
     for name in _FLAG_FIELDS:
         value = getattr(args, name, None)
@@ -90,10 +100,10 @@ def config_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..experiment import format_plan, plan_experiment, run_experiment
+    from ..runner import format_plan, plan_run, run_experiment
     config = config_from_args(args)
     if args.dry_run:
-        print(format_plan(plan_experiment(config)))
+        print(format_plan(plan_run(config)))
         return 0
     if not config.out:
         raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in --config)")

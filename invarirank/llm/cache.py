@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PassCache", "pass_key", "default_cache_path"]
+__all__ = ["DiskPassCache", "pass_key", "default_cache_path"]
 
 SCHEMA_VERSION = 1
 
@@ -46,7 +46,7 @@ def default_cache_path(cache_dir: str | Path | None = None) -> Path:
     return Path(cache_dir).expanduser() / "passes.sqlite3"
 
 
-class PassCache:
+class DiskPassCache:
     """Scores by pass key, in memory and (when ``path`` is given) in a SQLite file."""
 
     def __init__(self, path: str | Path | None = None, *, memory_limit: int = 1_000_000):

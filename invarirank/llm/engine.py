@@ -43,7 +43,7 @@ import numpy as np
 from invarirank.errors import InvariRankError
 from invarirank.types import HistoryEntry, Item, Query, ScoreResult
 
-from .cache import PassCache, default_cache_path, pass_key
+from .cache import DiskPassCache, default_cache_path, pass_key
 from .prefix import PrefixStore, UnsupportedCache, fork_cache, new_cache
 from .prompts import TEMPLATE_VERSION
 from .tokens import SegmentEncoder
@@ -135,11 +135,11 @@ class CausalLMScorer:
         self.prefix_reuse_note: str | None = None
         self._history_memo: dict[tuple, int] = {}
         if self.naive or pass_cache is False or pass_cache is None:
-            self.pass_cache: PassCache | None = None
+            self.pass_cache: DiskPassCache | None = None
         elif pass_cache == "memory":
-            self.pass_cache = PassCache(None)
+            self.pass_cache = DiskPassCache(None)
         else:
-            self.pass_cache = PassCache(default_cache_path(cache_dir))
+            self.pass_cache = DiskPassCache(default_cache_path(cache_dir))
         self.stats: dict[str, float] = {}
         self.reset_stats()
         self._setup_model_facts()

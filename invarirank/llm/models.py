@@ -19,7 +19,7 @@ bfloat16 on CUDA and float32 on the CPU (bfloat16 is ~5x slower on CPUs without 
 
 Command line (for ``make setup``)::
 
-    python -m invarirank.llm.models prepare smollm2-135m gemma3-270m
+    invarirank models prepare smollm2-135m gemma3-270m
 
 converts the GGUFs once (idempotent: a prepared folder is left alone).
 
@@ -29,7 +29,6 @@ key (:mod:`invarirank.llm.cache`) never has to re-hash the weights at load time.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -464,30 +463,7 @@ def load_model(name: str = "smollm2-135m", *, device: str | None = "auto", dtype
     return loaded
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m invarirank.llm.models",
-                                     description="Prepare (convert once) or list the registry models.")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("prepare", help="convert registry GGUFs into cached float32 folders (idempotent)")
-    p.add_argument("names", nargs="*", help=f"models (default: all of {', '.join(REGISTRY)})")
-    p.add_argument("--force", action="store_true", help="convert again even when a folder exists")
-    sub.add_parser("list", help="list registry models and whether they are prepared")
-    args = parser.parse_args(argv)
-    try:
-        if args.cmd == "list":
-            for name, entry in REGISTRY.items():
-                state = "prepared" if is_prepared(name) else "not prepared"
-                print(f"{name}\t{state}\t{prepared_dir(name)}\t{entry.description}")
-            return 0
-        for name in args.names or list(REGISTRY):
-            if name not in REGISTRY:
-                raise InvariRankError(f"unknown model {name!r}: expected one of {', '.join(REGISTRY)}")
-            print(f"{name}: {prepare(name, force=args.force)}")
-    except InvariRankError as exc:
-        print(f"invarirank: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":   # ``python -m invarirank.llm.models`` = ``invarirank models`` (an alias)
+    from invarirank.cli import main
+    raise SystemExit(main(["models", *sys.argv[1:]]))

@@ -7,7 +7,8 @@ locally, and toy queries. Nothing here touches the network.
   prefix reuse is tested across the window.
 * :func:`train_tokenizer` trains a small byte-level BPE (GPT-2 style) or a SentencePiece-style BPE that adds a
   dummy prefix space (Metaspace, like Llama 2 / Mistral tokenizers) on a built-in text in a few milliseconds.
-* :func:`toy_query` makes a query with MovieLens-like items.
+* :func:`toy_query` makes a query with MovieLens-like items; :func:`toy_split_queries` a run's worth of test and
+  validation queries whose relevant items sit at known retrieval ranks.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from invarirank.types import HistoryEntry, Item, Query
 
-__all__ = ["ARCHS", "tiny_model", "train_tokenizer", "toy_query", "toy_items"]
+__all__ = ["ARCHS", "tiny_model", "train_tokenizer", "toy_query", "toy_items", "toy_split_queries"]
 
 ARCHS = ("llama", "mistral", "qwen2", "gemma3")
 
@@ -52,6 +53,20 @@ def toy_query(k: int = 5, history: int = 8, *, seed: int = 0, query_id: str = "u
     cands = tuple(toy_items(k, seed=seed))
     return Query(query_id, query_id.lstrip("uv") or "1",
                  tuple(HistoryEntry(it, r) for it, r in zip(hist_items, ratings)), cands, (cands[0].item_id,))
+
+
+def toy_split_queries(n_test: int = 8, n_validation: int = 3, k: int = 8) -> list[Query]:
+    """``n_test`` test queries ``u0, u1, ...`` then ``n_validation`` validation queries ``v0, ...``, each with ``k``
+    candidates; query j's relevant item sits at retrieval rank ``3j mod k`` (0-based; with k = 8: 0,3,6,1,4,7,2,5,
+    so at K = 3 only u0, u3, u6 keep it), plus one ground-truth item that was never retrieved."""
+    out = []
+    for split, n, pre in (("test", n_test, "u"), ("validation", n_validation, "v")):
+        for j in range(n):
+            cands = tuple(Item(str(100 * j + i), f"Movie {j}-{i}", 1990 + i, ("Drama",)) for i in range(k))
+            truth = (str(100 * j + (j * 3) % k), "unretrieved")
+            hist = (HistoryEntry(Item("1", "Old Movie", 1980, ("Drama",)), 4.0),)
+            out.append(Query(f"{pre}{j}", str(j), hist, cands, truth, split))
+    return out
 
 
 _TRAIN_TEXT = """[SPAN]

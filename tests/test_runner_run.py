@@ -1,4 +1,4 @@
-"""The experiment runner with the simulated scorer: run folder, determinism, kill-and-resume, pass counts,
+"""The runner (invarirank.runner) with the simulated scorer: run folder, determinism, kill-and-resume, pass counts,
 the noise floor, query sampling over a K sweep, the dry run, the CLI and the report."""
 
 from __future__ import annotations
@@ -11,41 +11,29 @@ import pytest
 from invarirank.candidates import write_candidates
 from invarirank.cli import main as cli_main
 from invarirank.errors import InvariRankError
-from invarirank.experiment import (ExperimentConfig, format_plan, load_queries, manifest_without_run,
-                                   plan_experiment, run_experiment)
+from invarirank.llm.testing import toy_split_queries
+from invarirank.runner import (RunConfig, format_plan, load_queries, manifest_without_run, plan_run,
+                               run_experiment)
 from invarirank.evaluation import read_observations
 from invarirank.io import read_json
-from invarirank.types import HistoryEntry, Item, Query
 
 K = 6
 FINAL = ("observations.jsonl", "metrics.json", "calibration.json")
-
-
-def make_queries(n_test: int = 8, n_val: int = 3, k: int = 8) -> list[Query]:
-    out = []
-    for split, n, pre in (("test", n_test, "u"), ("validation", n_val, "v")):
-        for j in range(n):
-            cands = tuple(Item(str(100 * j + i), f"Movie {j}-{i}", 1990 + i, ("Drama",)) for i in range(k))
-            # relevant item at retrieval rank 3j % 8 = 0,3,6,1,4,7,2,5: kept at K=3: u0, u3, u6; at K=6: 6 queries
-            truth = (str(100 * j + (j * 3) % k), "unretrieved")
-            hist = (HistoryEntry(Item("1", "Old Movie", 1980, ("Drama",)), 4.0),)
-            out.append(Query(f"{pre}{j}", str(j), hist, cands, truth, split))
-    return out
 
 
 @pytest.fixture()
 def cands(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
     path = tmp_path / "cands.jsonl"
-    write_candidates(path, make_queries())
+    write_candidates(path, toy_split_queries())
     return path
 
 
-def config(cands: Path, out: Path, **kw) -> ExperimentConfig:
+def config(cands: Path, out: Path, **kw) -> RunConfig:
     base = dict(candidates=str(cands), scorer="simulated", k=K, m=4, calibration_queries=3, calibration_repeats=2,
                 n_bootstrap=20, out=str(out), seed=7)
     base.update(kw)
-    return ExperimentConfig.from_mapping(base)
+    return RunConfig.from_mapping(base)
 
 
 def comparable_manifest(run_dir: Path) -> str:
@@ -80,7 +68,7 @@ def test_run_folder_rows_and_pass_counts(cands, tmp_path):
     assert p["shared_cache_hits"] == p["requested"] - p["scorer_calls"]
     assert p["shared_cache_hits"] >= 5 * len(by_key)         # 3 shared first passes + 2 shared shuffles per order
     assert p["calibration"][str(K)]["passes"] > 0
-    assert man["model"]["scorer"] == "simulated" and man["config"]["m"] == 4
+    assert man["model"]["scorer"] == "simulated" and man["config"]["M"] == 4
     assert man["packages"]["numpy"] and "timings" in man["run"]
     assert set(res.metrics["methods"]) == {"zero_shot", "bootstrapping", "sgs", "stella"}
     cal = read_json(run / "calibration.json")["calibrations"][str(K)]
@@ -174,7 +162,7 @@ def test_queries_are_sampled_from_those_kept_at_the_smallest_k(cands, tmp_path):
 
 def test_dry_run_counts_passes_without_running(cands, tmp_path):
     cfg = config(cands, tmp_path / "dry")
-    plan = plan_experiment(cfg)
+    plan = plan_run(cfg)
     n = plan.n_queries
     assert plan.per_method["zero_shot"] == {"min": n * 4, "max": n * 4}
     assert plan.per_method["sgs"] == {"min": n * 4 * K, "max": n * 4 * K}
@@ -186,13 +174,13 @@ def test_dry_run_counts_passes_without_running(cands, tmp_path):
     assert "estimated time" in text and "sgs" in text and "STELLA calibration" in text
     assert not (tmp_path / "dry").exists()
     run_experiment(cfg, progress=False)
-    assert plan_experiment(cfg).calibration_passes == 0      # the matrix is now cached
+    assert plan_run(cfg).calibration_passes == 0      # the matrix is now cached
 
 
 def test_stella_without_validation_queries_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
     path = tmp_path / "only_test.jsonl"
-    write_candidates(path, [q for q in make_queries() if q.split == "test"])
+    write_candidates(path, [q for q in toy_split_queries() if q.split == "test"])
     with pytest.raises(InvariRankError, match="validation"):
         run_experiment(config(path, tmp_path / "r"), progress=False)
     res = run_experiment(config(path, tmp_path / "r", methods=["zero_shot", "sgs"]), progress=False)
@@ -202,15 +190,15 @@ def test_stella_without_validation_queries_is_a_clear_error(tmp_path, monkeypatc
 
 def test_config_errors_name_the_setting(tmp_path):
     with pytest.raises(InvariRankError, match="unknown setting 'mm'"):
-        ExperimentConfig.from_mapping({"mm": 3})
+        RunConfig.from_mapping({"mm": 3})
     with pytest.raises(InvariRankError, match="unknown method 'rrf'"):
-        ExperimentConfig.from_mapping({"methods": "zero_shot,rrf"})
+        RunConfig.from_mapping({"methods": "zero_shot,rrf"})
     with pytest.raises(InvariRankError, match="'m'"):
-        ExperimentConfig.from_mapping({"m": 0})
+        RunConfig.from_mapping({"m": 0})
     bad = tmp_path / "bad.yaml"
     bad.write_text("m: [1,\n")
     with pytest.raises(InvariRankError, match="bad.yaml"):
-        ExperimentConfig.from_yaml(bad)
+        RunConfig.from_yaml(bad)
 
 
 # -- CLI -------------------------------------------------------------------------------------------
@@ -223,7 +211,7 @@ def test_cli_rerank_from_yaml_and_flags_then_report(cands, tmp_path, capsys):
                    "--out", str(out), "--no-progress"])
     assert rc == 0
     man = read_json(out / "manifest.json")
-    assert man["config"]["m"] == 2 and man["config"]["methods"] == ["zero_shot", "sgs"]     # flag overrides file
+    assert man["config"]["M"] == 2 and man["config"]["methods"] == ["zero_shot", "sgs"]     # flag overrides file
     assert man["model"]["bias_shape"] == "recency" and man["model"]["noise_sd"] == 0.5
     printed = capsys.readouterr().out
     assert "zero_shot:" in printed and "sgs:" in printed

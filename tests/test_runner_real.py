@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from invarirank.evaluation import read_observations
-from invarirank.experiment import ExperimentConfig, load_queries, make_scorer_for, manifest_without_run, run_experiment
+from invarirank.runner import RunConfig, load_queries, make_run_scorer, manifest_without_run, run_experiment
 from invarirank.io import read_json
 
 pytestmark = pytest.mark.slow
@@ -18,12 +18,12 @@ FINAL = ("observations.jsonl", "metrics.json", "calibration.json")
 METHODS = ("zero_shot", "bootstrapping", "sgs", "stella")
 
 
-def _config(base, name, **kw) -> ExperimentConfig:
+def _config(base, name, **kw) -> RunConfig:
     settings = dict(dataset="ml-100k", retriever="als", k=5, m=2, queries=2, scorer="span", model="smollm2-135m",
                     calibration_queries=1, calibration_repeats=1, n_bootstrap=0, seed=3, out=str(base / name),
                     cache_dir=str(base / "cache"))   # a fresh pass cache: the first run really computes
     settings.update(kw)
-    return ExperimentConfig.from_mapping(settings)
+    return RunConfig.from_mapping(settings)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def real(tmp_path_factory):
     base = tmp_path_factory.mktemp("real-run")
     cfg = _config(base, "a")
     queries = load_queries(cfg, progress=False)
-    scorer = make_scorer_for(cfg)
+    scorer = make_run_scorer(cfg)
     first = run_experiment(cfg, progress=False, queries=queries, scorer=scorer)
     # the same command again: the scorer's persistent pass cache answers, the files must not change
     again = run_experiment(_config(base, "b"), progress=False, queries=queries, scorer=scorer)
@@ -98,7 +98,7 @@ def test_noise_floor_on_the_cpu(real):
     # one query, M = 2 copies of one order; STELLA is left out to keep the CPU time small (its shuffles are
     # seeded like the others', so it adds no new source of nondeterminism)
     cfg = _config(real["base"], "nf", noise_floor=True, queries=1, methods=["zero_shot", "bootstrapping", "sgs"])
-    scorer = make_scorer_for(cfg)                              # pass cache off: every copy is recomputed
+    scorer = make_run_scorer(cfg)                              # pass cache off: every copy is recomputed
     assert scorer.pass_cache is None
     res = run_experiment(cfg, progress=False, scorer=scorer)
     assert res.manifest["passes"]["scorer_calls"] == 2 * (1 + 2 + 4)   # both copies really scored

@@ -1,0 +1,54 @@
+"""``invarirank grid GRID.yaml``: compute a grid's missing runs, then execute the book's notebooks
+(:mod:`invarirank.grid.build`); ``--dry-run`` prints each run's status and scorer passes instead."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "grid", help="compute a grid's missing runs, then execute the book's notebooks",
+        description="Compute (or reuse) the runs of a grid, with a progress bar, then execute the book's notebooks.")
+    a = p.add_argument
+    a("grid", help="grid file (YAML), e.g. configs/grid-default.yaml")
+    a("--build-dir", help="where executed notebooks go (default: book/generated)")
+    a("--results-dir", help="finished runs, results/<grid>/<run>/ (default: results)")
+    a("--work-dir", help="runs in progress (default: runs)")
+    a("--force", action="store_true", help="execute every notebook even when up to date")
+    a("--only", action="append", default=[],
+      help="only these runs/pages: a run name, 'data' or 'rerank' (repeatable)")
+    a("--skip-results", action="store_true", help="do not execute the results notebook")
+    a("--dry-run", action="store_true", help="print each run's status and its scorer passes, run nothing")
+    a("--seconds-per-pass", type=float, default=None,
+      help="for --dry-run: seconds per scorer pass, to print minutes (measure it with `invarirank rerank --dry-run`)")
+    a("--kernel", default="python3", help="Jupyter kernel for papermill (default python3)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..grid import build, load_grid
+    from ..grid.build import statuses
+    from ..runner.plan import format_grid_cost, format_grid_estimate
+    from ..store import project_root
+
+    if args.dry_run:
+        grid = load_grid(args.grid)
+        results = Path(args.results_dir) if args.results_dir else project_root() / "results"
+        print(format_grid_estimate(grid.runs, statuses(grid.runs, results), args.seconds_per_pass))
+        if grid.raw.get("estimate"):
+            print()
+            print(format_grid_cost(grid.runs, grid.raw["estimate"]))
+        return 0
+    t0 = time.perf_counter()
+    summary = build(args.grid, build_dir=args.build_dir, results_dir=args.results_dir, work_dir=args.work_dir,
+                    force=args.force, only=args.only, skip_results=args.skip_results, kernel=args.kernel)
+    ran = sum(v == "ran" for v in summary["runs"].values())
+    print(f"grid {summary['grid']}: {len(summary['runs'])} runs ({ran} computed, {len(summary['runs']) - ran} "
+          f"reused), {len(summary['executed'])} notebooks executed, {len(summary['skipped'])} up to date, "
+          f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return 0

@@ -1,0 +1,30 @@
+"""Many runs: grid files (:mod:`.spec`), the book's notebooks through papermill (:mod:`.notebooks`) and the
+``make book`` path (:mod:`.build`: every missing run computed first, with a progress bar, then the notebooks).
+
+Entry point: ``invarirank grid GRID.yaml`` (``python -m invarirank.grid`` is an alias). A grid imports the runner
+and the run store only. Conventions: K is the number of candidates, M the number of presented orders per query; a
+run's name is ``<dataset>-<retriever>-<model>-<scorer>-k<K>`` unless the grid names it; every random choice is
+seeded from the grid's ``seed``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..runner import RunConfig, ensure_run
+from ..runner import status_of as _status_of
+from ..store import RESULT_FILES, complete_runs, project_root
+from .build import build, compute_runs
+from .spec import Grid, lab_runs, load_grid, main_run
+
+__all__ = ["Grid", "load_grid", "lab_runs", "main_run", "build", "compute_runs", "run_status", "ensure_run",
+           "complete_runs", "project_root", "RESULT_FILES", "RunSpec"]
+
+#: the former name of a grid entry, which is now simply a run config (kept for callers that still use it)
+RunSpec = RunConfig
+_lab_runs = lab_runs
+
+
+def run_status(config: RunConfig, results_dir: str | Path) -> str:
+    """The status of ``config``'s folder ``results_dir/<grid>/<run>/`` (:func:`invarirank.store.run_status`)."""
+    return _status_of(config, Path(results_dir) / str(config.grid) / config.run_name)

@@ -1,0 +1,126 @@
+"""The ``make book`` path: compute every missing run of a grid, then execute the book's notebooks.
+
+1. **Runs first**, on the terminal with a progress bar: every run of the grid (and of its teaching-lab sweep) that
+   is not complete under ``results/<grid>/<run>/`` is computed (or resumed) through the runner
+   (:func:`invarirank.runner.ensure_run`) and published; complete runs are reused as they are.
+2. **Notebooks**, into the build folder (default ``book/generated/``, which ``_toc.yml`` includes)::
+
+       <build>/data/<dataset>.ipynb       notebooks/data.ipynb, once per data set (retrievers, Ks)
+       <build>/rerank/<run>.ipynb         notebooks/rerank.ipynb, once per run: it only reads the finished run
+       <build>/results.ipynb              notebooks/results.ipynb, once
+
+   A notebook is executed again only when its fingerprint changed (:mod:`invarirank.grid.notebooks`); a failed
+   one stops the build (exit status 1) with its partial output in ``<build>/_failed/``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..runner import RunConfig, ensure_run, status_of
+from ..runner.config import slug
+from ..store import RESULT_FILES, complete_runs, project_root
+from .notebooks import execute_notebook, fingerprint, package_files
+from .spec import Grid, lab_runs, load_grid, main_run
+
+__all__ = ["build", "compute_runs", "grid_runs", "statuses", "run_parameters"]
+
+
+def grid_runs(grid: Grid) -> list[RunConfig]:
+    """Every run a grid publishes: its teaching-lab sweep, then its runs (file order)."""
+    return [*(lab_runs(grid.lab) if grid.lab else []), *grid.runs]
+
+
+def statuses(configs: Sequence[RunConfig], results_dir: Path) -> list[str]:
+    """Each run's status under ``results_dir`` (:func:`invarirank.store.run_status`)."""
+    return [status_of(c, results_dir / str(c.grid) / c.run_name) for c in configs]
+
+
+def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path) -> dict[str, str]:
+    """Compute and publish every run that is not complete, with a progress bar over the runs (and the runner's
+    own per query); returns ``{"<grid>/<run>": "reused" | "ran"}``."""
+    from tqdm.auto import tqdm
+
+    before = statuses(configs, results_dir)
+    todo = [c for c, s in zip(configs, before) if s != "complete"]
+    summary = {f"{c.grid}/{c.run_name}": ("reused" if s == "complete" else "ran") for c, s in zip(configs, before)}
+    print(f"grid: {len(configs) - len(todo)} runs complete, {len(todo)} to compute", file=sys.stderr, flush=True)
+    if todo:
+        with tqdm(todo, desc="grid runs", unit="run", file=sys.stderr, dynamic_ncols=True) as bar:
+            for config in bar:
+                bar.set_postfix_str(config.run_name)
+                ensure_run(config, results_dir, work_dir, progress=True)
+    return summary
+
+
+def _data_parameters(entry: dict[str, Any], grid: Grid, root: Path) -> dict[str, Any]:
+    ks = entry.get("K", [])
+    rets = entry.get("retrievers", entry.get("retriever", ["lightgcn"]))
+    raw_dir = entry.get("raw_dir")
+    return {"dataset": entry["dataset"], "label": entry.get("label"),
+            "raw_dir": RunConfig(raw_dir=str(raw_dir)).resolved_raw_dir(root) if raw_dir else None,
+            "retrievers": list(rets if isinstance(rets, list) else [rets]),
+            "K_values": [int(k) for k in (ks if isinstance(ks, list) else [ks])],
+            "seed": int(entry.get("seed", (grid.raw.get("defaults") or {}).get("seed", 42)))}
+
+
+def run_parameters(config: RunConfig, results_dir: Path, work_dir: Path) -> dict[str, Any]:
+    """Papermill parameters of ``notebooks/rerank.ipynb`` for a run: all its settings (the notebook's own
+    defaults are the default grid's, not the schema's) and where runs live."""
+    settings = {k: v for k, v in config.to_dict().items() if k != "out"}
+    return {**settings, "results_dir": str(results_dir), "work_dir": str(work_dir)}
+
+
+def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None = None,
+          results_dir: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
+          force: bool = False, only: Sequence[str] = (), skip_results: bool = False,
+          kernel: str = "python3") -> dict[str, Any]:
+    """Compute a grid's missing runs, then execute its notebooks (see the module docstring). ``only`` limits
+    the work to these runs/pages (a run name, ``data`` or ``rerank``); returns a summary of what ran."""
+    root = project_root()
+    grid = load_grid(grid_path)
+    pages = Path(build_dir) if build_dir else root / "book" / "generated"
+    results = Path(results_dir) if results_dir else root / "results"
+    work = Path(work_dir) if work_dir else root / "runs"
+    notebooks = root / "notebooks"
+    pages.mkdir(parents=True, exist_ok=True)
+    pkg = package_files()
+    selected = [c for c in grid.runs if not only or c.run_name in only or "rerank" in only]
+    summary: dict[str, Any] = {"grid": grid.name, "executed": [], "skipped": [],
+                               "runs": compute_runs([*(lab_runs(grid.lab) if grid.lab else []), *selected],
+                                                    results, work)}
+
+    def execute(name: str, out: Path, params: dict[str, Any], files: list[Path], title: str | None = None) -> None:
+        fp = fingerprint(params, files=[notebooks / name, *files, *pkg])
+        done = execute_notebook(notebooks / name, out, params, title=title, fingerprint=fp, force=force,
+                                cwd=notebooks, kernel=kernel, failed_dir=pages / "_failed")
+        summary["executed" if done else "skipped"].append(str(out))
+
+    data_pages = []
+    for entry in grid.data:
+        out = pages / "data" / f"{slug(entry.get('label') or entry['dataset'])}.ipynb"
+        data_pages.append(out)
+        if not only or "data" in only:
+            execute("data.ipynb", out, _data_parameters(entry, grid, root), [])
+    run_pages = [pages / "rerank" / f"{c.run_name}.ipynb" for c in grid.runs]
+    for config in selected:
+        run_files = [results / str(config.grid) / config.run_name / f for f in RESULT_FILES[1:]]
+        execute("rerank.ipynb", pages / "rerank" / f"{config.run_name}.ipynb",
+                run_parameters(config, results, work), run_files, title=config.title())
+    for folder, keep in ((pages / "rerank", run_pages), (pages / "data", data_pages)):
+        if folder.is_dir():                      # pages of runs no longer in the grid would be stale
+            for nb in folder.glob("*.ipynb"):
+                if nb not in keep:
+                    nb.unlink()
+    if not skip_results:
+        params = {"grid": grid.name, "results_dir": str(results), "grid_file": str(Path(grid_path).resolve()),
+                  "paper_table": str(root / "book" / "data" / "paper_table1.csv"),
+                  "include_simulated": bool(grid.raw.get("include_simulated", False)),
+                  "main_run": main_run(grid).run_name if grid.runs else None}
+        run_files = [f for d in complete_runs(results) for f in (d / "metrics.json", d / "manifest.json")]
+        execute("results.ipynb", pages / "results.ipynb", params,
+                [Path(grid_path), Path(params["paper_table"]), *run_files])
+    return summary

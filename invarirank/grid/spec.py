@@ -1,0 +1,138 @@
+"""Grid files: many runs in one YAML file (see ``configs/``). A grid entry only fills the run schema
+(:class:`invarirank.runner.RunConfig`): it is merged with the file's ``defaults`` and read like any other config.
+
+Top-level fields: ``grid`` (its name: ``results/<grid>/<run>/``), ``runs`` (entries; ``K: [5, 15]`` expands to one
+run per K), ``defaults``, ``data`` (the data notebooks: dataset, retrievers, Ks; default: one per data set of the
+runs), ``lab`` (the teaching lab's sweep: one simulated run per bias shape × strength), ``estimate`` (GPU-hour
+assumptions, :func:`invarirank.runner.plan.grid_cost_table`), ``include_simulated`` (show simulated runs on the
+results page), and free text (``description``, ``notes``, ``commands``, ``scaled_down``).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from ..errors import InvariRankError
+from ..runner.config import RunConfig, simple_name
+
+__all__ = ["Grid", "load_grid", "lab_runs", "main_run"]
+
+_GRID_KEYS = {"grid", "description", "defaults", "runs", "data", "lab", "estimate", "notes", "commands",
+              "scaled_down", "include_simulated"}
+
+
+@dataclass
+class Grid:
+    """A parsed grid file. ``runs`` in file order; ``data`` lists (dataset, retrievers, Ks) for the data notebooks;
+    ``lab`` is the teaching lab's sweep (or ``None``); ``raw`` is the whole YAML mapping."""
+
+    name: str
+    path: Path
+    runs: list[RunConfig]
+    data: list[dict[str, Any]]
+    lab: dict[str, Any] | None
+    raw: dict[str, Any]
+
+    def run(self, name: str) -> RunConfig:
+        """The run called ``name`` (``KeyError`` if there is none)."""
+        for config in self.runs:
+            if config.run_name == name:
+                return config
+        raise KeyError(name)
+
+
+def _read_yaml(p: Path) -> Any:
+    if not p.is_file():
+        raise InvariRankError(f"{p}: grid file not found")
+    try:
+        return yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise InvariRankError(f"{p}{line}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+
+
+def _data_entries(runs: list[RunConfig]) -> list[dict[str, Any]]:
+    """One data notebook per data set of the runs, with all their retrievers and Ks (synthetic data has none)."""
+    groups: dict[str, dict[str, Any]] = {}
+    for config in runs:
+        if config.dataset == "synthetic":
+            continue
+        g = groups.setdefault(config.data_label, {"dataset": config.effective_dataset, "label": config.label,
+                                                  "raw_dir": config.raw_dir, "retrievers": [], "K": set()})
+        if config.retriever not in g["retrievers"]:
+            g["retrievers"].append(config.retriever)
+        g["K"].add(config.effective_k)
+    return [dict(g, K=sorted(g["K"])) for g in groups.values()]
+
+
+def load_grid(path: str | os.PathLike) -> Grid:
+    """Read and check a grid file (errors name the file and the field)."""
+    p = Path(path)
+    raw = _read_yaml(p)
+    if not isinstance(raw, dict):
+        raise InvariRankError(f"{p}: expected a mapping with 'grid' and 'runs'")
+    unknown = sorted(set(raw) - _GRID_KEYS)
+    if unknown:
+        raise InvariRankError(f"{p}: unknown top-level field {unknown[0]!r}; expected some of "
+                              f"{', '.join(sorted(_GRID_KEYS))}")
+    name = raw.get("grid")
+    if not isinstance(name, str) or not simple_name(name):
+        raise InvariRankError(f"{p}: field 'grid' must be a simple name (letters, digits, . _ -), got {name!r}")
+    defaults = raw.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        raise InvariRankError(f"{p}: field 'defaults' must be a mapping")
+    entries = raw.get("runs") or []
+    if not isinstance(entries, list):
+        raise InvariRankError(f"{p}: field 'runs' must be a list")
+    runs: list[RunConfig] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise InvariRankError(f"{p}: runs[{i}] must be a mapping")
+        merged = {**copy.deepcopy(defaults), **entry}
+        if isinstance(defaults.get("scorer_options"), dict) and isinstance(entry.get("scorer_options"), dict):
+            merged["scorer_options"] = {**defaults["scorer_options"], **entry["scorer_options"]}
+        ks = merged.get("K")
+        for k in (ks if isinstance(ks, list) else [ks]):   # "K: [5, 15]" expands to one run per K
+            config = RunConfig.from_mapping(dict(merged, K=k), f"{p}: runs[{i}]", grid=name)
+            if config.run_name in seen:
+                raise InvariRankError(f"{p}: runs[{i}]: duplicate run {config.run_name!r}")
+            seen.add(config.run_name)
+            runs.append(config)
+    data = raw.get("data")
+    if data is None:
+        data = _data_entries(runs)
+    elif not isinstance(data, list) or not all(isinstance(x, dict) and "dataset" in x for x in data):
+        raise InvariRankError(f"{p}: field 'data' must be a list of mappings with a 'dataset'")
+    lab = raw.get("lab")
+    if lab is not None and not isinstance(lab, dict):
+        raise InvariRankError(f"{p}: field 'lab' must be a mapping")
+    return Grid(name=name, path=p, runs=runs, data=list(data), lab=lab, raw=raw)
+
+
+def lab_runs(lab: Mapping[str, Any]) -> list[RunConfig]:
+    """The lab sweep's runs (grid ``lab`` unless it says otherwise): one simulated run per (bias shape, bias
+    strength), named ``<shape>-s<strength>``."""
+    base = {k: v for k, v in lab.items() if k not in {"shapes", "strengths", "grid"}}
+    base.setdefault("scorer", "simulated")
+    base.setdefault("model", "simulated")
+    opts = dict(base.pop("scorer_options", {}) or {})
+    out = []
+    for shape in lab.get("shapes", ["primacy"]):
+        for strength in lab.get("strengths", [1.0]):
+            o = dict(opts, bias_shape=shape, bias_strength=float(strength))
+            out.append(RunConfig.from_mapping(dict(base, scorer_options=o, name=f"{shape}-s{float(strength):g}"),
+                                              "lab", grid=str(lab.get("grid", "lab"))))
+    return out
+
+
+def main_run(grid: Grid) -> RunConfig:
+    """The grid's main run (it sets Table 1): the first run with the most methods."""
+    return max(grid.runs, key=lambda c: len(c.methods))

@@ -1,0 +1,327 @@
+"""THE run schema: :class:`RunConfig`, every setting of one reranking run, and its identity.
+
+One dataclass is filled by every way of describing a run — a grid entry (``configs/*.yaml``), the
+``invarirank rerank`` flags, a ``--config`` YAML file and the parameters of ``notebooks/rerank.ipynb`` — so a
+setting has one name, one default and one check. The names users know from each source are accepted as
+aliases: ``k`` = ``K``, ``m`` = ``M``, ``queries`` = ``n_queries``, ``run_name`` = ``name``, and
+``k_sweep: [6, 10]`` = ``sample_k: 6`` (queries are sampled among those kept at the sweep's smallest K).
+
+Conventions: K is the number of candidates per query (the list length), M the number of presented orders per
+query; methods always run, and rows are written, in the method registry's (the paper's) order.
+
+**Identity** (what a finished run is reused for): :meth:`RunConfig.identity` holds only the settings that change
+a run's results (``IDENTITY`` metadata below; not names, folders, devices or labels), and of those only the ones
+that differ from their declared default. So a setting added later with a default that reproduces the old
+behaviour never invalidates a committed run: old manifests simply lack it and read as the default. STELLA_LW's
+calibration sizes count only when the run has STELLA_LW. :meth:`RunConfig.from_manifest` reads every manifest
+written so far (its ``grid_run`` section, else its ``config`` section, old key names included).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import InvariRankError
+from ..llm.factory import SCORER_KINDS
+from ..methods.registry import METHODS
+
+__all__ = ["RunConfig", "DEFAULT_K", "ALIASES", "slug", "simple_name"]
+
+#: K of a first-stage run when none is given (a candidates file keeps its own lists)
+DEFAULT_K = 25
+#: other names of a setting, as grid files / notebooks (K, M, n_queries) and flags / YAML (k, m, queries) use them
+ALIASES = {"k": "K", "m": "M", "queries": "n_queries", "run_name": "name"}
+#: grid and run names become folder names: letters, digits, '.', '_' and '-' only
+_SIMPLE_NAME = re.compile(r"[A-Za-z0-9._-]+")
+_IDENTITY = {"identity": True}
+
+
+def simple_name(text: str) -> bool:
+    """Whether ``text`` may name a grid or run folder (letters, digits, '.', '_', '-')."""
+    return bool(_SIMPLE_NAME.fullmatch(text))
+
+
+def slug(text: str) -> str:
+    """A file-name friendly, lower-case name: ``meta-llama/Llama-3.2-3B-Instruct`` → ``llama-3.2-3b-instruct``."""
+    last = str(text).rstrip("/").split("/")[-1]
+    return re.sub(r"[^a-z0-9.]+", "-", last.lower()).strip("-.") or "x"
+
+
+@dataclass
+class RunConfig:
+    """Every setting of one run. Fields with ``identity`` metadata determine its results (see the module docstring).
+
+    Where the run lives: ``grid``/``name`` (published as ``results/<grid>/<name>/``; ``name`` None →
+    :attr:`run_name`), ``out`` (the folder ``invarirank rerank`` writes), ``cache_dir`` (None → ``$INVARIRANK_CACHE``).
+    Data: ``dataset`` (None → ``ml-100k`` with the first stage, the candidates file's name with ``candidates``;
+    ``synthetic`` = seeded made-up candidate sets for the teaching lab), ``label`` (its name in run names and
+    tables), ``raw_dir`` (``$VARS`` expanded, relative to the repository root), ``data_dir`` (an already prepared
+    folder), ``retriever``/``retrieval_seed`` (the first stage), ``candidates`` (a candidates file instead of it).
+    Reranking: ``K`` (None → 25 with the first stage, the file's own lists with ``candidates``), ``sample_k``
+    (sample among queries kept at this K; None → ``K``), ``n_queries`` (None → all kept), ``M``, ``methods``,
+    ``seed``, STELLA_LW's ``calibration_queries``/``calibration_repeats`` (PROTOCOL: 150 and 5), ``noise_floor``
+    (M copies of one order). Scorer: ``scorer`` (a kind of :data:`invarirank.llm.factory.SCORER_KINDS`),
+    ``model`` (None → the scorer's default), ``scorer_options`` (for ``invarirank.llm.make_scorer``), ``device``
+    (``auto`` or e.g. ``cuda``; never part of the identity). Evaluation: ``eval_ks``, ``exposure_k``,
+    ``n_bootstrap``.
+    """
+
+    grid: str | None = None
+    name: str | None = None
+    dataset: str | None = field(default=None, metadata=_IDENTITY)
+    label: str | None = None
+    raw_dir: str | None = None
+    data_dir: str | None = None
+    retriever: str = field(default="lightgcn", metadata=_IDENTITY)
+    retrieval_seed: int = field(default=42, metadata=_IDENTITY)
+    candidates: str | None = None
+    K: int | None = field(default=None, metadata=_IDENTITY)
+    sample_k: int | None = field(default=None, metadata=_IDENTITY)
+    n_queries: int | None = field(default=None, metadata=_IDENTITY)
+    M: int = field(default=20, metadata=_IDENTITY)
+    methods: list[str] = field(default_factory=lambda: list(METHODS), metadata=_IDENTITY)
+    seed: int = field(default=42, metadata=_IDENTITY)
+    calibration_queries: int = field(default=150, metadata=_IDENTITY)
+    calibration_repeats: int = field(default=5, metadata=_IDENTITY)
+    noise_floor: bool = field(default=False, metadata=_IDENTITY)
+    scorer: str = field(default="span", metadata=_IDENTITY)
+    model: str | None = field(default=None, metadata=_IDENTITY)
+    scorer_options: dict[str, Any] = field(default_factory=dict, metadata=_IDENTITY)
+    device: str = "auto"
+    eval_ks: list[int] = field(default_factory=lambda: [1, 5, 10], metadata=_IDENTITY)
+    exposure_k: int = field(default=5, metadata=_IDENTITY)
+    n_bootstrap: int = field(default=1000, metadata=_IDENTITY)
+    out: str | None = None
+    cache_dir: str | None = None
+
+    # -- construction ----------------------------------------------------------------------------
+    @classmethod
+    def field_names(cls) -> list[str]:
+        """The settings' names, in declaration order."""
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def canonical(cls, data: Mapping[str, Any], where: str = "config", *, strict: bool = True) -> dict[str, Any]:
+        """``data`` with aliases renamed (``k`` → ``K``, ``k_sweep`` → ``sample_k``, ...); with ``strict``, an
+        unknown key is an error naming ``where``, otherwise it is dropped."""
+        if not isinstance(data, Mapping):
+            raise InvariRankError(f"{where}: expected a mapping of settings, got {type(data).__name__}")
+        names = set(cls.field_names())
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            if key == "k_sweep":
+                if value is not None:
+                    sweep = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+                    if not isinstance(sweep, (list, tuple)):
+                        raise InvariRankError(f"{where}: setting 'k_sweep' = {value!r}, expected a list")
+                    if sweep:
+                        out["sample_k"] = min(_as_int(where, "k_sweep", v, 1) for v in sweep)
+                continue
+            name = ALIASES.get(key, key)
+            if name not in names:
+                if strict:
+                    raise InvariRankError(f"{where}: unknown setting {key!r}; expected one of "
+                                          f"{', '.join(sorted(names | set(ALIASES) | {'k_sweep'}))}")
+                continue
+            if value is not None and out.get(name) is not None and out[name] != value:
+                raise InvariRankError(f"{where}: setting {name!r} given twice (as {key!r} too)")
+            if value is not None or name not in out:
+                out[name] = value
+        return out
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], where: str = "config", *, grid: str | None = None) -> "RunConfig":
+        """Build and check a config from a mapping (YAML, a grid entry, notebook parameters); ``grid`` fills
+        ``grid`` when the mapping does not. Unknown keys and bad values raise :class:`InvariRankError`."""
+        kw = cls.canonical(data, where)
+        if grid is not None and kw.get("grid") is None:
+            kw["grid"] = grid
+        defaults = cls()
+        for name, value in list(kw.items()):
+            if value is None and getattr(defaults, name) is not None:
+                del kw[name]                     # None = "the default" for settings that have one
+        config = cls(**kw)
+        config.normalise(where)
+        return config
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike) -> "RunConfig":
+        """Read a ``--config`` YAML file (a mapping of settings)."""
+        import yaml
+        p = Path(path)
+        if not p.is_file():
+            raise InvariRankError(f"{p}: no such config file")
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = f":{mark.line + 1}" if mark is not None else ""
+            raise InvariRankError(f"{p}{line}: malformed YAML ({getattr(exc, 'problem', exc)})") from None
+        return cls.from_mapping(data, str(p))
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> "RunConfig":
+        """The config a finished run was made with: its ``grid_run`` section, else its ``config`` section (both
+        as written by every version so far; keys this version does not know are ignored)."""
+        stored = manifest.get("grid_run") or manifest.get("config") or {}
+        return cls.from_mapping(cls.canonical(stored, "manifest", strict=False), "manifest")
+
+    @classmethod
+    def identity_of_manifest(cls, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """:meth:`identity` of the run a manifest describes ({} when it cannot be read)."""
+        try:
+            return cls.from_manifest(manifest).identity()
+        except (InvariRankError, TypeError, ValueError):
+            return {}
+
+    def replace(self, **changes: Any) -> "RunConfig":
+        """A checked copy with ``changes`` (aliases accepted)."""
+        config = dataclasses.replace(self, **self.canonical(changes, "config"))
+        config.normalise("config")
+        return config
+
+    def to_dict(self) -> dict[str, Any]:
+        """All settings as JSON (the manifest's ``config`` section)."""
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> dict[str, Any]:
+        """All settings plus the run's folder name (the published manifest's ``grid_run`` section)."""
+        return {**self.to_dict(), "run_name": self.run_name}
+
+    # -- identity --------------------------------------------------------------------------------
+    def identity(self) -> dict[str, Any]:
+        """The settings that determine the run's results and differ from their default (see the module
+        docstring); two runs with equal identities are the same run."""
+        defaults = type(self)()
+        out = {}
+        for f in dataclasses.fields(self):
+            if not f.metadata.get("identity"):
+                continue
+            if f.name.startswith("calibration_") and "stella" not in self.methods:
+                continue
+            value = getattr(self, f.name)
+            if value != getattr(defaults, f.name):
+                out[f.name] = value
+        return out
+
+    # -- derived ---------------------------------------------------------------------------------
+    @property
+    def effective_dataset(self) -> str:
+        """The data set's name: ``dataset``, else ``ml-100k`` (first stage) or the candidates file's name."""
+        if self.dataset:
+            return self.dataset
+        return Path(self.candidates).name if self.candidates else "ml-100k"
+
+    @property
+    def effective_k(self) -> int | None:
+        """K of the run: ``K``, else 25 with the first stage, else None (the candidates file's own)."""
+        if self.K is not None:
+            return self.K
+        return None if self.candidates else DEFAULT_K
+
+    @property
+    def pool_k(self) -> int | None:
+        """The K whose kept queries the sample is drawn from (``sample_k``, else K)."""
+        return self.sample_k if self.sample_k is not None else self.effective_k
+
+    @property
+    def data_label(self) -> str:
+        """The data set's name in run names and tables (``label``, else the data set's name)."""
+        return self.label or self.effective_dataset
+
+    @property
+    def run_name(self) -> str:
+        """Folder name inside ``results/<grid>/``: ``name``, else ``<data>-<retriever>-<model>-<scorer>-k<K>``."""
+        if self.name:
+            return self.name
+        model = self.model or self.scorer
+        return f"{slug(self.data_label)}-{slug(self.retriever)}-{slug(model)}-{self.scorer}-k{self.effective_k}"
+
+    def resolved_raw_dir(self, root: Path) -> str | None:
+        """``raw_dir`` with environment variables expanded, relative to the repository ``root``."""
+        if not self.raw_dir:
+            return None
+        p = Path(os.path.expandvars(os.path.expanduser(self.raw_dir)))
+        return str(p if p.is_absolute() else root / p)
+
+    def title(self) -> str:
+        """A human title for the run's notebook page."""
+        q = "all" if self.n_queries is None else str(self.n_queries)
+        return (f"Run: {self.data_label}, {self.model or self.scorer}, {self.scorer} scorer, K = {self.effective_k} "
+                f"(M = {self.M}, {q} queries)")
+
+    # -- checks ----------------------------------------------------------------------------------
+    def normalise(self, where: str = "config") -> None:
+        """Coerce types (``"a,b"`` lists, sorted methods) and check ranges; raise :class:`InvariRankError`."""
+        for name, lo in (("K", 1), ("sample_k", 1), ("n_queries", 1)):
+            value = getattr(self, name)
+            setattr(self, name, None if value is None else _as_int(where, name, value, lo))
+        for name, lo in (("M", 1), ("seed", 0), ("retrieval_seed", 0), ("calibration_queries", 1),
+                         ("calibration_repeats", 1), ("exposure_k", 1), ("n_bootstrap", 0)):
+            setattr(self, name, _as_int(where, name, getattr(self, name), lo))
+        self.eval_ks = [_as_int(where, "eval_ks", v, 1) for v in _as_list(where, "eval_ks", self.eval_ks)]
+        methods = [str(m) for m in _as_list(where, "methods", self.methods)]
+        for m in methods:
+            if m not in METHODS:
+                raise InvariRankError(f"{where}: unknown method {m!r} in 'methods'; expected some of {', '.join(METHODS)}")
+        if not methods:
+            raise InvariRankError(f"{where}: setting 'methods' is empty; expected some of {', '.join(METHODS)}")
+        if len(set(methods)) != len(methods):
+            raise InvariRankError(f"{where}: setting 'methods' repeats a method: {methods}")
+        self.methods = [m for m in METHODS if m in methods]
+        if self.scorer not in SCORER_KINDS:
+            raise InvariRankError(f"{where}: setting 'scorer' = {self.scorer!r}, expected one of "
+                                  f"{', '.join(SCORER_KINDS)}")
+        if not isinstance(self.scorer_options, Mapping):
+            raise InvariRankError(f"{where}: setting 'scorer_options' must be a mapping of option: value")
+        self.scorer_options = dict(sorted(self.scorer_options.items()))
+        if not isinstance(self.noise_floor, bool):
+            raise InvariRankError(f"{where}: setting 'noise_floor' = {self.noise_floor!r}, expected true or false")
+        for name in ("retriever", "scorer", "device"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise InvariRankError(f"{where}: setting {name!r} must be a non-empty string")
+        for name in ("grid", "name", "dataset", "label", "raw_dir", "data_dir", "candidates", "model", "out",
+                     "cache_dir"):
+            value = getattr(self, name)
+            if value is not None:
+                if value == "" and name in ("dataset", "grid", "name"):
+                    raise InvariRankError(f"{where}: setting {name!r} must be a non-empty string")
+                setattr(self, name, str(value))
+        if self.sample_k is not None and self.K is not None and self.sample_k > self.K:
+            raise InvariRankError(f"{where}: sample_k {self.sample_k} is larger than K {self.K}; queries are "
+                                  f"sampled at the smallest K of a sweep")
+        for name in ("grid", "name"):
+            value = getattr(self, name)
+            if value is not None and not simple_name(value):
+                raise InvariRankError(f"{where}: {name} {value!r} may hold only letters, digits, '.', '_' and '-'")
+
+
+_ALIAS_OF = {canonical: alias for alias, canonical in ALIASES.items()}
+
+
+def _as_int(where: str, name: str, value: Any, minimum: int) -> int:
+    shown = f"{name!r}" + (f" ({_ALIAS_OF[name]!r})" if name in _ALIAS_OF else "")
+    if isinstance(value, bool):
+        raise InvariRankError(f"{where}: setting {shown} = {value!r}, expected an integer")
+    try:
+        iv = int(value)
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError
+    except (TypeError, ValueError):
+        raise InvariRankError(f"{where}: setting {shown} = {value!r}, expected an integer") from None
+    if iv < minimum:
+        raise InvariRankError(f"{where}: setting {shown} = {iv}, expected at least {minimum}")
+    return iv
+
+
+def _as_list(where: str, name: str, value: Any) -> list:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise InvariRankError(f"{where}: setting {name!r} = {value!r}, expected a list")

@@ -1,0 +1,105 @@
+"""The run's provenance and ``manifest.json``: package versions, git state, and the manifest built from its
+sections (:mod:`invarirank.runner.records`). Everything that varies between equal runs sits in ``run``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .. import __version__
+from ..io import dumps_json, sha256_file
+from .config import RunConfig
+from .queries import QuerySet
+from .records import FilesSection, Manifest, PassesSection, QueriesSection
+
+__all__ = ["build_manifest", "package_versions", "git_info", "manifest_without_run", "sha256_json"]
+
+_PACKAGES = ("numpy", "pandas", "pyarrow", "scipy", "tqdm", "pyyaml", "safetensors", "torch", "transformers",
+             "accelerate", "gguf", "implicit", "seaborn", "matplotlib")
+
+#: how every random choice of a run is seeded (the manifest's ``seeds`` section states it for the reader)
+_ORDERS_SEEDING = ("order t of a query: numpy default_rng(blake2b64('{seed}|{query_id}|order|{t}')), "
+                   "redrawn while equal to the retrieval order")
+_METHOD_SEEDING = "blake2b64('{seed}|{query_id}|{t}|shuffle|{j}') and '{seed}|{query_id}|{t}|sgs|{step}'"
+
+
+def package_versions() -> dict[str, str | None]:
+    """Versions of the packages that matter (from installed metadata; nothing is imported)."""
+    from importlib import metadata
+    out: dict[str, str | None] = {"python": platform.python_version(), "invarirank": __version__}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_info() -> dict[str, Any]:
+    """The git commit of the package's checkout (None outside git) and whether its tree is dirty."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=10).stdout.strip() or None
+        dirty = None
+        if commit:
+            status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                    capture_output=True, text=True, timeout=20)
+            dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = None, None
+    return {"commit": commit, "dirty": dirty}
+
+
+def sha256_json(obj: Any) -> str:
+    """sha256 of ``obj`` as canonical JSON (sorted keys)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")).hexdigest()
+
+
+def _per_method(config: RunConfig, rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for name in config.methods:
+        counts = [row["passes"] for row in rows if row["method"] == name]
+        out[name] = {"passes": int(sum(counts)), "orders": len(counts),
+                     "per_order_mean": round(sum(counts) / len(counts), 6) if counts else None,
+                     "per_order_min": min(counts) if counts else None,
+                     "per_order_max": max(counts) if counts else None}
+    return out
+
+
+def build_manifest(config: RunConfig, *, out: Path, fingerprint: str, queries: QuerySet, test_sha256: str,
+                   identity: Mapping[str, Any], calibrations: Mapping[int, Any], records: Sequence[Mapping[str, Any]],
+                   rows: Sequence[Mapping[str, Any]], run: Mapping[str, Any]) -> Manifest:
+    """The manifest of a finished run in ``out`` (its observations already written): settings, data and
+    first-stage provenance, the queries, the scorer's ``identity``, seeds, pass counts from the checkpointed
+    ``records``, files, versions; ``run`` is the volatile section."""
+    requests = sum(r["requests"] for r in records)
+    hits = sum(r["hits"] for r in records)
+    qs = queries
+    return Manifest(
+        invarirank_version=__version__, fingerprint=fingerprint, config=config.to_dict(), data=qs.info,
+        queries=QueriesSection(count=len(qs.test), ids=[q.query_id for q in qs.test],
+                               k=sorted({q.k for q in qs.test}), validation_available=len(qs.validation),
+                               fingerprint=test_sha256),
+        model=dict(identity), methods=list(config.methods),
+        seeds={"seed": config.seed, "retrieval_seed": config.retrieval_seed, "orders": _ORDERS_SEEDING,
+               "method_shuffles": _METHOD_SEEDING, "noise_floor": config.noise_floor},
+        passes=PassesSection(
+            per_method=_per_method(config, rows), requested=requests,
+            scorer_calls=sum(r["misses"] for r in records), shared_cache_hits=hits,
+            shared_cache_hit_rate=round(hits / requests, 6) if requests else None,
+            calibration={str(k): {"passes": c.passes, "queries": len(c.query_ids), "key": c.key}
+                         for k, c in calibrations.items()}),
+        files=FilesSection(observations="observations.jsonl", metrics="metrics.json",
+                           calibration="calibration.json" if calibrations else None,
+                           observations_sha256=sha256_file(out / "observations.jsonl")),
+        packages=package_versions(), git=git_info(), run=dict(run))
+
+
+def manifest_without_run(manifest: Mapping[str, Any]) -> str:
+    """The manifest's canonical JSON without the volatile ``run`` and ``git`` sections (for comparisons)."""
+    return dumps_json({k: v for k, v in manifest.items() if k not in ("run", "git")})

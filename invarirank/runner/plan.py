@@ -1,0 +1,263 @@
+"""The cost model: scorer passes of a run before it runs — the dry run of one run (``invarirank rerank
+--dry-run``: counted from its real queries, a few passes timed) and the estimate of a grid's runs (``invarirank
+grid --dry-run``: from the settings alone, with GPU hours under stated assumptions).
+
+Passes *requested* per presented order come from the method registry (:mod:`invarirank.methods.registry`).
+*Distinct* passes — what the scorer really computes with the shared pass cache of one query — are a separate
+fact: every method's first pass is the presented order itself (computed once for all methods), and
+bootstrapping's two shuffles are STELLA_LW's updates 1-2, so with both those two are computed once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import InvariRankError
+from ..methods.registry import method, passes_per_order
+from ..orders import presented_orders
+from ..types import Scorer
+from .config import RunConfig
+from .queries import QuerySet, load_queries
+
+__all__ = ["passes_per_presented_order", "RunPlan", "plan_run", "format_plan", "estimate_run", "tokens_per_pass",
+           "grid_cost_table", "format_grid_cost", "format_grid_estimate"]
+
+#: bootstrapping's shuffles that are also STELLA_LW's first updates (computed once with the shared pass cache)
+_SHARED_BOOTSTRAP_STELLA = 2
+
+
+def passes_per_presented_order(methods: Sequence[str], k: int, stella_updates: int) -> dict[str, Any]:
+    """Scorer calls per presented order of ``k`` candidates: ``requested`` per method (the registry's counts),
+    their total, and ``unique``: distinct passes with the shared pass cache (see the module docstring)."""
+    requested = {m: passes_per_order(m, k, stella_updates) for m in methods}
+    unique = 1 + sum(n - 1 for n in requested.values())
+    if "bootstrapping" in methods and "stella" in methods:
+        unique -= min(stella_updates - 1, _SHARED_BOOTSTRAP_STELLA)
+    return {"requested": requested, "requested_total": sum(requested.values()), "unique": unique}
+
+
+# ---------------------------------------------------------------------------------------------
+# one run: the dry run
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class RunPlan:
+    """What one run will do (``invarirank rerank --dry-run``): its queries and K values, requested passes per
+    method (min/max over STELLA_LW's 4-10 updates), distinct passes, calibration passes (and which K are already
+    cached), and a few timed passes."""
+
+    config: RunConfig
+    n_queries: int
+    ks: list[int]
+    per_method: dict[str, dict[str, int]]          # method -> {"min": passes, "max": passes}
+    unique_min: int
+    unique_max: int
+    calibration_passes: int
+    calibration_cached: dict[int, bool]
+    measured_passes: int
+    measured_seconds: float
+    measured_cached: int
+    info: dict[str, Any]
+
+    @property
+    def seconds_per_pass(self) -> float:
+        """Measured seconds per scorer pass (nan when nothing was measured)."""
+        return self.measured_seconds / self.measured_passes if self.measured_passes else float("nan")
+
+
+def plan_run(config: RunConfig, *, measure_passes: int = 4, queries: QuerySet | None = None,
+             scorer: Scorer | None = None) -> RunPlan:
+    """Count the passes a run needs and time a few real passes to estimate its duration (runs nothing else; the
+    data and first stage are prepared on demand, through their caches)."""
+    from ..assets import cache_dir as default_cache_dir
+    from ..methods.stella import calibration_key, calibration_pass_count, select_calibration_queries
+    from .run import make_run_scorer, scorer_key_identity
+    qs = queries or load_queries(config)
+    scorer = scorer or make_run_scorer(config)
+    m = config.M
+    ks = sorted({q.k for q in qs.test})
+    per_method: dict[str, dict[str, int]] = {name: {"min": 0, "max": 0} for name in config.methods}
+    unique_min = unique_max = 0
+    for q in qs.test:
+        lo = passes_per_presented_order(config.methods, q.k, 4)
+        hi = passes_per_presented_order(config.methods, q.k, 10)
+        for name in config.methods:
+            per_method[name]["min"] += m * lo["requested"][name]
+            per_method[name]["max"] += m * hi["requested"][name]
+        unique_min += m * lo["unique"]
+        unique_max += m * hi["unique"]
+    cal_passes = 0
+    cal_cached: dict[int, bool] = {}
+    if "stella" in config.methods:
+        root = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
+        identity = scorer_key_identity(scorer)
+        for k in ks:
+            probe = select_calibration_queries(qs.validation, k, config.calibration_queries, config.seed)
+            key = calibration_key(identity, k, probe, config.calibration_queries, config.calibration_repeats,
+                                  config.seed)
+            cal_cached[k] = (root / "stella" / f"{key}.json").is_file()
+            if not cal_cached[k]:
+                cal_passes += calibration_pass_count(probe, k, config.calibration_repeats)
+    measured = cached_hits = 0
+    t0 = time.perf_counter()
+    first = qs.test[0]
+    for o in presented_orders(first.query_id, first.k, max(measure_passes, 1), config.seed)[:measure_passes]:
+        res = scorer.score(first, [first.candidates[i] for i in o.positions])
+        measured += 1
+        cached_hits += int(bool(res.cached))
+    return RunPlan(config, len(qs.test), ks, per_method, unique_min, unique_max, cal_passes, cal_cached, measured,
+                   time.perf_counter() - t0, cached_hits, qs.info)
+
+
+def _fmt_seconds(s: float) -> str:
+    if not math.isfinite(s):
+        return "?"
+    if s < 90:
+        return f"{s:.1f} s"
+    if s < 5400:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def format_plan(plan: RunPlan) -> str:
+    """The dry run's printout: passes per method, distinct passes, calibration, time estimate."""
+    c = plan.config
+    lines = [f"dry run: {plan.n_queries} queries x M={c.M} orders, K={','.join(map(str, plan.ks))}, "
+             f"scorer {c.scorer}{' ' + c.model if c.model else ''}, methods {','.join(c.methods)}"
+             + (" (noise floor: M copies of one order)" if c.noise_floor else ""),
+             "",
+             f"{'method':<15}{'passes per order':>18}{'passes (requested)':>22}"]
+    k_txt = "/".join(map(str, plan.ks))
+    for name, rng in plan.per_method.items():
+        span = f"{rng['min']}" if rng["min"] == rng["max"] else f"{rng['min']}-{rng['max']}"
+        per_order = method(name).passes_text.replace("K", f"K={k_txt}")
+        lines.append(f"{name:<15}{per_order:>18}{span:>22}")
+    lines.append("")
+    lines.append(f"distinct scorer passes with the shared pass cache: {plan.unique_min}-{plan.unique_max} "
+                 f"(about M*(K+8) = {c.M * (sum(plan.ks) / len(plan.ks) + 8) * plan.n_queries:.0f})")
+    if "stella" in c.methods:
+        cached = [k for k, v in plan.calibration_cached.items() if v]
+        lines.append(f"STELLA calibration: {plan.calibration_passes} passes (relevant candidates x K x "
+                     f"{c.calibration_repeats} repeats on up to {c.calibration_queries} validation queries)"
+                     + (f"; cached for K={','.join(map(str, cached))}" if cached else ""))
+    rate = plan.seconds_per_pass
+    note = f", {plan.measured_cached} of them from the scorer's cache" if plan.measured_cached else ""
+    lines.append(f"measured: {plan.measured_passes} passes in {plan.measured_seconds:.3f} s "
+                 f"({rate:.4f} s per pass{note})")
+    lo = (plan.unique_min + plan.calibration_passes) * rate
+    hi = (plan.unique_max + plan.calibration_passes) * rate
+    lines.append(f"estimated time: {_fmt_seconds(lo)} - {_fmt_seconds(hi)} "
+                 f"(scorer passes only; the scorer's persistent cache may make it shorter)")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# many runs: estimates from the settings alone
+# ---------------------------------------------------------------------------------------------
+def estimate_run(config: RunConfig, *, n_queries: int | None = None, calibration_relevant: float = 1.0) -> dict[str, Any]:
+    """Scorer passes of a run from its settings: ``passes_min``/``passes_max`` = distinct passes with STELLA_LW
+    stopping after 4 / 10 updates; calibration = ``calibration_queries × calibration_relevant × K ×
+    calibration_repeats`` (``calibration_relevant``: assumed relevant candidates per validation query in its
+    top K); ``total_*`` = both."""
+    q = n_queries if n_queries is not None else config.n_queries
+    k = config.effective_k
+    if q is None or k is None:
+        raise InvariRankError(f"{config.run_name}: n_queries or K unknown; give them to estimate passes")
+    lo = passes_per_presented_order(config.methods, k, 4)
+    hi = passes_per_presented_order(config.methods, k, 10)
+    calibration = (config.calibration_queries * calibration_relevant * k * config.calibration_repeats
+                   if "stella" in config.methods else 0.0)
+    return {"run": config.run_name, "K": k, "M": config.M, "queries": q,
+            "requested_max": q * config.M * hi["requested_total"],
+            "passes_min": q * config.M * lo["unique"], "passes_max": q * config.M * hi["unique"],
+            "calibration_passes": int(round(calibration)),
+            "total_min": int(q * config.M * lo["unique"] + round(calibration)),
+            "total_max": int(q * config.M * hi["unique"] + round(calibration))}
+
+
+def tokens_per_pass(K: int, history_tokens: float, tokens_per_candidate: float) -> float:
+    """Prompt tokens of one pass: the history part plus K candidate lines (no prefix reuse assumed)."""
+    return history_tokens + K * tokens_per_candidate
+
+
+def grid_cost_table(configs: Sequence[RunConfig], assumptions: Mapping[str, Any]) -> Any:
+    """The estimated cost of a grid's runs (pandas DataFrame, one row per run): distinct scorer passes
+    (STELLA_LW stopping after 4-10 updates), calibration passes, and GPU hours under the grid's ``estimate:``
+    ``assumptions``::
+
+        estimate:
+          history_tokens: 450           # prompt tokens before the candidates
+          tokens_per_candidate: 25      # tokens of one candidate line with its delimiters
+          effective_tflops: 100         # sustained bf16 throughput of one GPU, TFLOP/s
+          calibration_relevant: 1.5     # relevant candidates per calibration query
+          parameters_billion: {model-id: 3.2, ...}
+
+    A forward pass over L tokens costs about ``2 × parameters × L`` FLOPs; hours = passes × that / throughput.
+    An upper-bound style estimate: prefix reuse and early stopping make real runs shorter.
+    """
+    import pandas as pd
+
+    hist = float(assumptions.get("history_tokens", 450))
+    per_cand = float(assumptions.get("tokens_per_candidate", 25))
+    tflops = float(assumptions.get("effective_tflops", 100))
+    rel = float(assumptions.get("calibration_relevant", 1.0))
+    params = assumptions.get("parameters_billion") or {}
+    rows = []
+    for config in configs:
+        e = estimate_run(config, calibration_relevant=rel)
+        billions = params.get(config.model)
+        tokens = tokens_per_pass(e["K"], hist, per_cand)
+        sec = None if billions is None else 2 * float(billions) * 1e9 * tokens / (tflops * 1e12)
+        rows.append({
+            "run": config.run_name, "K": e["K"], "M": config.M, "queries": e["queries"],
+            "passes (min)": e["passes_min"], "passes (max)": e["passes_max"],
+            "calibration passes": e["calibration_passes"], "tokens per pass": int(tokens),
+            "s per pass": None if sec is None else round(sec, 4),
+            "GPU hours (min)": None if sec is None else round(e["total_min"] * sec / 3600, 1),
+            "GPU hours (max)": None if sec is None else round(e["total_max"] * sec / 3600, 1)})
+    return pd.DataFrame.from_records(rows)
+
+
+def format_grid_cost(configs: Sequence[RunConfig], assumptions: Mapping[str, Any]) -> str:
+    """:func:`grid_cost_table` as fixed-width text with a total line (what the paper grid's header shows)."""
+    df = grid_cost_table(configs, assumptions)
+    lines = [f"{'run':<56}{'passes (min-max)':>22}{'calib.':>9}{'s/pass':>8}{'GPU h (min-max)':>17}"]
+    for _, r in df.iterrows():
+        known = r["s per pass"] is not None and r["s per pass"] == r["s per pass"]
+        gpu = f"{r['GPU hours (min)']:.1f}-{r['GPU hours (max)']:.1f}" if known else "?"
+        sp = f"{r['s per pass']:.3f}" if known else "?"
+        passes = f"{int(r['passes (min)']):,}-{int(r['passes (max)']):,}"
+        lines.append(f"{r['run']:<56}{passes:>22}{int(r['calibration passes']):>9,}{sp:>8}{gpu:>17}")
+    passes = f"{int(df['passes (min)'].sum()):,}-{int(df['passes (max)'].sum()):,}"
+    gpu = f"{df['GPU hours (min)'].sum():.0f}-{df['GPU hours (max)'].sum():.0f}"
+    lines.append(f"{'total':<56}{passes:>22}{int(df['calibration passes'].sum()):>9,}{'':>8}{gpu:>17}")
+    return "\n".join(lines)
+
+
+def format_grid_estimate(configs: Sequence[RunConfig], statuses: Sequence[str],
+                         seconds_per_pass: float | None = None) -> str:
+    """Status and distinct passes of every run; minutes at ``seconds_per_pass`` (complete runs cost nothing)."""
+    todo_lo = todo_hi = 0
+    lines = [f"{'run':<52} {'status':<9} {'queries':>7} {'passes (distinct)':>18} {'calib.':>7}"]
+    for config, status in zip(configs, statuses):
+        try:
+            est = estimate_run(config)
+        except InvariRankError as exc:
+            lines.append(f"{config.run_name:<52} {status:<9} {exc}")
+            continue
+        if status != "complete":
+            todo_lo += est["total_min"]
+            todo_hi += est["total_max"]
+        lines.append(f"{config.run_name:<52} {status:<9} {est['queries']:>7} "
+                     f"{est['passes_min']:>8}-{est['passes_max']:<9} {est['calibration_passes']:>7}")
+    text = (f"passes still to compute: {todo_lo}-{todo_hi} (calib.: STELLA_LW calibration, counted with one "
+            f"relevant candidate per validation query; each further relevant candidate adds as many again)")
+    if seconds_per_pass:
+        text += (f"; at {seconds_per_pass:g} s per pass about {todo_lo * seconds_per_pass / 60:.1f}-"
+                 f"{todo_hi * seconds_per_pass / 60:.1f} minutes of scoring (plus model loading, first stage and "
+                 f"notebook execution)")
+    lines.append(text)
+    return "\n".join(lines)
