@@ -48,7 +48,8 @@ def test_missing_member_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_unknown_asset_name(capsys):
-    assert assets.main(["no-such-asset"]) == 1
+    from invarirank.cli import main
+    assert main(["assets", "no-such-asset"]) == 2         # bad input
     assert "unknown asset 'no-such-asset'" in capsys.readouterr().err
 
 

@@ -1,5 +1,5 @@
-"""The grid runner (invarirank.grid): grid files, run folders (reuse / mismatch / publish), cost estimates,
-notebook execution (skip when up to date, failures stop the grid)."""
+"""Many runs (invarirank.grid): grid files, run folders (reuse / mismatch / publish), cost estimates, notebook
+execution (skip when up to date, failures stop the grid), the `invarirank grid` command."""
 
 from __future__ import annotations
 
@@ -12,19 +12,23 @@ import nbformat
 import pytest
 
 from invarirank.errors import InvariRankError
-from invarirank.grid import (RESULT_FILES, RunSpec, complete_runs, ensure_run, estimate, execute_notebook,
-                             format_cost_table, load_grid, publish_run, run_status)
+from invarirank.cli import main
+from invarirank.grid import RESULT_FILES, complete_runs, ensure_run, load_grid, run_status
+from invarirank.grid.notebooks import execute_notebook
+from invarirank.runner import RunConfig
+from invarirank.runner.plan import estimate_run, format_grid_cost
+from invarirank.store import publish_run
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
 
 
-def _tiny(**over) -> RunSpec:
+def _tiny(**over) -> RunConfig:
     d = dict(dataset="synthetic", retriever="none", model="simulated", scorer="simulated", K=5, M=3, n_queries=3,
              methods=["zero_shot", "bootstrapping"], calibration_queries=3, calibration_repeats=1, seed=1,
              scorer_options={"bias_shape": "primacy", "bias_strength": 1.0}, name="tiny")
     d.update(over)
-    return RunSpec.from_mapping(d, grid="t")
+    return RunConfig.from_mapping(d, grid="t")
 
 
 # -- grid files ----------------------------------------------------------------------------------
@@ -64,15 +68,15 @@ def test_paper_grid_header_holds_the_current_cost_table():
     text = (CONFIGS / "grid-paper.yaml").read_text()
     block = re.search(r"# COST-TABLE-BEGIN\n(.*?)# COST-TABLE-END", text, re.S).group(1)
     copied = [line[4:] for line in block.splitlines()]
-    assert copied == format_cost_table(load_grid(CONFIGS / "grid-paper.yaml")).splitlines(), (
-        "regenerate the table in configs/grid-paper.yaml from `python -m invarirank.grid configs/grid-paper.yaml "
-        "--dry-run`")
+    grid = load_grid(CONFIGS / "grid-paper.yaml")
+    assert copied == format_grid_cost(grid.runs, grid.raw["estimate"]).splitlines(), (
+        "regenerate the table in configs/grid-paper.yaml from `invarirank grid configs/grid-paper.yaml --dry-run`")
 
 
 def test_estimate_counts_passes():
-    spec = RunSpec(grid="g", K=10, M=20, n_queries=500, methods=("zero_shot", "bootstrapping", "stella", "sgs"),
-                   calibration_queries=150, calibration_repeats=5)
-    e = estimate(spec, calibration_relevant=1.0)
+    spec = RunConfig.from_mapping(dict(K=10, M=20, n_queries=500, calibration_queries=150, calibration_repeats=5),
+                                  grid="g")
+    e = estimate_run(spec, calibration_relevant=1.0)
     # distinct passes per order: 1 + 2 (bootstrapping) + K-1 (SGS) + STELLA's 4..10 updates less 1 and less
     # the 2 it shares with bootstrapping
     assert e["passes_min"] == 500 * 20 * (1 + 2 + 9 + 1) and e["passes_max"] == 500 * 20 * (1 + 2 + 9 + 7)
@@ -85,9 +89,9 @@ def test_estimate_counts_passes():
     ("grid: g\nrunz: []\n", "unknown top-level field 'runz'"),
     ("grid: g\nruns:\n  - {K: 5, methods: [zero_shot, magic]}\n", "unknown method 'magic'"),
     ("grid: g\nruns:\n  - {K: 5, sample_k: 9}\n", "sample_k 9 is larger than K 5"),
-    ("grid: g\nruns:\n  - {K: 0}\n", "K: 0"),
+    ("grid: g\nruns:\n  - {K: 0}\n", "'K' ('k') = 0"),
     ("grid: g\nruns:\n  - {K: 5}\n  - {K: 5}\n", "duplicate run"),
-    ("grid: g\nruns:\n  - {K: 5, colour: red}\n", "unknown field 'colour'"),
+    ("grid: g\nruns:\n  - {K: 5, colour: red}\n", "unknown setting 'colour'"),
     ("grid: g\nruns: [\n", "not valid YAML"),
 ])
 def test_bad_grid_files_name_file_and_field(tmp_path, text, message):
@@ -161,7 +165,7 @@ def test_incomplete_folder_is_recomputed(tmp_path, monkeypatch):
 def test_publish_refuses_an_unfinished_work_folder(tmp_path):
     (tmp_path / "w").mkdir()
     with pytest.raises(InvariRankError, match="no observations"):
-        publish_run(tmp_path / "w", tmp_path / "r", _tiny())
+        publish_run(tmp_path / "w", tmp_path / "r", _tiny().to_json())
 
 
 # -- notebooks -----------------------------------------------------------------------------------
@@ -201,17 +205,13 @@ def test_failing_notebook_stops_with_one_line_and_leaves_no_page(tmp_path):
 
 
 def test_cli_dry_run_prints_status_and_passes(capsys):
-    from invarirank.grid import main
-
-    assert main([str(CONFIGS / "grid-paper.yaml"), "--dry-run"]) == 0
+    assert main(["grid", str(CONFIGS / "grid-paper.yaml"), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "ml-32m-lightgcn-llama-3.2-3b-instruct-span-k25" in out and "GPU h" in out
 
 
 def test_cli_reports_bad_grid_in_one_line(tmp_path, capsys):
-    from invarirank.grid import main
-
-    assert main([str(tmp_path / "missing.yaml")]) == 1
+    assert main(["grid", str(tmp_path / "missing.yaml")]) == 2          # bad input
     err = capsys.readouterr().err.strip()
     assert err.startswith("invarirank: error:") and "\n" not in err
 
@@ -231,4 +231,4 @@ def test_changed_grid_recomputes_over_a_stale_scratch_run(tmp_path, monkeypatch)
     shutil.rmtree(results)
     folder = ensure_run(_tiny(M=4), results, work)   # the grid changed: recomputed
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["grid_run"]["M"] == 4 and manifest["config"]["m"] == 4
+    assert manifest["grid_run"]["M"] == 4 and manifest["config"]["M"] == 4

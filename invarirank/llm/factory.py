@@ -8,9 +8,12 @@ from typing import Any
 from invarirank.errors import InvariRankError
 from invarirank.types import Scorer
 
-__all__ = ["make_scorer", "SCORER_KINDS"]
+__all__ = ["make_scorer", "SCORER_KINDS", "DEFAULT_MODEL"]
 
+#: THE list of scorer kinds (the run schema, the CLI choices and the scorer contract tests read it)
 SCORER_KINDS = ("span", "choice", "simulated")
+#: the model of a real scorer when none is given
+DEFAULT_MODEL = "smollm2-135m"
 
 
 def make_scorer(kind: str = "span", model: Any = None, *, seed: int = 0, cache_dir: Any = None,
@@ -47,6 +50,6 @@ def make_scorer(kind: str = "span", model: Any = None, *, seed: int = 0, cache_d
     else:
         raise InvariRankError(f"scorer kind {kind!r}: expected one of {', '.join(SCORER_KINDS)}")
     try:
-        return cls(model if model is not None else "smollm2-135m", seed=seed, cache_dir=cache_dir, **options)
+        return cls(model if model is not None else DEFAULT_MODEL, seed=seed, cache_dir=cache_dir, **options)
     except TypeError as exc:
         raise InvariRankError(f"{kind} scorer: bad option ({exc})") from None

@@ -13,7 +13,7 @@ query; methods always run, and rows are written, in the method registry's (the p
 a run's results (``IDENTITY`` metadata below; not names, folders, devices or labels), and of those only the ones
 that differ from their declared default. So a setting added later with a default that reproduces the old
 behaviour never invalidates a committed run: old manifests simply lack it and read as the default. STELLA_LW's
-calibration sizes count only when the run has STELLA_LW. :meth:`RunConfig.from_manifest` reads every manifest
+calibration sizes count only when the run has STELLA_LW, ``sample_k`` only when it differs from K, and no ``model`` means the scorer's default model. :meth:`RunConfig.from_manifest` reads every manifest
 written so far (its ``grid_run`` section, else its ``config`` section, old key names included).
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import InvariRankError
-from ..llm.factory import SCORER_KINDS
+from ..llm.factory import DEFAULT_MODEL, SCORER_KINDS
 from ..methods.registry import METHODS
 
 __all__ = ["RunConfig", "DEFAULT_K", "ALIASES", "slug", "simple_name"]
@@ -204,8 +204,12 @@ class RunConfig:
                 continue
             if f.name.startswith("calibration_") and "stella" not in self.methods:
                 continue
-            value = getattr(self, f.name)
-            if value != getattr(defaults, f.name):
+            if f.name == "sample_k" and self.sample_k == self.effective_k:
+                continue                          # sampling at the run's own K is the default
+            value, default = getattr(self, f.name), getattr(defaults, f.name)
+            if f.name == "model":                 # no model = the scorer's default model
+                value, default = self.model_name, defaults.model_name
+            if value != default:
                 out[f.name] = value
         return out
 
@@ -235,12 +239,16 @@ class RunConfig:
         return self.label or self.effective_dataset
 
     @property
+    def model_name(self) -> str:
+        """The model's name: ``model``, else the scorer's default (``simulated`` for the simulated scorer)."""
+        return self.model or ("simulated" if self.scorer == "simulated" else DEFAULT_MODEL)
+
+    @property
     def run_name(self) -> str:
         """Folder name inside ``results/<grid>/``: ``name``, else ``<data>-<retriever>-<model>-<scorer>-k<K>``."""
         if self.name:
             return self.name
-        model = self.model or self.scorer
-        return f"{slug(self.data_label)}-{slug(self.retriever)}-{slug(model)}-{self.scorer}-k{self.effective_k}"
+        return f"{slug(self.data_label)}-{slug(self.retriever)}-{slug(self.model_name)}-{self.scorer}-k{self.effective_k}"
 
     def resolved_raw_dir(self, root: Path) -> str | None:
         """``raw_dir`` with environment variables expanded, relative to the repository ``root``."""
@@ -252,7 +260,7 @@ class RunConfig:
     def title(self) -> str:
         """A human title for the run's notebook page."""
         q = "all" if self.n_queries is None else str(self.n_queries)
-        return (f"Run: {self.data_label}, {self.model or self.scorer}, {self.scorer} scorer, K = {self.effective_k} "
+        return (f"Run: {self.data_label}, {self.model_name}, {self.scorer} scorer, K = {self.effective_k} "
                 f"(M = {self.M}, {q} queries)")
 
     # -- checks ----------------------------------------------------------------------------------

@@ -1,0 +1,76 @@
+"""The one reuse check (invarirank.store.run_status with the run schema's identity): committed manifests still
+read as complete; a setting added with its default never changes a run's identity; other settings mismatch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from invarirank.grid import lab_runs, load_grid
+from invarirank.io import atomic_write_json, read_json
+from invarirank.runner import RunConfig, status_of
+from invarirank.store import complete_runs, identity_difference
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = complete_runs(ROOT / "results")
+
+
+@pytest.mark.parametrize("run", COMMITTED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_committed_manifests_read_as_their_own_run(run: Path):
+    manifest = read_json(run / "manifest.json")
+    config = RunConfig.from_manifest(manifest)
+    assert config.run_name == run.name and config.grid == run.parent.name
+    assert status_of(config, run) == "complete"
+    # the older `config` section (flag names: k, m, queries, k_sweep) describes the same run
+    assert RunConfig.from_mapping(RunConfig.canonical(manifest["config"], strict=False)).identity() == config.identity()
+
+
+def test_the_default_grid_matches_what_is_committed():
+    grid = load_grid(ROOT / "configs" / "grid-default.yaml")
+    for config in [*grid.runs, *lab_runs(grid.lab)]:
+        assert status_of(config, ROOT / "results" / config.grid / config.run_name) == "complete", config.run_name
+
+
+def test_identity_leaves_defaults_and_locations_out():
+    a = RunConfig.from_mapping({"K": 10, "M": 8})
+    assert a.identity() == {"K": 10, "M": 8}
+    assert a.replace(out="/x", cache_dir="/y", device="cuda", label="L", grid="g", name="n").identity() == a.identity()
+    assert a.replace(n_bootstrap=1000, noise_floor=False).identity() == a.identity()        # defaults given
+    assert identity_difference(a.identity(), a.replace(m=9).identity()) == ["M"]
+    # without STELLA_LW its calibration sizes change nothing
+    b = a.replace(methods="zero_shot")
+    assert b.replace(calibration_queries=3).identity() == b.identity()
+    assert a.replace(calibration_queries=3).identity() != a.identity()
+
+
+def test_a_setting_added_later_with_its_default_keeps_a_run(tmp_path: Path):
+    run = COMMITTED[0]
+    manifest = read_json(run / "manifest.json")
+    config = RunConfig.from_manifest(manifest)
+    folder = tmp_path / "r"
+    folder.mkdir()
+    for name in ("observations.jsonl.gz", "metrics.json"):
+        (folder / name).write_bytes((run / name).read_bytes())
+    manifest["grid_run"]["a_future_setting"] = "its default"      # unknown to this version: ignored
+    atomic_write_json(folder / "manifest.json", manifest)
+    assert status_of(config, folder) == "complete"
+    assert status_of(config.replace(seed=config.seed + 1), folder) == "mismatch"
+    manifest["complete"] = False
+    atomic_write_json(folder / "manifest.json", manifest)
+    assert status_of(config, folder) == "incomplete"
+    (folder / "metrics.json").unlink()
+    (folder / "manifest.json").unlink()
+    (folder / "observations.jsonl.gz").unlink()
+    assert status_of(config, folder) == "missing"
+
+
+def test_aliases_fill_the_same_schema():
+    flags = RunConfig.from_mapping({"k": 10, "m": 8, "queries": 5, "k_sweep": "6,10", "methods": "sgs,zero_shot"})
+    grid = RunConfig.from_mapping({"K": 10, "M": 8, "n_queries": 5, "sample_k": 6,
+                                   "methods": ["zero_shot", "sgs"]})
+    assert flags == grid and flags.methods == ["zero_shot", "sgs"]      # the registry's order
+    with pytest.raises(Exception, match="given twice"):
+        RunConfig.from_mapping({"k": 10, "K": 12})
+    assert json.loads(json.dumps(grid.to_json()))["run_name"] == grid.run_name
