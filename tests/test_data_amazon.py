@@ -13,9 +13,7 @@ from invarirank.errors import InvariRankError
 from tests.data_support import amazon_metadata, amazon_reviews, write_jsonl
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.mark.parametrize("names", [("reviews.jsonl", "metadata.jsonl"),

@@ -16,9 +16,7 @@ from tests.data_support import (amazon_metadata, amazon_reviews, make_ratings, w
                                      write_dat_layout, write_100k_layout, write_atomic_layout, write_jsonl)
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def _fails(capsys, tmp_path, args: list[str], *needles: str) -> str:

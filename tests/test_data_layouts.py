@@ -13,9 +13,7 @@ from invarirank.errors import InvariRankError
 from tests.data_support import EXPECTED_TITLES, ITEMS, LAYOUT_WRITERS, make_ratings, write_csv_layout
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUT_WRITERS))

@@ -27,8 +27,8 @@ def ml100k_raw():
 
 
 @pytest.fixture(autouse=True)
-def _private_cache(tmp_path, monkeypatch, ml100k_raw):
-    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+def _fetched_then_private(ml100k_raw, private_cache):
+    """The embedded raw files are fetched (into the real cache) before the cache is made private."""
 
 
 def _digest(folder):

@@ -12,9 +12,7 @@ from invarirank.data.split import split_sizes
 from tests.data_support import write_atomic_layout, write_csv_layout
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def _random_ratings(seed: int, n_users: int = 30, n_items: int = 60, id_style: str = "int"):

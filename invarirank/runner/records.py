@@ -7,7 +7,7 @@ order, so equal runs give byte-identical files).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["ObservationRow", "QueryRecord", "QueriesSection", "PassesSection", "FilesSection", "Manifest"]
