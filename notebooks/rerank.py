@@ -29,7 +29,7 @@
 # A finished run with the same settings under `results/<grid>/<run>/` is **reused**; otherwise the run is
 # computed through the same runner (or resumed after an interruption: every finished query is checkpointed)
 # and then published there, where the results chapter finds it. The parameters fill the one run schema
-# (`invarirank.runner.RunConfig`; any of its settings may be given). The defaults are the default grid's
+# (`invarirank.runner.RunConfig`: every setting it has is a parameter here). The defaults are the default grid's
 # scaled-down settings (the same sampled users, so a new K joins Figure 2); the paper's values are in the
 # comments.
 
@@ -52,6 +52,14 @@ calibration_queries = 5     # STELLA_LW calibration: validation queries (the pap
 calibration_repeats = 1     # ... and repeats per position (the paper: 5)
 scorer_options = {}
 device = "auto"
+data_dir = None             # an already prepared data folder (None: prepared on demand)
+retrieval_seed = 42
+candidates = None           # a candidates file instead of the first stage
+noise_floor = False         # True: M copies of one order
+eval_ks = [1, 5, 10]
+exposure_k = 5
+n_bootstrap = 1000
+cache_dir = None            # None: $INVARIRANK_CACHE
 results_dir = None          # None: <repository>/results
 work_dir = None             # None: <repository>/runs
 
