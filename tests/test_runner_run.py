@@ -3,7 +3,6 @@ the noise floor, query sampling over a K sweep, the dry run, the CLI and the rep
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest

@@ -26,12 +26,7 @@ from ..store import RESULT_FILES, complete_runs, project_root
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, lab_runs, load_grid, main_run
 
-__all__ = ["build", "compute_runs", "grid_runs", "statuses", "run_parameters"]
-
-
-def grid_runs(grid: Grid) -> list[RunConfig]:
-    """Every run a grid publishes: its teaching-lab sweep, then its runs (file order)."""
-    return [*(lab_runs(grid.lab) if grid.lab else []), *grid.runs]
+__all__ = ["build", "compute_runs", "statuses", "run_parameters"]
 
 
 def statuses(configs: Sequence[RunConfig], results_dir: Path) -> list[str]:
