@@ -396,7 +396,7 @@ def experiment_config(spec: RunSpec, work: str | os.PathLike) -> Any:
     """The :class:`invarirank.experiment.ExperimentConfig` of a run spec, writing into ``work``.
 
     The dataset ``synthetic`` (the teaching lab) is a seeded synthetic candidates file
-    (:func:`invarirank.lab.write_synthetic_candidates`) written into ``work`` first: ``n_queries`` test
+    (:func:`invarirank.data.synthetic.write_synthetic_candidates`) written into ``work`` first: ``n_queries`` test
     and ``calibration_queries`` validation candidate sets of K made-up items.
     """
     from .experiment import ExperimentConfig   # noqa: PLC0415
@@ -416,7 +416,7 @@ def experiment_config(spec: RunSpec, work: str | os.PathLike) -> Any:
     if spec.sample_k is not None and spec.sample_k != spec.K:
         settings["k_sweep"] = sorted({spec.sample_k, spec.K})
     if spec.dataset == "synthetic":
-        from .lab import write_synthetic_candidates   # noqa: PLC0415
+        from .data.synthetic import write_synthetic_candidates   # noqa: PLC0415
 
         path = work.parent / f".{work.name}-candidates.jsonl"
         write_synthetic_candidates(path, n_test=spec.n_queries or 40, n_validation=spec.calibration_queries,
