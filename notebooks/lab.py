@@ -83,7 +83,9 @@ lab.figure_sweep(sweep)
 # ## 2. Try it yourself
 #
 # The cell below runs all four methods live with the parameters above (`shape`, `strength`, `K`, `M`,
-# `n_queries`): change them and run it again. It takes a few seconds.
+# `n_queries`): change them and run it again. It takes a few seconds. `live_run` writes synthetic candidate sets
+# (`invarirank.data.synthetic`) and runs them through the same runner as every other run; the tables and figures
+# below only read the finished run (`invarirank.compendium`).
 
 # %%
 live = live_run(shape, strength, K=K, M=M, n_queries=n_queries)

@@ -5,6 +5,9 @@ lands in the output top-k. The expected value at p is the mean over those same r
 that ignores positions gets). Reported: the list E_k(p) for p = 0..max K - 1, the expected list, the mean absolute
 deviation (unweighted mean over positions of |E_k(p) - expected(p)|) and the maximum absolute deviation.
 A position follower (output = input) gets 1 on the first k positions and 0 elsewhere.
+
+Figure 1's band (:func:`exposure_band`) resamples queries with the one bootstrap of
+:mod:`invarirank.evaluation.bootstrap`: each replicate recomputes every position's pooled E_k(p).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import sys
 from typing import Any, Sequence
 
 import numpy as np
+
+from .bootstrap import collect, percentile_interval, ratio
 
 __all__ = ["position_hits", "exposure_summary", "exposure", "query_position_sums", "exposure_band"]
 
@@ -91,8 +96,6 @@ def exposure_band(rows: Sequence[Any], k: int = 5, n_bootstrap: int = 1000, seed
     recomputes each position's pooled ratio). With ``n_bootstrap`` 0 or a single query the band is the value
     itself. Arrays are indexed by 0-based presented position.
     """
-    from .bootstrap import collect, percentile_interval, ratio
-
     _, hits, n, expected = query_position_sums(rows, k)
     Q, K = hits.shape
     total = np.maximum(n.sum(0), 1)
