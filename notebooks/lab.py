@@ -49,8 +49,10 @@ n_queries = 20
 # %matplotlib inline
 from pathlib import Path
 
-from invarirank import compendium, lab
+from invarirank import compendium
+from invarirank.compendium import lab
 from invarirank.grid import project_root
+from invarirank.runner.lab import live_run
 
 results_dir = Path(results_dir) if results_dir else project_root() / "results"
 sweep = lab.sweep_frame(results_dir, grid=lab_grid)
@@ -81,10 +83,12 @@ lab.figure_sweep(sweep)
 # ## 2. Try it yourself
 #
 # The cell below runs all four methods live with the parameters above (`shape`, `strength`, `K`, `M`,
-# `n_queries`): change them and run it again. It takes a few seconds.
+# `n_queries`): change them and run it again. It takes a few seconds. `live_run` writes synthetic candidate sets
+# (`invarirank.data.synthetic`) and runs them through the same runner as every other run; the tables and figures
+# below only read the finished run (`invarirank.compendium`).
 
 # %%
-live = lab.live_run(shape, strength, K=K, M=M, n_queries=n_queries)
+live = live_run(shape, strength, K=K, M=M, n_queries=n_queries)
 compendium.run_table(live)
 
 # %%
@@ -111,7 +115,7 @@ compendium.orderings(live)
 # ```
 
 # %% tags=["hide-cell"]
-none = lab.live_run("none", 0.0, K=K, M=M, n_queries=n_queries)
+none = live_run("none", 0.0, K=K, M=M, n_queries=n_queries)
 ov = none.metrics["methods"]["zero_shot"]["overall"]
 print(f"no position effect: zero-shot PPI {ov['ppi']:.3f}, LOC {ov['loc']:.3f}, "
       f"exposure MAD {ov['exposure_mad@5']:.3f}")
@@ -167,5 +171,5 @@ print("GPI of abc, cba returned unchanged:", gpi([["a", "b", "c"], ["c", "b", "a
 # ```
 
 # %% tags=["hide-cell"]
-u = lab.live_run("u", 2.0, K=K, M=M, n_queries=n_queries, methods=("zero_shot", "bootstrapping", "sgs"))
+u = live_run("u", 2.0, K=K, M=M, n_queries=n_queries, methods=("zero_shot", "bootstrapping", "sgs"))
 compendium.figure_exposure([u])

@@ -79,6 +79,8 @@ def built_book(tmp_path_factory) -> Path:
     _copy_book(src)
     env = dict(os.environ, PYTHONHASHSEED="0")
     env["MPLBACKEND"] = "Agg"   # as `make` exports it: the notebooks must still render their figures inline
+    # the kernels import this checkout's package (not another one the environment was installed from)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     grid = subprocess.run(
         [PY, "-m", "invarirank.grid", "configs/grid-smoke.yaml", "--build-dir", str(src / "book" / "generated"),
          "--results-dir", str(src / "results"), "--work-dir", str(src / "runs")],

@@ -262,7 +262,7 @@ def test_simulated_bad_options_are_clear_errors():
 
 
 def test_simulated_scorer_does_not_import_torch():
-    code = "import sys, invarirank.llm.simulated, invarirank.methods, invarirank.experiment; " \
+    code = "import sys, invarirank.llm.simulated, invarirank.methods, invarirank.runner; " \
            "print('torch' in sys.modules, 'transformers' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

@@ -38,17 +38,6 @@ ALLOWED = {
     "cli": {"core", "data", "retrieval", "llm", "methods", "evaluation", "store", "runner", "grid", "compendium",
             "cli"},
 }
-#: Imports that break the rules today only in files the compendium half rewrites (compendium.py, lab.py and the
-#: runner's reach into lab for the synthetic candidates, which moves to invarirank.data.synthetic).
-#: removed by the compendium half: the merger deletes this list.
-REMOVED_BY_THE_COMPENDIUM_HALF = {
-    ("invarirank.lab", "invarirank.experiment"),
-    ("invarirank.lab", "invarirank.compendium"),
-    ("invarirank.runner.queries", "invarirank.lab"),
-    ("invarirank.experiment", "invarirank.runner"),
-}
-
-
 def module_name(path: Path) -> str:
     rel = path.relative_to(ROOT).with_suffix("")
     parts = list(rel.parts)
@@ -64,12 +53,10 @@ def layer(module: str) -> str:
         return "cli"
     if head in CORE:
         return "core"
-    if head in ("compendium", "lab"):
+    if head == "compendium":
         return "compendium"
     if head in ("cli", "commands"):
         return "cli"
-    if head == "experiment":                    # the alias module kept for the lab (see REMOVED_BY_...)
-        return "runner"
     if module == "invarirank.methods.registry":
         return "methods.registry"
     return head
@@ -127,15 +114,12 @@ def test_every_import_follows_the_layer_rules():
             dst = "methods" if dst == "methods.registry" and src == "methods" else dst
             if dst == src or dst in ALLOWED[src] or (dst == "methods.registry" and "methods" in ALLOWED[src]):
                 continue
-            if (mod, target) in REMOVED_BY_THE_COMPENDIUM_HALF:
-                continue
             bad.append(f"{mod} -> {target} ({src} may import {sorted(ALLOWED.get(src, ()))})")
     assert not bad, "\n".join(bad)
 
 
 def test_no_import_cycle():
-    ignored = REMOVED_BY_THE_COMPENDIUM_HALF
-    graph = {m: {t for t in ts if t in GRAPH and (m, t) not in ignored} for m, ts in GRAPH.items()}
+    graph = {m: {t for t in ts if t in GRAPH} for m, ts in GRAPH.items()}
     # a package's __init__ re-exporting its own modules is not a cycle of the design: drop parent -> child edges
     graph = {m: {t for t in ts if not t.startswith(m + ".")} for m, ts in graph.items()}
     state: dict[str, int] = {}
@@ -162,18 +146,14 @@ def test_no_import_cycle():
 def test_the_rules_are_checked_on_real_imports():
     assert "invarirank.store" in GRAPH["invarirank.runner.run"]
     assert "invarirank.runner.config" in GRAPH["invarirank.grid.spec"]
-    assert layer("invarirank.lab") == layer("invarirank.compendium") == "compendium"
+    assert layer("invarirank.compendium.lab") == layer("invarirank.compendium") == "compendium"
+    assert layer("invarirank.runner.lab") == "runner"
 
 
-#: removed by the compendium half: modules that still import torch through the runner today
-TORCH_FREE_REMOVED_BY_THE_COMPENDIUM_HALF: set[str] = set()
-
-
-@pytest.mark.parametrize("module", ["invarirank.evaluation", "invarirank.compendium", "invarirank.lab",
+@pytest.mark.parametrize("module", ["invarirank.evaluation", "invarirank.compendium",
+                                    "invarirank.compendium.lab", "invarirank.runner.lab",
                                     "invarirank.store", "invarirank.methods", "invarirank.runner.config"])
 def test_torch_free_parts_import_without_torch(module):
-    if module in TORCH_FREE_REMOVED_BY_THE_COMPENDIUM_HALF:
-        pytest.skip("removed by the compendium half")
     code = textwrap.dedent(f"""
         import importlib, sys
         class Block:

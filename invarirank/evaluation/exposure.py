@@ -5,6 +5,9 @@ lands in the output top-k. The expected value at p is the mean over those same r
 that ignores positions gets). Reported: the list E_k(p) for p = 0..max K - 1, the expected list, the mean absolute
 deviation (unweighted mean over positions of |E_k(p) - expected(p)|) and the maximum absolute deviation.
 A position follower (output = input) gets 1 on the first k positions and 0 elsewhere.
+
+Figure 1's band (:func:`exposure_band`) resamples queries with the one bootstrap of
+:mod:`invarirank.evaluation.bootstrap`: each replicate recomputes every position's pooled E_k(p).
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["position_hits", "exposure_summary", "exposure"]
+from .bootstrap import collect, percentile_interval, ratio
+
+__all__ = ["position_hits", "exposure_summary", "exposure", "query_position_sums", "exposure_band"]
 
 
 def position_hits(pos: np.ndarray, rank: np.ndarray, starts: np.ndarray, k: int) -> np.ndarray:
@@ -61,3 +66,44 @@ def exposure(inputs: Any, outputs: Any = None, k: int = 5) -> dict[str, Any]:
         rows[:K] += 1
         exp[:K] += min(k, K) / K
     return exposure_summary(hits, rows, exp)
+
+
+def query_position_sums(rows: Sequence[Any], k: int = 5) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Per query (in first-seen order) and 0-based presented position p, over the query's rows (dicts with
+    ``query_id``, ``input``, ``output``): ``hits[q, p]`` rows whose item at p reached the output top-k,
+    ``n[q, p]`` rows with K > p, ``expected[q, p]`` the sum of min(k, K)/K over those rows.
+    Returns ``(query_ids, hits, n, expected)``, each array Q x (max K)."""
+    qids = list(dict.fromkeys(r["query_id"] for r in rows))
+    index = {q: i for i, q in enumerate(qids)}
+    max_k = max(len(r["input"]) for r in rows)
+    hits, n, expected = (np.zeros((len(qids), max_k)) for _ in range(3))
+    for r in rows:
+        i, K = index[r["query_id"]], len(r["input"])
+        top = set(r["output"][:k])
+        hits[i, :K] += [x in top for x in r["input"]]
+        n[i, :K] += 1
+        expected[i, :K] += min(k, K) / K
+    return qids, hits, n, expected
+
+
+def exposure_band(rows: Sequence[Any], k: int = 5, n_bootstrap: int = 1000, seed: int = 0,
+                  level: float = 0.95) -> dict[str, np.ndarray]:
+    """E_k(p) of one method's rows with a percentile bootstrap band over queries (Figure 1).
+
+    ``exposure`` and ``expected`` are pooled over all rows (they equal ``metrics.json``'s ``exposure@k`` and
+    ``expected_exposure@k``); ``low``/``high`` resample queries with replacement through
+    :func:`invarirank.evaluation.bootstrap.collect` (seeded: the same ``seed`` draws the same band; a replicate
+    recomputes each position's pooled ratio). With ``n_bootstrap`` 0 or a single query the band is the value
+    itself. Arrays are indexed by 0-based presented position.
+    """
+    _, hits, n, expected = query_position_sums(rows, k)
+    Q, K = hits.shape
+    total = np.maximum(n.sum(0), 1)
+    e = hits.sum(0) / total
+    if n_bootstrap > 0 and Q > 1:
+        reps = collect(Q, n_bootstrap, seed, np.hstack([hits, n]), {str(p): ratio(p, K + p) for p in range(K)})
+        bands = [percentile_interval(reps[str(p)], level) or [np.nan, np.nan] for p in range(K)]
+        low, high = np.array([b[0] for b in bands]), np.array([b[1] for b in bands])
+    else:
+        low = high = e
+    return {"exposure": e, "low": low, "high": high, "expected": expected.sum(0) / total}

@@ -58,7 +58,7 @@ def synthetic_candidates_for(config: RunConfig, folder: Path) -> RunConfig:
     ``folder`` (``.<name>-candidates.jsonl``) and return the config that reads them; else ``config`` itself."""
     if config.dataset != "synthetic" or config.candidates:
         return config
-    from ..lab import write_synthetic_candidates   # the compendium half moves it to ..data.synthetic
+    from ..data.synthetic import write_synthetic_candidates
 
     path = folder.parent / f".{folder.name}-candidates.jsonl"
     write_synthetic_candidates(path, n_test=config.n_queries or 40, n_validation=config.calibration_queries,

@@ -1,4 +1,4 @@
-"""The teaching lab works in a torch-free install: its notebook (and the sweep it shows, and
+"""The teaching lab works in a torch-free install: its notebook (the precomputed sweep it shows, the live run and
 ``evaluate``) run with torch, transformers and implicit made unimportable."""
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def test_lab_notebook_runs_without_torch(tmp_path: Path):
         assert set(m["methods"]) == {{"zero_shot", "bootstrapping", "stella", "sgs"}}
     """)
     script = BLOCKER + sweep + _script(results) + "\nassert 'torch' not in sys.modules\nprint('LAB-OK')\n"
-    env = dict(os.environ, MPLBACKEND="Agg", INVARIRANK_CACHE=str(tmp_path / "cache"))
+    env = dict(os.environ, MPLBACKEND="Agg", INVARIRANK_CACHE=str(tmp_path / "cache"),   # this checkout's package
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT / "notebooks", env=env, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

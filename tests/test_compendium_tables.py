@@ -1,6 +1,5 @@
-"""The book's tables and figures (invarirank.compendium): captions state the setting, the paper's values
-sit beside ours, orderings and the paper-ordering sentence are computed correctly, exposure bands agree
-with metrics.json."""
+"""The compendium's tables, orderings and sentences: captions state the setting, the paper's values sit beside
+ours, orderings and the paper-ordering sentence are computed correctly, costs come from the manifest."""
 
 from __future__ import annotations
 
@@ -11,29 +10,15 @@ import numpy as np
 import pytest
 
 from invarirank import compendium as C
-from invarirank.grid import RunSpec, ensure_run
+
+from tests.compendium_runs import simulated_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> C.Run:
-    tmp = tmp_path_factory.mktemp("comp")
-    import os
-    old = os.environ.get("INVARIRANK_CACHE")
-    os.environ["INVARIRANK_CACHE"] = str(tmp / "cache")
-    try:
-        spec = RunSpec.from_mapping(dict(dataset="synthetic", retriever="none", model="simulated", scorer="simulated",
-                                         K=6, M=4, n_queries=5, calibration_queries=4, calibration_repeats=1, seed=3,
-                                         scorer_options={"bias_shape": "primacy", "bias_strength": 2.0}, name="r"),
-                                    grid="g")
-        folder = ensure_run(spec, tmp / "results", tmp / "runs")
-    finally:
-        if old is None:
-            os.environ.pop("INVARIRANK_CACHE")
-        else:
-            os.environ["INVARIRANK_CACHE"] = old
-    return C.load_run(folder)
+    return simulated_run(tmp_path_factory.mktemp("comp"))
 
 
 def _with_values(run: C.Run, metric: str, values: dict[str, float]) -> C.Run:
@@ -100,21 +85,6 @@ def test_ordering_agreement_is_kendall_tau(run):
     assert np.allclose(np.diag(mat.values.astype(float)), 1.0)
 
 
-def test_exposure_bands_agree_with_metrics(run):
-    bands = C.exposure_bands(run, n_bootstrap=50)
-    for method in run.methods:
-        b = bands[bands.method == method].sort_values("position")
-        assert b.exposure.tolist() == pytest.approx(run.metrics["methods"][method]["overall"]["exposure@5"])
-        assert (b.low <= b.exposure + 1e-12).all() and (b.exposure <= b.high + 1e-12).all()
-
-
-def test_figures_are_drawn(run):
-    fig1 = C.figure_exposure([run], n_bootstrap=20)
-    fig2 = C.figure_k_sweep([run])
-    assert len(fig1.axes) == 1 and len(fig2.axes) == 2
-    assert fig1.axes[0].get_title().startswith("K = 6")
-
-
 def test_cost_table_reads_the_manifest(run):
     df = C.cost_table([run], styled=False)      # one run: only the method is left in the index
     per = run.manifest["passes"]["per_method"]
@@ -134,3 +104,22 @@ def test_scorer_comparison_needs_a_pair(run):
     choice.scorer = "choice"
     df = C.scorer_comparison([span, choice], styled=False)
     assert set(df.index.get_level_values("scorer")) == {"span", "choice"}
+
+
+def test_scale_table_and_run_table_read_the_run(run):
+    scale = C.scale_table([run], styled=False)
+    assert scale.loc["list lengths K", "this book"] == "6" and scale.loc["presented orders M", "this book"] == "4"
+    table = C.run_table(run, styled=False)
+    assert list(table.index) == ["zero-shot", "bootstrapping", "STELLA_LW", "SGS"]
+    ov = run.metrics["methods"]["sgs"]["overall"]
+    assert table.loc["SGS", "PPI"] == C.format_ci(ov["ppi"], *ov["ci"]["ppi"])
+
+
+def test_metric_labels_and_directions_are_one_list():
+    from invarirank.compendium import labels
+
+    assert set(labels.METRIC_LABELS) == set(labels.HIGHER_IS_BETTER) == set(labels.METRICS)
+    assert all(m in labels.METRICS for m in (*labels.RUN_METRICS, *labels.TABLE1_METRICS, *labels.ORDERING_METRICS))
+    from invarirank.methods.registry import METHOD_LABELS
+
+    assert labels.METHOD_LABELS is METHOD_LABELS

@@ -1,0 +1,47 @@
+"""The compendium: the book's tables, figures and sentences, computed from finished run folders
+(``results/<grid>/<run>/``, read through :mod:`invarirank.store`). Nothing here reranks or scores anything.
+
+The notebooks under ``notebooks/`` hold narrative and calls into this package (``from invarirank import
+compendium; compendium.table1(runs)``); ``invarirank report`` draws its figures with the same module. Every
+number comes from a run's ``metrics.json`` (written by :func:`invarirank.evaluation.evaluate`), its
+``manifest.json`` or its ``observations.jsonl.gz``.
+
+Modules, in the order they build on each other:
+
+- :mod:`.labels` — display names (methods from the method registry; the one list of metric labels and of which
+  direction is better; models, data sets) and a run's setting as a phrase;
+- :mod:`.select` — which runs a page shows: all finished runs, the main run, its K sweep, groups, other grids;
+- :mod:`.tables` — a run's metrics, Table 1 (ours and beside the paper's), the scorer comparison;
+- :mod:`.setup_tables` — what the runs used and cost; the data set and first stage;
+- :mod:`.orderings` — methods best first per metric, and the agreement between two metrics' orderings;
+- :mod:`.prose` — generated sentences (does a run show the paper's ordering?);
+- :mod:`.figures` — exposure by position (Figure 1), metrics against K (Figure 2), training loss;
+- :mod:`.lab` — the teaching lab's precomputed sweep (table and figure).
+
+Conventions: methods in the paper's order (zero-shot, bootstrapping, STELLA_LW, SGS); "better" is higher for
+HR@k, nDCG@k and LOC, lower for PPI, GPI and the exposure deviation (an ordering lists methods best first);
+intervals are 95% percentile bootstrap intervals over queries; positions are 0-based presented positions.
+
+Imports: :mod:`invarirank.store`, :mod:`invarirank.evaluation`, the core modules and the method registry only —
+never the runner, the language models or torch.
+"""
+
+from ..store import Run
+from .figures import exposure_bands, figure_exposure, figure_k_sweep, figure_training_loss, method_colors
+from .labels import (HIGHER_IS_BETTER, METHOD_LABELS, METHODS, METRIC_LABELS, PAPER_LOC_ORDER, TABLE1_METRICS,
+                     dataset_label, html_escape, key, model_label, run_setting, setting_caption)
+from .orderings import ordering_agreement, orderings
+from .prose import paper_ordering_sentence, summary_sentence
+from .select import collect_runs, load_run, main_k, main_run, other_grids, setting_groups, sweep_runs
+from .setup_tables import cost_table, coverage_table, data_stats_table, scale_table
+from .tables import beside_paper, format_ci, metrics_frame, paper_table, run_table, scorer_comparison, table1
+
+__all__ = [
+    "METHODS", "METHOD_LABELS", "METRIC_LABELS", "HIGHER_IS_BETTER", "PAPER_LOC_ORDER", "TABLE1_METRICS",
+    "Run", "load_run", "collect_runs", "main_run", "main_k", "sweep_runs", "other_grids", "setting_groups",
+    "run_setting", "metrics_frame", "format_ci", "setting_caption", "run_table", "table1", "paper_table",
+    "beside_paper", "exposure_bands", "figure_exposure", "figure_k_sweep", "method_colors", "orderings",
+    "ordering_agreement", "paper_ordering_sentence", "summary_sentence", "scorer_comparison", "cost_table",
+    "scale_table", "data_stats_table", "coverage_table", "figure_training_loss", "model_label", "dataset_label",
+    "html_escape", "key",
+]

@@ -1,0 +1,57 @@
+"""Generated sentences for the book's text: does a run show the paper's method ordering, and which method is best
+on what. Computed from ``metrics.json`` so that a sentence cannot drift from the numbers beside it."""
+
+from __future__ import annotations
+
+from ..store import Run
+from .labels import METHOD_LABELS, METRIC_LABELS, PAPER_LOC_ORDER, method_label, run_setting
+from .orderings import ordering
+from .tables import ci_of
+
+__all__ = ["paper_ordering_sentence", "summary_sentence"]
+
+
+def paper_ordering_sentence(run: Run) -> str:
+    """A computed sentence: does this run show the paper's ordering SGS > bootstrapping > zero-shot >
+    STELLA_LW on LOC (and the same methods best first on PPI and GPI)? Also says which neighbouring
+    differences are within the 95% intervals."""
+    wanted = [m for m in PAPER_LOC_ORDER if m in run.methods]
+    if len(wanted) < 2:
+        return (f"In {run_setting(run)} fewer than two of the paper's methods were run, so the paper's "
+                f"ordering cannot be checked.")
+    parts, matches, overlaps = [], [], []
+    for metric in ("loc", "ppi", "gpi"):
+        got = [m for m in ordering(run, metric) if m in wanted]
+        ok = got == wanted
+        matches.append(ok)
+        text = " > ".join(METHOD_LABELS[m] for m in got)
+        parts.append(f"{METRIC_LABELS[metric]}: {text} ({'as in the paper' if ok else 'not as in the paper'})")
+        for a, b in zip(got, got[1:]):
+            la, ha = ci_of(run, a, metric)
+            lb, hb = ci_of(run, b, metric)
+            if None not in (la, ha, lb, hb) and not (ha < lb or hb < la):
+                overlaps.append(f"{METHOD_LABELS[a]}/{METHOD_LABELS[b]} on {METRIC_LABELS[metric]}")
+    subset = "" if len(wanted) == len(PAPER_LOC_ORDER) else \
+        f" (restricted to the methods run: {', '.join(METHOD_LABELS[m] for m in wanted)})"
+    if all(matches):
+        head = f"Our run ({run_setting(run)}) shows the paper's ordering{subset} on all three consistency measures"
+    elif any(matches):
+        n = sum(matches)
+        head = (f"Our run ({run_setting(run)}) shows the paper's ordering{subset} on {n} of the three consistency "
+                f"measures")
+    else:
+        head = f"Our run ({run_setting(run)}) does not show the paper's ordering{subset} on any consistency measure"
+    tail = ("" if not overlaps else
+            f" Neighbouring methods whose 95% intervals overlap (order not established at this sample size): "
+            f"{'; '.join(overlaps)}.")
+    return f"{head}. " + "; ".join(parts) + "." + tail
+
+
+def summary_sentence(run: Run) -> str:
+    """Which method is best on HR@5 and on LOC in a run (a computed sentence for the text)."""
+    hr = ordering(run, "hr@5")
+    loc = ordering(run, "loc")
+    mad = ordering(run, "exposure_mad@5")
+    return (f"In our run ({run_setting(run)}), the highest HR@5 goes to {method_label(hr[0])}, "
+            f"the most consistent outputs (LOC) to {method_label(loc[0])} and the flattest exposure to "
+            f"{method_label(mad[0])}.")

@@ -1,0 +1,83 @@
+"""Run selection: which finished runs a page shows (the main run, its K sweep, setting groups, other grids).
+
+Runs are read through :mod:`invarirank.store`; here they only get their methods in the paper's order and are
+chosen and grouped. Nothing here computes a run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..errors import InvariRankError
+from ..store import Run, complete_runs
+from ..store import load_run as _load_run
+from .labels import dataset_label, in_paper_order, model_label
+
+__all__ = ["Run", "load_run", "collect_runs", "main_run", "main_k", "sweep_runs", "setting_groups", "other_grids"]
+
+
+def load_run(path: str | Path) -> Run:
+    """Read one finished run folder (:func:`invarirank.store.load_run`), methods in the paper's order."""
+    run = _load_run(path)
+    run.methods = in_paper_order(run.methods)
+    return run
+
+
+def collect_runs(results_dir: str | Path, grids: Iterable[str] | None = None,
+                 exclude: Iterable[str] = ("lab",)) -> list[Run]:
+    """Every finished run under ``results_dir/<grid>/<run>/`` (the lab's sweep excluded by default),
+    sorted by grid, dataset, model, scorer, K."""
+    skip = set(exclude)
+    runs = [load_run(p) for p in complete_runs(results_dir, grids) if p.parent.name not in skip]
+    return sorted(runs, key=lambda r: (r.grid, r.dataset, r.model, r.scorer, r.K, r.name))
+
+
+def main_k(runs: Sequence[Run]) -> int:
+    """The K of the runs with the most methods (ties: the most queries, then the larger K)."""
+    return max(runs, key=lambda r: (len(r.methods), r.n_queries, r.K)).K
+
+
+def main_run(runs: Sequence[Run], name: str | None = None) -> Run:
+    """The run that sets Table 1: the one called ``name`` when given (the grid file's main run), else the
+    one with the most methods, then real over simulated scorers, span over choice, the most queries and
+    the larger K."""
+    if not runs:
+        raise InvariRankError("no finished runs")
+    if name:
+        for r in runs:
+            if r.name == name:
+                return r
+        raise InvariRankError(f"main run {name!r} is not among the finished runs ({', '.join(r.name for r in runs)})")
+    return max(runs, key=lambda r: (len(r.methods), r.scorer != "simulated", r.scorer == "span", r.n_queries, r.K))
+
+
+def sweep_runs(runs: Sequence[Run], main: Run) -> list[Run]:
+    """The runs with the main run's data set, first stage, model and scorer, one per K (sorted by K)."""
+    same = [r for r in runs if (r.dataset, r.retriever, r.model, r.scorer) ==
+            (main.dataset, main.retriever, main.model, main.scorer)]
+    by_k: dict[int, Run] = {}
+    for r in same:
+        if r.K not in by_k or (len(r.methods), r.n_queries) > (len(by_k[r.K].methods), by_k[r.K].n_queries):
+            by_k[r.K] = r
+    by_k[main.K] = main
+    return [by_k[k] for k in sorted(by_k)]
+
+
+def setting_groups(runs: Sequence[Run]) -> dict[str, list[Run]]:
+    """Runs grouped by (data set, first stage, model, scorer), each group sorted by K; keys are display
+    names (``Llama-3B on MovieLens-32M, span scorer``)."""
+    out: dict[str, list[Run]] = {}
+    for r in sorted(runs, key=lambda r: (r.dataset, r.retriever, r.model, r.scorer, r.K)):
+        label = f"{model_label(r.model)} on {dataset_label(r.dataset)} ({r.retriever}), {r.scorer} scorer"
+        out.setdefault(label, []).append(r)
+    return out
+
+
+def other_grids(runs: Sequence[Run], grid: str) -> dict[str, list[Run]]:
+    """Runs of grids other than ``grid``, grouped by grid (for the 'other grids' section)."""
+    out: dict[str, list[Run]] = {}
+    for r in runs:
+        if r.grid != grid:
+            out.setdefault(r.grid, []).append(r)
+    return out

@@ -1,0 +1,132 @@
+"""Tables of what the runs used and cost (beside the paper's setting), and of the data set and first stage.
+
+Read from run manifests (:func:`cost_table`, :func:`scale_table`) and from the data layer's and first stage's
+``stats.json`` (:func:`data_stats_table`, :func:`coverage_table`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from ..store import Run
+from .labels import dataset_label, method_label, model_label, setting_caption
+from .tables import drop_constant_levels, with_caption
+
+__all__ = ["cost_table", "scale_table", "data_stats_table", "coverage_table"]
+
+
+def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
+    """Cost per run and method, from the manifests.
+
+    Passes are exact and hardware-independent: the scorer passes each method requested (per presented
+    order and in all; zero-shot 1, bootstrapping 3, SGS K, STELLA_LW up to 10) and STELLA_LW's calibration
+    passes. The methods of a run share one pass cache, so the run's *distinct* passes are fewer; the
+    persistent pass cache may also have served some of them from an earlier session. Seconds: the model's
+    measured seconds per computed pass in the run's last session (``scorer_stats``), times the method's
+    share of the run's distinct passes (plus calibration for STELLA_LW) — an estimate of what the method
+    costs when nothing is cached; ``–`` when the session computed fewer than 10 passes.
+    """
+    records = []
+    for run in runs:
+        man = run.manifest
+        passes = man.get("passes", {})
+        per = passes.get("per_method", {})
+        stats = (man.get("run") or {}).get("scorer_stats", {}) or {}
+        computed = int(stats.get("forward_passes") or 0)
+        seconds = float(stats.get("forward_seconds") or 0.0)
+        s_per_pass = seconds / computed if computed >= 10 and seconds > 0 else None
+        distinct = int(passes.get("scorer_calls") or 0)
+        requested_all = sum(int(v.get("passes", 0)) for v in per.values()) or 1
+        cal = passes.get("calibration") or {}
+        cal_passes = sum(int(v.get("passes", 0)) for v in cal.values())
+        cached = int(stats.get("cache_hits") or 0)
+        calls = int(stats.get("calls") or 0)
+        for method in run.methods:
+            info = per.get(method, {})
+            req = int(info.get("passes", 0))
+            own_cal = cal_passes if method == "stella" else 0
+            est = None if s_per_pass is None else round((distinct * req / requested_all + own_cal) * s_per_pass, 1)
+            records.append({
+                "model": model_label(run.model), "dataset": dataset_label(run.dataset), "scorer": run.scorer,
+                "K": run.K, "M": run.M, "queries": run.n_queries, "method": method_label(method),
+                "passes per order": info.get("per_order_mean"),
+                "passes (requested)": req,
+                "calibration passes": own_cal,
+                "distinct passes in run": distinct,
+                "from pass cache": f"{cached}/{calls}" if calls else "–",
+                "s per computed pass": None if s_per_pass is None else round(s_per_pass, 2),
+                "seconds (est.)": est,
+            })
+    df = drop_constant_levels(pd.DataFrame.from_records(records).set_index(
+        ["model", "dataset", "scorer", "K", "M", "queries", "method"]))
+    caption = (f"Cost per method ({setting_caption(runs)}), from the run manifests. Passes are exact: every scorer "
+               "call a method requested; one run's methods share a pass cache, so its distinct passes are fewer. "
+               "Seconds are an estimate: the model's measured seconds per computed pass in the run's last session "
+               "times the method's share of the distinct passes (plus calibration for STELLA_LW); they depend on "
+               "the machine and its load, and read – when that session computed (almost) nothing itself.")
+    if not styled:
+        return df
+    return with_caption(df, caption).format({"passes per order": "{:.2f}", "s per computed pass": "{:.2f}",
+                                        "seconds (est.)": "{:.0f}"}, na_rep="–")
+
+
+def scale_table(runs: Sequence[Run], styled: bool = True) -> Any:
+    """The paper's setting beside what our runs used (models, data, K, M, queries, calibration)."""
+    def uniq(values: Iterable[Any]) -> str:
+        vals = sorted(set(values), key=lambda v: (str(type(v)), v))
+        return ", ".join(str(v) for v in vals) or "–"
+    cal_q = [r.spec.get("calibration_queries") for r in runs if "stella" in r.methods and r.spec]
+    cal_r = [r.spec.get("calibration_repeats") for r in runs if "stella" in r.methods and r.spec]
+    rows = {
+        "models": ("Llama-3.2-3B, Mistral-7B-v0.3, Qwen2.5-7B (Instruct)", uniq(model_label(r.model) for r in runs)),
+        "datasets": ("MovieLens-32M, Amazon Books", uniq(dataset_label(r.dataset) for r in runs)),
+        "scorer": ("log-probabilities, one pass per order", uniq(r.scorer for r in runs)),
+        "list lengths K": ("15, 25, 50", uniq(r.K for r in runs)),
+        "presented orders M": ("20", uniq(r.M for r in runs)),
+        "queries per run": ("500", uniq(r.n_queries for r in runs)),
+        "STELLA_LW calibration queries": ("up to 150", uniq(cal_q) if cal_q else "–"),
+        "STELLA_LW calibration repeats": ("5", uniq(cal_r) if cal_r else "–"),
+    }
+    df = pd.DataFrame.from_dict(rows, orient="index", columns=["paper", "this book"])
+    df.index.name = "setting"
+    return with_caption(df, "What the runs shown here used, beside the paper's setting.") if styled else df
+
+
+_DATA_ROWS = [
+    ("raw_users", "users (raw)"), ("raw_items", "items (raw)"), ("raw_interactions", "ratings (raw)"),
+    ("users_dropped", "users below the minimum"), ("users", "users kept"), ("items", "items"),
+    ("interactions", "ratings kept"), ("positives", "positives (rating ≥ 4)"), ("train", "train"),
+    ("validation", "validation"), ("test", "test"), ("test_queries", "test queries"),
+    ("validation_queries", "validation queries"),
+]
+
+
+def data_stats_table(stats: Mapping[str, Any], styled: bool = True) -> Any:
+    """The prepared data set's counts (``stats.json`` of the data layer) as a two-column table."""
+    rows = [(label, f"{int(stats[k]):,}") for k, label in _DATA_ROWS if k in stats]
+    df = pd.DataFrame(rows, columns=["count", "value"]).set_index("count")
+    caption = (f"{dataset_label(stats.get('dataset', '?'))}: {stats.get('split', '?')} split, at least "
+               f"{stats.get('min_interactions', '?')} ratings per user, positives rating ≥ "
+               f"{stats.get('positive_threshold', '?')}, histories of at most {stats.get('history_len', '?')} items.")
+    return with_caption(df, caption) if styled else df
+
+
+def coverage_table(stats: Mapping[tuple[str, int], Mapping[str, Any]], dataset: str = "", styled: bool = True) -> Any:
+    """First-stage coverage per (retriever, K): test queries kept / dropped, coverage@K, recall@K, nDCG@K
+    (over all test queries), from the first stage's ``stats.json``."""
+    records = []
+    for (retriever, K), st in sorted(stats.items()):
+        records.append({
+            "first stage": retriever, "K": K, "test queries": st.get("test_queries"),
+            "kept": st.get("queries_kept"), "dropped": st.get("queries_dropped"),
+            "coverage@K": st.get(f"coverage@{K}"), "recall@K": st.get(f"recall@{K}"),
+            "nDCG@K": st.get(f"ndcg@{K}"),
+            "validation kept": (st.get("validation") or {}).get("queries_kept")})
+    df = pd.DataFrame.from_records(records).set_index(["first stage", "K"])
+    caption = (f"First-stage coverage on {dataset_label(dataset)}: a test query is kept only when its top-K holds a "
+               f"ground-truth item; coverage, recall and nDCG are over all test queries.")
+    if not styled:
+        return df
+    return with_caption(df, caption).format({"coverage@K": "{:.3f}", "recall@K": "{:.3f}", "nDCG@K": "{:.3f}"})

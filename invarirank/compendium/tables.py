@@ -1,0 +1,200 @@
+"""The results tables: a run's metrics, the paper's Table 1 for our runs and beside the paper's own values, and the
+span-vs-choice scorer comparison. Every value is read from a run's ``metrics.json``.
+
+Cells read ``value [95% interval]`` (the percentile bootstrap interval over queries stored in ``metrics.json``);
+styled tables (pandas Stylers) carry the setting in their caption, so a glued table states what it shows.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InvariRankError
+from ..store import Run
+from .labels import (COMPARED_SCORERS, METHODS, RUN_METRICS, TABLE1_METRICS, dataset_label, method_label,
+                     metric_label, model_label, paper_dataset, run_setting, setting_caption)
+from .select import main_k
+
+__all__ = ["metrics_frame", "format_ci", "with_caption", "ci_of", "drop_constant_levels", "run_table", "table1",
+           "paper_table", "beside_paper", "scorer_comparison"]
+
+_FRAME_COLUMNS = ["grid", "run", "dataset", "model", "scorer", "K", "M", "queries", "method", "metric", "value",
+                  "low", "high"]
+
+
+def metrics_frame(runs: Sequence[Run], metrics: Sequence[str] = RUN_METRICS) -> pd.DataFrame:
+    """Long table: one row per (run, method, metric) with ``value``, ``low``, ``high`` (95% interval)."""
+    records = []
+    for run in runs:
+        for method in run.methods:
+            ov = run.metrics["methods"][method]["overall"]
+            for metric in metrics:
+                value = ov.get(metric)
+                low, high = ci_of(run, method, metric)
+                records.append({
+                    "grid": run.grid, "run": run.name, "dataset": run.dataset, "model": run.model,
+                    "scorer": run.scorer, "K": run.K, "M": run.M, "queries": run.n_queries, "method": method,
+                    "metric": metric, "value": np.nan if value is None else float(value),
+                    "low": np.nan if low is None else float(low), "high": np.nan if high is None else float(high)})
+    return pd.DataFrame.from_records(records, columns=_FRAME_COLUMNS)
+
+
+def ci_of(run: Run, method: str, metric: str) -> tuple[float | None, float | None]:
+    """The stored 95% interval of ``metric`` for ``method`` (``(None, None)`` when there is none)."""
+    ci = run.metrics["methods"][method]["overall"].get("ci", {}).get(metric)
+    return (ci[0], ci[1]) if ci else (None, None)
+
+
+def format_ci(value: float, low: float, high: float, digits: int = 3, html: bool = False) -> str:
+    """``0.512 [0.480, 0.550]`` (``–`` for a missing value, no interval when it is missing); with
+    ``html`` the interval goes on a second, smaller line (for the book's tables)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    text = f"{value:.{digits}f}"
+    if low is not None and high is not None and not (math.isnan(low) or math.isnan(high)):
+        interval = f"[{low:.{digits}f}, {high:.{digits}f}]"
+        text += f'<br><span class="ci">{interval}</span>' if html else f" {interval}"
+    return text
+
+
+def with_caption(df: pd.DataFrame, caption: str) -> Any:
+    """A pandas Styler with a caption (the glued HTML then carries the setting with the numbers)."""
+    styler = df.style.set_caption(caption)
+    return styler.set_table_styles([{"selector": "caption",
+                                     "props": [("caption-side", "top"), ("text-align", "left"),
+                                               ("font-weight", "normal"), ("padding-bottom", "0.4em")]}])
+
+
+def drop_constant_levels(df: pd.DataFrame) -> pd.DataFrame:
+    """Drop index levels holding one value (the caption states them), keeping at least one level."""
+    if isinstance(df.index, pd.MultiIndex):
+        for name in list(df.index.names):
+            if df.index.nlevels > 1 and df.index.get_level_values(name).nunique() == 1:
+                df = df.droplevel(name)
+    return df
+
+
+def _cells(frame: pd.DataFrame, metrics: Sequence[str], digits: int, html: bool) -> dict[str, str]:
+    """``{metric label: value [interval]}`` from the rows of one (run, method) of :func:`metrics_frame`."""
+    sub = frame.set_index("metric")
+    return {metric_label(m): format_ci(sub.loc[m, "value"], sub.loc[m, "low"], sub.loc[m, "high"], digits, html=html)
+            for m in metrics}
+
+
+def run_table(run: Run, metrics: Sequence[str] = RUN_METRICS, digits: int = 3, styled: bool = True) -> Any:
+    """One run's metrics per method, each ``value [95% interval]``."""
+    frame = metrics_frame([run], metrics)
+    rows = {method_label(method): _cells(frame[frame.method == method], metrics, digits, styled)
+            for method in run.methods}
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.index.name = "method"
+    return with_caption(df, f"{run_setting(run)}. Value [95% bootstrap interval over queries].") if styled else df
+
+
+def table1(runs: Sequence[Run], *, K: int | None = None, digits: int = 3, styled: bool = True) -> Any:
+    """The paper's Table 1 for our runs: rows (dataset, model, scorer, method), columns HR@5, nDCG@5,
+    PPI, GPI, LOC (value [95% interval]); only runs at list length ``K`` (default: the K of the runs
+    with the most methods)."""
+    if not runs:
+        raise InvariRankError("table1: no finished runs")
+    if K is None:
+        K = main_k(runs)
+    chosen = [r for r in runs if r.K == K]
+    frame = metrics_frame(chosen, TABLE1_METRICS)
+    records = []
+    for run in chosen:
+        for method in run.methods:
+            sub = frame[(frame.run == run.name) & (frame.grid == run.grid) & (frame.method == method)]
+            records.append({"dataset": dataset_label(run.dataset), "model": model_label(run.model),
+                            "scorer": run.scorer, "method": method_label(method),
+                            **_cells(sub, TABLE1_METRICS, digits, styled)})
+    df = drop_constant_levels(pd.DataFrame.from_records(records).set_index(["dataset", "model", "scorer", "method"]))
+    caption = (f"Table 1 (ours). {setting_caption(chosen)}. Higher is better for HR@5, nDCG@5 and LOC, lower "
+               f"for PPI and GPI; value [95% bootstrap interval over queries].")
+    return with_caption(df, caption) if styled else df
+
+
+def paper_table(path: str | Path) -> pd.DataFrame:
+    """The paper's Table 1 from the committed CSV (``#`` lines are the citation header)."""
+    df = pd.read_csv(path, comment="#", dtype={"dataset": str, "model": str, "method": str})
+    needed = {"dataset", "model", "method", "k", "m", *TABLE1_METRICS}
+    if not needed <= set(df.columns):
+        raise InvariRankError(f"{path}: expected columns {', '.join(sorted(needed))}")
+    return df
+
+
+def beside_paper(runs: Sequence[Run], paper: pd.DataFrame, *, K: int | None = None, digits: int = 3,
+                 styled: bool = True) -> Any:
+    """Our Table 1 values beside the paper's: for each of our (dataset, model) at ``K`` and each method, one
+    row *ours* and one row per paper model on the closest paper dataset (only the same model when we ran
+    it), columns HR@5, nDCG@5, PPI, GPI, LOC. The paper's values are at K = 25, M = 20, 500 queries."""
+    if K is None:
+        K = main_k(runs)
+    chosen = [r for r in runs if r.K == K]
+    if not chosen:
+        raise InvariRankError(f"beside_paper: no finished runs at K = {K}")
+    records = []
+    pdsets_all = {paper_dataset(r.dataset) for r in chosen}
+    for run in chosen:
+        pdset = paper_dataset(run.dataset)
+        cells = paper[paper.dataset == pdset] if pdset else paper.iloc[0:0]
+        same = cells[cells.model.map(model_label) == model_label(run.model)]
+        models = [run.model] if not same.empty else list(dict.fromkeys(cells.model))
+        ours_label = ("ours" if len(chosen) == 1 else
+                      f"ours: {model_label(run.model)}, {dataset_label(run.dataset)}, {run.scorer}, K = {run.K}")
+        for method in run.methods:
+            ov = run.metrics["methods"][method]["overall"]
+            rec = {"method": method_label(method), "source": ours_label}
+            for m in TABLE1_METRICS:
+                rec[metric_label(m)] = "–" if ov.get(m) is None else f"{ov[m]:.{digits}f}"
+            records.append(rec)
+            for pm in models:
+                hit = cells[(cells.model.map(model_label) == model_label(pm)) & (cells.method == method)]
+                if hit.empty:
+                    continue
+                rec = {"method": method_label(method),
+                       "source": f"paper: {model_label(pm)}"
+                                 + ("" if len(pdsets_all) == 1 else f", {dataset_label(pdset)}")}
+                for m in TABLE1_METRICS:
+                    rec[metric_label(m)] = f"{float(hit.iloc[0][m]):.4f}"
+                records.append(rec)
+    df = pd.DataFrame.from_records(records).set_index(["method", "source"])
+    pdsets = sorted({dataset_label(paper_dataset(r.dataset) or "?") for r in chosen})
+    caption = (f"Ours ({setting_caption(chosen)}) beside the paper's Table 1 ({', '.join(pdsets)}, K = 25, M = 20, "
+               f"500 queries, 3-7 B models). The settings differ, so compare orderings, not absolute values.")
+    return with_caption(df, caption) if styled else df
+
+
+def scorer_comparison(runs: Sequence[Run], metrics: Sequence[str] = RUN_METRICS, digits: int = 3,
+                      styled: bool = True) -> Any | None:
+    """The :data:`~invarirank.compendium.labels.COMPARED_SCORERS` (span vs choice) on the same (dataset, model,
+    K), methods in common; ``None`` when the runs hold no such pair."""
+    groups: dict[tuple, dict[str, Run]] = {}
+    for r in runs:
+        groups.setdefault((r.dataset, r.model, r.K), {})[r.scorer] = r
+    records = []
+    used = []
+    for (dataset, model, K), by in groups.items():
+        if not all(s in by for s in COMPARED_SCORERS):
+            continue
+        pair = [by[s] for s in COMPARED_SCORERS]
+        used += pair
+        common = [m for m in METHODS if all(m in r.methods for r in pair)]
+        for method in common:
+            for run in pair:
+                frame = metrics_frame([run], metrics)
+                rec = {"dataset": dataset_label(dataset), "model": model_label(model), "K": K,
+                       "method": method_label(method), "scorer": run.scorer, "queries": run.n_queries, "M": run.M}
+                rec.update(_cells(frame[frame.method == method], metrics, digits, styled))
+                records.append(rec)
+    if not records:
+        return None
+    df = pd.DataFrame.from_records(records).set_index(["dataset", "model", "K", "M", "queries", "method", "scorer"])
+    caption = f"Span vs choice scorer: {setting_caption(used)}. Value [95% bootstrap interval over queries]."
+    return with_caption(df, caption) if styled else df
+

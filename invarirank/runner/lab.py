@@ -1,0 +1,42 @@
+"""The teaching lab's live run: one simulated run on synthetic candidates, in seconds (the lab notebook's
+"try it yourself" cell). Torch-free: the simulated scorer needs no model.
+
+It lives with the runner because it computes; the lab's tables and figures (:mod:`invarirank.compendium`) only
+read the finished run it returns.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from ..data.synthetic import write_synthetic_candidates
+from .config import RunConfig
+from .run import run_experiment
+from ..methods.registry import METHODS
+from ..store import Run, load_run
+
+__all__ = ["live_run"]
+
+
+def live_run(bias_shape: str = "primacy", bias_strength: float = 1.0, *, K: int = 10, M: int = 10,
+             n_queries: int = 20, methods: Sequence[str] = METHODS, noise_sd: float = 0.3, relevance: float = 1.0,
+             calibration_queries: int = 20, calibration_repeats: int = 2, seed: int = 0,
+             out: str | Path | None = None, n_bootstrap: int = 200) -> Run:
+    """Run ``methods`` on ``n_queries`` synthetic candidate sets of ``K`` items (``M`` presented orders each) with
+    a simulated scorer of the given position bias (shape ``primacy`` | ``recency`` | ``u`` | ``none``, strength
+    in utility standard deviations) and return the finished run folder (``out``; None: a temporary folder)."""
+    folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="invarirank-lab-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    cands = write_synthetic_candidates(folder / "candidates.jsonl", n_test=n_queries,
+                                       n_validation=calibration_queries, k=K, seed=seed)
+    config = RunConfig.from_mapping({
+        "dataset": "synthetic", "candidates": str(cands), "k": K, "scorer": "simulated",
+        "scorer_options": {"bias_shape": bias_shape, "bias_strength": float(bias_strength),
+                           "noise_sd": float(noise_sd), "relevance": float(relevance)},
+        "m": M, "methods": list(methods), "seed": seed, "calibration_queries": calibration_queries,
+        "calibration_repeats": calibration_repeats, "n_bootstrap": n_bootstrap,
+        "out": str(folder / "run"), "cache_dir": str(folder / "cache")}, where="live_run")
+    run_experiment(config, progress=False)
+    return load_run(folder / "run")
