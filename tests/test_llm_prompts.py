@@ -27,6 +27,8 @@ def test_item_and_history_lines():
         "title: Toy Story (1995), rating: 4, genres: Animation, Children's, Comedy"
     assert render_history_line(HistoryEntry(NOYEAR, 3.5)) == "title: Some Book, rating: 3.5, genres: Books, Fiction"
     assert render_item(Item("5", "Two\nLines", 2000, ("A\nB",))) == "Two Lines (2000), genres: A B"
+    # every line break becomes a space (U+2028, NEL, \r\n as two), edges are stripped
+    assert render_item(Item("6", " A\u2028B\r\nC\t ", None, ("x\x85y", " \n "))) == "A B  C, genres: x y"
 
 
 @pytest.mark.parametrize("rating,text", [(4.0, "4"), (5, "5"), (3.5, "3.5"), (4.25, "4.25"), (0.0, "0")])

@@ -224,7 +224,7 @@ def test_special_delimiters_variant(tok, query):
     emb = sc.loaded.model.get_input_embeddings().weight
     assert emb.shape[0] == n_vocab + 4
     torch.testing.assert_close(emb[-1], lm.model.get_input_embeddings().weight.mean(0))
-    assert len(sc.encoder.encode("[ITEM]")) == 1
+    assert len(sc.encoder.tokenize("[ITEM]").ids) == 1
     from invarirank.llm.prompts import render_item
 
     assert sc.scored_texts(query, query.candidates) == [render_item(it) for it in query.candidates]

@@ -12,9 +12,10 @@ Every label must be one token right after the answer prefix (``encode(prompt_end
 the tokenizer can label fails with an :class:`~invarirank.errors.InvariRankError` that names the largest K
 supported.
 
-Segments: the chat-template text before the message plus the message head (instruction + history) form the prefix
-shared by every order; the labelled candidate lines and the end (question, end of turn, generation prompt, answer
-prefix) form the suffix. Only the last position is projected to the vocabulary.
+Ids: the whole prompt text is tokenised once (canonical ids, :mod:`invarirank.llm.tokens`); the tokens that end
+before the first candidate line (chat-template text before the message, instruction, history) form the prefix
+shared by every order; the rest (labelled candidate lines, question, end of turn, generation prompt, answer prefix)
+form the suffix. Only the last position is projected to the vocabulary.
 """
 
 from __future__ import annotations
@@ -113,14 +114,18 @@ class ChoiceScorer(CausalLMScorer):
     def _plan(self, query: Query, history: Sequence[HistoryEntry], presented: Sequence[Item]) -> Plan:
         labels = self._labels_for(query, len(presented))
         msg = choice_message(history, presented, labels, self.template)
-        enc = self.encoder.encode
-        prefix = tuple(self._bos_ids) + enc(self._before + msg.head)
-        suffix: list[int] = []
-        for line in msg.candidates:
-            suffix.extend(enc(line))
-        suffix.extend(enc(msg.tail + self._after))
         text = self._before + msg.text + self._after
-        return Plan(text=text, prefix=prefix, suffix=suffix, tail=[], needed=[len(suffix) - 1],
+        tok = self.encoder.tokenize(text)
+        pos = len(self._before) + len(msg.head)
+        cut = tok.floor(pos)  # the shared prefix: every token that ends before the first candidate line
+        segments = [("the chat frame, instruction and history", 0, pos)]
+        for lab, line in zip(labels, msg.candidates):
+            segments.append((f"the line of candidate [{lab}]", pos, pos + len(line)))
+            pos += len(line)
+        segments.append(("the question and answer prefix", pos, len(text)))
+        suffix = list(tok.ids[cut:])
+        return Plan(text=text, prefix=tuple(self._bos_ids) + tok.ids[:cut], suffix=suffix, tail=[],
+                    needed=[len(suffix) - 1], bos=tuple(self._bos_ids), segments=tuple(segments),
                     extra={"label_ids": self.label_ids[:len(presented)]})
 
     def _reduce(self, plan: Plan, logits: Any) -> np.ndarray:

@@ -1,10 +1,12 @@
 """The shared machinery of the real (model-backed) scorers: pass cache, prefix reuse, logits only where needed,
 batching on GPU, length limits and work accounting.
 
-A scorer turns (query, presented order) into a :class:`Plan`: the shared ``prefix`` ids (BOS + instruction +
-history), the order-specific ``suffix`` ids that must be computed, a ``tail`` that no score depends on (computed
-only by the naive path), the suffix positions whose logits are read (``needed``) and what to read there. The
-engine then
+A scorer turns (query, presented order) into a :class:`Plan`: the canonical ids of the whole prompt text (what the
+tokenizer gives for it, :mod:`invarirank.llm.tokens`) cut at character offsets into the shared ``prefix`` (BOS +
+instruction + history), the order-specific ``suffix`` ids that must be computed, a ``tail`` that no score depends on
+(computed only by the naive path), the suffix positions whose logits are read (``needed``) and what to read there.
+:meth:`CausalLMScorer.plan` checks that the plan's ids are the canonical ids of its text (an error naming the model,
+token, character offset and prompt segment otherwise). The engine then
 
 1. looks the serialised prompt up in the pass cache (:mod:`invarirank.llm.cache`); a hit costs no model work;
 2. otherwise gets the prefix's key/value cache from the :class:`~invarirank.llm.prefix.PrefixStore` (computing it
@@ -46,7 +48,7 @@ from invarirank.types import HistoryEntry, Item, Query, ScoreResult
 from .cache import DiskPassCache, default_cache_path, pass_key
 from .prefix import PrefixStore, UnsupportedCache, fork_cache, new_cache
 from .prompts import TEMPLATE_VERSION
-from .tokens import SegmentEncoder
+from .tokens import PromptTokenizer
 
 __all__ = ["Plan", "CausalLMScorer", "DEFAULT_MAX_LENGTH"]
 
@@ -56,13 +58,21 @@ DEFAULT_MAX_LENGTH = 4096
 
 @dataclass
 class Plan:
-    """What one pass computes. Positions in ``needed`` are suffix-relative (0 = first suffix token)."""
+    """What one pass computes. Positions in ``needed`` are suffix-relative (0 = first suffix token).
+
+    ``prefix + suffix + tail`` must be the canonical ids of ``text``: ``bos`` (the BOS ids the scorer puts in front,
+    part of ``prefix``) followed by ``tokenizer(text, add_special_tokens=False)``; :meth:`CausalLMScorer.plan`
+    checks this. ``segments`` names the prompt's parts as ``(name, start, end)`` character ranges (0-based,
+    half-open) for error messages.
+    """
 
     text: str
     prefix: tuple[int, ...]
     suffix: list[int]
     tail: list[int]
     needed: list[int]
+    bos: tuple[int, ...] = ()
+    segments: tuple[tuple[str, int, int], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -130,7 +140,7 @@ class CausalLMScorer:
             raise InvariRankError(f"{self.kind} scorer: max_length {self.max_length} exceeds the model's limit "
                                   f"{model_max} ({self.loaded.name})")
         self.truncate_history = bool(truncate_history)
-        self.encoder = SegmentEncoder(self.loaded.tokenizer)
+        self.encoder = PromptTokenizer(self.loaded.tokenizer, self.loaded.name)
         self._prefixes = PrefixStore(prefix_cache_size)
         self.prefix_reuse_note: str | None = None
         self._history_memo: dict[tuple, int] = {}
@@ -275,9 +285,12 @@ class CausalLMScorer:
         return history[:n]
 
     def plan(self, query: Query, presented: Sequence[Item]) -> Plan:
-        """The plan of one pass (raises :class:`InvariRankError` for an over-long prompt)."""
+        """The plan of one pass. Raises :class:`InvariRankError` for an over-long prompt and when the plan's ids
+        are not the canonical ids of its text (see :mod:`invarirank.llm.tokens`)."""
         history = self._history_for(query, presented)
         plan = self._plan(query, history, presented)
+        self.encoder.check_canonical(plan.text, plan.full_ids, plan.bos, plan.segments,
+                                     f"{self.kind} prompt of query {query.query_id}")
         if plan.full_length > self.max_length:
             dropped = len(query.history) - len(history)
             how = (f"even after dropping {dropped} of {len(query.history)} history items" if self.truncate_history

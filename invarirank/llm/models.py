@@ -13,6 +13,8 @@ Names that :func:`load_model` accepts
   download may happen, and only because the user named the model; gated models take the usual ``HF_TOKEN``. With
   ``HF_HUB_OFFLINE=1`` only the local Hub cache is used.
 
+:func:`load_tokenizer` takes the same names and loads only the tokenizer (what the token-id tests need).
+
 Precision and device: ``device="auto"`` picks CUDA when available, else the CPU; the dtype defaults to
 bfloat16 on CUDA and float32 on the CPU (bfloat16 is ~5x slower on CPUs without bf16 hardware).
 ``trust_remote_code`` stays False unless the caller asks for it.
@@ -53,6 +55,7 @@ __all__ = [
     "resolve_device",
     "resolve_dtype",
     "load_model",
+    "load_tokenizer",
     "weights_sha256",
     "set_threads",
     "main",
@@ -436,7 +439,7 @@ def load_model(name: str = "smollm2-135m", *, device: str | None = "auto", dtype
     if reuse and key in _LOADED:
         return _LOADED[key]
     folder, display = _resolve_source(name, allow_download=allow_download, trust_remote_code=trust_remote_code)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     kwargs: dict[str, Any] = {"dtype": dt, "trust_remote_code": trust_remote_code}
     if attn_implementation:
@@ -444,7 +447,7 @@ def load_model(name: str = "smollm2-135m", *, device: str | None = "auto", dtype
     if dev.type == "cuda":
         kwargs["device_map"] = {"": str(dev)}
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+        tokenizer = _load_tokenizer(folder, trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
     except (OSError, ValueError) as exc:
         raise InvariRankError(f"model {display!r}: cannot load from {folder}: {str(exc).splitlines()[0]}") from exc
@@ -462,6 +465,23 @@ def load_model(name: str = "smollm2-135m", *, device: str | None = "auto", dtype
         _LOADED[key] = loaded
     return loaded
 
+
+def _load_tokenizer(folder: Path, trust_remote_code: bool) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+
+
+def load_tokenizer(name: str = "smollm2-135m", *, trust_remote_code: bool = False,
+                   allow_download: bool = True) -> Any:
+    """The tokenizer of a model (the names of :func:`load_model`) without loading its weights: the same object
+    :func:`load_model` puts in :attr:`LoadedModel.tokenizer` (a registry model is prepared first if needed)."""
+    folder, display = _resolve_source(name, allow_download=allow_download, trust_remote_code=trust_remote_code)
+    try:
+        return _load_tokenizer(folder, trust_remote_code)
+    except (OSError, ValueError) as exc:
+        raise InvariRankError(f"model {display!r}: cannot load its tokenizer from {folder}: "
+                              f"{str(exc).splitlines()[0]}") from exc
 
 
 if __name__ == "__main__":   # ``python -m invarirank.llm.models`` = ``invarirank models`` (an alias)

@@ -10,7 +10,9 @@ Rendering rules (shared by history and candidates, by both scorers):
   ``, genres: ...`` (Amazon items carry their categories in ``Item.genres`` and print under the same label);
 * a rating prints in its shortest exact form: ``4.0`` → ``4``, ``3.5`` → ``3.5`` (``format(r, ".10g")``);
 * the history is written in the query's order (newest first), one line per entry;
-* titles are written as given; newlines inside a title or genre are replaced by a space so a line stays one line.
+* titles are written as given, stripped of leading and trailing whitespace; every line break inside a title or
+  genre (``\\n``, ``\\r``, and the other characters :meth:`str.splitlines` breaks at, e.g. U+2028) is replaced by
+  a space so a line stays one line.
 
 Span prompt (``span`` scorer, plain text, no chat template; only the tokenizer's own BOS is prepended)::
 
@@ -29,10 +31,11 @@ Span prompt (``span`` scorer, plain text, no chat template; only the tokenizer's
     [ITEM]
     ...
 
-The prompt is cut into *segments* that are tokenised separately and concatenated: the prefix (everything up to and
+The prompt is described as *segments* (character ranges of the one text): the prefix (everything up to and
 including the empty line after ``[/SPAN]``, shared by every order of a query), and per candidate the opening
-``[ITEM]\\n``, the candidate's line (the scored span) and the closing ``\\n[/ITEM]\\n\\n``. The newlines around a
-candidate line belong to the delimiters, so the scored tokens decode exactly to the candidate's line.
+``[ITEM]\\n``, the candidate's line (the scored span) and the closing ``\\n[/ITEM]\\n\\n``. The scorers tokenise the
+whole text at once and cut its ids at these character offsets (:mod:`invarirank.llm.tokens`), so the model sees
+exactly the ids its tokenizer gives for the prompt; the newlines around a candidate line belong to the delimiters.
 
 Choice prompt (``choice`` scorer): one user message (rendered with the model's chat template, generation prompt
 added) followed by the answer prefix ``[``, so that the next token is a candidate's label::
@@ -81,8 +84,10 @@ __all__ = [
     "choice_message",
 ]
 
-#: Bump whenever any rendered byte of either prompt changes.
-TEMPLATE_VERSION = "1"
+#: Bump whenever any rendered byte of either prompt, or the ids the scorers build from it, changes.
+#: "2": canonical ids of the whole prompt (version 1 tokenised the segments one by one) and all line breaks in
+#: titles/genres replaced by spaces.
+TEMPLATE_VERSION = "2"
 
 INSTRUCTION = "Given the user's interaction history, rank the candidate items according to the user's preferences."
 
@@ -145,8 +150,13 @@ class ChoiceTemplate:
         return {"template_version": TEMPLATE_VERSION, **asdict(self)}
 
 
+#: Line breaks of :meth:`str.splitlines`; each becomes one space inside a title or genre.
+_LINE_BREAKS = str.maketrans({c: " " for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
+
+
 def _clean(text: str) -> str:
-    return " ".join(str(text).replace("\r", " ").replace("\n", " ").split(" ")).strip()
+    """One line: every line break becomes a space, leading and trailing whitespace is stripped."""
+    return str(text).translate(_LINE_BREAKS).strip()
 
 
 def format_year(year: int | None) -> str:
@@ -181,7 +191,7 @@ def render_history_line(entry: HistoryEntry, attribute_label: str = "genres") ->
 
 @dataclass(frozen=True)
 class SpanSegments:
-    """The span prompt cut into separately tokenised segments.
+    """The span prompt cut into segments (the scorer cuts the canonical ids of :attr:`text` at their offsets).
 
     ``prefix`` is shared by every order of a query; ``items[i] = (open, body, close)`` for the candidate at
     presented position ``i``; ``body`` is exactly :func:`render_item` of that candidate (the scored span).

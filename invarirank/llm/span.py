@@ -1,11 +1,17 @@
 """The ``span`` scorer (default; PROTOCOL §3): mean log-probability of each candidate's own tokens.
 
 The prompt is plain text without a chat template (only the tokenizer's own BOS in front), laid out as in
-:mod:`invarirank.llm.prompts`. The score of the candidate at presented position ``i`` is the mean, over the tokens
-strictly between its ``[ITEM]`` and ``[/ITEM]`` — exactly the tokens of its line ``Title (Year), genres: A, B``,
-the newlines belonging to the delimiters — of ``log p(token | everything before it)``, read in float32 from one
-forward pass over the whole serialised order. Higher = preferred; ties go to the earlier presented position
-(:func:`invarirank.types.rank_by_scores`).
+:mod:`invarirank.llm.prompts`, and the model sees its canonical ids (the tokenizer's ids for the whole text,
+:mod:`invarirank.llm.tokens`). The score of the candidate at presented position ``i`` is the mean, over the tokens
+strictly between its ``[ITEM]`` and ``[/ITEM]`` that hold a character of its line ``Title (Year), genres: A, B``,
+of ``log p(token | everything before it)``, read in float32 from one forward pass over the whole serialised order.
+Higher = preferred; ties go to the earlier presented position (:func:`invarirank.types.rank_by_scores`).
+
+For SmolLM2 and Gemma 3 (and any tokenizer that never merges a newline with a non-whitespace character) those are
+exactly the tokens of the line: the newlines around it are tokens of their own, belonging to the delimiters (the
+tests check this on random prompts). A tokenizer that writes a line's last character and the following newline as
+one token (the Llama 3 / Qwen 2 pre-tokenizers do so for punctuation: ``")\\n"``) scores that token with the line.
+A token that holds characters of both the line and a delimiter tag is an error naming the model and the offset.
 
 Work: the shared prefix (instruction + history) is computed once per query; a pass computes the candidate part
 only, up to the second-to-last token of the last candidate (nothing after it influences any score), and the output
@@ -29,6 +35,7 @@ from invarirank.types import HistoryEntry, Item, Query
 
 from .engine import CausalLMScorer, Plan
 from .prompts import SpanTemplate, span_segments
+from .tokens import TokenizedText
 
 __all__ = ["SpanScorer"]
 
@@ -55,30 +62,54 @@ class SpanScorer(CausalLMScorer):
 
     def _plan(self, query: Query, history: Sequence[HistoryEntry], presented: Sequence[Item]) -> Plan:
         seg = span_segments(history, presented, self.template)
-        enc = self.encoder.encode
-        prefix = tuple(self.encoder.bos_ids) + enc(seg.prefix)
-        ids: list[int] = []
+        tok = self.encoder.tokenize(seg.text)
+        bos = tuple(self.encoder.bos_ids)
+        pos = len(seg.prefix)
+        cut = tok.floor(pos)  # the history prefix: every token that ends before the first [ITEM]
+        segments = [("the instruction and history", 0, pos)]
         targets: list[int] = []
         needed: list[int] = []
         groups: list[tuple[int, int]] = []
         spans: list[tuple[int, int]] = []
         for i, (open_, body, close) in enumerate(seg.items):
-            ids.extend(enc(open_))
-            body_ids = enc(body)
-            if not body_ids:
-                raise InvariRankError(f"query {query.query_id}: candidate {presented[i].item_id} renders as an "
-                                      f"empty line (no title, year or genres)")
-            start = len(ids)
-            ids.extend(body_ids)
-            spans.append((start, len(ids)))
+            where = f"position {i + 1} (item {presented[i].item_id})"
+            a = pos + len(open_)
+            b = a + len(body)
+            segments += [(f"the [ITEM] of {where}", pos, a), (f"the line of {where}", a, b),
+                         (f"the [/ITEM] of {where}", b, b + len(close))]
+            start, end = self._scored_tokens(query, tok, where, a, b, lo=pos + len(self.template.item_open),
+                                             hi=b + close.index(self.template.item_close), cut=cut)
+            pos = b + len(close)
+            start, end = start - cut, end - cut  # suffix-relative
+            spans.append((start, end))
             g0 = len(needed)
-            needed.extend(range(start - 1, len(ids) - 1))  # position q predicts token q + 1
-            targets.extend(body_ids)
+            needed.extend(range(start - 1, end - 1))  # position q predicts token q + 1
+            targets.extend(tok.ids[cut + start:cut + end])
             groups.append((g0, len(needed)))
-            ids.extend(enc(close))
-        cut = needed[-1] + 1  # nothing after the last needed position influences a score
-        return Plan(text=seg.text, prefix=prefix, suffix=ids[:cut], tail=ids[cut:], needed=needed,
+        ids = list(tok.ids[cut:])
+        last = needed[-1] + 1  # nothing after the last needed position influences a score
+        return Plan(text=seg.text, prefix=bos + tok.ids[:cut], suffix=ids[:last], tail=ids[last:], needed=needed,
+                    bos=bos, segments=tuple(segments),
                     extra={"targets": targets, "groups": groups, "spans": spans, "suffix_all": ids})
+
+    def _scored_tokens(self, query: Query, tok: TokenizedText, where: str, a: int, b: int, *, lo: int,
+                       hi: int, cut: int) -> tuple[int, int]:
+        """Token range ``[i, j)`` (canonical, without BOS) scored for the line ``[a, b)``: every token holding one
+        of its characters. Those tokens must lie between the end of ``[ITEM]`` (character ``lo``) and the start of
+        ``[/ITEM]`` (``hi``) and after the ``cut`` tokens of the history prefix."""
+        i, j = tok.covering(a, b)
+        if j == i:
+            raise InvariRankError(f"query {query.query_id}: the candidate at {where} renders as an empty line "
+                                  f"(no title, year or genres)")
+        first, last = tok.char_range(i, j)
+        if first < lo or last > hi or i <= cut:
+            off = first if first < lo or i <= cut else hi
+            raise InvariRankError(
+                f"model {self.loaded.name}, span prompt of query {query.query_id}: the tokens of the line of the "
+                f"candidate at {where} (characters {a}..{b}) reach into its delimiters at character offset {off} "
+                f"(tokens {tok.text[first:last]!r}): this tokenizer merges the line with [ITEM] or [/ITEM], so "
+                f"the line's own tokens cannot be scored")
+        return i, j
 
     def _reduce(self, plan: Plan, logits: Any) -> np.ndarray:
         import torch

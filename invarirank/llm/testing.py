@@ -5,8 +5,9 @@ locally, and toy queries. Nothing here touches the network.
   seeded initialisation, around any tokenizer (its vocabulary size decides the embedding size). Gemma 3 gets a
   sliding window of 16 positions (layers alternate sliding / full), far shorter than the test prompts, so that
   prefix reuse is tested across the window.
-* :func:`train_tokenizer` trains a small byte-level BPE (GPT-2 style) or a SentencePiece-style BPE that adds a
-  dummy prefix space (Metaspace, like Llama 2 / Mistral tokenizers) on a built-in text in a few milliseconds.
+* :func:`train_tokenizer` trains a small byte-level BPE (GPT-2 or Llama 3 pre-tokenizer) or a SentencePiece-style
+  BPE that adds a dummy prefix space (Metaspace, like Llama 2 / Mistral tokenizers) on a built-in text in a few
+  milliseconds.
 * :func:`toy_query` makes a query with MovieLens-like items; :func:`toy_split_queries` a run's worth of test and
   validation queries whose relevant items sit at known retrieval ranks.
 """
@@ -90,25 +91,36 @@ User: Assistant: [
 """
 
 
+#: The pre-tokenizer pattern of Llama 3 (and, with single digits, Qwen 2): punctuation takes the newlines after it.
+_LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                   r"\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
 def train_tokenizer(kind: str = "bytelevel", vocab_size: int = 400) -> Any:
     """A small fast tokenizer trained on a built-in text (milliseconds, no files, no network).
 
     ``kind="bytelevel"``: GPT-2 style byte-level BPE (every string encodable; no BOS).
+    ``kind="llama3"``: byte-level BPE behind the Llama 3 pre-tokenizer pattern, which writes punctuation and the
+    newlines after it as one token (``")\\n"``, ``"]\\n\\n"``); no BOS.
     ``kind="metaspace"``: SentencePiece-style BPE with a dummy prefix space and a BOS ``<s>`` (like Llama 2 and
     Mistral tokenizers), byte fallback for unseen characters.
 
     The metaspace training text repeats ``[C`` so that `` [C`` merges into one token: the choice scorer's label
     check then finds that only ``A`` and ``B`` are single tokens after ``[`` (used to test its error message).
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
     text = _TRAIN_TEXT * 3 + " ".join(_WORDS) + " " + " ".join(_GENRES) + " 0123456789 (),:'-.\n"
     if kind == "metaspace":  # make "▁[C" one token: then "C" is not a single token after "Assistant: ["
         text += " ".join(f"[C{c}" for c in "abdefghijklmnopqrstuvwxyz" * 4) + "\n"
-    if kind == "bytelevel":
+    if kind == "llama3":  # lines that end in ")" right before a newline, so that ")\n" merges
+        text += "Fargo (1996)\n[/ITEM]\n\nUntitled (1999)\n[/ITEM]\n\n" * 4
+    if kind in ("bytelevel", "llama3"):
         tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False) if kind == "bytelevel" else \
+            pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(_LLAMA3_PATTERN), behavior="isolated"),
+                                     pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
         tok.decoder = decoders.ByteLevel()
         trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                       special_tokens=["<|endoftext|>"], show_progress=False)
@@ -129,7 +141,7 @@ def train_tokenizer(kind: str = "bytelevel", vocab_size: int = 400) -> Any:
                                                            special_tokens=[("<s>", bos)])
         return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
                                        pad_token="</s>", clean_up_tokenization_spaces=False)
-    raise ValueError(f"tokenizer kind {kind!r}: expected 'bytelevel' or 'metaspace'")
+    raise ValueError(f"tokenizer kind {kind!r}: expected 'bytelevel', 'llama3' or 'metaspace'")
 
 
 def tiny_model(arch: str, tokenizer: Any, *, seed: int = 0, dtype: Any = None, device: str = "cpu",
