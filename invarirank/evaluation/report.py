@@ -80,7 +80,7 @@ def format_comparisons(metrics: dict, digits: int = 4) -> str:
           loc     zero_shot  bootstrapping  500   -0.1121  [-0.1302, -0.0950]  1.0e-04        -
         claims (Holm over each claim's pairs; a pair is resolved when its adjusted p < 0.05):
           loc_order: reproduced (loc: sgs > bootstrapping > zero_shot > stella)
-            sgs vs bootstrapping  +0.0712  p 1.0e-04  Holm 3.0e-04  resolved as claimed
+            sgs vs bootstrapping  +0.0712  p 1.0e-04  Holm 3.0e-04  resolved, as claimed
     """
     from .comparisons import ALPHA, EXACT_MAX_QUERIES
 
@@ -113,8 +113,8 @@ def format_comparisons(metrics: dict, digits: int = 4) -> str:
             lines.append(f"  {name}: {c['verdict']} ({c['metric']}: {c['claim']})")
             for p in c["pairs"]:
                 state = "resolved" if p["resolved"] else "unresolved"
-                need = (f"; ~{p['queries_80']} queries for 80% power" if not p["resolved"] and p["queries_80"]
-                        else "")
+                need = (f"; ~{p['queries_80']} queries for 80% power (normal approximation)"
+                        if not p["resolved"] and p["queries_80"] else "")
                 lines.append(f"    {p['better']} vs {p['worse']}  {_fmt(p['mean_diff'], digits, '+')}  "
-                             f"p {_fmt_p(p['p'])}  Holm {_fmt_p(p['p_holm'])}  {state} {p['direction']}{need}")
+                             f"p {_fmt_p(p['p'])}  Holm {_fmt_p(p['p_holm'])}  {state}, {p['direction']}{need}")
     return "\n".join(lines) + "\n"
