@@ -19,8 +19,7 @@ Method names are the package's: ``zero_shot``, ``bootstrapping``, ``sgs``, ``ste
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from .comparisons import ALPHA, comparison
 
@@ -28,8 +27,7 @@ __all__ = ["Claim", "ordering_claim", "best_claim", "below_claim", "PAPER_CLAIMS
            "judge_claims"]
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(NamedTuple):
     """``pairs``: (expected better, expected worse) method names; ``higher_is_better`` fixes what "better" means
     on ``metric``; ``text`` is the claim in the metric's own terms (">" and "<" compare the metric's values)."""
 

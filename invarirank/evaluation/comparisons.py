@@ -43,14 +43,11 @@ Deterministic: the same per-query values and settings give the same dictionary.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from statistics import NormalDist
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from ..errors import InvariRankError
-from ..orders import rng_for
 from . import bootstrap
 from .exposure import deviation_statistics
 
@@ -65,8 +62,7 @@ _TIE = 1e-9                                   # relative tolerance of T(s) >= T(
 _CHUNK_CELLS = 1 << 20                        # flip-vector cells per block (8 MB of float64)
 
 
-@dataclass(frozen=True)
-class PerQuery:
+class PerQuery(NamedTuple):
     """One method's per-query values: what the paired comparisons take.
 
     ``query_ids``: Q ids. ``values``: metric name → Q floats aligned with ``query_ids`` (NaN where the metric is
@@ -77,7 +73,7 @@ class PerQuery:
 
     query_ids: tuple[str, ...]
     values: dict[str, np.ndarray]
-    exposure: tuple[str, np.ndarray, np.ndarray, np.ndarray] | None = field(default=None)
+    exposure: tuple[str, np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def per_query_from_block(block: Mapping[str, Any]) -> PerQuery:
@@ -102,6 +98,8 @@ def queries_for_power(mean_diff: float, sd: float | None, alpha: float = ALPHA, 
     ``None`` when ``mean_diff`` is 0 or not finite, or ``sd`` is None."""
     if sd is None or not math.isfinite(mean_diff) or mean_diff == 0 or not math.isfinite(sd):
         return None
+    from statistics import NormalDist        # here, not at module level: evaluate's start-up stays lean
+
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     return max(1, math.ceil((z * sd / abs(mean_diff)) ** 2))
 
@@ -133,8 +131,7 @@ def comparison(comparisons: Mapping[str, Any], metric: str, a: str, b: str) -> d
 
 # ----------------------------------------------------------------------------------------------- the comparisons
 
-@dataclass
-class _Pooled:
+class _Pooled(NamedTuple):
     """A statistic of pooled per-query sums: ``stat`` maps totals (rows × c) to one value per row."""
 
     a: np.ndarray                             # Q × c contributions of method a (0 on unpaired queries)
@@ -267,6 +264,8 @@ def _flip_blocks(n: int, n_permutations: int, seed: int) -> tuple[Iterator[np.nd
         return iter([((codes >> np.arange(n)) & 1).astype(np.float64)]), 1 << n, True
 
     def draw() -> Iterator[np.ndarray]:
+        from ..orders import rng_for          # (hashlib) only when flips are drawn
+
         rng = rng_for(seed, "sign flips")
         rows = max(1, _CHUNK_CELLS // n)
         for r0 in range(0, n_permutations, rows):
