@@ -180,7 +180,7 @@ def test_metrics_shape_deterministic_and_nan_free(tmp_path):
     assert text == dumps_metrics(b)
     _reject_nan(text)
     assert json.loads(text) == a
-    assert a["schema_version"] == 1 and a["settings"]["bootstrap"] == 1000
+    assert a["schema_version"] == 2 and a["settings"]["bootstrap"] == 1000 and a["settings"]["permutations"] == 10000
     ov = a["methods"]["zs"]["overall"]
     for k in (1, 5, 10):
         for m in ("hr", "ndcg", "recall", "mrr"):

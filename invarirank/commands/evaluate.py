@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..errors import InvariRankError
 
-HELP = "compute HR/nDCG/recall/MRR, PPI, GPI (+ exact Kemeny), LOC and exposure of an observations file"
+HELP = ("compute HR/nDCG/recall/MRR, PPI, GPI (+ exact Kemeny), LOC and exposure of an observations file, and "
+        "compare its methods paired over queries")
 
 
 def _int_list(text: str) -> list[int]:
@@ -42,7 +43,10 @@ def register(subparsers) -> None:
                    help="largest K solved exactly (default 10, at most 16)")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="bootstrap replicates for the 95%% intervals over queries (default 1000; 0 = none)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--permutations", type=int, default=10000, metavar="N",
+                   help="seeded sign flips of the paired permutation test between methods (default 10000; exact "
+                        "enumeration when the methods share at most 16 queries; 0 = no comparisons)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the sign flips (default 0)")
     p.add_argument("--output", metavar="PATH", default=None,
                    help="metrics JSON to write (default: metrics.json beside FILE; '-' prints the JSON to stdout "
                         "and the table to stderr)")
@@ -53,14 +57,18 @@ def run(args: argparse.Namespace) -> int:
     from ..io import atomic_write_text
     from ..evaluation.engine import check_settings, dumps_metrics, evaluate_rows
     from ..evaluation.observations import read_observations
-    from ..evaluation.report import format_table
+    from ..evaluation.report import format_comparisons, format_table
 
     settings = check_settings(args.ks, args.exposure_k, args.buckets,
-                              None if args.no_exact_kemeny else args.exact_max_k, args.bootstrap, args.seed)
+                              None if args.no_exact_kemeny else args.exact_max_k, args.bootstrap, args.seed,
+                              args.permutations)
     rows = read_observations(args.file)
     metrics = evaluate_rows(rows, settings)
     text = dumps_metrics(metrics)
     table = format_table(metrics)
+    comparisons = format_comparisons(metrics)
+    if comparisons:
+        table += "\n" + comparisons
     if args.output == "-":
         sys.stderr.write(table)
         sys.stdout.write(text)

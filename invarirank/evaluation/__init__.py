@@ -9,21 +9,31 @@ Public API:
   :mod:`invarirank.evaluation.observations`): JSONL, JSONL.gz or Parquet, validated with ``FILE:LINE`` errors.
 - :func:`evaluate` — observations (path, DataFrame or list of dicts) → the ``metrics.json`` dictionary
   (shape in :mod:`invarirank.evaluation.engine`).
-- :func:`format_table` — a readable table of that dictionary.
+- :func:`format_table` — a readable table of that dictionary; :func:`format_comparisons` — its paired comparisons
+  and claim verdicts.
+- paired comparisons of methods (:mod:`.comparisons`): :func:`compare_methods` on :class:`PerQuery` values (one
+  per method; :func:`per_query_from_block` makes them from a ``metrics.json`` method block), :func:`comparison`
+  (one pair, either orientation), :func:`sign_flip_p`, :func:`queries_for_power`.
+- the paper's claims (:mod:`.claims`): :data:`PAPER_CLAIMS`, :class:`Claim`, :func:`judge_claim`,
+  :func:`judge_claims`, :func:`holm`.
 - per-metric functions on plain lists (and on rows as dicts / a DataFrame with ``input``/``output``):
   :func:`hit_rate`, :func:`ndcg`, :func:`recall`, :func:`reciprocal_rank` (one ranking);
   :func:`ppi`, :func:`gpi`, :func:`gpi_exact`, :func:`loc`, :func:`win_counts` (one query's rows);
   :func:`exposure` (rows of any queries).
 """
 
+from .claims import PAPER_CLAIMS, Claim, holm, judge_claim, judge_claims
+from .comparisons import PerQuery, compare_methods, comparison, per_query_from_block, queries_for_power, sign_flip_p
 from .consistency import gpi, loc, ppi, win_counts
 from .effectiveness import hit_rate, ndcg, recall, reciprocal_rank
 from .engine import METRICS_SCHEMA_VERSION, evaluate
 from .exposure import exposure
 from .kemeny import gpi_exact
 from .observations import SCHEMA_VERSION, read_observations, write_observations
-from .report import format_table
+from .report import format_comparisons, format_table
 
 __all__ = ["evaluate", "read_observations", "write_observations", "format_table", "SCHEMA_VERSION",
            "METRICS_SCHEMA_VERSION", "hit_rate", "ndcg", "recall", "reciprocal_rank", "ppi", "gpi", "gpi_exact",
-           "loc", "win_counts", "exposure"]
+           "loc", "win_counts", "exposure", "format_comparisons", "PerQuery", "compare_methods", "comparison",
+           "per_query_from_block", "queries_for_power", "sign_flip_p", "PAPER_CLAIMS", "Claim", "holm", "judge_claim",
+           "judge_claims"]

@@ -1,10 +1,10 @@
 """``evaluate``: observations → the metrics dictionary written as ``metrics.json`` (PROTOCOL §5).
 
-Shape (``METRICS_SCHEMA_VERSION`` = 1)::
+Shape (``METRICS_SCHEMA_VERSION`` = 2)::
 
-    {"schema_version": 1,
+    {"schema_version": 2,
      "settings": {"ks": [1, 5, 10], "exposure_k": 5, "buckets": 3, "exact_kemeny_max_k": 10,
-                  "bootstrap": 1000, "seed": 0, "ci_level": 0.95},
+                  "bootstrap": 1000, "permutations": 10000, "seed": 0, "ci_level": 0.95},
      "methods": {METHOD: {
         "overall": {"hr@1": ..., "ndcg@k": ..., "recall@k": ..., "mrr@k": ...,   (each k)
                     "ppi": ..., "gpi": ..., "gpi_exact": ..., "loc": ...,
@@ -15,7 +15,11 @@ Shape (``METRICS_SCHEMA_VERSION`` = 1)::
                     "ci": {NAME: [low, high], ...}},
         "per_query": {QUERY_ID: {"hr@k": ..., "ndcg@k": ..., "recall@k": ..., "mrr@k": ...,
                                  "ppi": ..., "gpi": ..., "gpi_exact": ..., "loc": ...,
-                                 "rows": M, "candidates": K}}}}}
+                                 "rows": M, "candidates": K}}}},
+     "comparisons": {METRIC: {A: {B: {"n": ..., "mean_diff": ..., "ci": [...], "p": ..., "exact": ...,
+                                      "sd": ..., "queries_80": ...}}}},
+     "claims": {NAME: {"metric": ..., "claim": ..., "verdict": "reproduced" | "contradicted" | "unresolved",
+                       "pairs": [...], ...}}}
 
 Methods and queries appear in the order of their first row in the input. ``null`` stands for "undefined": PPI
 when no pair of the query was seen in two position cells; GPI and LOC when the query has fewer than 2 rows or
@@ -23,8 +27,14 @@ K < 2; ``gpi_exact`` when the exact search is off or the query's K is above ``ex
 ``gpi_exact`` (and ``gpi_suboptimal_queries``, the queries where the local search missed the optimum) is null
 unless **every** query with a GPI was solved exactly. ``expected_exposure@E`` is always a list, aligned with
 ``exposure@E``. ``ci`` holds 95% percentile bootstrap intervals over queries (see :mod:`.bootstrap`) for every
-scalar metric that has a value (empty when ``n_bootstrap`` = 0). There is no NaN anywhere, and the same input
-and settings give the same dictionary (so byte-identical JSON).
+scalar metric that has a value (empty when ``n_bootstrap`` = 0). ``comparisons`` compares every two methods
+paired over their shared queries on every per-query metric and ``exposure_mad@E`` (A before B in method order,
+differences A - B; :mod:`.comparisons`), ``claims`` judges the paper's claims whose methods and metric the run has
+(:mod:`.claims`); both are empty with one method or ``n_permutations`` = 0. There is no NaN anywhere, and the
+same input and settings give the same dictionary (so byte-identical JSON).
+
+Schema 1 (before ``comparisons``, ``claims`` and ``settings["permutations"]``) is the same without those keys;
+readers take either (:func:`invarirank.evaluation.report.format_comparisons` prints nothing for a schema-1 file).
 """
 
 from __future__ import annotations
@@ -39,19 +49,21 @@ from ..errors import InvariRankError
 from . import bootstrap
 from .consistency import gpi_local_search, inverse_permutations, loc_from_wins, pair_statistics, win_matrix
 from .effectiveness import effectiveness_from_ranks
-from .exposure import exposure_summary, position_hits
+from .exposure import deviation_statistics, exposure_summary, position_hits
+from .claims import judge_claims
+from .comparisons import PERMUTATIONS, PerQuery, compare_methods
 from .kemeny import MAX_EXACT_K, kemeny_mass
 from .observations import as_rows, gc_paused
 
 __all__ = ["METRICS_SCHEMA_VERSION", "evaluate", "evaluate_rows", "check_settings", "dumps_metrics"]
 
-METRICS_SCHEMA_VERSION = 1
+METRICS_SCHEMA_VERSION = 2
 CI_LEVEL = 0.95
 _GPI_CHUNK_CELLS = 1 << 20
 
 
 def check_settings(ks: Iterable[int], exposure_k: int, buckets: int, exact_kemeny_max_k: int | None,
-                   n_bootstrap: int, seed: int) -> dict[str, Any]:
+                   n_bootstrap: int, seed: int, n_permutations: int = PERMUTATIONS) -> dict[str, Any]:
     """Validated settings (raises :class:`InvariRankError` naming the parameter)."""
     try:
         ks = [int(k) for k in ks]
@@ -60,7 +72,8 @@ def check_settings(ks: Iterable[int], exposure_k: int, buckets: int, exact_kemen
     if not ks or any(k < 1 for k in ks):
         raise InvariRankError(f"ks: expected at least one cut-off, all >= 1, got {ks}")
     ks = list(dict.fromkeys(ks))
-    for name, value, low in (("exposure_k", exposure_k, 1), ("buckets", buckets, 1), ("n_bootstrap", n_bootstrap, 0)):
+    for name, value, low in (("exposure_k", exposure_k, 1), ("buckets", buckets, 1), ("n_bootstrap", n_bootstrap, 0),
+                             ("n_permutations", n_permutations, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise InvariRankError(f"{name}: expected an integer >= {low}, got {value!r}")
     if exact_kemeny_max_k is not None:
@@ -71,18 +84,21 @@ def check_settings(ks: Iterable[int], exposure_k: int, buckets: int, exact_kemen
         raise InvariRankError(f"seed: expected an integer >= 0, got {seed!r}")
     return {"ks": ks, "exposure_k": int(exposure_k), "buckets": int(buckets),
             "exact_kemeny_max_k": None if exact_kemeny_max_k is None else int(exact_kemeny_max_k),
-            "bootstrap": int(n_bootstrap), "seed": int(seed), "ci_level": CI_LEVEL}
+            "bootstrap": int(n_bootstrap), "permutations": int(n_permutations), "seed": int(seed),
+            "ci_level": CI_LEVEL}
 
 
 def evaluate(data: Any, ks: Sequence[int] = (1, 5, 10), exposure_k: int = 5, buckets: int = 3,
-             exact_kemeny_max_k: int | None = 10, n_bootstrap: int = 1000, seed: int = 0) -> dict:
+             exact_kemeny_max_k: int | None = 10, n_bootstrap: int = 1000, seed: int = 0,
+             n_permutations: int = PERMUTATIONS) -> dict:
     """Metrics of observations (see the module docstring for the shape and PROTOCOL §5 for the semantics).
 
     ``data``: a path to an observations file (.jsonl, .jsonl.gz, .parquet), a pandas DataFrame, or a list of row
     dicts (validated like a file; errors name the 1-based row). ``exact_kemeny_max_k=None`` switches the exact
-    Kemeny search off; ``n_bootstrap=0`` switches the intervals off.
+    Kemeny search off; ``n_bootstrap=0`` switches the intervals off; ``n_permutations=0`` the comparisons and claims
+    (both then empty).
     """
-    settings = check_settings(ks, exposure_k, buckets, exact_kemeny_max_k, n_bootstrap, seed)
+    settings = check_settings(ks, exposure_k, buckets, exact_kemeny_max_k, n_bootstrap, seed, n_permutations)
     rows = as_rows(data)
     return evaluate_rows(rows, settings)
 
@@ -93,15 +109,23 @@ def evaluate_rows(rows: list[dict], settings: dict[str, Any]) -> dict:
         grouped: dict[str, dict[str, list[dict]]] = {}
         for r in rows:
             grouped.setdefault(r["method"], {}).setdefault(r["query_id"], []).append(r)
-        methods = {m: _evaluate_method(queries, settings) for m, queries in grouped.items()}
-    return {"schema_version": METRICS_SCHEMA_VERSION, "settings": settings, "methods": methods}
+        methods: dict[str, dict] = {}
+        values: dict[str, PerQuery] = {}
+        for m, queries in grouped.items():
+            methods[m], values[m] = _evaluate_method(queries, settings)
+    comparisons = (compare_methods(values, seed=settings["seed"], n_bootstrap=settings["bootstrap"],
+                                   n_permutations=settings["permutations"], ci_level=CI_LEVEL)
+                   if settings["permutations"] > 0 else {})
+    return {"schema_version": METRICS_SCHEMA_VERSION, "settings": settings, "methods": methods,
+            "comparisons": comparisons, "claims": judge_claims(comparisons)}
 
 
 def _num(x: float) -> float | None:
     return None if x is None or x != x else float(x)
 
 
-def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> dict:
+def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tuple[dict, PerQuery]:
+    """One method's ``{"overall": ..., "per_query": ...}`` block and its per-query values for the comparisons."""
     ks, E, B, exact_max = st["ks"], st["exposure_k"], st["buckets"], st["exact_kemeny_max_k"]
     qids = list(queries)
     Q = len(qids)
@@ -196,8 +220,8 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> dict
                 stats[name] = bootstrap.ratio(len(columns) - 2, len(columns) - 1)
         s0 = len(columns)
         V = np.column_stack(columns + [hits, rows_at, expected_at])
-        mad, maxdev = _exposure_stats(slice(s0, s0 + max_k), slice(s0 + max_k, s0 + 2 * max_k),
-                                      slice(s0 + 2 * max_k, s0 + 3 * max_k))
+        mad, maxdev = deviation_statistics(slice(s0, s0 + max_k), slice(s0 + max_k, s0 + 2 * max_k),
+                                           slice(s0 + 2 * max_k, s0 + 3 * max_k))
         stats[f"exposure_mad@{E}"], stats[f"exposure_maxdev@{E}"] = mad, maxdev
         reps = bootstrap.collect(Q, st["bootstrap"], st["seed"], V, stats)
         for name in stats:
@@ -217,28 +241,9 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> dict
             d[name] = cons_lists[name][q]
         d["rows"], d["candidates"] = n_list[q], k_list[q]
         per_query[qid] = d
-    return {"overall": overall, "per_query": per_query}
-
-
-def _exposure_stats(h_cols: slice, n_cols: slice, x_cols: slice):
-    """Bootstrap statistics (mad, maxdev) of pooled exposure from the replicate totals Y (positions without rows
-    in a replicate are left out)."""
-    def dev(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        h, n, x = Y[:, h_cols], Y[:, n_cols], Y[:, x_cols]
-        seen = n > 0
-        d = np.abs(np.divide(h - x, n, out=np.zeros_like(h), where=seen))
-        n_seen = seen.sum(axis=1)
-        return d, seen, n_seen
-
-    def mad(Y: np.ndarray) -> np.ndarray:
-        d, seen, n_seen = dev(Y)
-        return np.divide(d.sum(axis=1), n_seen, out=np.full(len(d), np.nan), where=n_seen > 0)
-
-    def maxdev(Y: np.ndarray) -> np.ndarray:
-        d, seen, n_seen = dev(Y)
-        return np.where(n_seen > 0, np.where(seen, d, -np.inf).max(axis=1), np.nan)
-
-    return mad, maxdev
+    per_query_values = {**{name: v / n_rows for name, v in eff_sums.items()}, **values}
+    exposure_sums = (f"exposure_mad@{E}", hits, rows_at, expected_at)
+    return {"overall": overall, "per_query": per_query}, PerQuery(tuple(qids), per_query_values, exposure_sums)
 
 
 def dumps_metrics(metrics: dict) -> str:

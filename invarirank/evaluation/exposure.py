@@ -13,13 +13,14 @@ Figure 1's band (:func:`exposure_band`) resamples queries with the one bootstrap
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
 from .bootstrap import collect, percentile_interval, ratio
 
-__all__ = ["position_hits", "exposure_summary", "exposure", "query_position_sums", "exposure_band"]
+__all__ = ["position_hits", "exposure_summary", "deviation_statistics", "exposure", "query_position_sums",
+           "exposure_band"]
 
 
 def position_hits(pos: np.ndarray, rank: np.ndarray, starts: np.ndarray, k: int) -> np.ndarray:
@@ -45,6 +46,30 @@ def exposure_summary(hits: np.ndarray, rows: np.ndarray, expected_sum: np.ndarra
             "expected": [None if not s else float(v) for v, s in zip(x, seen)],
             "mad": float(dev.mean()) if dev.size else None,
             "maxdev": float(dev.max()) if dev.size else None}
+
+
+def deviation_statistics(h_cols: slice, n_cols: slice, x_cols: slice
+                         ) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+    """``(mad, maxdev)``: functions of a block of totals ``Y`` (one row per replicate, e.g. a bootstrap resample or a
+    permutation) whose columns ``h_cols``/``n_cols``/``x_cols`` hold the pooled per-position sums of
+    :func:`exposure_summary` (hits, rows, expected). Each returns one deviation per row; positions without rows in a
+    row are left out (NaN when none is left)."""
+    def dev(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        h, n, x = Y[:, h_cols], Y[:, n_cols], Y[:, x_cols]
+        seen = n > 0
+        d = np.abs(np.divide(h - x, n, out=np.zeros_like(h), where=seen))
+        n_seen = seen.sum(axis=1)
+        return d, seen, n_seen
+
+    def mad(Y: np.ndarray) -> np.ndarray:
+        d, seen, n_seen = dev(Y)
+        return np.divide(d.sum(axis=1), n_seen, out=np.full(len(d), np.nan), where=n_seen > 0)
+
+    def maxdev(Y: np.ndarray) -> np.ndarray:
+        d, seen, n_seen = dev(Y)
+        return np.where(n_seen > 0, np.where(seen, d, -np.inf).max(axis=1), np.nan)
+
+    return mad, maxdev
 
 
 def exposure(inputs: Any, outputs: Any = None, k: int = 5) -> dict[str, Any]:

@@ -1,14 +1,19 @@
-"""A readable plain-text table of a metrics dictionary (what ``invarirank evaluate`` prints)."""
+"""Readable plain-text tables of a metrics dictionary (what ``invarirank evaluate`` prints): the metrics of each
+method (:func:`format_table`), then the paired comparisons and the claims' verdicts (:func:`format_comparisons`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["format_table"]
+__all__ = ["format_table", "format_comparisons"]
 
 
-def _fmt(x: Any, digits: int = 4) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
+def _fmt(x: Any, digits: int = 4, sign: str = "") -> str:
+    return "-" if x is None else f"{x:{sign}.{digits}f}"
+
+
+def _fmt_p(p: float) -> str:
+    return f"{p:.4f}" if p >= 1e-3 else f"{p:.1e}"
 
 
 def _scalar_names(overall: dict) -> list[str]:
@@ -61,3 +66,55 @@ def format_table(metrics: dict, digits: int = 4) -> str:
                     lines.append(f"    {label:<8} " + " ".join(_fmt(v, 2) for v in chunk))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def format_comparisons(metrics: dict, digits: int = 4) -> str:
+    """The ``comparisons`` (one line per metric and pair) and ``claims`` (a verdict line, then one line per pair) of a
+    metrics dictionary; the empty string when it has none (one method, comparisons off, or a schema-1 file).
+
+    Example (abridged)::
+
+        paired comparisons: mean A - B over shared queries, 95% paired bootstrap CI, two-sided sign-flip p (...),
+          q80 = queries that would resolve the difference with 80% power at alpha 0.05 (normal approximation)
+          metric  A          B               n   mean A-B  95% CI                   p      q80
+          loc     zero_shot  bootstrapping  500   -0.1121  [-0.1302, -0.0950]  1.0e-04        -
+        claims (Holm over each claim's pairs; a pair is resolved when its adjusted p < 0.05):
+          loc_order: reproduced (loc: sgs > bootstrapping > zero_shot > stella)
+            sgs vs bootstrapping  +0.0712  p 1.0e-04  Holm 3.0e-04  resolved, as claimed
+    """
+    from .comparisons import ALPHA, EXACT_MAX_QUERIES
+
+    comparisons = metrics.get("comparisons") or {}
+    rows = [(metric, a, b, rec) for metric, by_a in comparisons.items() for a, by_b in by_a.items()
+            for b, rec in by_b.items()]
+    if not rows:
+        return ""
+    flips = (metrics.get("settings") or {}).get("permutations")
+    wm = max(len(r[0]) for r in rows + [("metric",)])
+    wa = max(len(r[1]) for r in rows + [(0, "A")])
+    wb = max(len(r[2]) for r in rows + [(0, 0, "B")])
+    lines = [f"paired comparisons: mean A - B over shared queries, 95% paired bootstrap CI, two-sided sign-flip p "
+             f"(exact for n <= {EXACT_MAX_QUERIES} queries, else {flips} seeded flips),",
+             f"  q80 = queries that would resolve the difference with 80% power at alpha {ALPHA} "
+             f"(normal approximation)",
+             f"  {'metric':<{wm}}  {'A':<{wa}}  {'B':<{wb}}  {'n':>5}  {'mean A-B':>{digits + 4}}  "
+             f"{'95% CI':<{2 * digits + 10}}  {'p':>7}  {'q80':>7}"]
+    for metric, a, b, rec in rows:
+        ci = rec.get("ci")
+        ci_text = f"[{_fmt(ci[0], digits, '+')}, {_fmt(ci[1], digits, '+')}]" if ci else "-"
+        q80 = rec.get("queries_80")
+        lines.append(f"  {metric:<{wm}}  {a:<{wa}}  {b:<{wb}}  {rec['n']:>5}  "
+                     f"{_fmt(rec['mean_diff'], digits, '+'):>{digits + 4}}  {ci_text:<{2 * digits + 10}}  "
+                     f"{_fmt_p(rec['p']):>7}  {'-' if q80 is None else q80:>7}")
+    claims = metrics.get("claims") or {}
+    if claims:
+        lines.append(f"claims (Holm over each claim's pairs; a pair is resolved when its adjusted p < {ALPHA}):")
+        for name, c in claims.items():
+            lines.append(f"  {name}: {c['verdict']} ({c['metric']}: {c['claim']})")
+            for p in c["pairs"]:
+                state = "resolved" if p["resolved"] else "unresolved"
+                need = (f"; ~{p['queries_80']} queries for 80% power (normal approximation)"
+                        if not p["resolved"] and p["queries_80"] else "")
+                lines.append(f"    {p['better']} vs {p['worse']}  {_fmt(p['mean_diff'], digits, '+')}  "
+                             f"p {_fmt_p(p['p'])}  Holm {_fmt_p(p['p_holm'])}  {state}, {p['direction']}{need}")
+    return "\n".join(lines) + "\n"

@@ -58,7 +58,6 @@ __all__ = [
     "load_tokenizer",
     "weights_sha256",
     "set_threads",
-    "main",
 ]
 
 MANIFEST_NAME = "invarirank-model.json"

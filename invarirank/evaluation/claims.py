@@ -1,0 +1,136 @@
+"""The paper's claims about its methods, kept as data in one place, and their verdicts on a run's comparisons.
+
+A claim is a set of pairs (expected better, expected worse) on one metric. An ordering claim (methods best first)
+has the adjacent pairs; "X is best" has X against each other method; "below zero-shot" has each method against
+zero-shot. A claim is judged from the paired comparisons of :mod:`.comparisons` (never typed by hand):
+
+- the claim's raw p-values get **Holm's correction** over the claim's own pairs (step-down:
+  p_(i) sorted ascending, adjusted p_(i) = max_{j <= i} min(1, (m - j + 1) p_(j)), m = number of pairs);
+- a pair is **resolved** when its adjusted p < ``ALPHA`` (0.05); its direction is "as claimed" when the expected
+  better method is better on the run (mean difference better - worse > 0 when higher is better, < 0 when lower is
+  better), "reversed" when it is the other way, "tie" when the difference is 0;
+- the claim is **reproduced** when every pair is resolved as claimed, **contradicted** when some pair is resolved
+  reversed, otherwise **unresolved**;
+- each unresolved pair carries ``queries_80``, the queries that would resolve its observed difference at 80 % power
+  (normal approximation at alpha = 0.05, unadjusted: see :func:`.comparisons.queries_for_power`).
+
+Method names are the package's: ``zero_shot``, ``bootstrapping``, ``sgs``, ``stella`` (STELLA_LW).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, NamedTuple, Sequence
+
+from .comparisons import ALPHA, comparison
+
+__all__ = ["Claim", "ordering_claim", "best_claim", "below_claim", "PAPER_CLAIMS", "holm", "judge_claim",
+           "judge_claims"]
+
+
+class Claim(NamedTuple):
+    """``pairs``: (expected better, expected worse) method names; ``higher_is_better`` fixes what "better" means
+    on ``metric``; ``text`` is the claim in the metric's own terms (">" and "<" compare the metric's values)."""
+
+    name: str
+    metric: str
+    pairs: tuple[tuple[str, str], ...]
+    higher_is_better: bool
+    text: str
+    source: str
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(m for pair in self.pairs for m in pair))
+
+
+def _rel(higher_is_better: bool) -> str:
+    return " > " if higher_is_better else " < "
+
+
+def ordering_claim(name: str, metric: str, best_first: Sequence[str], higher_is_better: bool, source: str) -> Claim:
+    """``best_first[0]`` better than ``best_first[1]`` better than ...: the adjacent pairs."""
+    pairs = tuple(zip(best_first[:-1], best_first[1:]))
+    return Claim(name, metric, pairs, higher_is_better, _rel(higher_is_better).join(best_first), source)
+
+
+def best_claim(name: str, metric: str, best: str, others: Sequence[str], higher_is_better: bool,
+               source: str) -> Claim:
+    """``best`` better than each of ``others``."""
+    return Claim(name, metric, tuple((best, o) for o in others), higher_is_better,
+                 f"{best}{_rel(higher_is_better)}{', '.join(others)}", source)
+
+
+def below_claim(name: str, metric: str, methods: Sequence[str], reference: str, source: str) -> Claim:
+    """Each of ``methods`` has a lower ``metric`` than ``reference`` (lower is better)."""
+    return Claim(name, metric, tuple((m, reference) for m in methods), False,
+                 f"{', '.join(methods)} < {reference}", source)
+
+
+_CONSISTENCY_ORDER = ("sgs", "bootstrapping", "zero_shot", "stella")       # best first; PROTOCOL §7 too
+PAPER_CLAIMS: tuple[Claim, ...] = (
+    ordering_claim("loc_order", "loc", _CONSISTENCY_ORDER, True,
+                   "§5 Results, 'Output consistency' (all six model-dataset cells, K = 25)"),
+    ordering_claim("ppi_order", "ppi", _CONSISTENCY_ORDER, False,
+                   "§5 Results, 'Preference consistency' (same ordering for PPI and GPI throughout)"),
+    ordering_claim("gpi_order", "gpi", _CONSISTENCY_ORDER, False,
+                   "§5 Results, 'Preference consistency' (same ordering for PPI and GPI throughout)"),
+    best_claim("hr5_stella_best", "hr@5", "stella", ("zero_shot", "bootstrapping", "sgs"), True,
+               "§5 Results, 'Effectiveness' (STELLA_LW obtains the highest HR@5 for all three models)"),
+    below_claim("exposure_flattened", "exposure_mad@5", ("bootstrapping", "sgs", "stella"), "zero_shot",
+                "§5 Results, 'Marginal position exposure' (Figure 1: the mitigations flatten top-5 exposure)"),
+)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-adjusted p-values, in the input's order (ties keep their input order)."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def judge_claim(claim: Claim, comparisons: Mapping[str, Any], alpha: float = ALPHA) -> dict | None:
+    """The verdict of ``claim`` on a run's comparisons (``None`` when some pair of it was not compared: a method or
+    the metric is missing from the run)::
+
+        {"metric": ..., "higher_is_better": ..., "claim": TEXT, "source": ..., "verdict": "reproduced",
+         "pairs": [{"better": A, "worse": B, "mean_diff": mean(A - B), "ci": [...], "n": ..., "p": raw,
+                    "p_holm": ..., "direction": "as claimed" | "reversed" | "tie", "resolved": bool,
+                    "queries_80": int | None (unresolved pairs only)}, ...]}
+    """
+    records = [comparison(comparisons, claim.metric, better, worse) for better, worse in claim.pairs]
+    if not records or any(r is None for r in records):
+        return None
+    adjusted = holm([r["p"] for r in records])
+    pairs = []
+    for (better, worse), rec, p_holm in zip(claim.pairs, records, adjusted):
+        d = rec["mean_diff"]
+        gain = d if claim.higher_is_better else -d
+        direction = "as claimed" if gain > 0 else "reversed" if gain < 0 else "tie"
+        resolved = p_holm < alpha
+        pairs.append({"better": better, "worse": worse, "mean_diff": d, "ci": rec["ci"], "n": rec["n"],
+                      "p": rec["p"], "p_holm": p_holm, "direction": direction, "resolved": resolved,
+                      "queries_80": None if resolved else rec["queries_80"]})
+    if any(p["resolved"] and p["direction"] == "reversed" for p in pairs):
+        verdict = "contradicted"
+    elif all(p["resolved"] and p["direction"] == "as claimed" for p in pairs):
+        verdict = "reproduced"
+    else:
+        verdict = "unresolved"
+    return {"metric": claim.metric, "higher_is_better": claim.higher_is_better, "claim": claim.text,
+            "source": claim.source, "verdict": verdict, "pairs": pairs}
+
+
+def judge_claims(comparisons: Mapping[str, Any], claims: Sequence[Claim] = PAPER_CLAIMS,
+                 alpha: float = ALPHA) -> dict[str, dict]:
+    """``{claim name: judge_claim(...)}`` for the claims whose pairs were all compared, in the order of ``claims``."""
+    out = {}
+    for claim in claims:
+        verdict = judge_claim(claim, comparisons, alpha)
+        if verdict is not None:
+            out[claim.name] = verdict
+    return out
