@@ -24,14 +24,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Mapping
 
 from .errors import InvariRankError
+from .evaluation.engine import METRICS_SCHEMA_VERSION, evaluate
 from .evaluation.observations import read_text
 from .io import atomic_write_json, atomic_write_text, read_json
 
 __all__ = ["RESULT_FILES", "Run", "load_run", "complete_runs", "publish_run", "find_observations", "run_status",
-           "identity_difference", "project_root", "RunStatus"]
+           "identity_difference", "project_root", "RunStatus", "refresh_metrics"]
 
 #: a run folder's status against a run's identity (see :func:`run_status`)
-RunStatus = Literal["complete", "missing", "incomplete", "mismatch"]
+RunStatus = Literal["complete", "missing", "incomplete", "mismatch", "outdated", "old-metrics"]
 
 #: The files of a finished run folder.
 RESULT_FILES = ("observations.jsonl.gz", "manifest.json", "metrics.json")
@@ -117,10 +118,18 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
 
 
 def run_status(folder: str | os.PathLike, identity: Mapping[str, Any],
-               identity_of: Callable[[Mapping[str, Any]], Mapping[str, Any]]) -> RunStatus:
-    """The one reuse check: ``"complete"`` (observations, manifest and metrics there, finished, made with the
-    same ``identity``), ``"missing"`` (none of them), ``"incomplete"`` (some, an unreadable or unfinished
-    manifest, or a run in progress: ``.work/``) or ``"mismatch"`` (complete, but another run's).
+               identity_of: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+               versions: Mapping[str, Any] | None = None) -> RunStatus:
+    """The one reuse check of a run folder against the run that is wanted:
+
+    * ``"missing"``: none of its files; ``"incomplete"``: some, an unreadable or unfinished manifest, or a run in
+      progress (``.work/``);
+    * ``"mismatch"``: complete, but made with other settings (another run's folder: never overwritten);
+    * ``"outdated"``: the same settings, but made by a scorer of other ``versions`` (the manifest's ``model``
+      section: scorer and prompt-template versions; a code change that alters scores): to be computed again;
+    * ``"old-metrics"``: up to date but its ``metrics.json`` is of an older schema: to be re-evaluated from its
+      observations (:func:`refresh_metrics`), nothing recomputed;
+    * ``"complete"``: to be reused as it is.
 
     ``identity_of(manifest)`` reads the identity a stored manifest describes (the run schema's
     :meth:`~invarirank.runner.RunConfig.identity_of_manifest`; it reads every manifest version written so far).
@@ -133,11 +142,35 @@ def run_status(folder: str | os.PathLike, identity: Mapping[str, Any],
         return "incomplete"
     try:
         manifest = read_json(p / "manifest.json")
+        metrics = read_json(p / "metrics.json")
     except (OSError, ValueError):
         return "incomplete"
     if not isinstance(manifest, dict) or not manifest.get("complete", True):
         return "incomplete"
-    return "complete" if dict(identity_of(manifest)) == dict(identity) else "mismatch"
+    if dict(identity_of(manifest)) != dict(identity):
+        return "mismatch"
+    stored = manifest.get("model") or {}
+    if versions is not None and any(stored.get(k) != v for k, v in versions.items()):
+        return "outdated"
+    if not isinstance(metrics, dict) or int(metrics.get("schema_version", 1)) < METRICS_SCHEMA_VERSION:
+        return "old-metrics"
+    return "complete"
+
+
+def refresh_metrics(folder: str | os.PathLike) -> Path:
+    """Rewrite a finished run's ``metrics.json`` with this version's evaluation of its own observations, under
+    the settings the old file records (the schema has grown; the observations are the run's evidence and stay
+    as they are). Written atomically."""
+    p = Path(folder)
+    settings = read_json(p / "metrics.json").get("settings") or {}
+    obs = find_observations(p)
+    if obs is None:
+        raise InvariRankError(f"{p}: no observations file to evaluate")
+    keep = {"ks": "ks", "exposure_k": "exposure_k", "buckets": "buckets", "exact_kemeny_max_k": "exact_kemeny_max_k",
+            "bootstrap": "n_bootstrap", "seed": "seed", "permutations": "n_permutations"}
+    metrics = evaluate(obs, **{arg: settings[key] for key, arg in keep.items() if key in settings})
+    atomic_write_json(p / "metrics.json", metrics)
+    return p / "metrics.json"
 
 
 def identity_difference(wanted: Mapping[str, Any], stored: Mapping[str, Any]) -> list[str]:

@@ -11,7 +11,7 @@ import pytest
 from invarirank.grid import lab_runs, load_grid
 from invarirank.io import atomic_write_json, read_json
 from invarirank.runner import RunConfig, status_of
-from invarirank.store import complete_runs, identity_difference
+from invarirank.store import complete_runs, identity_difference, refresh_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = complete_runs(ROOT / "results")
@@ -74,3 +74,25 @@ def test_aliases_fill_the_same_schema():
     with pytest.raises(Exception, match="given twice"):
         RunConfig.from_mapping({"k": 10, "K": 12})
     assert json.loads(json.dumps(grid.to_json()))["run_name"] == grid.run_name
+
+
+def test_a_scorer_or_template_version_change_makes_a_run_outdated_and_old_metrics_are_re_evaluated(tmp_path: Path):
+    run = next(r for r in COMMITTED if r.parent.name == "lab")
+    config = RunConfig.from_manifest(read_json(run / "manifest.json"))
+    folder = tmp_path / "r"
+    folder.mkdir()
+    for name in ("observations.jsonl.gz", "metrics.json", "manifest.json"):
+        (folder / name).write_bytes((run / name).read_bytes())
+    assert status_of(config, folder) == "complete"
+    manifest = read_json(folder / "manifest.json")
+    manifest["model"]["version"] = -1                               # made by another simulated-scorer version
+    atomic_write_json(folder / "manifest.json", manifest)
+    assert status_of(config, folder) == "outdated"
+    (folder / "manifest.json").write_bytes((run / "manifest.json").read_bytes())
+    metrics = read_json(folder / "metrics.json")
+    old = {k: v for k, v in metrics.items() if k not in ("comparisons", "claims")}
+    atomic_write_json(folder / "metrics.json", {**old, "schema_version": 1})
+    assert status_of(config, folder) == "old-metrics"
+    refresh_metrics(folder)
+    assert status_of(config, folder) == "complete"
+    assert (folder / "metrics.json").read_bytes() == (run / "metrics.json").read_bytes()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from ..evaluation.claims import paper_claim
 from ..methods.registry import METHOD_LABELS, METHODS
 from ..store import Run
 
@@ -28,11 +29,11 @@ HIGHER_IS_BETTER: dict[str, bool] = {m: higher for m, (_, higher) in METRICS.ite
 RUN_METRICS = ("hr@5", "ndcg@5", "ppi", "gpi", "loc", "exposure_mad@5")
 TABLE1_METRICS = ("hr@5", "ndcg@5", "ppi", "gpi", "loc")
 ORDERING_METRICS = ("ppi", "gpi", "loc", "hr@5", "ndcg@5", "exposure_mad@5")
-#: The paper's finding on LOC, best first (PPI and GPI: the same methods best first, i.e. lowest values).
-#: A result of the paper that a run is checked against, not a list of methods.
-PAPER_LOC_ORDER = ("sgs", "bootstrapping", "zero_shot", "stella")
-#: The two scorers the book compares on the same setting (the authors' template vs the paper's wording).
-COMPARED_SCORERS = ("span", "choice")
+#: The paper's finding on LOC, best first (PPI and GPI: the same methods best first, i.e. lowest values), read from
+#: the one home of the paper's claims (:data:`invarirank.evaluation.claims.PAPER_CLAIMS`).
+PAPER_LOC_ORDER: tuple[str, ...] = paper_claim("loc_order").methods
+#: The scorer the book compares the others against on the same setting (the paper's span log-probabilities).
+REFERENCE_SCORER = "span"
 
 _MODEL_LABELS = {
     "smollm2-135m": "SmolLM2-135M", "gemma3-270m": "Gemma-3-270M", "simulated": "simulated",

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..errors import InvariRankError
 from ..store import Run
-from .labels import (COMPARED_SCORERS, METHODS, RUN_METRICS, TABLE1_METRICS, dataset_label, method_label,
+from .labels import (METHODS, REFERENCE_SCORER, RUN_METRICS, TABLE1_METRICS, dataset_label, method_label,
                      metric_label, model_label, paper_dataset, run_setting, setting_caption)
 from .select import main_k
 
@@ -172,17 +172,18 @@ def beside_paper(runs: Sequence[Run], paper: pd.DataFrame, *, K: int | None = No
 
 def scorer_comparison(runs: Sequence[Run], metrics: Sequence[str] = RUN_METRICS, digits: int = 3,
                       styled: bool = True) -> Any | None:
-    """The :data:`~invarirank.compendium.labels.COMPARED_SCORERS` (span vs choice) on the same (dataset, model,
-    K), methods in common; ``None`` when the runs hold no such pair."""
+    """The :data:`~invarirank.compendium.labels.REFERENCE_SCORER` (span) beside every other real scorer (e.g.
+    choice) on the same (dataset, model, K), methods in common; ``None`` when the runs hold no such pair."""
     groups: dict[tuple, dict[str, Run]] = {}
     for r in runs:
         groups.setdefault((r.dataset, r.model, r.K), {})[r.scorer] = r
     records = []
     used = []
     for (dataset, model, K), by in groups.items():
-        if not all(s in by for s in COMPARED_SCORERS):
+        others = sorted(s for s in by if s not in (REFERENCE_SCORER, "simulated"))
+        if REFERENCE_SCORER not in by or not others:
             continue
-        pair = [by[s] for s in COMPARED_SCORERS]
+        pair = [by[REFERENCE_SCORER], *(by[s] for s in others)]
         used += pair
         common = [m for m in METHODS if all(m in r.methods for r in pair)]
         for method in common:

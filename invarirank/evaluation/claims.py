@@ -23,8 +23,8 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 from .comparisons import ALPHA, comparison
 
-__all__ = ["Claim", "ordering_claim", "best_claim", "below_claim", "PAPER_CLAIMS", "holm", "judge_claim",
-           "judge_claims"]
+__all__ = ["Claim", "ordering_claim", "best_claim", "below_claim", "PAPER_CLAIMS", "paper_claim", "holm",
+           "judge_claim", "judge_claims"]
 
 
 class Claim(NamedTuple):
@@ -79,6 +79,15 @@ PAPER_CLAIMS: tuple[Claim, ...] = (
     below_claim("exposure_flattened", "exposure_mad@5", ("bootstrapping", "sgs", "stella"), "zero_shot",
                 "§5 Results, 'Marginal position exposure' (Figure 1: the mitigations flatten top-5 exposure)"),
 )
+
+
+def paper_claim(name: str) -> Claim:
+    """The claim of :data:`PAPER_CLAIMS` called ``name`` (an ordering claim's ``methods`` are its order, best
+    first); an unknown name raises ``KeyError``."""
+    for claim in PAPER_CLAIMS:
+        if claim.name == name:
+            return claim
+    raise KeyError(name)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

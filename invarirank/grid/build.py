@@ -36,13 +36,16 @@ def statuses(configs: Sequence[RunConfig], results_dir: Path) -> list[str]:
 
 def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path) -> dict[str, str]:
     """Compute and publish every run that is not complete, with a progress bar over the runs (and the runner's
-    own per query); returns ``{"<grid>/<run>": "reused" | "ran"}``."""
+    own per query); returns ``{"<grid>/<run>": "reused" | "re-evaluated" | "ran"}`` (re-evaluated: only its
+    metrics were rewritten for a newer metrics schema)."""
     from tqdm.auto import tqdm
 
     before = statuses(configs, results_dir)
     todo = [c for c, s in zip(configs, before) if s != "complete"]
-    summary = {f"{c.grid}/{c.run_name}": ("reused" if s == "complete" else "ran") for c, s in zip(configs, before)}
-    print(f"grid: {len(configs) - len(todo)} runs complete, {len(todo)} to compute", file=sys.stderr, flush=True)
+    done = {"complete": "reused", "old-metrics": "re-evaluated"}
+    summary = {f"{c.grid}/{c.run_name}": done.get(s, "ran") for c, s in zip(configs, before)}
+    print(f"grid: {len(configs) - len(todo)} runs complete, {len(todo)} to compute or re-evaluate", file=sys.stderr,
+          flush=True)
     if todo:
         with tqdm(todo, desc="grid runs", unit="run", file=sys.stderr, dynamic_ncols=True) as bar:
             for config in bar:

@@ -8,12 +8,32 @@ from typing import Any
 from invarirank.errors import InvariRankError
 from invarirank.types import Scorer
 
-__all__ = ["make_scorer", "SCORER_KINDS", "DEFAULT_MODEL"]
+__all__ = ["make_scorer", "SCORER_KINDS", "DEFAULT_MODEL", "scoring_versions"]
 
 #: THE list of scorer kinds (the run schema, the CLI choices and the scorer contract tests read it)
 SCORER_KINDS = ("span", "choice", "simulated")
 #: the model of a real scorer when none is given
 DEFAULT_MODEL = "smollm2-135m"
+
+
+def scoring_versions(kind: str) -> dict[str, Any]:
+    """The version numbers that fix how a scorer of ``kind`` turns a prompt into scores, under the keys its
+    ``identity()`` writes into a run's manifest (``model`` section): ``scorer_version`` and ``template_version``
+    for the real scorers, ``version`` for the simulated one. A change of any of them changes results, so a finished
+    run made under other versions is computed again (:func:`invarirank.runner.status_of`). Imports no torch."""
+    if kind == "simulated":
+        from .simulated import VERSION
+
+        return {"version": VERSION}
+    if kind == "span":
+        from .span import SpanScorer as cls
+    elif kind == "choice":
+        from .choice import ChoiceScorer as cls  # type: ignore[assignment]
+    else:
+        raise InvariRankError(f"scorer kind {kind!r}: expected one of {', '.join(SCORER_KINDS)}")
+    from .prompts import TEMPLATE_VERSION
+
+    return {"scorer_version": cls.VERSION, "template_version": TEMPLATE_VERSION}
 
 
 def make_scorer(kind: str = "span", model: Any = None, *, seed: int = 0, cache_dir: Any = None,

@@ -33,10 +33,11 @@ import numpy as np
 from ..errors import InvariRankError
 from ..types import Item, Query, ScoreResult
 
-__all__ = ["SimulatedScorer", "BIAS_SHAPES", "position_effect"]
+__all__ = ["SimulatedScorer", "BIAS_SHAPES", "VERSION", "position_effect"]
 
 BIAS_SHAPES = ("primacy", "recency", "u", "none")
-_VERSION = 1
+#: changes whenever the same settings would give other scores (it is in every run's manifest and reuse check)
+VERSION = 1
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -121,7 +122,7 @@ class SimulatedScorer:
     # -- identity ------------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
         """JSON-able description used in manifests and cache keys (e.g. STELLA calibration)."""
-        return {"scorer": "simulated", "model": self.model, "version": _VERSION, "seed": self.seed,
+        return {"scorer": "simulated", "model": self.model, "version": VERSION, "seed": self.seed,
                 "bias_shape": self.bias_shape, "bias_strength": self.bias_strength,
                 "noise_sd": self.noise_sd, "relevance": self.relevance, "utility_sd": self.utility_sd}
 

@@ -29,7 +29,8 @@ from .. import __version__
 from ..candidates import queries_sha256
 from ..errors import InvariRankError
 from ..io import atomic_write_json
-from ..store import identity_difference, project_root, publish_run, run_status
+from ..llm.factory import scoring_versions
+from ..store import identity_difference, project_root, publish_run, refresh_metrics, run_status
 from ..types import Scorer
 from .checkpoint import CHECKPOINT_VERSION, Checkpoint
 from .config import RunConfig
@@ -204,8 +205,9 @@ def run_experiment(config: RunConfig, *, progress: bool = True, on_query_done: C
 # reuse: the grid's and the notebook's path to a finished run
 # ---------------------------------------------------------------------------------------------
 def status_of(config: RunConfig, folder: str | Path) -> str:
-    """The one reuse check (:func:`invarirank.store.run_status`) of ``folder`` against ``config``'s identity."""
-    return run_status(folder, config.identity(), RunConfig.identity_of_manifest)
+    """The one reuse check (:func:`invarirank.store.run_status`) of ``folder`` against ``config``'s identity and
+    the current scoring versions of its scorer kind (:func:`invarirank.llm.factory.scoring_versions`)."""
+    return run_status(folder, config.identity(), RunConfig.identity_of_manifest, scoring_versions(config.scorer))
 
 
 def ensure_run(config: RunConfig, results_dir: str | Path | None = None, work_dir: str | Path | None = None, *,
@@ -219,9 +221,16 @@ def ensure_run(config: RunConfig, results_dir: str | Path | None = None, work_di
     root = project_root()
     target = Path(results_dir or root / "results") / config.grid / config.run_name
     status = status_of(config, target)
+    if status == "old-metrics":
+        print(f"grid: re-evaluating {target}: its metrics.json is of an older schema", file=sys.stderr)
+        refresh_metrics(target)
+        status = "complete"
     if status == "complete":
         print(f"grid: reusing the finished run {target}", file=sys.stderr)
         return target
+    if status == "outdated":
+        print(f"grid: computing {target} again: it was made by another version of the {config.scorer} scorer or "
+              f"its prompt template ({scoring_versions(config.scorer)} now)", file=sys.stderr)
     if status == "mismatch":
         from ..io import read_json
         stored = RunConfig.identity_of_manifest(read_json(target / "manifest.json"))
@@ -231,10 +240,13 @@ def ensure_run(config: RunConfig, results_dir: str | Path | None = None, work_di
     if not allow_run:
         raise InvariRankError(f"{target}: run {status} and running is not allowed here")
     work = Path(work_dir or root / "runs") / config.grid / config.run_name
-    if status_of(config, work) == "mismatch":
-        print(f"grid: removing {work}: a finished run with another configuration (the grid changed)", file=sys.stderr)
+    if status_of(config, work) in ("mismatch", "outdated"):
+        print(f"grid: removing {work}: a finished run with another configuration or scorer version",
+              file=sys.stderr)
         for name in ("observations.jsonl", "metrics.json", "manifest.json", "calibration.json"):
             (work / name).unlink(missing_ok=True)
+    if status_of(config, work) == "old-metrics":
+        refresh_metrics(work)
     if status_of(config, work) != "complete":
         t0 = time.perf_counter()
         run_experiment(config.replace(out=str(work), raw_dir=config.resolved_raw_dir(root)), progress=progress)
