@@ -7,7 +7,19 @@ A finished run lives in ``<results>/<grid>/<run>/`` and holds exactly :data:`RES
     metrics.json            invarirank.evaluation.evaluate(observations)
 
 A work folder (``runs/<grid>/<run>/``, or any ``invarirank rerank --out`` folder) holds the same files with the
-observations uncompressed (``observations.jsonl``) while the run is computed, plus ``.work/`` until it finishes.
+observations uncompressed (``observations.jsonl``) while the run is computed, plus ``.work/`` until it finishes
+(``.work/checkpoint.jsonl``: finished queries of a one-process run; ``.work/shards/<shard>/``: finished shards, see
+:mod:`invarirank.runner.shards`), plus the **volatile file** ``run.json``.
+
+**Deterministic and volatile** (defined here, once): ``manifest.json`` holds only what equal runs share, so two
+runs of one configuration write the same manifest whichever executor, shard size, thread count, machine or
+session made them; it records no absolute path of the machine (a path inside the project is written relative
+to the project root, one inside ``$INVARIRANK_CACHE`` as ``$INVARIRANK_CACHE/...``, any other is left out).
+``run.json`` holds what varies: timings, hosts, processes, the git checkout, model loads, the executor and its
+shard size and threads, per-shard counters and the machine's paths. The volatile file is *optional*: a published
+folder holds exactly :data:`RESULT_FILES` (``publish_run`` leaves ``run.json`` in the work folder, where it
+describes the session that computed the run), and manifests of version 1 (committed runs made before the split)
+kept the volatile part in their ``run`` and ``git`` sections; :func:`read_volatile` reads either.
 
 :func:`run_status` is the one reuse check: a folder's status against a run's identity (the settings that change
 its results, :meth:`invarirank.runner.RunConfig.identity`). This module knows the folder, not how a run is
@@ -28,7 +40,7 @@ from .evaluation.engine import METRICS_SCHEMA_VERSION, evaluate
 from .evaluation.observations import read_text
 from .io import atomic_write_json, atomic_write_text, read_json
 
-__all__ = ["RESULT_FILES", "Run", "load_run", "complete_runs", "publish_run", "find_observations", "run_status",
+__all__ = ["RESULT_FILES", "VOLATILE_FILE", "read_volatile", "Run", "load_run", "complete_runs", "publish_run", "find_observations", "run_status",
            "identity_difference", "project_root", "RunStatus", "refresh_metrics"]
 
 #: a run folder's status against a run's identity (see :func:`run_status`)
@@ -36,6 +48,8 @@ RunStatus = Literal["complete", "missing", "incomplete", "mismatch", "outdated",
 
 #: The files of a finished run folder.
 RESULT_FILES = ("observations.jsonl.gz", "manifest.json", "metrics.json")
+#: The volatile file of a run folder (optional; never published; see the module docstring).
+VOLATILE_FILE = "run.json"
 
 
 @dataclass
@@ -58,6 +72,11 @@ class Run:
     metrics: dict[str, Any]
     manifest: dict[str, Any]
     spec: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def volatile(self) -> dict[str, Any]:
+        """What varied in the session that made the run (:func:`read_volatile`; ``{}`` when nothing is recorded)."""
+        return read_volatile(self.path, self.manifest)
 
     @property
     def observations(self) -> Path:
@@ -89,6 +108,24 @@ def load_run(path: str | os.PathLike) -> Run:
         K=int(max(int(k) for k in ks if k is not None)), M=int(spec.get("M") or config.get("M") or config.get("m") or 0),
         n_queries=int(queries.get("count") or any_overall.get("queries") or 0),
         methods=methods, metrics=metrics, manifest=manifest, spec=spec)
+
+
+def read_volatile(folder: str | os.PathLike, manifest: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The volatile facts of a run folder: its ``run.json`` when there is one, else the ``run`` and ``git``
+    sections of a version-1 ``manifest.json`` (``manifest`` when given, else read from the folder); ``{}`` when
+    neither exists (a published folder of a version-2 run)."""
+    p = Path(folder)
+    if (p / VOLATILE_FILE).is_file():
+        return dict(read_json(p / VOLATILE_FILE))
+    if manifest is None:
+        try:
+            manifest = read_json(p / "manifest.json")
+        except (OSError, ValueError):
+            return {}
+    old = dict((manifest or {}).get("run") or {})
+    if (manifest or {}).get("git") is not None:
+        old["git"] = manifest["git"]
+    return old
 
 
 def complete_runs(results_dir: str | os.PathLike, grids: Iterable[str] | None = None) -> list[Path]:

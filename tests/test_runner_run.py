@@ -18,6 +18,7 @@ from invarirank.io import read_json
 
 K = 6
 FINAL = ("observations.jsonl", "metrics.json", "calibration.json")
+VOLATILE = ("run.json",)
 
 
 @pytest.fixture()
@@ -36,15 +37,13 @@ def config(cands: Path, out: Path, **kw) -> RunConfig:
 
 
 def comparable_manifest(run_dir: Path) -> str:
-    m = read_json(run_dir / "manifest.json")
-    m["config"].pop("out")
-    return manifest_without_run(m)
+    return manifest_without_run(read_json(run_dir / "manifest.json"))
 
 
 def test_run_folder_rows_and_pass_counts(cands, tmp_path):
     res = run_experiment(config(cands, tmp_path / "run"), progress=False)
     run = tmp_path / "run"
-    assert sorted(p.name for p in run.iterdir()) == sorted(FINAL + ("manifest.json",))   # .work removed
+    assert sorted(p.name for p in run.iterdir()) == sorted(FINAL + VOLATILE + ("manifest.json",))   # .work removed
     rows = read_observations(run / "observations.jsonl")
     qids = {r["query_id"] for r in rows}
     assert len(rows) == len(qids) * 4 * 4
@@ -68,7 +67,9 @@ def test_run_folder_rows_and_pass_counts(cands, tmp_path):
     assert p["shared_cache_hits"] >= 5 * len(by_key)         # 3 shared first passes + 2 shared shuffles per order
     assert p["calibration"][str(K)]["passes"] > 0
     assert man["model"]["scorer"] == "simulated" and man["config"]["M"] == 4
-    assert man["packages"]["numpy"] and "timings" in man["run"]
+    assert man["packages"]["numpy"] and "run" not in man and "git" not in man
+    vol = read_json(run / "run.json")
+    assert "timings" in vol and vol["execution"]["executor"] == "local" and vol == res.volatile
     assert set(res.metrics["methods"]) == {"zero_shot", "bootstrapping", "sgs", "stella"}
     cal = read_json(run / "calibration.json")["calibrations"][str(K)]
     assert len(cal["matrix"]) == K and min(min(r) for r in cal["counts"]) >= 1
@@ -116,7 +117,7 @@ def test_killed_and_resumed_run_equals_uninterrupted(cands, tmp_path):
     calls = []
     res = run_experiment(config(cands, part), progress=False, on_query_done=calls.append)
     assert calls == [1, 2, 3, 4]                              # only the 4 missing queries (of 6) were reranked
-    assert res.manifest["run"]["queries_resumed_from_checkpoint"] == 2
+    assert res.volatile["queries_resumed_from_checkpoint"] == 2
     for name in FINAL:
         assert (part / name).read_bytes() == (tmp_path / "full" / name).read_bytes(), name
     assert comparable_manifest(part) == comparable_manifest(tmp_path / "full")

@@ -68,7 +68,8 @@ def _data_parameters(entry: dict[str, Any], grid: Grid, root: Path) -> dict[str,
 def run_parameters(config: RunConfig, results_dir: Path, work_dir: Path) -> dict[str, Any]:
     """Papermill parameters of ``notebooks/rerank.ipynb`` for a run: all its settings (the notebook's own
     defaults are the default grid's, not the schema's) and where runs live."""
-    settings = {k: v for k, v in config.to_dict().items() if k != "out"}
+    skip = {"out", *config.execution_fields()}
+    settings = {k: v for k, v in config.to_dict().items() if k not in skip}
     return {**settings, "results_dir": str(results_dir), "work_dir": str(work_dir)}
 
 

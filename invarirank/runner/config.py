@@ -98,12 +98,18 @@ class RunConfig:
     n_bootstrap: int = field(default=1000, metadata=_IDENTITY)
     out: str | None = None
     cache_dir: str | None = None
+    shard_queries: int | None = field(default=None, metadata={"execution": True})
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
     def field_names(cls) -> list[str]:
         """The settings' names, in declaration order."""
         return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def execution_fields(cls) -> frozenset[str]:
+        """Settings that only say how a run is computed (written to the volatile ``run.json``, not the manifest)."""
+        return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("execution"))
 
     @classmethod
     def canonical(cls, data: Mapping[str, Any], where: str = "config", *, strict: bool = True) -> dict[str, Any]:
@@ -190,8 +196,10 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     def to_json(self) -> dict[str, Any]:
-        """All settings plus the run's folder name (the published manifest's ``grid_run`` section)."""
-        return {**self.to_dict(), "run_name": self.run_name}
+        """All settings but the execution ones, plus the run's folder name (the published manifest's
+        ``grid_run`` section)."""
+        skip = self.execution_fields()
+        return {**{k: v for k, v in self.to_dict().items() if k not in skip}, "run_name": self.run_name}
 
     # -- identity --------------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
@@ -266,7 +274,7 @@ class RunConfig:
     # -- checks ----------------------------------------------------------------------------------
     def normalise(self, where: str = "config") -> None:
         """Coerce types (``"a,b"`` lists, sorted methods) and check ranges; raise :class:`InvariRankError`."""
-        for name, lo in (("K", 1), ("sample_k", 1), ("n_queries", 1)):
+        for name, lo in (("K", 1), ("sample_k", 1), ("n_queries", 1), ("shard_queries", 1)):
             value = getattr(self, name)
             setattr(self, name, None if value is None else _as_int(where, name, value, lo))
         for name, lo in (("M", 1), ("seed", 0), ("retrieval_seed", 0), ("calibration_queries", 1),

@@ -1,10 +1,17 @@
 """The run's provenance and ``manifest.json``: package versions, git state, and the manifest built from its
-sections (:mod:`invarirank.runner.records`). Everything that varies between equal runs sits in ``run``."""
+sections (:mod:`invarirank.runner.records`).
+
+The manifest holds only deterministic content (see :mod:`invarirank.store` for the split); everything that varies
+between equal runs goes to the volatile ``run.json``. Paths are made portable by :func:`portable_paths`: a path
+inside the project root is written relative to it, one inside the cache root as ``$INVARIRANK_CACHE/<rel>``, and
+any other absolute path (and the run folder itself, ``out``) is left out of the manifest (``null``) and recorded in
+the volatile file's ``paths`` instead."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -16,7 +23,11 @@ from .config import RunConfig
 from .queries import QuerySet
 from .records import FilesSection, Manifest, PassesSection, QueriesSection
 
-__all__ = ["build_manifest", "package_versions", "git_info", "manifest_without_run", "sha256_json"]
+__all__ = ["build_manifest", "package_versions", "git_info", "manifest_without_run", "sha256_json", "portable_paths",
+           "PATH_KEYS"]
+
+#: settings and data-section keys that hold a file or folder path (made portable in the manifest)
+PATH_KEYS = frozenset({"out", "cache_dir", "raw_dir", "data_dir", "candidates", "candidates_file", "retrieval_dir"})
 
 _PACKAGES = ("numpy", "pandas", "pyarrow", "scipy", "tqdm", "pyyaml", "safetensors", "torch", "transformers",
              "accelerate", "gguf", "implicit", "seaborn", "matplotlib")
@@ -60,6 +71,46 @@ def sha256_json(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")).hexdigest()
 
 
+def _portable(value: str, root: Path, cache: Path) -> str | None:
+    p = Path(value)
+    if not p.is_absolute():
+        return value
+    p = Path(os.path.normpath(p))
+    for base, shown in ((root, None), (cache, "$INVARIRANK_CACHE")):
+        try:
+            rel = p.relative_to(base).as_posix()
+        except ValueError:
+            continue
+        return rel if shown is None else f"{shown}/{rel}"
+    return None
+
+
+def portable_paths(obj: Any, moved: dict[str, str], *, root: Path | None = None, cache: Path | None = None,
+                   where: str = "") -> Any:
+    """A copy of ``obj`` (nested dicts/lists) whose :data:`PATH_KEYS` values are portable (see the module
+    docstring); ``out`` is always left out. Every value changed is recorded in ``moved`` as
+    ``{"dotted.key": original}`` (it goes to the volatile file)."""
+    from ..assets import cache_dir as default_cache_dir
+    from ..store import project_root
+    root = Path(os.path.normpath(root or project_root()))
+    cache = Path(os.path.normpath(cache or default_cache_dir()))
+    if isinstance(obj, Mapping):
+        out = {}
+        for key, value in obj.items():
+            here = f"{where}.{key}" if where else str(key)
+            if key in PATH_KEYS and isinstance(value, str):
+                new = None if key == "out" else _portable(value, root, cache)
+                if new != value:
+                    moved[here] = value
+                out[key] = new
+            else:
+                out[key] = portable_paths(value, moved, root=root, cache=cache, where=here)
+        return out
+    if isinstance(obj, list):
+        return [portable_paths(v, moved, root=root, cache=cache, where=f"{where}[{i}]") for i, v in enumerate(obj)]
+    return obj
+
+
 def _per_method(config: RunConfig, rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     out = {}
     for name in config.methods:
@@ -73,15 +124,19 @@ def _per_method(config: RunConfig, rows: Sequence[Mapping[str, Any]]) -> dict[st
 
 def build_manifest(config: RunConfig, *, out: Path, fingerprint: str, queries: QuerySet, test_sha256: str,
                    identity: Mapping[str, Any], calibrations: Mapping[int, Any], records: Sequence[Mapping[str, Any]],
-                   rows: Sequence[Mapping[str, Any]], run: Mapping[str, Any]) -> Manifest:
-    """The manifest of a finished run in ``out`` (its observations already written): settings, data and
-    first-stage provenance, the queries, the scorer's ``identity``, seeds, pass counts from the checkpointed
-    ``records``, files, versions; ``run`` is the volatile section."""
+                   rows: Sequence[Mapping[str, Any]], moved_paths: dict[str, str]) -> Manifest:
+    """The manifest of a finished run in ``out`` (its observations already written): settings (execution
+    settings such as ``shard_queries`` left out: they go to the volatile file), data and first-stage
+    provenance, the queries, the scorer's ``identity``, seeds, pass counts from the checkpointed ``records``,
+    files, versions. Paths are made portable; the originals are added to ``moved_paths``."""
     requests = sum(r["requests"] for r in records)
     hits = sum(r["hits"] for r in records)
     qs = queries
+    settings = {k: v for k, v in config.to_dict().items() if k not in config.execution_fields()}
     return Manifest(
-        invarirank_version=__version__, fingerprint=fingerprint, config=config.to_dict(), data=qs.info,
+        invarirank_version=__version__, fingerprint=fingerprint,
+        config=portable_paths(settings, moved_paths, where="config"),
+        data=portable_paths(qs.info, moved_paths, where="data"),
         queries=QueriesSection(count=len(qs.test), ids=[q.query_id for q in qs.test],
                                k=sorted({q.k for q in qs.test}), validation_available=len(qs.validation),
                                fingerprint=test_sha256),
@@ -97,9 +152,10 @@ def build_manifest(config: RunConfig, *, out: Path, fingerprint: str, queries: Q
         files=FilesSection(observations="observations.jsonl", metrics="metrics.json",
                            calibration="calibration.json" if calibrations else None,
                            observations_sha256=sha256_file(out / "observations.jsonl")),
-        packages=package_versions(), git=git_info(), run=dict(run))
+        packages=package_versions())
 
 
 def manifest_without_run(manifest: Mapping[str, Any]) -> str:
-    """The manifest's canonical JSON without the volatile ``run`` and ``git`` sections (for comparisons)."""
+    """The manifest's canonical JSON without the volatile ``run`` and ``git`` sections of version-1 manifests
+    (for comparisons; a version-2 manifest has neither)."""
     return dumps_json({k: v for k, v in manifest.items() if k not in ("run", "git")})

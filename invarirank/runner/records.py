@@ -98,8 +98,11 @@ class FilesSection(_Record):
 
 @dataclass
 class Manifest(_Record):
-    """``manifest.json``: everything that describes a run. All that varies between equal runs (timings, token
-    counts, the scorer's own cache statistics, resumption) sits in ``run``; ``git`` is the checkout's state."""
+    """``manifest.json``: everything that describes a run and only what is the same for equal runs (settings,
+    data, queries, scorer identity, seeds, pass counts, files, package versions). What varies between equal runs
+    — timings, hosts, the git checkout, model loads, per-shard counters, machine paths — goes to the run folder's
+    volatile file (``run.json``, :data:`invarirank.store.VOLATILE_FILE`). Manifests of version 1 held it in a
+    ``run`` and a ``git`` section; they are still read (:func:`invarirank.store.read_volatile`)."""
 
     fingerprint: str
     config: dict[str, Any]
@@ -111,10 +114,8 @@ class Manifest(_Record):
     passes: PassesSection
     files: FilesSection
     packages: dict[str, Any]
-    git: dict[str, Any]
-    run: dict[str, Any]
     invarirank_version: str = ""
-    manifest_version: int = 1
+    manifest_version: int = 2
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -8,11 +8,16 @@ run or computes and publishes it.
   order (by query, then method, then order); no wall-clock times, so equal runs give byte-identical files;
 * ``metrics.json`` — :func:`invarirank.evaluation.evaluate` of those rows;
 * ``calibration.json`` — STELLA_LW's count and transition matrices per K (when STELLA_LW runs);
-* ``manifest.json`` — :func:`invarirank.runner.manifest.build_manifest`.
+* ``run.json`` — the volatile facts of the session (timings, executor, workers, shards, git, machine paths);
+* ``manifest.json`` — :func:`invarirank.runner.manifest.build_manifest`: deterministic content only.
 
-Each finished query is checkpointed (:mod:`invarirank.runner.checkpoint`); killed at any moment and rerun, a run
-gives the same observations, metrics and calibration bytes, and the same manifest outside ``run``, as an
-uninterrupted one. The final files are written atomically, manifest last; ``.work`` is removed at the very end.
+A run is prepared once on the driver (:func:`prepare_run`: data, first stage, the scorer's identity from a
+worker, STELLA_LW's calibration), its queries are reranked — in this process query by query, each checkpointed
+(:mod:`invarirank.runner.checkpoint`), or in shards by an executor (:mod:`invarirank.runner.sharded`) — and the
+records are merged in run order (:func:`finish_run`). Killed at any moment and rerun, a run gives the same
+observations, metrics, calibration and manifest bytes as an uninterrupted one, whichever executor, shard size or
+thread count computed it. The final files are written atomically, manifest last; ``.work`` is removed at the very
+end.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import platform
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,28 +39,30 @@ from ..store import identity_difference, project_root, publish_run, refresh_metr
 from ..types import Scorer
 from .checkpoint import CHECKPOINT_VERSION, Checkpoint
 from .config import RunConfig
-from .manifest import build_manifest, sha256_json
+from .manifest import build_manifest, git_info, sha256_json
 from .queries import QuerySet, load_queries, synthetic_candidates_for
-from .records import QueryRecord
-from .rerank import rerank_query
+from .worker import rerank_records
 
-__all__ = ["RunResult", "run_experiment", "make_run_scorer", "scorer_key_identity", "status_of", "ensure_run"]
+__all__ = ["RunResult", "PreparedRun", "prepare_run", "finish_run", "run_experiment", "make_run_scorer",
+           "scorer_key_identity", "status_of", "ensure_run", "reuse_or_prepare", "work_config"]
 
 
 @dataclass
 class RunResult:
-    """The run folder and its contents (``metrics`` and ``manifest`` as written)."""
+    """The run folder and its contents (``metrics``, ``manifest`` and the volatile ``run.json`` as written)."""
 
     out_dir: Path
     metrics: dict[str, Any]
     manifest: dict[str, Any]
     rows: list[dict[str, Any]]
+    volatile: dict[str, Any] = field(default_factory=dict)
 
 
-def make_run_scorer(config: RunConfig) -> Scorer:
+def make_run_scorer(config: RunConfig, *, pass_cache_dir: str | None = None) -> Scorer:
     """The run's scorer, through :func:`invarirank.llm.make_scorer` (the one place scorers are built): kind
     ``config.scorer``, ``config.model``, the seed, ``scorer_options``, ``device`` (real scorers, unless
-    ``auto``), the cache folder; the noise floor turns the persistent pass cache off (every copy is recomputed)."""
+    ``auto``), the cache folder (``pass_cache_dir``: the pass cache's own folder, e.g. one per Ray worker); the
+    noise floor turns the persistent pass cache off (every copy is recomputed)."""
     from ..llm.factory import make_scorer
     options = dict(config.scorer_options)
     if config.scorer != "simulated":
@@ -63,8 +70,8 @@ def make_run_scorer(config: RunConfig) -> Scorer:
             options.setdefault("device", config.device)
         if config.noise_floor:
             options.setdefault("pass_cache", False)
-        if config.cache_dir:
-            options["cache_dir"] = config.cache_dir
+        if pass_cache_dir or config.cache_dir:
+            options["cache_dir"] = pass_cache_dir or config.cache_dir
     return make_scorer(config.scorer, config.model, seed=config.seed, **options)
 
 
@@ -75,22 +82,109 @@ def scorer_key_identity(scorer: Any) -> dict[str, Any]:
     return dict(fn()) if callable(fn) else dict(scorer.identity())
 
 
-def _calibrate(config: RunConfig, scorer: Scorer, qs: QuerySet, progress: bool) -> dict[int, Any]:
-    """STELLA_LW's calibration, one matrix per K of the run (cached on disk by scorer identity, K, data, settings)."""
-    from ..methods.stella import load_or_calibrate
+@dataclass
+class PreparedRun:
+    """A run ready to be computed: its settings (``out`` set), queries, the scorer's facts (from a worker),
+    STELLA_LW's calibrations, the run's fingerprint and the hashes it is made of (``parts``, see
+    :mod:`invarirank.runner.shards`), and the timings so far."""
+
+    config: RunConfig
+    out: Path
+    qs: QuerySet
+    scorer: dict[str, Any]
+    model: str
+    test_sha256: str
+    fingerprint: str
+    parts: dict[str, str]
+    calibrations: dict[int, Any]
+    timings: dict[str, float]
+    t_start: float
+
+
+def prepare_run(config: RunConfig, executor: Any, *, queries: QuerySet | None = None,
+                progress: bool = True) -> PreparedRun:
+    """Everything before the queries are reranked, computed once per run on the driver: the run folder's checks,
+    the data and the first stage (:func:`load_queries`), the scorer's identity (``executor.describe``: a worker
+    loads the model), the fingerprint and STELLA_LW's calibration per K (``executor.calibrate``: one unit of work
+    each)."""
+    if not config.out:
+        raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in the config)")
+    out = Path(config.out)
+    if out.exists() and not out.is_dir():
+        raise InvariRankError(f"{out}: --out must be a folder")
+    if status_of(config, out) == "mismatch":
+        raise InvariRankError(f"{out}: holds a finished run with a different configuration; choose another --out "
+                              f"or remove that folder")
+    config = synthetic_candidates_for(config, out)
+    timings: dict[str, float] = {}
+    t_start = t = time.perf_counter()
+    qs = queries or load_queries(config, progress)
+    timings["data_seconds"] = round(time.perf_counter() - t, 3)
+    facts = executor.describe(config)
+    timings["scorer_load_seconds"] = float(facts["worker"].get("load_seconds", 0.0))
+    identity = facts["identity"]
+    model = str(identity.get("model") or identity.get("name") or config.model or config.scorer)
+    test_sha256 = queries_sha256(qs.test)
+    validation = queries_sha256(qs.validation) if "stella" in config.methods else None
+    whole = {"config": config.identity(), "identity": facts["key_identity"], "queries": test_sha256,
+             "validation": validation, "invarirank": __version__, "checkpoint": CHECKPOINT_VERSION}
+    parts = {"settings": sha256_json(whole["config"]), "queries": test_sha256, "validation": sha256_json(validation),
+             "scorer": sha256_json(whole["identity"]), "invarirank": __version__,
+             "checkpoint": str(CHECKPOINT_VERSION)}
+    t = time.perf_counter()
     calibrations: dict[int, Any] = {}
-    if "stella" not in config.methods:
-        return calibrations
-    for k in sorted({q.k for q in qs.test}):
-        cal = load_or_calibrate(scorer, qs.validation, k, n_queries=config.calibration_queries,
-                                repeats=config.calibration_repeats, seed=config.seed, cache_dir=config.cache_dir,
-                                progress=progress)
-        if not cal.query_ids:
-            raise InvariRankError(
-                f"STELLA calibration for K={k}: none of the {len(qs.validation)} validation queries has a relevant "
-                f"item among its first {k} candidates; drop 'stella' from --methods or provide validation queries")
-        calibrations[k] = cal
-    return calibrations
+    if "stella" in config.methods:
+        for k in sorted({q.k for q in qs.test}):
+            cal = executor.calibrate(config, qs.validation, k)
+            if not cal.query_ids:
+                raise InvariRankError(
+                    f"STELLA calibration for K={k}: none of the {len(qs.validation)} validation queries has a "
+                    f"relevant item among its first {k} candidates; drop 'stella' from --methods or provide "
+                    f"validation queries")
+            calibrations[k] = cal
+    timings["calibration_seconds"] = round(time.perf_counter() - t, 3)
+    return PreparedRun(config, out, qs, facts, model, test_sha256, sha256_json(whole), parts, calibrations,
+                       timings, t_start)
+
+
+def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str, Any]) -> RunResult:
+    """The merge: write the run's files from its query records (in run order) — observations, metrics,
+    calibration, then the volatile ``run.json`` and last the deterministic ``manifest.json`` — and remove
+    ``.work``. ``volatile`` holds what the caller measured (timings, executor, shards, workers)."""
+    # lock: run folder (the merge)
+    from ..evaluation import evaluate, write_observations
+    from ..store import VOLATILE_FILE
+    config, out, calibrations = p.config, p.out, p.calibrations
+    timings = {**p.timings, **volatile.pop("timings", {})}
+    all_rows = [row for rec in records for row in rec["rows"]]
+    write_observations(out / "observations.jsonl", all_rows)
+    t = time.perf_counter()
+    metrics = evaluate(all_rows, ks=tuple(config.eval_ks), exposure_k=config.exposure_k,
+                       n_bootstrap=config.n_bootstrap, seed=config.seed)
+    timings["evaluation_seconds"] = round(time.perf_counter() - t, 3)
+    atomic_write_json(out / "metrics.json", metrics)
+    if calibrations:
+        atomic_write_json(out / "calibration.json",
+                          {"method": "stella", "calibrations": {str(k): c.to_json() for k, c in calibrations.items()}})
+    else:
+        (out / "calibration.json").unlink(missing_ok=True)
+    timings["rerank_seconds_all_sessions"] = round(sum(float(r.get("seconds", 0.0)) for r in records), 3)
+    timings["total_seconds_this_session"] = round(time.perf_counter() - p.t_start, 3)
+    moved: dict[str, str] = {}
+    manifest = build_manifest(config, out=out, fingerprint=p.fingerprint, queries=p.qs, test_sha256=p.test_sha256,
+                              identity=p.scorer["identity"], calibrations=calibrations, records=records,
+                              rows=all_rows, moved_paths=moved).to_json()
+    run = {"run_version": 1, "timings": timings,
+           "tokens_computed": sum(int(r.get("tokens", 0)) for r in records),
+           "calibration_from_cache": {str(k): c.from_cache for k, c in calibrations.items()},
+           # > 1: every query's orders and methods ran in lockstep, scorer calls in batches
+           "scorer_batch_size": p.scorer["batch_size"],
+           "execution": {"shard_queries": config.shard_queries, **volatile.pop("execution", {})},
+           **volatile, "platform": platform.platform(), "git": git_info(), "paths": moved}
+    atomic_write_json(out / VOLATILE_FILE, run)
+    atomic_write_json(out / "manifest.json", manifest)
+    shutil.rmtree(out / ".work", ignore_errors=True)
+    return RunResult(out, metrics, manifest, all_rows, run)
 
 
 def _progress_bar(total: int, done: int, m: int, cache: Any) -> tuple[Any, Callable[[int], None]]:
@@ -107,62 +201,47 @@ def _progress_bar(total: int, done: int, m: int, cache: Any) -> tuple[Any, Calla
 
 
 def run_experiment(config: RunConfig, *, progress: bool = True, on_query_done: Callable[[int], None] | None = None,
-                   queries: QuerySet | None = None, scorer: Scorer | None = None) -> RunResult:
+                   queries: QuerySet | None = None, scorer: Scorer | None = None, executor: Any = None,
+                   on_shard_done: Callable[[int], None] | None = None) -> RunResult:
     """Run (or resume) ``config`` into ``config.out``; see the module docstring. A finished run of *another*
-    identity in ``config.out`` is never overwritten (an error). ``on_query_done(n)`` is called after the n-th
-    query of this session is safely checkpointed (tests use it to simulate a kill); ``queries``/``scorer`` may be
-    given to skip loading them."""
-    from ..evaluation import evaluate, write_observations
-    from ..methods import PassCache, batch_size_of
-    if not config.out:
-        raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in the config)")
-    out = Path(config.out)
-    if out.exists() and not out.is_dir():
-        raise InvariRankError(f"{out}: --out must be a folder")
-    if status_of(config, out) == "mismatch":
-        raise InvariRankError(f"{out}: holds a finished run with a different configuration; choose another --out "
-                              f"or remove that folder")
-    config = synthetic_candidates_for(config, out)
-    timings: dict[str, float] = {}
-    t_start = t = time.perf_counter()
-    qs = queries or load_queries(config, progress)
-    timings["data_seconds"] = round(time.perf_counter() - t, 3)
-    t = time.perf_counter()
-    base_scorer = scorer or make_run_scorer(config)
-    timings["scorer_load_seconds"] = round(time.perf_counter() - t, 3)
-    identity = base_scorer.identity()
-    model = str(identity.get("model") or identity.get("name") or config.model or config.scorer)
-    test_sha256 = queries_sha256(qs.test)
-    fingerprint = sha256_json({"config": config.identity(), "identity": scorer_key_identity(base_scorer),
-                               "queries": test_sha256,
-                               "validation": queries_sha256(qs.validation) if "stella" in config.methods else None,
-                               "invarirank": __version__, "checkpoint": CHECKPOINT_VERSION})
-    work = out / ".work"
-    ckpt = Checkpoint(work / "checkpoint.jsonl", fingerprint)
+    identity in ``config.out`` is never overwritten (an error). ``queries``/``scorer`` may be given to skip
+    loading them.
+
+    Without ``executor`` and ``config.shard_queries`` the run is computed in this process, query by query, each
+    checkpointed; ``on_query_done(n)`` is called after the n-th query of this session is safely checkpointed
+    (tests use it to simulate a kill). With an ``executor`` (:mod:`invarirank.runner.executors`) or a shard size,
+    it is computed in shards (:func:`invarirank.runner.sharded.run_sharded`); ``on_shard_done(n)`` is called after
+    the n-th shard of this session is written."""
+    from .executors import LocalExecutor
+    if executor is None and config.shard_queries is None:
+        with LocalExecutor(scorer=scorer) as local:
+            p = prepare_run(config, local, queries=queries, progress=progress)
+            return _run_checkpointed(p, local.worker(p.config), progress, on_query_done)
+    from .sharded import run_sharded
+    if executor is not None:
+        return run_sharded([config], executor, progress=progress, queries=queries, on_shard_done=on_shard_done)[0]
+    with LocalExecutor(scorer=scorer) as local:
+        return run_sharded([config], local, progress=progress, queries=queries, on_shard_done=on_shard_done)[0]
+
+
+def _run_checkpointed(p: PreparedRun, worker: Any, progress: bool,
+                      on_query_done: Callable[[int], None] | None) -> RunResult:
+    """One process: the queries in run order, each checkpointed (``.work/checkpoint.jsonl``), then the merge."""
+    ckpt = Checkpoint(p.out / ".work" / "checkpoint.jsonl", p.fingerprint)
     done = ckpt.load()
     resumed = len(done)
+    cache = worker.cache
     t = time.perf_counter()
-    calibrations = _calibrate(config, base_scorer, qs, progress)
-    timings["calibration_seconds"] = round(time.perf_counter() - t, 3)
-
-    t = time.perf_counter()
-    cache = PassCache(base_scorer)
-    todo = [q for q in qs.test if q.query_id not in done]
+    todo = [q for q in p.qs.test if q.query_id not in done]
     ckpt.ensure_header()
-    bar, on_order = _progress_bar(len(qs.test), len(qs.test) - len(todo), config.M, cache) if progress else (None, None)
+    n_all = len(p.qs.test)
+    bar, on_order = _progress_bar(n_all, n_all - len(todo), p.config.M, cache) if progress else (None, None)
     try:
-        for n, q in enumerate(todo, 1):
-            tq = time.perf_counter()
-            before = cache.counters()
-            rows = rerank_query(cache, q, config, model=model, dataset=config.effective_dataset,
-                                calibrations=calibrations, on_order=on_order)
-            after = cache.counters()
-            passes = {name: sum(r.passes for r in rows if r.method == name) for name in config.methods}
-            record = QueryRecord(query_id=q.query_id, rows=[r.to_json() for r in rows], passes=passes,
-                                 **{c: after[c] - before[c] for c in ("requests", "hits", "misses", "tokens")},
-                                 seconds=round(time.perf_counter() - tq, 4)).to_json()
+        for n, record in enumerate(rerank_records(cache, todo, p.config, model=p.model,
+                                                  dataset=p.config.effective_dataset, calibrations=p.calibrations,
+                                                  on_order=on_order), 1):
             ckpt.append(record)
-            done[q.query_id] = record
+            done[record["query_id"]] = record
             if bar is not None:
                 bar.update(1)
             if on_query_done is not None:
@@ -170,35 +249,12 @@ def run_experiment(config: RunConfig, *, progress: bool = True, on_query_done: C
     finally:
         if bar is not None:
             bar.close()
-    timings["rerank_seconds_this_session"] = round(time.perf_counter() - t, 3)
-
-    records = [done[q.query_id] for q in qs.test]
-    all_rows = [row for rec in records for row in rec["rows"]]
-    write_observations(out / "observations.jsonl", all_rows)
-    t = time.perf_counter()
-    metrics = evaluate(all_rows, ks=tuple(config.eval_ks), exposure_k=config.exposure_k,
-                       n_bootstrap=config.n_bootstrap, seed=config.seed)
-    timings["evaluation_seconds"] = round(time.perf_counter() - t, 3)
-    atomic_write_json(out / "metrics.json", metrics)
-    if calibrations:
-        atomic_write_json(out / "calibration.json",
-                          {"method": "stella", "calibrations": {str(k): c.to_json() for k, c in calibrations.items()}})
-    else:
-        (out / "calibration.json").unlink(missing_ok=True)
-    timings["rerank_seconds_all_sessions"] = round(sum(float(r.get("seconds", 0.0)) for r in records), 3)
-    timings["total_seconds_this_session"] = round(time.perf_counter() - t_start, 3)
-    volatile = {"timings": timings, "tokens_computed": sum(int(r.get("tokens", 0)) for r in records),
-                "scorer_stats": dict(getattr(base_scorer, "stats", {}) or {}),
-                "calibration_from_cache": {str(k): c.from_cache for k, c in calibrations.items()},
+    volatile = {"timings": {"rerank_seconds_this_session": round(time.perf_counter() - t, 3)},
                 "queries_resumed_from_checkpoint": resumed,
-                # > 1: every query's orders and methods ran in lockstep, scorer calls in batches
-                "scorer_batch_size": batch_size_of(base_scorer), "platform": platform.platform()}
-    manifest = build_manifest(config, out=out, fingerprint=fingerprint, queries=qs, test_sha256=test_sha256,
-                              identity=identity, calibrations=calibrations, records=records, rows=all_rows,
-                              run=volatile).to_json()
-    atomic_write_json(out / "manifest.json", manifest)
-    shutil.rmtree(work, ignore_errors=True)
-    return RunResult(out, metrics, manifest, all_rows)
+                "execution": {"executor": "local", "workers": 1},
+                "scorer_stats": dict(getattr(worker.scorer, "stats", {}) or {}),
+                "model_loads": 1, "workers": [worker.info]}
+    return finish_run(p, [done[q.query_id] for q in p.qs.test], volatile)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,12 +266,12 @@ def status_of(config: RunConfig, folder: str | Path) -> str:
     return run_status(folder, config.identity(), RunConfig.identity_of_manifest, scoring_versions(config.scorer))
 
 
-def ensure_run(config: RunConfig, results_dir: str | Path | None = None, work_dir: str | Path | None = None, *,
-               allow_run: bool = True, progress: bool = True) -> Path:
-    """The finished run folder ``results/<grid>/<run>/`` of ``config``: reused when complete with the same
-    identity; else computed (or resumed) in ``work/<grid>/<run>/`` and published there. A results folder of
-    *another* identity is never overwritten (an error naming the folder and the settings that differ); a
-    finished work folder of another identity is removed (the grid changed)."""
+def reuse_or_prepare(config: RunConfig, results_dir: str | Path | None = None, work_dir: str | Path | None = None,
+                     *, allow_run: bool = True) -> tuple[Path, Path | None]:
+    """The reuse check of :func:`ensure_run`: ``(target, None)`` when ``results/<grid>/<run>/`` holds the
+    finished run (its metrics re-evaluated if of an older schema); else ``(target, work)``: the work folder to
+    compute it in, cleared of a finished run of another configuration. A results folder of *another* identity
+    is never overwritten (an error naming the folder and the settings that differ)."""
     if not config.grid:
         raise InvariRankError(f"run {config.run_name}: no 'grid' (results/<grid>/<run>/) to publish it in")
     root = project_root()
@@ -227,7 +283,7 @@ def ensure_run(config: RunConfig, results_dir: str | Path | None = None, work_di
         status = "complete"
     if status == "complete":
         print(f"grid: reusing the finished run {target}", file=sys.stderr)
-        return target
+        return target, None
     if status == "outdated":
         print(f"grid: computing {target} again: it was made by another version of the {config.scorer} scorer or "
               f"its prompt template ({scoring_versions(config.scorer)} now)", file=sys.stderr)
@@ -243,12 +299,29 @@ def ensure_run(config: RunConfig, results_dir: str | Path | None = None, work_di
     if status_of(config, work) in ("mismatch", "outdated"):
         print(f"grid: removing {work}: a finished run with another configuration or scorer version",
               file=sys.stderr)
-        for name in ("observations.jsonl", "metrics.json", "manifest.json", "calibration.json"):
+        for name in ("observations.jsonl", "metrics.json", "manifest.json", "calibration.json", "run.json"):
             (work / name).unlink(missing_ok=True)
     if status_of(config, work) == "old-metrics":
         refresh_metrics(work)
+    return target, work
+
+
+def work_config(config: RunConfig, work: Path) -> RunConfig:
+    """``config`` computed in the work folder ``work`` (its raw-data folder resolved against the project root)."""
+    return config.replace(out=str(work), raw_dir=config.resolved_raw_dir(project_root()))
+
+
+def ensure_run(config: RunConfig, results_dir: str | Path | None = None, work_dir: str | Path | None = None, *,
+               allow_run: bool = True, progress: bool = True) -> Path:
+    """The finished run folder ``results/<grid>/<run>/`` of ``config``: reused when complete with the same
+    identity (:func:`reuse_or_prepare`); else computed (or resumed) in ``work/<grid>/<run>/`` in this process and
+    published there. (A grid on an executor computes its runs together: :func:`invarirank.grid.compute_runs`.)"""
+    target, work = reuse_or_prepare(config, results_dir, work_dir, allow_run=allow_run)
+    if work is None:
+        return target
     if status_of(config, work) != "complete":
         t0 = time.perf_counter()
-        run_experiment(config.replace(out=str(work), raw_dir=config.resolved_raw_dir(root)), progress=progress)
+        run_experiment(work_config(config, work), progress=progress)
         print(f"grid: ran {config.run_name} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    # lock: run folder (publish)
     return publish_run(work, target, config.to_json())

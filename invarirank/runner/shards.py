@@ -1,0 +1,127 @@
+"""Shards: a run's sampled queries cut into slices that any worker may compute, and the folders they land in.
+
+**Plan.** :func:`plan_shards` cuts the run's test queries, *in run order*, into consecutive slices of
+``shard_queries`` queries (the last one shorter): shard ``i`` holds queries ``i·n … (i+1)·n − 1`` (0-based). The plan
+depends only on the run's queries and ``shard_queries``, never on the executor or the number of workers. A shard's
+id is ``<index:05d>-<sha256 of its query ids, 12 hex>``.
+
+**Folders.** A computed shard lands in ``RUN_DIR/.work/shards/<id>/``, written atomically (a temporary folder
+renamed into place) by the driver — workers on other machines write nothing of the run:
+
+    shard.json     {"shard_version", "run", "id", "query_ids", "fingerprint", "parts"}: what it belongs to
+    records.jsonl  one QueryRecord per query, in the shard's query order
+    volatile.json  the worker (host, pid, slot, GPU ids, model load), seconds: merged into the run's run.json
+
+``fingerprint`` is the run's fingerprint; ``parts`` are the hashes it is made of (settings = the run's identity,
+queries = sha256 of the test queries, validation, scorer = the scorer's key identity, package version,
+checkpoint version), so that a shard of another configuration is refused with the parts that differ named.
+
+**Merge.** The run is finished when every query has a record; the merge (:func:`invarirank.runner.run.finish_run`)
+takes the records in run order, so the files equal a one-process run's whatever the shard size or executor. A
+rerun reads the finished shards first (:meth:`ShardFolders.finished`) and computes only the shards that still miss
+queries; records of any shard plan of the same fingerprint count, so changing the shard size never recomputes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import InvariRankError
+from ..io import atomic_write_json, dumps_json
+
+__all__ = ["Shard", "plan_shards", "ShardFolders", "SHARD_VERSION", "DEFAULT_SHARD_QUERIES"]
+
+SHARD_VERSION = 1
+#: queries per shard when a sharded executor is asked for none (500 queries → 10 shards per run)
+DEFAULT_SHARD_QUERIES = 50
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Slice ``index`` (0-based) of a run's queries: ``query_ids`` in run order."""
+
+    index: int
+    query_ids: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        digest = hashlib.sha256("\n".join(self.query_ids).encode("utf-8")).hexdigest()[:12]
+        return f"{self.index:05d}-{digest}"
+
+
+def plan_shards(query_ids: Sequence[str], shard_queries: int) -> list[Shard]:
+    """Consecutive slices of ``shard_queries`` query ids (see the module docstring)."""
+    if int(shard_queries) < 1:
+        raise InvariRankError(f"shard_queries = {shard_queries}, expected at least 1")
+    n = int(shard_queries)
+    return [Shard(i, tuple(query_ids[s:s + n])) for i, s in enumerate(range(0, len(query_ids), n))]
+
+
+class ShardFolders:
+    """The shard folders of one run folder (``RUN_DIR/.work/shards/``), for a run of ``fingerprint`` made of
+    ``parts`` (name → hash)."""
+
+    def __init__(self, run_dir: Path, run: str, fingerprint: str, parts: Mapping[str, str]) -> None:
+        self.root = Path(run_dir) / ".work" / "shards"
+        self.run = run
+        self.fingerprint = fingerprint
+        self.parts = dict(parts)
+
+    def finished(self) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+        """Records of every finished shard (by query id) and their volatile facts. A shard of another
+        configuration is an error naming its folder and the parts that differ; temporary folders of an
+        interrupted write are removed."""
+        records: dict[str, dict[str, Any]] = {}
+        volatile: list[dict[str, Any]] = []
+        if not self.root.is_dir():
+            return records, volatile
+        for folder in sorted(self.root.iterdir()):
+            if folder.name.startswith("."):
+                shutil.rmtree(folder, ignore_errors=True)     # an interrupted write
+                continue
+            try:
+                head = json.loads((folder / "shard.json").read_text(encoding="utf-8"))
+                lines = (folder / "records.jsonl").read_text(encoding="utf-8").splitlines()
+                recs = [json.loads(line) for line in lines if line.strip()]
+            except (OSError, ValueError) as exc:
+                raise InvariRankError(f"{folder}: unreadable shard folder ({exc}); remove it to compute the shard "
+                                      f"again") from None
+            if head.get("fingerprint") != self.fingerprint:
+                theirs = head.get("parts") or {}
+                differ = sorted(k for k in set(self.parts) | set(theirs) if self.parts.get(k) != theirs.get(k))
+                raise InvariRankError(
+                    f"{folder}: a shard of another configuration (differs in: {', '.join(differ) or 'unknown'}); "
+                    f"rerun it with its own settings, choose another --out, or remove {self.root}")
+            if [r.get("query_id") for r in recs] != list(head.get("query_ids") or []):
+                raise InvariRankError(f"{folder}: records.jsonl does not hold the shard's queries; remove the "
+                                      f"folder to compute the shard again")
+            for rec in recs:
+                records[str(rec["query_id"])] = rec
+            vol_path = folder / "volatile.json"
+            volatile.append(json.loads(vol_path.read_text(encoding="utf-8")) if vol_path.is_file() else {})
+        return records, volatile
+
+    def write(self, shard_id: str, records: Sequence[Mapping[str, Any]], volatile: Mapping[str, Any]) -> Path:
+        """Write one computed shard's folder atomically (a temporary folder renamed into place)."""
+        # lock: shard folder
+        target = self.root / shard_id
+        tmp = self.root / f".{shard_id}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        (tmp / "records.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n"
+                                                   for r in records), encoding="utf-8")
+        atomic_write_json(tmp / "volatile.json", dict(volatile))
+        (tmp / "shard.json").write_text(dumps_json({
+            "shard_version": SHARD_VERSION, "run": self.run, "id": shard_id,
+            "query_ids": [r["query_id"] for r in records], "fingerprint": self.fingerprint,
+            "parts": self.parts}), encoding="utf-8")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+        return target

@@ -1,0 +1,170 @@
+"""The unit that computes: one scorer, loaded once and kept, that calibrates STELLA_LW and reranks shards.
+
+:class:`ShardWorker` is the same object in every executor: in the driver's process for the ``local`` executor, as
+one Ray actor per GPU (or CPU slot) for the ``ray`` executor (:mod:`invarirank.runner.executors`). It never prepares
+data or trains a first stage (the driver hands it the queries) and it writes no file of the run: it returns
+records, and the driver writes the shard folder. Its scorer keeps a pass cache of its own (a SQLite file per
+worker slot on the worker's machine, never one shared across machines); correctness never depends on it.
+
+:func:`rerank_records` is the loop both the one-process run and a shard use: :func:`rerank_query` per query →
+one :class:`~invarirank.runner.records.QueryRecord` (its rows, requested passes per method and the shared pass
+cache's counters for that query, which are the same whichever process computes the query).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from ..types import Query, Scorer
+from .config import RunConfig
+from .records import QueryRecord
+from .rerank import rerank_query
+
+__all__ = ["ShardWorker", "ShardTask", "ShardResult", "rerank_records", "scorer_settings", "SCORER_SETTINGS"]
+
+#: the settings that build a run's scorer: runs that agree on them can share one worker (and its loaded model)
+SCORER_SETTINGS = ("scorer", "model", "scorer_options", "device", "seed", "noise_floor", "cache_dir")
+
+
+def scorer_settings(config: RunConfig) -> dict[str, Any]:
+    """The part of ``config`` that builds its scorer (:data:`SCORER_SETTINGS`), as JSON."""
+    return {name: getattr(config, name) for name in SCORER_SETTINGS}
+
+
+def rerank_records(cache: Any, queries: Sequence[Query], config: RunConfig, *, model: str, dataset: str,
+                   calibrations: Mapping[int, Any], on_order: Callable[[int], None] | None = None,
+                   ) -> Iterator[dict[str, Any]]:
+    """Rerank ``queries`` one after the other through ``cache`` (a :class:`~invarirank.methods.PassCache`); yield
+    each query's :class:`QueryRecord` as JSON (``seconds`` is wall-clock time, volatile)."""
+    for q in queries:
+        tq = time.perf_counter()
+        before = cache.counters()
+        rows = rerank_query(cache, q, config, model=model, dataset=dataset, calibrations=calibrations,
+                            on_order=on_order)
+        after = cache.counters()
+        passes = {name: sum(r.passes for r in rows if r.method == name) for name in config.methods}
+        yield QueryRecord(query_id=q.query_id, rows=[r.to_json() for r in rows], passes=passes,
+                          **{c: after[c] - before[c] for c in ("requests", "hits", "misses", "tokens")},
+                          seconds=round(time.perf_counter() - tq, 4)).to_json()
+
+
+@dataclass
+class ShardTask:
+    """One shard to compute: ``run`` (the run's key for the driver), ``shard`` (its id), the queries (in run
+    order), the run's settings (``config``, JSON), the model and data set names written into the rows, and
+    STELLA_LW's calibrations by K."""
+
+    run: str
+    shard: str
+    queries: list[Query]
+    config: dict[str, Any]
+    model: str
+    dataset: str
+    calibrations: dict[int, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ShardResult:
+    """A computed shard: its records (in the task's query order) and what the worker reports about itself
+    (``worker``: host, pid, slot, GPU ids, model loads of this process; ``seconds`` of the shard)."""
+
+    run: str
+    shard: str
+    records: list[dict[str, Any]]
+    worker: dict[str, Any]
+    seconds: float
+
+
+class ShardWorker:
+    """One scorer, loaded once (see the module docstring).
+
+    ``settings``: :func:`scorer_settings` of a run. ``scorer``: an already built scorer (the local executor may be
+    handed one). ``threads``: torch intra-op threads of this worker (set before the model loads; Ray would
+    otherwise leave one thread per worker). ``slot``: the worker's number; with ``own_pass_cache`` its pass cache
+    is ``<cache>/passes/worker-<slot>/passes.sqlite3`` on its machine. ``fault``: a test hook,
+    ``{"marker": PATH, "after_queries": N}``: the first process to reach query N of a shard while ``PATH`` does not
+    exist creates it and dies with ``os._exit(1)`` (a worker lost in the middle of a shard).
+    """
+
+    def __init__(self, settings: Mapping[str, Any], *, scorer: Scorer | None = None, threads: int | None = None,
+                 slot: int = 0, own_pass_cache: bool = False, fault: Mapping[str, Any] | None = None) -> None:
+        from ..methods import PassCache
+        from .run import make_run_scorer
+        t0 = time.perf_counter()
+        self.settings = dict(settings)
+        self.config = RunConfig.from_mapping(self.settings, "worker")
+        self.threads = threads
+        if threads:
+            os.environ["OMP_NUM_THREADS"] = str(threads)
+            if self.config.scorer != "simulated":
+                from ..llm.models import set_threads
+                set_threads(threads)
+        pass_cache_dir = None
+        if own_pass_cache and self.config.scorer != "simulated":
+            from ..assets import cache_dir as default_cache_dir
+            root = Path(self.config.cache_dir) if self.config.cache_dir else default_cache_dir()
+            pass_cache_dir = str(root / "passes" / f"worker-{slot}")
+        self.scorer = scorer or make_run_scorer(self.config, pass_cache_dir=pass_cache_dir)
+        self.cache = PassCache(self.scorer)
+        self.slot = slot
+        self.fault = dict(fault) if fault else None
+        self.info = {"host": socket.gethostname(), "pid": os.getpid(), "slot": slot, "gpu_ids": _gpu_ids(),
+                     "threads": threads, "load_seconds": round(time.perf_counter() - t0, 3),
+                     "loaded_at": time.time()}
+
+    def describe(self) -> dict[str, Any]:
+        """The scorer's identity (the manifest's ``model`` section), its key identity (what decides its scores),
+        its batch size, and the worker's own facts (host, pid, slot, GPU ids, threads, model load time)."""
+        from ..methods import batch_size_of
+        from .run import scorer_key_identity
+        return {"identity": dict(self.scorer.identity()), "key_identity": scorer_key_identity(self.scorer),
+                "batch_size": batch_size_of(self.scorer), "worker": dict(self.info)}
+
+    def calibrate(self, validation: Sequence[Query], k: int, *, n_queries: int, repeats: int, seed: int,
+                  cache_dir: str | None) -> Any:
+        """STELLA_LW's calibration for lists of ``k`` (one unit of work; cached on this worker's machine)."""
+        from ..methods.stella import load_or_calibrate
+        return load_or_calibrate(self.scorer, validation, k, n_queries=n_queries, repeats=repeats, seed=seed,
+                                 cache_dir=cache_dir, progress=False)
+
+    def run_shard(self, task: ShardTask) -> ShardResult:
+        """Rerank the task's queries; records in the task's order."""
+        t0 = time.perf_counter()
+        config = RunConfig.from_mapping(task.config, f"shard {task.shard}")
+        records = []
+        for n, record in enumerate(rerank_records(self.cache, task.queries, config, model=task.model,
+                                                  dataset=task.dataset, calibrations=task.calibrations), 1):
+            records.append(record)
+            self._maybe_die(n)
+        self.scorer_stats = dict(getattr(self.scorer, "stats", {}) or {})
+        return ShardResult(task.run, task.shard, records, {**self.info, "scorer_stats": self.scorer_stats},
+                           round(time.perf_counter() - t0, 3))
+
+    def _maybe_die(self, n: int) -> None:
+        if not self.fault or n != int(self.fault.get("after_queries", 1)):
+            return
+        marker = Path(self.fault["marker"])
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        os._exit(1)
+
+
+def _gpu_ids() -> list[str]:
+    """The accelerators Ray gave this process (``[]`` outside Ray or without GPUs)."""
+    ray = sys.modules.get("ray")                 # only inside a Ray process: never imported here
+    if ray is None or not ray.is_initialized():
+        return []
+    try:
+        return [str(g) for g in ray.get_gpu_ids()]
+    except Exception:  # noqa: BLE001 - the driver, not a worker
+        return []
