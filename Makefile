@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install -q --disable-pip-version-check "torch==$(TORCH_VERSION)"
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[all,test]" "torch==$(TORCH_VERSION)"
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[all,test]" "torch==$(TORCH_VERSION)"   # all = models, book, ray
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	@touch $@
 

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .rerank import add_executor_arguments, check_executor_flags, executor_from_args
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -27,6 +29,9 @@ def register(subparsers: Any) -> None:
     a("--seconds-per-pass", type=float, default=None,
       help="for --dry-run: seconds per scorer pass, to print minutes (measure it with `invarirank rerank --dry-run`)")
     a("--kernel", default="python3", help="Jupyter kernel for papermill (default python3)")
+    a("--bench", metavar="FILE", help="for --dry-run: price the runs from this benchmark file (benchmarks.gpu "
+                                      "--json; default: the newest under results/bench/, else the grid's assumption)")
+    add_executor_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -42,11 +47,19 @@ def run(args: argparse.Namespace) -> int:
         print(format_grid_estimate(grid.runs, statuses(grid.runs, results), args.seconds_per_pass))
         if grid.raw.get("estimate"):
             print()
-            print(format_grid_cost(grid.runs, grid.raw["estimate"]))
+            print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=args.bench))
         return 0
+    check_executor_flags(args)                                      # bad input fails before any cluster starts
+    load_grid(args.grid, shard_queries=args.shard_queries)
     t0 = time.perf_counter()
-    summary = build(args.grid, build_dir=args.build_dir, results_dir=args.results_dir, work_dir=args.work_dir,
-                    force=args.force, only=args.only, skip_results=args.skip_results, kernel=args.kernel)
+    executor = executor_from_args(args)
+    try:
+        summary = build(args.grid, build_dir=args.build_dir, results_dir=args.results_dir, work_dir=args.work_dir,
+                        force=args.force, only=args.only, skip_results=args.skip_results, kernel=args.kernel,
+                        executor=executor, shard_queries=args.shard_queries)
+    finally:
+        if executor is not None:
+            executor.close()
     ran = sum(v == "ran" for v in summary["runs"].values())
     print(f"grid {summary['grid']}: {len(summary['runs'])} runs ({ran} computed, {len(summary['runs']) - ran} "
           f"reused), {len(summary['executed'])} notebooks executed, {len(summary['skipped'])} up to date, "

@@ -75,14 +75,61 @@ def register(subparsers: Any) -> None:
     a("--out", metavar="RUN_DIR", help="run folder to write (or resume)")
     a("--cache-dir", metavar="DIR", help="cache root (default $INVARIRANK_CACHE)")
     a("--dry-run", action="store_true", help="print the passes per method and a time estimate; run nothing")
+    a("--bench", metavar="FILE", help="for --dry-run: price the run from this benchmark file (benchmarks.gpu --json; "
+                                      "default: the newest under results/bench/, else the stated assumption)")
     a("--no-progress", action="store_true", help="no progress bars")
+    add_executor_arguments(p)
     p.set_defaults(func=run)
+
+
+def add_executor_arguments(p: argparse.ArgumentParser) -> None:
+    """The executor flags of ``invarirank rerank`` and ``invarirank grid`` (:mod:`invarirank.runner.executors`)."""
+    g = p.add_argument_group("executor (paper scale; none of these is part of a run's identity)")
+    a = g.add_argument
+    a("--executor", default="local", metavar="NAME",
+      help="local (default: this process) or ray (shards on a Ray cluster, or on a local Ray without --address)")
+    a("--address", help="with --executor ray: 'auto' or HOST:PORT of a running Ray head node (e.g. `ray start "
+                        "--head` in a Slurm allocation); default: start a local Ray")
+    a("--gpus-per-shard", type=float, metavar="N",
+      help="with --executor ray: GPUs per worker (default 1 when the cluster has GPUs and the scorer is a model)")
+    a("--workers", type=int, metavar="N", help="with --executor ray: number of workers (default: as many as fit)")
+    a("--cpus-per-worker", type=float, default=1, metavar="N", help="with --executor ray: CPUs per worker (default 1)")
+    a("--threads-per-worker", type=int, metavar="N",
+      help="with --executor ray: torch threads per worker (default: its CPUs; set it equal to a local run's "
+           "threads to get the same bytes from a CPU model)")
+    a("--connect-timeout", type=float, default=10.0, metavar="S",
+      help="with --address: seconds to wait for the cluster to answer (default 10)")
+    a("--shard-queries", type=int, metavar="N",
+      help="queries per shard (default: the run's or grid's setting; 50 with --executor ray; a local run without "
+           "it is one process with a checkpoint per query)")
+
+
+def check_executor_flags(args: argparse.Namespace) -> None:
+    """Bad executor flags are an error naming the flag, before anything is read or started."""
+    from ..runner.executors import EXECUTORS
+    if args.executor not in EXECUTORS:
+        raise InvariRankError(f"--executor {args.executor!r}: expected one of {', '.join(EXECUTORS)}")
+    if args.shard_queries is not None and args.shard_queries < 1:
+        raise InvariRankError(f"--shard-queries {args.shard_queries}: expected at least 1")
+    if args.connect_timeout <= 0:
+        raise InvariRankError(f"--connect-timeout {args.connect_timeout:g}: expected more than 0 seconds")
+
+
+def executor_from_args(args: argparse.Namespace) -> Any:
+    """The executor the flags ask for (None: the local executor's one-process path); a Ray cluster is started or
+    joined here."""
+    from ..runner.executors import make_executor
+    check_executor_flags(args)
+    executor = make_executor(args.executor, address=args.address, gpus_per_shard=args.gpus_per_shard,
+                             workers=args.workers, cpus_per_worker=args.cpus_per_worker,
+                             threads_per_worker=args.threads_per_worker, connect_timeout=args.connect_timeout)
+    return None if args.executor == "local" else executor
 
 
 _FLAG_FIELDS = ("dataset", "raw_dir", "data_dir", "retriever", "retrieval_seed", "k", "k_sweep", "candidates",
                 "scorer", "model", "m", "queries", "methods", "seed", "calibration_queries",
                 "calibration_repeats", "noise_floor", "eval_ks", "exposure_k", "n_bootstrap", "out", "cache_dir",
-                "device")
+                "device", "shard_queries")
 
 
 def config_from_args(args: argparse.Namespace):
@@ -101,13 +148,19 @@ def config_from_args(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from ..runner import format_plan, plan_run, run_experiment
+    check_executor_flags(args)
     config = config_from_args(args)
     if args.dry_run:
-        print(format_plan(plan_run(config)))
+        print(format_plan(plan_run(config, bench=args.bench)))
         return 0
     if not config.out:
         raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in --config)")
-    result = run_experiment(config, progress=not args.no_progress)
+    executor = executor_from_args(args)
+    try:
+        result = run_experiment(config, progress=not args.no_progress, executor=executor)
+    finally:
+        if executor is not None:
+            executor.close()
     try:
         from ..evaluation import format_table
         print(format_table(result.metrics))

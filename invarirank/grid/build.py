@@ -22,7 +22,8 @@ from typing import Any, Sequence
 
 from ..runner import RunConfig, ensure_run, status_of
 from ..runner.config import slug
-from ..store import RESULT_FILES, complete_runs, project_root
+from ..runner.run import reuse_or_prepare, work_config
+from ..store import RESULT_FILES, complete_runs, project_root, publish_run
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, lab_runs, load_grid, main_run
 
@@ -34,10 +35,15 @@ def statuses(configs: Sequence[RunConfig], results_dir: Path) -> list[str]:
     return [status_of(c, results_dir / str(c.grid) / c.run_name) for c in configs]
 
 
-def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path) -> dict[str, str]:
-    """Compute and publish every run that is not complete, with a progress bar over the runs (and the runner's
-    own per query); returns ``{"<grid>/<run>": "reused" | "re-evaluated" | "ran"}`` (re-evaluated: only its
-    metrics were rewritten for a newer metrics schema)."""
+def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path,
+                 executor: Any = None) -> dict[str, str]:
+    """Compute and publish every run that is not complete; returns ``{"<grid>/<run>": "reused" |
+    "re-evaluated" | "ran"}`` (re-evaluated: only its metrics were rewritten for a newer metrics schema).
+
+    Without ``executor``: one run after the other in this process, with a progress bar over the runs (and the
+    runner's own per query). With one (:mod:`invarirank.runner.executors`): every missing run's shards go to its
+    workers together (:func:`invarirank.runner.sharded.run_sharded`, one progress bar over the grid's queries),
+    then each finished run is published."""
     from tqdm.auto import tqdm
 
     before = statuses(configs, results_dir)
@@ -46,11 +52,21 @@ def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path
     summary = {f"{c.grid}/{c.run_name}": done.get(s, "ran") for c, s in zip(configs, before)}
     print(f"grid: {len(configs) - len(todo)} runs complete, {len(todo)} to compute or re-evaluate", file=sys.stderr,
           flush=True)
-    if todo:
+    if todo and executor is None:
         with tqdm(todo, desc="grid runs", unit="run", file=sys.stderr, dynamic_ncols=True) as bar:
             for config in bar:
                 bar.set_postfix_str(config.run_name)
                 ensure_run(config, results_dir, work_dir, progress=True)
+    elif todo:
+        from ..runner.sharded import run_sharded
+        folders = [(c, *reuse_or_prepare(c, results_dir, work_dir)) for c in todo]
+        to_run = [(c, target, work) for c, target, work in folders if work is not None]
+        missing = [(c, work) for c, _, work in to_run if status_of(c, work) != "complete"]
+        if missing:
+            run_sharded([work_config(c, work) for c, work in missing], executor, progress=True)
+        for config, target, work in to_run:
+            # lock: run folder (publish)
+            publish_run(work, target, config.to_json())
     return summary
 
 
@@ -76,11 +92,12 @@ def run_parameters(config: RunConfig, results_dir: Path, work_dir: Path) -> dict
 def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None = None,
           results_dir: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
           force: bool = False, only: Sequence[str] = (), skip_results: bool = False,
-          kernel: str = "python3") -> dict[str, Any]:
+          kernel: str = "python3", executor: Any = None, shard_queries: int | None = None) -> dict[str, Any]:
     """Compute a grid's missing runs, then execute its notebooks (see the module docstring). ``only`` limits
-    the work to these runs/pages (a run name, ``data`` or ``rerank``); returns a summary of what ran."""
+    the work to these runs/pages (a run name, ``data`` or ``rerank``); ``executor`` computes the runs in shards
+    (:func:`compute_runs`), ``shard_queries`` overrides the grid's shard size; returns a summary of what ran."""
     root = project_root()
-    grid = load_grid(grid_path)
+    grid = load_grid(grid_path, shard_queries=shard_queries)
     pages = Path(build_dir) if build_dir else root / "book" / "generated"
     results = Path(results_dir) if results_dir else root / "results"
     work = Path(work_dir) if work_dir else root / "runs"
@@ -90,7 +107,7 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
     selected = [c for c in grid.runs if not only or c.run_name in only or "rerank" in only]
     summary: dict[str, Any] = {"grid": grid.name, "executed": [], "skipped": [],
                                "runs": compute_runs([*(lab_runs(grid.lab) if grid.lab else []), *selected],
-                                                    results, work)}
+                                                    results, work, executor)}
 
     def execute(name: str, out: Path, params: dict[str, Any], files: list[Path], title: str | None = None) -> None:
         fp = fingerprint(params, files=[notebooks / name, *files, *pkg])

@@ -72,8 +72,9 @@ def _data_entries(runs: list[RunConfig]) -> list[dict[str, Any]]:
     return [dict(g, K=sorted(g["K"])) for g in groups.values()]
 
 
-def load_grid(path: str | os.PathLike) -> Grid:
-    """Read and check a grid file (errors name the file and the field)."""
+def load_grid(path: str | os.PathLike, *, shard_queries: int | None = None) -> Grid:
+    """Read and check a grid file (errors name the file and the field). ``shard_queries`` (the ``--shard-queries``
+    flag) overrides the file's ``shard_queries`` setting (queries per shard, never part of a run's identity)."""
     p = Path(path)
     raw = _read_yaml(p)
     if not isinstance(raw, dict):
@@ -102,6 +103,8 @@ def load_grid(path: str | os.PathLike) -> Grid:
         ks = merged.get("K")
         for k in (ks if isinstance(ks, list) else [ks]):   # "K: [5, 15]" expands to one run per K
             config = RunConfig.from_mapping(dict(merged, K=k), f"{p}: runs[{i}]", grid=name)
+            if shard_queries is not None:
+                config = config.replace(shard_queries=shard_queries)
             if config.run_name in seen:
                 raise InvariRankError(f"{p}: runs[{i}]: duplicate run {config.run_name!r}")
             seen.add(config.run_name)

@@ -169,6 +169,8 @@ class RayExecutor(_Executor):
         except ImportError:
             raise InvariRankError("--executor ray needs Ray: pip install 'invarirank[ray]' (or `make setup`)") from None
         self._ray = ray
+        if self.address:
+            check_address(self.address, self.connect_timeout)
         if ray.is_initialized():               # a caller (a test, a notebook) already started or joined one
             return
         package_parent = str(Path(__file__).resolve().parents[2])
@@ -177,7 +179,6 @@ class RayExecutor(_Executor):
             os.environ["PYTHONPATH"] = os.pathsep.join([package_parent, *paths])
         try:
             if self.address:
-                check_address(self.address, self.connect_timeout)
                 ray.init(address=self.address, log_to_driver=False)
             else:
                 _keep_on_loopback(ray)
