@@ -21,6 +21,7 @@ from invarirank.io import read_json  # noqa: E402
 from invarirank.llm.testing import toy_split_queries  # noqa: E402
 from invarirank.runner import RunConfig, run_experiment  # noqa: E402
 from invarirank.runner.executors import RayExecutor  # noqa: E402
+from tests.runner_support import Killed, kill_after  # noqa: E402
 
 ray = pytest.importorskip("ray")
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,19 +92,11 @@ def test_a_worker_killed_mid_shard_is_replaced_and_the_shard_rerun(cands, tmp_pa
     assert res.volatile["model_loads"] >= 3                     # 2 workers + the restarted one
 
 
-class Killed(Exception):
-    pass
-
-
 def test_a_killed_driver_skips_finished_shards(cands, tmp_path):
-    def kill_after_one(n):
-        if n == 1:
-            raise Killed
-
     cfg = config(cands, tmp_path, out=str(tmp_path / "run"), shard_queries=2)
     with RayExecutor(workers=2) as ex:
         with pytest.raises(Killed):
-            run_experiment(cfg, progress=False, executor=ex, on_shard_done=kill_after_one)
+            run_experiment(cfg, progress=False, executor=ex, on_shard_done=kill_after(1))
     assert len(list((tmp_path / "run" / ".work" / "shards").iterdir())) == 1
     seen = []
     with RayExecutor(workers=2) as ex:

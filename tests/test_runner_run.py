@@ -15,6 +15,7 @@ from invarirank.runner import (RunConfig, format_plan, load_queries, manifest_wi
                                run_experiment)
 from invarirank.evaluation import read_observations
 from invarirank.io import read_json
+from tests.runner_support import Killed, kill_after
 
 K = 6
 FINAL = ("observations.jsonl", "metrics.json", "calibration.json")
@@ -92,20 +93,12 @@ def test_identical_configs_give_identical_files(cands, tmp_path):
         run_experiment(config(cands, tmp_path / "a", seed=8), progress=False)
 
 
-class Killed(Exception):
-    pass
-
-
 def test_killed_and_resumed_run_equals_uninterrupted(cands, tmp_path):
     run_experiment(config(cands, tmp_path / "full"), progress=False)
 
-    def kill_after_two(n):
-        if n == 2:
-            raise Killed
-
     part = tmp_path / "part"
     with pytest.raises(Killed):
-        run_experiment(config(cands, part), progress=False, on_query_done=kill_after_two)
+        run_experiment(config(cands, part), progress=False, on_query_done=kill_after(2))
     assert not any((part / name).exists() for name in FINAL + ("manifest.json",))   # nothing half-final
     ckpt = part / ".work" / "checkpoint.jsonl"
     assert len(ckpt.read_text().splitlines()) == 3            # header + 2 queries

@@ -14,6 +14,7 @@ from invarirank.io import read_json
 from invarirank.llm.testing import toy_split_queries
 from invarirank.runner import RunConfig, plan_shards, run_experiment
 from invarirank.store import read_volatile
+from tests.runner_support import Killed, kill_after
 
 FILES = ("observations.jsonl", "metrics.json", "calibration.json", "manifest.json")
 
@@ -56,20 +57,12 @@ def test_sharded_run_equals_the_one_process_run(cands, tmp_path, size):
     assert not (tmp_path / "sharded" / ".work").exists()
 
 
-class Killed(Exception):
-    pass
-
-
 def test_a_killed_driver_resumes_with_its_finished_shards(cands, tmp_path):
     run_experiment(config(cands, tmp_path / "full"), progress=False)
 
-    def kill_after_two(n):
-        if n == 2:
-            raise Killed
-
     part = tmp_path / "part"
     with pytest.raises(Killed):
-        run_experiment(config(cands, part, shard_queries=2), progress=False, on_shard_done=kill_after_two)
+        run_experiment(config(cands, part, shard_queries=2), progress=False, on_shard_done=kill_after(2))
     assert not any((part / name).exists() for name in FILES)
     assert len(list((part / ".work" / "shards").iterdir())) == 2
     (part / ".work" / "shards" / ".00009-x.tmp-1").mkdir()          # a write cut short: ignored and removed
@@ -85,7 +78,7 @@ def test_a_shard_of_another_configuration_is_refused(cands, tmp_path, capsys):
     out = tmp_path / "run"
     with pytest.raises(Killed):
         run_experiment(config(cands, out, shard_queries=2), progress=False,
-                       on_shard_done=lambda n: (_ for _ in ()).throw(Killed()))
+                       on_shard_done=kill_after(1))
     with pytest.raises(InvariRankError, match=r"shard of another configuration \(differs in: settings\)"):
         run_experiment(config(cands, out, shard_queries=2, m=5), progress=False)
     rc = cli_main(["rerank", "--candidates", str(cands), "--scorer", "simulated", "--k", "6", "--m", "5",

@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..grid import build, load_grid
     from ..grid.build import statuses
-    from ..runner.plan import format_grid_cost, format_grid_estimate
+    from ..runner.plan import find_bench, format_grid_cost, format_grid_estimate
     from ..store import project_root
 
     if args.dry_run:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_grid_estimate(grid.runs, statuses(grid.runs, results), args.seconds_per_pass))
         if grid.raw.get("estimate"):
             print()
-            print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=args.bench))
+            print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=find_bench(args.bench)))
         return 0
     check_executor_flags(args)                                      # bad input fails before any cluster starts
     load_grid(args.grid, shard_queries=args.shard_queries)

@@ -24,7 +24,7 @@ from .config import RunConfig
 from .queries import QuerySet, load_queries
 
 __all__ = ["passes_per_presented_order", "RunPlan", "plan_run", "format_plan", "estimate_run", "tokens_per_pass",
-           "grid_cost_table", "format_grid_cost", "format_grid_estimate"]
+           "grid_cost_table", "format_grid_cost", "format_grid_estimate", "Bench", "load_bench", "find_bench"]
 
 #: bootstrapping's shuffles that are also STELLA_LW's first updates (computed once with the shared pass cache)
 _SHARED_BOOTSTRAP_STELLA = 2
@@ -38,6 +38,57 @@ def passes_per_presented_order(methods: Sequence[str], k: int, stella_updates: i
     if "bootstrapping" in methods and "stella" in methods:
         unique -= min(stella_updates - 1, _SHARED_BOOTSTRAP_STELLA)
     return {"requested": requested, "requested_total": sum(requested.values()), "unique": unique}
+
+
+# ---------------------------------------------------------------------------------------------
+# measurements: a benchmark file (python -m benchmarks.gpu --json FILE)
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Bench:
+    """A benchmark file of :mod:`benchmarks.gpu`: per (model id, K) the measured passes per second of the four
+    methods' request stream in the fastest configuration, and the first stage's measured seconds per LightGCN
+    epoch per data set (when it holds them). ``source`` names the file for the printouts."""
+
+    source: str
+    device: str
+    passes_per_second: dict[tuple[str, int], float]
+    first_stage: dict[str, Any]
+
+    def seconds_per_pass(self, model: str | None, k: int) -> float | None:
+        """Measured seconds per distinct pass of ``model`` at K = ``k``; a K that was not measured is scaled
+        from the nearest measured K by the new tokens per pass (the candidates: the history prefix is reused);
+        None when the model was not measured."""
+        ks = sorted(kk for (m, kk) in self.passes_per_second if m == model)
+        if not ks:
+            return None
+        near = min(ks, key=lambda kk: (abs(kk - k), kk))
+        return (1.0 / self.passes_per_second[(str(model), near)]) * (k / near)
+
+
+def load_bench(path: str | Path) -> Bench:
+    """Read a benchmark file written by ``python -m benchmarks.gpu --json FILE`` (errors name the file)."""
+    import json
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+        rates: dict[tuple[str, int], float] = {}
+        for r in data.get("results", []):
+            if r.get("passes_per_s") and r.get("model"):
+                key = (str(r["model"]), int(r["K"]))
+                rates[key] = max(rates.get(key, 0.0), float(r["passes_per_s"]))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise InvariRankError(f"{p}: not a benchmark file of benchmarks.gpu ({exc})") from None
+    return Bench(str(p), str(data.get("device", "?")), rates, dict(data.get("first_stage") or {}))
+
+
+def find_bench(path: str | Path | None, root: Path | None = None) -> Bench | None:
+    """``path`` when given, else the newest ``results/bench/*.json`` of the project (None when there is none)."""
+    if path:
+        return load_bench(path)
+    from ..store import project_root
+    folder = (root or project_root()) / "results" / "bench"
+    files = sorted(folder.glob("*.json"), key=lambda f: (f.stat().st_mtime, f.name)) if folder.is_dir() else []
+    return load_bench(files[-1]) if files else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -61,17 +112,36 @@ class RunPlan:
     measured_seconds: float
     measured_cached: int
     info: dict[str, Any]
+    bench: Bench | None = None
 
     @property
     def seconds_per_pass(self) -> float:
-        """Measured seconds per scorer pass (nan when nothing was measured)."""
+        """Seconds per scorer pass: from the benchmark file when it measured this model (at the run's mean K),
+        else from the passes timed here (nan when nothing was measured)."""
+        measured = self._bench_rate()
+        if measured is not None:
+            return measured
         return self.measured_seconds / self.measured_passes if self.measured_passes else float("nan")
+
+    @property
+    def rate_source(self) -> str:
+        """Where :attr:`seconds_per_pass` comes from."""
+        if self._bench_rate() is not None:
+            return f"measured: {self.bench.source} ({self.bench.device})"          # type: ignore[union-attr]
+        return "timed here"
+
+    def _bench_rate(self) -> float | None:
+        if self.bench is None or not self.ks:
+            return None
+        return self.bench.seconds_per_pass(self.config.model_name, round(sum(self.ks) / len(self.ks)))
 
 
 def plan_run(config: RunConfig, *, measure_passes: int = 4, queries: QuerySet | None = None,
-             scorer: Scorer | None = None) -> RunPlan:
+             scorer: Scorer | None = None, bench: str | Path | None = None) -> RunPlan:
     """Count the passes a run needs and time a few real passes to estimate its duration (runs nothing else; the
-    data and first stage are prepared on demand, through their caches)."""
+    data and first stage are prepared on demand, through their caches). ``bench``: a benchmark file to price the
+    passes with (default: the newest under ``results/bench/``, when the model was measured there)."""
+    measured_bench = find_bench(bench)
     from ..assets import cache_dir as default_cache_dir
     from ..methods.stella import calibration_key, calibration_pass_count, select_calibration_queries
     from .run import make_run_scorer, scorer_key_identity
@@ -109,7 +179,7 @@ def plan_run(config: RunConfig, *, measure_passes: int = 4, queries: QuerySet | 
         measured += 1
         cached_hits += int(bool(res.cached))
     return RunPlan(config, len(qs.test), ks, per_method, unique_min, unique_max, cal_passes, cal_cached, measured,
-                   time.perf_counter() - t0, cached_hits, qs.info)
+                   time.perf_counter() - t0, cached_hits, qs.info, measured_bench)
 
 
 def _fmt_seconds(s: float) -> str:
@@ -149,8 +219,8 @@ def format_plan(plan: RunPlan) -> str:
                  f"({rate:.4f} s per pass{note})")
     lo = (plan.unique_min + plan.calibration_passes) * rate
     hi = (plan.unique_max + plan.calibration_passes) * rate
-    lines.append(f"estimated time: {_fmt_seconds(lo)} - {_fmt_seconds(hi)} "
-                 f"(scorer passes only; the scorer's persistent cache may make it shorter)")
+    lines.append(f"estimated time: {_fmt_seconds(lo)} - {_fmt_seconds(hi)} at {rate:.4f} s per pass "
+                 f"({plan.rate_source}; scorer passes only; the scorer's persistent cache may make it shorter)")
     return "\n".join(lines)
 
 
@@ -183,7 +253,7 @@ def tokens_per_pass(K: int, history_tokens: float, tokens_per_candidate: float) 
     return history_tokens + K * tokens_per_candidate
 
 
-def grid_cost_table(configs: Sequence[RunConfig], assumptions: Mapping[str, Any]) -> Any:
+def grid_cost_table(configs: Sequence[RunConfig], assumptions: Mapping[str, Any], bench: Bench | None = None) -> Any:
     """The estimated cost of a grid's runs (pandas DataFrame, one row per run): distinct scorer passes
     (STELLA_LW stopping after 4-10 updates), calibration passes, and GPU hours under the grid's ``estimate:``
     ``assumptions``::
@@ -197,6 +267,12 @@ def grid_cost_table(configs: Sequence[RunConfig], assumptions: Mapping[str, Any]
 
     A forward pass over L tokens costs about ``2 × parameters × L`` FLOPs; hours = passes × that / throughput.
     An upper-bound style estimate: prefix reuse and early stopping make real runs shorter.
+
+    With ``bench`` (:func:`load_bench`), a run whose model was measured is priced from the measurement instead
+    (seconds per pass of the four methods' request stream at that K, :meth:`Bench.seconds_per_pass`); the
+    column ``source`` says which (``measured`` or ``assumed``). The first stage (LightGCN, once per data set) is
+    priced when the benchmark file holds its measured seconds per epoch (``first stage hours``, on the row of
+    the data set's first run).
     """
     import pandas as pd
 
@@ -206,24 +282,42 @@ def grid_cost_table(configs: Sequence[RunConfig], assumptions: Mapping[str, Any]
     rel = float(assumptions.get("calibration_relevant", 1.0))
     params = assumptions.get("parameters_billion") or {}
     rows = []
+    priced_data: set[str] = set()
     for config in configs:
         e = estimate_run(config, calibration_relevant=rel)
         billions = params.get(config.model)
         tokens = tokens_per_pass(e["K"], hist, per_cand)
         sec = None if billions is None else 2 * float(billions) * 1e9 * tokens / (tflops * 1e12)
+        source = "assumed"
+        measured = bench.seconds_per_pass(config.model, e["K"]) if bench is not None else None
+        if measured is not None:
+            sec, source = measured, "measured"
+        extra: dict[str, Any] = {}
+        if bench is not None:
+            extra["source"] = source
+            epochs = (bench.first_stage.get("seconds_per_epoch") or {}).get(config.data_label)
+            first = None
+            if epochs is not None and config.data_label not in priced_data:
+                first = round(float(epochs) * int(bench.first_stage.get("epochs", 100)) / 3600, 2)
+                priced_data.add(config.data_label)
+            extra["first stage hours"] = first
         rows.append({
             "run": config.run_name, "K": e["K"], "M": config.M, "queries": e["queries"],
             "passes (min)": e["passes_min"], "passes (max)": e["passes_max"],
             "calibration passes": e["calibration_passes"], "tokens per pass": int(tokens),
             "s per pass": None if sec is None else round(sec, 4),
             "GPU hours (min)": None if sec is None else round(e["total_min"] * sec / 3600, 1),
-            "GPU hours (max)": None if sec is None else round(e["total_max"] * sec / 3600, 1)})
+            "GPU hours (max)": None if sec is None else round(e["total_max"] * sec / 3600, 1), **extra})
     return pd.DataFrame.from_records(rows)
 
 
-def format_grid_cost(configs: Sequence[RunConfig], assumptions: Mapping[str, Any]) -> str:
-    """:func:`grid_cost_table` as fixed-width text with a total line (what the paper grid's header shows)."""
-    df = grid_cost_table(configs, assumptions)
+def format_grid_cost(configs: Sequence[RunConfig], assumptions: Mapping[str, Any],
+                     bench: str | Path | Bench | None = None) -> str:
+    """:func:`grid_cost_table` as fixed-width text with a total line (what the paper grid's header shows);
+    ``bench`` (a file or a :class:`Bench`) prices measured models from measurements, and a line says so."""
+    if bench is not None and not isinstance(bench, Bench):
+        bench = load_bench(bench)
+    df = grid_cost_table(configs, assumptions, bench)
     lines = [f"{'run':<56}{'passes (min-max)':>22}{'calib.':>9}{'s/pass':>8}{'GPU h (min-max)':>17}"]
     for _, r in df.iterrows():
         known = r["s per pass"] is not None and r["s per pass"] == r["s per pass"]
@@ -234,6 +328,13 @@ def format_grid_cost(configs: Sequence[RunConfig], assumptions: Mapping[str, Any
     passes = f"{int(df['passes (min)'].sum()):,}-{int(df['passes (max)'].sum()):,}"
     gpu = f"{df['GPU hours (min)'].sum():.0f}-{df['GPU hours (max)'].sum():.0f}"
     lines.append(f"{'total':<56}{passes:>22}{int(df['calibration passes'].sum()):>9,}{'':>8}{gpu:>17}")
+    if bench is not None:
+        n = int((df["source"] == "measured").sum())
+        first = df["first stage hours"].dropna()
+        lines.append(f"priced from {bench.source} ({bench.device}): {n} of {len(df)} runs measured, the others at the "
+                     f"assumed {assumptions.get('effective_tflops', 100)} TFLOP/s"
+                     + (f"; first stage (LightGCN, {bench.first_stage.get('device', 'cpu')}): {first.sum():.1f} h"
+                        if len(first) else "; first stage not measured"))
     return "\n".join(lines)
 
 
