@@ -116,3 +116,23 @@ def test_bad_input_is_one_line_and_never_hangs(cands, tmp_path, capsys):
     with pytest.raises(InvariRankError, match="HOST:PORT"):
         RayExecutor("nowhere")
     assert ray.is_initialized()                                  # the module's Ray was left alone
+
+
+@pytest.mark.slow
+def test_real_smollm2_run_through_ray_equals_the_local_run_at_equal_threads(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    settings = dict(dataset="ml-100k", retriever="als", k=5, m=2, queries=2, scorer="span", model="smollm2-135m",
+                    methods=["zero_shot", "bootstrapping"], n_bootstrap=0, seed=3,
+                    cache_dir=str(tmp_path / "cache"))
+    monkeypatch.setenv("INVARIRANK_THREADS", "1")                 # the local run's threads = each worker's
+    local = run_experiment(RunConfig.from_mapping(dict(settings, out=str(tmp_path / "local"))), progress=False)
+    with RayExecutor(workers=2, threads_per_worker=1) as ex:
+        res = run_experiment(RunConfig.from_mapping(dict(settings, out=str(tmp_path / "ray"), shard_queries=1)),
+                             progress=False, executor=ex)
+    for name in ("observations.jsonl", "metrics.json", "manifest.json"):
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "ray" / name).read_bytes(), name
+    assert local.rows == res.rows
+    vol = res.volatile
+    assert vol["model_loads"] == 2 == len(vol["shards"]) and vol["execution"]["threads_per_worker"] == 1
+    assert {s["worker"]["slot"] for s in vol["shards"]} == {0, 1}  # each worker computed one shard, own pass cache
+    assert all((tmp_path / "cache" / "passes" / f"worker-{i}" / "passes.sqlite3").is_file() for i in (0, 1))
