@@ -51,7 +51,7 @@ def test_sharded_run_equals_the_one_process_run(cands, tmp_path, size):
         assert (tmp_path / "plain" / name).read_bytes() == (tmp_path / "sharded" / name).read_bytes(), name
     n = len(plain.manifest["queries"]["ids"])
     vol = read_json(tmp_path / "sharded" / "run.json")
-    assert vol["execution"] == {"executor": "local", "workers": 1, "shard_queries": size}
+    assert vol["execution"] == {"executor": "local", "workers": 1, "shard_queries": size, "query_window": None}
     assert len(vol["shards"]) == -(-n // size) and sum(s["queries"] for s in vol["shards"]) == n
     assert "shard_queries" not in sharded.manifest["config"] and "shard_queries" not in plain.manifest["config"]
     assert not (tmp_path / "sharded" / ".work").exists()

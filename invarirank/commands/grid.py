@@ -50,13 +50,14 @@ def run(args: argparse.Namespace) -> int:
             print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=find_bench(args.bench)))
         return 0
     check_executor_flags(args)                                      # bad input fails before any cluster starts
-    load_grid(args.grid, shard_queries=args.shard_queries)
+    execution = {"shard_queries": args.shard_queries, "query_window": args.query_window}
+    load_grid(args.grid, execution=execution)
     t0 = time.perf_counter()
     executor = executor_from_args(args)
     try:
         summary = build(args.grid, build_dir=args.build_dir, results_dir=args.results_dir, work_dir=args.work_dir,
                         force=args.force, only=args.only, skip_results=args.skip_results, kernel=args.kernel,
-                        executor=executor, shard_queries=args.shard_queries)
+                        executor=executor, execution=execution)
     finally:
         if executor is not None:
             executor.close()

@@ -99,6 +99,9 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
            "threads to get the same bytes from a CPU model)")
     a("--connect-timeout", type=float, default=10.0, metavar="S",
       help="with --address: seconds to wait for the cluster to answer (default 10)")
+    a("--query-window", type=int, metavar="N",
+      help="queries a worker drives in lockstep, their requests batched together (default 1; with a real scorer "
+           "set --scorer-option max_batch_tokens=N to pack them by a token budget)")
     a("--shard-queries", type=int, metavar="N",
       help="queries per shard (default: the run's or grid's setting; 50 with --executor ray; a local run without "
            "it is one process with a checkpoint per query)")
@@ -109,8 +112,9 @@ def check_executor_flags(args: argparse.Namespace) -> None:
     from ..runner.executors import EXECUTORS
     if args.executor not in EXECUTORS:
         raise InvariRankError(f"--executor {args.executor!r}: expected one of {', '.join(EXECUTORS)}")
-    if args.shard_queries is not None and args.shard_queries < 1:
-        raise InvariRankError(f"--shard-queries {args.shard_queries}: expected at least 1")
+    for flag, value in (("--shard-queries", args.shard_queries), ("--query-window", args.query_window)):
+        if value is not None and value < 1:
+            raise InvariRankError(f"{flag} {value}: expected at least 1")
     if args.connect_timeout <= 0:
         raise InvariRankError(f"--connect-timeout {args.connect_timeout:g}: expected more than 0 seconds")
 
@@ -129,7 +133,7 @@ def executor_from_args(args: argparse.Namespace) -> Any:
 _FLAG_FIELDS = ("dataset", "raw_dir", "data_dir", "retriever", "retrieval_seed", "k", "k_sweep", "candidates",
                 "scorer", "model", "m", "queries", "methods", "seed", "calibration_queries",
                 "calibration_repeats", "noise_floor", "eval_ks", "exposure_k", "n_bootstrap", "out", "cache_dir",
-                "device", "shard_queries")
+                "device", "shard_queries", "query_window")
 
 
 def config_from_args(args: argparse.Namespace):

@@ -92,12 +92,14 @@ def run_parameters(config: RunConfig, results_dir: Path, work_dir: Path) -> dict
 def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None = None,
           results_dir: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
           force: bool = False, only: Sequence[str] = (), skip_results: bool = False,
-          kernel: str = "python3", executor: Any = None, shard_queries: int | None = None) -> dict[str, Any]:
+          kernel: str = "python3", executor: Any = None,
+          execution: dict[str, Any] | None = None) -> dict[str, Any]:
     """Compute a grid's missing runs, then execute its notebooks (see the module docstring). ``only`` limits
     the work to these runs/pages (a run name, ``data`` or ``rerank``); ``executor`` computes the runs in shards
-    (:func:`compute_runs`), ``shard_queries`` overrides the grid's shard size; returns a summary of what ran."""
+    (:func:`compute_runs`), ``execution`` overrides the runs' execution settings (``shard_queries``,
+    ``query_window``); returns a summary of what ran."""
     root = project_root()
-    grid = load_grid(grid_path, shard_queries=shard_queries)
+    grid = load_grid(grid_path, execution=execution)
     pages = Path(build_dir) if build_dir else root / "book" / "generated"
     results = Path(results_dir) if results_dir else root / "results"
     work = Path(work_dir) if work_dir else root / "runs"

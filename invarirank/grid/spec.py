@@ -72,9 +72,14 @@ def _data_entries(runs: list[RunConfig]) -> list[dict[str, Any]]:
     return [dict(g, K=sorted(g["K"])) for g in groups.values()]
 
 
-def load_grid(path: str | os.PathLike, *, shard_queries: int | None = None) -> Grid:
-    """Read and check a grid file (errors name the file and the field). ``shard_queries`` (the ``--shard-queries``
-    flag) overrides the file's ``shard_queries`` setting (queries per shard, never part of a run's identity)."""
+def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = None) -> Grid:
+    """Read and check a grid file (errors name the file and the field). ``execution`` (flags such as
+    ``--shard-queries``) overrides the runs' execution settings (:meth:`RunConfig.execution_fields`: never part
+    of a run's identity); None values are ignored."""
+    overrides = {k: v for k, v in (execution or {}).items() if v is not None}
+    unknown = sorted(set(overrides) - RunConfig.execution_fields())
+    if unknown:
+        raise InvariRankError(f"not an execution setting: {unknown[0]!r}")
     p = Path(path)
     raw = _read_yaml(p)
     if not isinstance(raw, dict):
@@ -103,8 +108,8 @@ def load_grid(path: str | os.PathLike, *, shard_queries: int | None = None) -> G
         ks = merged.get("K")
         for k in (ks if isinstance(ks, list) else [ks]):   # "K: [5, 15]" expands to one run per K
             config = RunConfig.from_mapping(dict(merged, K=k), f"{p}: runs[{i}]", grid=name)
-            if shard_queries is not None:
-                config = config.replace(shard_queries=shard_queries)
+            if overrides:
+                config = config.replace(**overrides)
             if config.run_name in seen:
                 raise InvariRankError(f"{p}: runs[{i}]: duplicate run {config.run_name!r}")
             seen.add(config.run_name)

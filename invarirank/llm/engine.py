@@ -22,6 +22,14 @@ Batching: :meth:`CausalLMScorer.score_batch` computes the missing passes of one 
 ``batch_size`` (default 8 on CUDA, 1 on the CPU where batching does not pay). The suffixes are right-padded and
 need no attention mask: with causal attention a real token never sees the padding after it.
 
+Batches across queries: :meth:`CausalLMScorer.score_requests` takes requests of *several* queries (a worker's
+window of queries in lockstep). With ``max_batch_tokens`` set (and prefix reuse on plain ``DynamicLayer`` caches:
+Llama, Mistral without a window, Qwen 2), the pending suffixes of all queries are sorted by length and packed
+into batches of at most ``max_batch_tokens`` computed positions (rows × the batch's longest suffix), never padding
+beyond what batches per prefix would compute; each row keeps its own query's history prefix — computed once per query, left-padded to the batch's longest prefix and
+masked — and its own positions. Prefix forwards = number of queries; tokens computed never exceed the per-query
+batches' (sorting by length pads less). Without it, requests are batched per prefix as above.
+
 Work accounting in ``scorer.stats``: ``calls``, ``cache_hits`` (of which ``disk_hits``), ``forward_passes``
 (model forwards over suffixes or full prompts), ``prefix_passes``, ``prefix_reuses``, ``tokens_computed`` (all
 token positions run through the model, prefixes and padding included), ``prefix_tokens``,
@@ -99,7 +107,8 @@ class CausalLMScorer:
     False: no cache; ``"memory"``: this process only); ``prefix_reuse`` (True); ``logits`` (``"needed"`` or
     ``"all"``); ``batch_size`` (8 on CUDA, 1 on CPU); ``max_length`` (default min(4096, the model's limit));
     ``truncate_history`` (False: an over-long prompt is an error naming the query; True: drop the oldest history
-    entries until the query's longest prompt fits); ``naive`` (False; True: reference path, see the module
+    entries until the query's longest prompt fits); ``max_batch_tokens`` (None; a number: batches across queries
+    packed by this token budget, see the module docstring); ``naive`` (False; True: reference path, see the module
     docstring); ``prefix_cache_size`` (2 prefixes kept); ``seed`` (recorded only: scoring is deterministic).
     """
 
@@ -109,7 +118,8 @@ class CausalLMScorer:
     def __init__(self, model: Any = "smollm2-135m", *, seed: int = 0, cache_dir: Any = None,
                  pass_cache: bool | str = True, prefix_reuse: bool = True, logits: str = "needed",
                  batch_size: int | None = None, max_length: int | None = None, truncate_history: bool = False,
-                 naive: bool = False, prefix_cache_size: int = 2, **load_options: Any):
+                 naive: bool = False, prefix_cache_size: int = 2, max_batch_tokens: int | None = None,
+                 **load_options: Any):
         unknown = sorted(set(load_options) - set(_LOAD_OPTIONS))
         if unknown:
             raise InvariRankError(f"{self.kind} scorer: unknown option(s) {', '.join(unknown)}")
@@ -132,6 +142,9 @@ class CausalLMScorer:
         self.trim_tail = not self.naive
         on_cuda = self.loaded.device.type == "cuda"
         self.batch_size = max(1, int(batch_size if batch_size is not None else (8 if on_cuda else 1)))
+        if max_batch_tokens is not None and int(max_batch_tokens) < 1:
+            raise InvariRankError(f"{self.kind} scorer: max_batch_tokens must be positive, got {max_batch_tokens}")
+        self.max_batch_tokens = None if max_batch_tokens is None else int(max_batch_tokens)
         model_max = int(self.loaded.max_length)
         self.max_length = int(max_length) if max_length is not None else min(DEFAULT_MAX_LENGTH, model_max)
         if self.max_length < 1:
@@ -200,6 +213,7 @@ class CausalLMScorer:
             "prefix_reuse": self.prefix_reuse,
             "prefix_reuse_note": self.prefix_reuse_note,
             "batch_size": self.batch_size,
+            "max_batch_tokens": self.max_batch_tokens,
             "naive": self.naive,
             "pass_cache": None if self.pass_cache is None else ("memory" if self.pass_cache.path is None else "disk"),
             "seed": self.seed,
@@ -312,12 +326,18 @@ class CausalLMScorer:
     def score_batch(self, query: Query, orders: Sequence[Sequence[Item]]) -> list[ScoreResult]:
         """Score several presented orders of one query; identical prompts are computed once; the missing
         passes run in batches of ``batch_size`` (GPU) or one by one (CPU)."""
-        results: list[ScoreResult | None] = [None] * len(orders)
+        return self.score_requests([(query, presented) for presented in orders])
+
+    def score_requests(self, requests: Sequence[tuple[Query, Sequence[Item]]]) -> list[ScoreResult]:
+        """Score (query, presented order) requests of one or several queries, in order; identical prompts are
+        computed once; the missing passes are batched (per prefix, or packed across queries by
+        ``max_batch_tokens``: see the module docstring)."""
+        results: list[ScoreResult | None] = [None] * len(requests)
         todo: dict[str, list[int]] = {}
         plans: dict[str, Plan] = {}
         ident = self.key_identity() if self.pass_cache is not None else None
         ident_digest = pass_key(ident, "")[:16] if ident is not None else ""
-        for i, presented in enumerate(orders):
+        for i, (query, presented) in enumerate(requests):
             self.stats["calls"] += 1
             if len(presented) == 0:
                 results[i] = ScoreResult(np.zeros(0, dtype=np.float32), 0, False)
@@ -374,6 +394,13 @@ class CausalLMScorer:
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, plan in enumerate(plans):
             groups.setdefault(plan.prefix, []).append(i)
+        self._prefixes.size = max(self._prefixes.size, len(groups))   # every query of a window keeps its prefix
+        if self.max_batch_tokens is not None and len(groups) > 1 and self._packable():
+            try:
+                return self._compute_packed(plans, groups)
+            except UnsupportedCache as exc:
+                self._disable_prefix_reuse(str(exc))
+                return [self._forward_full(plan) for plan in plans]
         for prefix, idxs in groups.items():
             for c in range(0, len(idxs), self.batch_size):
                 chunk = idxs[c:c + self.batch_size]
@@ -390,6 +417,99 @@ class CausalLMScorer:
                 for i in chunk:
                     out[i] = self._forward_full(plans[i])
         return out  # type: ignore[return-value]
+
+    def _packable(self) -> bool:
+        """Whether rows of different prefixes may share a batch: plain full-attention layers only."""
+        return self._n_sliding == 0
+
+    def _compute_packed(self, plans: list[Plan], groups: dict[tuple[int, ...], list[int]],
+                        ) -> list[tuple[np.ndarray, int]]:
+        """Rows of all prefixes sorted by suffix length, packed into batches of at most ``max_batch_tokens``
+        computed positions; each prefix computed once (charged to its first row)."""
+        out: list[tuple[np.ndarray, int] | None] = [None] * len(plans)
+        prefix_of: dict[int, tuple[Any, int]] = {}
+        charge: dict[int, int] = {}
+        for prefix, idxs in groups.items():
+            cache, computed = self._prefix_cache(prefix)
+            for i in idxs:
+                prefix_of[i] = (cache, len(prefix))
+            charge[idxs[0]] = computed
+        order = sorted(range(len(plans)), key=lambda i: (len(plans[i].suffix), i))
+        budget = int(self.max_batch_tokens or 1)
+        # what batches per prefix would compute: the packing may pad, but never beyond it
+        limit = sum(len(chunk) * max(len(plans[i].suffix) for i in chunk) for idxs in groups.values()
+                    for chunk in (idxs[c:c + self.batch_size] for c in range(0, len(idxs), self.batch_size)))
+        committed, remaining = 0, sum(len(p.suffix) for p in plans)
+        batch: list[int] = []
+        for i in order + [-1]:
+            if i >= 0:
+                n = len(plans[i].suffix)
+                remaining -= n
+                if not batch or ((len(batch) + 1) * n <= budget and
+                                 committed + (len(batch) + 1) * n + remaining <= limit):
+                    batch.append(i)
+                    continue
+            committed += len(batch) * len(plans[batch[-1]].suffix)
+            got = (self._forward_suffixes(prefix_of[batch[0]][0], [plans[j] for j in batch])
+                   if len({plans[j].prefix for j in batch}) == 1 else
+                   self._forward_mixed([plans[j] for j in batch], [prefix_of[j] for j in batch]))
+            for j, (scores, tokens) in zip(batch, got):
+                out[j] = (scores, tokens + charge.get(j, 0))
+            batch = [i]
+        return out  # type: ignore[return-value]
+
+    def _forward_mixed(self, plans: list[Plan], prefixes: list[tuple[Any, int]]) -> list[tuple[np.ndarray, int]]:
+        """One forward over suffixes of *different* prefixes: each row's prefix key/values left-padded to the
+        longest, masked, and the row's own positions (prefix length + offset)."""
+        import torch
+
+        dev = self.loaded.device
+        longest = max(n for _, n in prefixes)
+        width = max(len(pl.suffix) for pl in plans)
+        batch = len(plans)
+        cache = new_cache(self.loaded.model)
+        layers = [getattr(c, "layers", None) for c, _ in prefixes]
+        if any(ls is None for ls in layers):
+            raise UnsupportedCache("prefix caches without layers")
+        for li in range(len(layers[0])):
+            keys, values = [], []
+            for ls, (_, n) in zip(layers, prefixes):
+                k, v = ls[li].keys, ls[li].values
+                pad = longest - n
+                if pad:
+                    k = torch.cat([k.new_zeros((*k.shape[:2], pad, k.shape[3])), k], dim=2)
+                    v = torch.cat([v.new_zeros((*v.shape[:2], pad, v.shape[3])), v], dim=2)
+                keys.append(k)
+                values.append(v)
+            cache.update(torch.cat(keys), torch.cat(values), li)
+        ids = torch.full((batch, width), self._pad_id(), dtype=torch.long)
+        attn = torch.zeros((batch, longest + width), dtype=torch.long)
+        pos = torch.zeros((batch, width), dtype=torch.long)
+        keep = torch.zeros((batch, width), dtype=torch.bool)
+        for b, (pl, (_, n)) in enumerate(zip(plans, prefixes)):
+            ids[b, :len(pl.suffix)] = torch.tensor(pl.suffix, dtype=torch.long)
+            attn[b, longest - n:longest + len(pl.suffix)] = 1
+            pos[b] = torch.arange(n, n + width)
+            keep[b, pl.needed] = True
+        kwargs: dict[str, Any] = {"input_ids": ids.to(dev), "attention_mask": attn.to(dev),
+                                  "position_ids": pos.to(dev), self._cache_arg: cache, "use_cache": True}
+        if self.logits_mode == "needed":
+            kwargs["logits_to_keep"] = keep.to(dev)
+        out = self._run(**kwargs)
+        keep = keep.to(dev)
+        logits = out.logits if self.logits_mode == "needed" else out.logits[keep]
+        if logits.dim() == 3:
+            logits = logits.reshape(-1, logits.shape[-1])
+        self.stats["forward_passes"] += 1
+        self.stats["tokens_computed"] += batch * width
+        self.stats["positions_projected"] += int(keep.sum()) if self.logits_mode == "needed" else batch * width
+        self.stats["attention_context"] += sum(self._attention_context(n, width) for _, n in prefixes)
+        res, row = [], 0
+        for pl in plans:
+            k = len(pl.needed)
+            res.append((self._reduce(pl, logits[row:row + k].float()), width))
+            row += k
+        return res
 
     def _disable_prefix_reuse(self, why: str) -> None:
         self.prefix_reuse = False

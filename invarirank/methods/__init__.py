@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from ..errors import InvariRankError
 from ..types import Item, Query, Scorer
-from ._common import Steps, batch_size_of, drive, drive_many
+from ._common import Steps, batch_size_of, drive, drive_many, drive_window
 from .bootstrapping import bootstrapping
 from .borda import borda
 from .pass_cache import PassCache
@@ -28,7 +28,7 @@ from .stella import calibrate, load_or_calibrate, stella
 from .zero_shot import zero_shot
 
 __all__ = ["METHODS", "METHOD_LABELS", "REGISTRY", "Method", "method", "MethodResult", "PassCache", "run_method",
-           "method_steps", "drive", "drive_many",
+           "method_steps", "drive", "drive_many", "drive_window",
            "batch_size_of", "zero_shot", "bootstrapping", "sgs", "stella", "borda", "calibrate", "load_or_calibrate",
            "passes_per_order"]
 

@@ -11,13 +11,16 @@ the list of items it wants scored next and receives their scores (float64, align
 its return value is the :class:`MethodResult`. :func:`drive` runs one generator against a scorer, one
 call per step (what the plain method functions do); :func:`drive_many` runs many generators in
 lockstep and sends each round's requests to the scorer as one batch (``score_batch`` where the scorer
-has it), so a GPU scorer can batch the M presented orders of a query. Both give the same results with
-a deterministic scorer: each generator sees exactly the scores it would have seen alone.
+has it), so a GPU scorer can batch the M presented orders of a query; :func:`drive_window` does the same
+for a *window* of queries (every method × order of several queries in lockstep, each round one
+``score_requests`` call), so that the sequential tails of SGS and STELLA_LW of many queries fill one
+batch. All give the same results with a deterministic scorer: each generator sees exactly the scores it
+would have seen alone.
 """
 
 from __future__ import annotations
 
-from typing import Generator, Sequence
+from typing import Callable, Generator, Sequence
 
 import numpy as np
 
@@ -29,7 +32,7 @@ from .result import MethodResult
 Steps = Generator[list[Item], np.ndarray, MethodResult]
 
 __all__ = ["shuffle_positions", "score_items", "score_results", "score_items_batch", "batch_size_of", "Steps",
-           "drive", "drive_many"]
+           "drive", "drive_many", "drive_window", "score_request_results"]
 
 
 def shuffle_positions(k: int, seed: int, query_id: str, t: int, j: int) -> list[int]:
@@ -66,6 +69,27 @@ def score_results(scorer: Scorer, query: Query, requests: Sequence[Sequence[Item
     return list(results)
 
 
+def score_request_results(scorer: Scorer, requests: Sequence[tuple[Query, Sequence[Item]]]) -> list[ScoreResult]:
+    """Scorer calls for (query, presented order) requests of several queries: one ``score_requests`` call where
+    the scorer has one, else :func:`score_results` per query (in first-seen query order); results in order."""
+    many = getattr(scorer, "score_requests", None)
+    if many is not None:
+        results = list(many([(q, list(items)) for q, items in requests]))
+        if len(results) != len(requests):
+            raise ValueError(f"scorer {getattr(scorer, 'name', scorer)!r} answered {len(results)} of "
+                             f"{len(requests)} requests")
+        return results
+    out: list[ScoreResult | None] = [None] * len(requests)
+    by_query: dict[str, list[int]] = {}
+    for i, (q, _) in enumerate(requests):
+        by_query.setdefault(q.query_id, []).append(i)
+    for idxs in by_query.values():
+        query = requests[idxs[0]][0]
+        for i, res in zip(idxs, score_results(scorer, query, [requests[i][1] for i in idxs])):
+            out[i] = res
+    return out  # type: ignore[return-value]
+
+
 def score_items_batch(scorer: Scorer, query: Query, requests: Sequence[Sequence[Item]]) -> list[np.ndarray]:
     """:func:`score_results` as float64 copies of the scores aligned with each request."""
     results = score_results(scorer, query, requests)
@@ -94,6 +118,24 @@ def drive_many(all_steps: Sequence[Steps], scorer: Scorer, query: Query) -> list
     """Run the steps of several methods/orders of one query in lockstep: each round sends every pending
     request as one batch (:func:`score_items_batch`), in the order of ``all_steps``. Returns the results
     in that order."""
+    return _lockstep(all_steps, lambda requests, _idx: score_items_batch(scorer, query, requests))
+
+
+def drive_window(work: Sequence[tuple[Query, Steps]], scorer: Scorer) -> list[MethodResult]:
+    """Run the steps of several queries' methods/orders in lockstep (``work``: (query, steps) pairs): each round
+    sends every pending request of every query as one :func:`score_request_results` call. Returns the results
+    in the order of ``work``."""
+    queries = [q for q, _ in work]
+
+    def answer(requests: list[list[Item]], idx: list[int]) -> list[np.ndarray]:
+        results = score_request_results(scorer, [(queries[i], items) for i, items in zip(idx, requests)])
+        return [_checked(scorer, res.scores, len(items)) for res, items in zip(results, requests)]
+    return _lockstep([s for _, s in work], answer)
+
+
+def _lockstep(all_steps: Sequence[Steps],
+              answer: Callable[[list[list[Item]], list[int]], Sequence[np.ndarray]]) -> list[MethodResult]:
+    """Drive generators in rounds: ``answer(requests, indices)`` scores one round's pending requests."""
     results: list[MethodResult | None] = [None] * len(all_steps)
     pending: dict[int, list[Item]] = {}
     for i, steps in enumerate(all_steps):
@@ -103,7 +145,8 @@ def drive_many(all_steps: Sequence[Steps], scorer: Scorer, query: Query) -> list
             results[i] = stop.value
     while pending:
         idx = list(pending)
-        answers = score_items_batch(scorer, query, [pending[i] for i in idx])
+        requests = [pending[i] for i in idx]
+        answers = answer(requests, idx)
         for i, scores in zip(idx, answers):
             try:
                 pending[i] = all_steps[i].send(scores)

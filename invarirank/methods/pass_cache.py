@@ -4,8 +4,9 @@ Every method's first pass on a presented order is the presented order itself, an
 shuffles are STELLA's first updates, so within one query the same serialised order is asked for many
 times. :class:`PassCache` answers a repeated (query, presented ids) from memory and counts it:
 ``requests`` (calls the methods made), ``hits`` (answered from memory), ``misses`` (sent to the
-scorer) and ``tokens`` (token positions the scorer reported for the misses). The wrapped scorer may
-keep its own persistent cache too (counted in its ``stats``).
+scorer) and ``tokens`` (token positions the scorer reported for the misses), in all and per query
+(:meth:`PassCache.counters` with a query id: the same numbers whether the query ran alone or in a
+window of queries). The wrapped scorer may keep its own persistent cache too (counted in its ``stats``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..types import Item, Query, Scorer, ScoreResult
-from ._common import batch_size_of, score_results
+from ._common import batch_size_of, score_request_results
 
 __all__ = ["PassCache"]
 
@@ -32,6 +33,7 @@ class PassCache:
         self.hits = 0
         self.misses = 0
         self.tokens = 0
+        self._per_query: dict[str, dict[str, int]] = {}
 
     def identity(self) -> dict[str, Any]:
         return self.scorer.identity()
@@ -40,8 +42,16 @@ class PassCache:
     def stats(self) -> dict[str, Any]:
         return dict(getattr(self.scorer, "stats", {}) or {})
 
-    def counters(self) -> dict[str, int]:
+    def counters(self, query_id: str | None = None) -> dict[str, int]:
+        """The counters in all, or those of one query."""
+        if query_id is not None:
+            return dict(self._per_query.get(query_id) or dict.fromkeys(("requests", "hits", "misses", "tokens"), 0))
         return {"requests": self.requests, "hits": self.hits, "misses": self.misses, "tokens": self.tokens}
+
+    def _count(self, query_id: str, name: str, n: int = 1) -> None:
+        setattr(self, name, getattr(self, name) + n)
+        per = self._per_query.setdefault(query_id, dict.fromkeys(("requests", "hits", "misses", "tokens"), 0))
+        per[name] += n
 
     def clear(self) -> None:
         self._store.clear()
@@ -54,33 +64,44 @@ class PassCache:
     def score(self, query: Query, presented: Sequence[Item]) -> ScoreResult:
         return self.score_batch(query, [presented])[0]
 
+    def clear_counters(self, query_id: str) -> None:
+        """Forget one query's own counters (the totals keep running)."""
+        self._per_query.pop(query_id, None)
+
     def score_batch(self, query: Query, orders: Sequence[Sequence[Item]]) -> list[ScoreResult]:
         """Answer each order from memory or, for the orders not seen before (each distinct one once,
         in first-seen order), from the wrapped scorer's ``score_batch`` (or ``score`` one by one).
         Counters: a repeat inside the batch counts as a hit, as it would one call at a time."""
-        out: list[ScoreResult | None] = [None] * len(orders)
+        return self.score_requests([(query, presented) for presented in orders])
+
+    def score_requests(self, requests: Sequence[tuple[Query, Sequence[Item]]]) -> list[ScoreResult]:
+        """:meth:`score_batch` for requests of one or several queries: the distinct new ones go to the wrapped
+        scorer's ``score_requests`` in one call where it has one (a window of queries batched together), else
+        per query through ``score_batch``."""
+        out: list[ScoreResult | None] = [None] * len(requests)
         todo: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-        for i, presented in enumerate(orders):
+        for i, (query, presented) in enumerate(requests):
             key = (query.query_id, tuple(it.item_id for it in presented))
-            self.requests += 1
+            self._count(query.query_id, "requests")
             got = self._store.get(key)
             if got is not None:
-                self.hits += 1
+                self._count(query.query_id, "hits")
                 out[i] = ScoreResult(scores=got, tokens=0, cached=True)
             elif key in todo:
-                self.hits += 1
+                self._count(query.query_id, "hits")
                 todo[key].append(i)
             else:
                 todo[key] = [i]
         if todo:
-            results = score_results(self.scorer, query, [orders[idxs[0]] for idxs in todo.values()])
+            firsts = [requests[idxs[0]] for idxs in todo.values()]
+            results = score_request_results(self.scorer, firsts)
             for (key, idxs), res in zip(todo.items(), results):
                 scores = np.array(res.scores, dtype=np.float32, copy=True)
                 scores.flags.writeable = False
                 self._store[key] = scores
-                self.misses += 1
+                self._count(key[0], "misses")
                 tokens = int(res.tokens or 0)
-                self.tokens += tokens
+                self._count(key[0], "tokens", tokens)
                 out[idxs[0]] = ScoreResult(scores=scores, tokens=tokens, cached=bool(res.cached))
                 for i in idxs[1:]:
                     out[i] = ScoreResult(scores=scores, tokens=0, cached=True)

@@ -99,6 +99,7 @@ class RunConfig:
     out: str | None = None
     cache_dir: str | None = None
     shard_queries: int | None = field(default=None, metadata={"execution": True})
+    query_window: int | None = field(default=None, metadata={"execution": True})
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
@@ -274,7 +275,8 @@ class RunConfig:
     # -- checks ----------------------------------------------------------------------------------
     def normalise(self, where: str = "config") -> None:
         """Coerce types (``"a,b"`` lists, sorted methods) and check ranges; raise :class:`InvariRankError`."""
-        for name, lo in (("K", 1), ("sample_k", 1), ("n_queries", 1), ("shard_queries", 1)):
+        for name, lo in (("K", 1), ("sample_k", 1), ("n_queries", 1), ("shard_queries", 1),
+                         ("query_window", 1)):
             value = getattr(self, name)
             setattr(self, name, None if value is None else _as_int(where, name, value, lo))
         for name, lo in (("M", 1), ("seed", 0), ("retrieval_seed", 0), ("calibration_queries", 1),

@@ -179,7 +179,8 @@ def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str
            "calibration_from_cache": {str(k): c.from_cache for k, c in calibrations.items()},
            # > 1: every query's orders and methods ran in lockstep, scorer calls in batches
            "scorer_batch_size": p.scorer["batch_size"],
-           "execution": {"shard_queries": config.shard_queries, **volatile.pop("execution", {})},
+           "execution": {"shard_queries": config.shard_queries, "query_window": config.query_window,
+                         **volatile.pop("execution", {})},
            **volatile, "platform": platform.platform(), "git": git_info(), "paths": moved}
     atomic_write_json(out / VOLATILE_FILE, run)
     atomic_write_json(out / "manifest.json", manifest)

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from ..types import Query, Scorer
 from .config import RunConfig
 from .records import QueryRecord
-from .rerank import rerank_query
+from .rerank import rerank_query, rerank_window
 
 __all__ = ["ShardWorker", "ShardTask", "ShardResult", "rerank_records", "scorer_settings", "SCORER_SETTINGS"]
 
@@ -40,18 +40,29 @@ def scorer_settings(config: RunConfig) -> dict[str, Any]:
 def rerank_records(cache: Any, queries: Sequence[Query], config: RunConfig, *, model: str, dataset: str,
                    calibrations: Mapping[int, Any], on_order: Callable[[int], None] | None = None,
                    ) -> Iterator[dict[str, Any]]:
-    """Rerank ``queries`` one after the other through ``cache`` (a :class:`~invarirank.methods.PassCache`); yield
-    each query's :class:`QueryRecord` as JSON (``seconds`` is wall-clock time, volatile)."""
-    for q in queries:
+    """Rerank ``queries`` through ``cache`` (a :class:`~invarirank.methods.PassCache`), one after the other or,
+    with ``config.query_window`` > 1, in windows of that many queries in lockstep
+    (:func:`~invarirank.runner.rerank.rerank_window`); yield each query's :class:`QueryRecord` as JSON, in the
+    order of ``queries``, with the pass cache's counters *of that query* (the same either way; ``seconds`` is
+    wall-clock time, a window's shared evenly: volatile)."""
+    window = 1 if config.noise_floor else max(1, int(config.query_window or 1))
+    for start in range(0, len(queries), window):
+        chunk = list(queries[start:start + window])
         tq = time.perf_counter()
-        before = cache.counters()
-        rows = rerank_query(cache, q, config, model=model, dataset=dataset, calibrations=calibrations,
-                            on_order=on_order)
-        after = cache.counters()
-        passes = {name: sum(r.passes for r in rows if r.method == name) for name in config.methods}
-        yield QueryRecord(query_id=q.query_id, rows=[r.to_json() for r in rows], passes=passes,
-                          **{c: after[c] - before[c] for c in ("requests", "hits", "misses", "tokens")},
-                          seconds=round(time.perf_counter() - tq, 4)).to_json()
+        for q in chunk:
+            cache.clear_counters(q.query_id)
+        if window == 1:
+            all_rows = [rerank_query(cache, chunk[0], config, model=model, dataset=dataset,
+                                     calibrations=calibrations, on_order=on_order)]
+        else:
+            all_rows = rerank_window(cache, chunk, config, model=model, dataset=dataset, calibrations=calibrations)
+        seconds = round((time.perf_counter() - tq) / len(chunk), 4)
+        for q, rows in zip(chunk, all_rows):
+            counters = cache.counters(q.query_id)
+            passes = {name: sum(r.passes for r in rows if r.method == name) for name in config.methods}
+            yield QueryRecord(query_id=q.query_id, rows=[r.to_json() for r in rows], passes=passes,
+                              **{c: counters[c] for c in ("requests", "hits", "misses", "tokens")},
+                              seconds=seconds).to_json()
 
 
 @dataclass
