@@ -1,0 +1,90 @@
+"""benchmarks.gpu: the committed architecture configs are the paper's models (parameter counts), and a CPU run with
+a tiny config writes its JSON with every field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from benchmarks import gpu  # noqa: E402
+
+ROW_FIELDS = {"arch", "model", "K", "config", "queries", "passes", "seconds", "passes_per_s", "tokens_per_s", "tflops",
+              "share_of_matmul", "forward_calls", "prefix_forwards", "tokens_computed", "prefix_tokens",
+              "peak_memory_gib"}
+
+
+@pytest.mark.parametrize("name,billions", [("llama-3.2-3b-instruct", 3.21), ("mistral-7b-instruct-v0.3", 7.25),
+                                           ("qwen2.5-7b-instruct", 7.62)])
+def test_committed_architectures_have_the_papers_sizes(name, billions):
+    model_id, fields = gpu.architecture(name)
+    assert model_id.endswith(("Llama-3.2-3B-Instruct", "Mistral-7B-Instruct-v0.3", "Qwen2.5-7B-Instruct"))
+    assert gpu.count_parameters(fields) / 1e9 == pytest.approx(billions, rel=0.01)
+
+
+def test_cpu_run_with_a_tiny_config_writes_every_field(tmp_path):
+    out = tmp_path / "bench.json"
+    assert gpu.main(["--json", str(out), "--tiny", "--device", "cpu", "--archs", "llama-3.2-3b-instruct",
+                     "--ks", "4", "--queries", "2", "--m", "2", "--history-tokens", "40",
+                     "--candidate-tokens", "6"]) == 0
+    report = json.loads(out.read_text())
+    assert report["complete"] is True and report["tiny"] is True and report["matmul_tflops"] > 0
+    assert {"device", "dtype", "torch", "transformers", "settings", "parameters_billion"} <= set(report)
+    rows = report["results"]
+    assert [r["config"] for r in rows] == ["b", "c", "a"]
+    for r in rows:
+        assert set(r) == ROW_FIELDS and r["passes"] > 0 and r["passes_per_s"] > 0 and r["tflops"] > 0
+        assert r["model"] == "meta-llama/Llama-3.2-3B-Instruct" and r["K"] == 4
+    by = {r["config"]: r for r in rows}
+    assert by["a"]["prefix_forwards"] == 0 and by["b"]["prefix_forwards"] == by["c"]["prefix_forwards"] == 2
+    assert by["c"]["tokens_computed"] <= by["b"]["tokens_computed"] < by["a"]["tokens_computed"]
+    assert by["a"]["passes"] == by["b"]["passes"] == by["c"]["passes"]
+
+
+def test_the_cost_model_reads_the_benchmark_file(tmp_path):
+    from invarirank.runner.plan import load_bench
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({"device": "X", "results": [
+        {"model": "m/a", "K": 25, "config": "b", "passes_per_s": 10.0},
+        {"model": "m/a", "K": 25, "config": "c", "passes_per_s": 20.0}],
+        "first_stage": {"seconds_per_epoch": {"ml-32m": 36.0}, "epochs": 100}}))
+    bench = load_bench(path)
+    assert bench.seconds_per_pass("m/a", 25) == pytest.approx(0.05)           # the fastest configuration
+    assert bench.seconds_per_pass("m/a", 50) == pytest.approx(0.1)            # scaled by the candidates
+    assert bench.seconds_per_pass("m/other", 25) is None
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    with pytest.raises(Exception, match="bad.json: not a benchmark file"):
+        load_bench(bad)
+
+
+def test_the_paper_grid_priced_from_a_benchmark_file(tmp_path, capsys):
+    from pathlib import Path
+
+    from invarirank.cli import main
+    from invarirank.grid import load_grid
+    from invarirank.runner.plan import format_grid_cost, grid_cost_table, load_bench
+    root = Path(__file__).resolve().parents[1]
+    grid = load_grid(root / "configs" / "grid-paper.yaml")
+    path = tmp_path / "h200.json"
+    path.write_text(json.dumps({"device": "NVIDIA H200", "results": [
+        {"model": "Qwen/Qwen2.5-7B-Instruct", "K": k, "config": "c", "passes_per_s": 100.0} for k in (15, 25, 50)],
+        "first_stage": {"seconds_per_epoch": {"ml-32m": 36.0}, "epochs": 100, "device": "cpu"}}))
+    table = grid_cost_table(grid.runs, grid.raw["estimate"], load_bench(path))
+    qwen = table[table["run"].str.contains("qwen")]
+    assert set(qwen["source"]) == {"measured"} and set(table[~table.index.isin(qwen.index)]["source"]) == {"assumed"}
+    assert list(qwen["s per pass"]) == [0.01] * len(qwen)
+    assert table["first stage hours"].dropna().tolist() == [1.0]              # once per data set it measured
+    text = format_grid_cost(grid.runs, grid.raw["estimate"], bench=path)
+    assert "priced from" in text and "6 of 18 runs measured" in text and "first stage" in text
+    assert main(["grid", str(root / "configs" / "grid-paper.yaml"), "--dry-run", "--bench", str(path)]) == 0
+    assert "6 of 18 runs measured" in capsys.readouterr().out
+
+
+def test_first_stage_timing_on_a_small_graph():
+    fs = gpu.first_stage(scale=2e-4, steps=1)
+    assert fs["seconds_per_epoch"]["ml-32m"] > 0 and fs["extrapolated"] is True and fs["epochs"] == 100
+    assert fs["positives"] == 3200 and fs["device"] == "cpu"
