@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -304,7 +305,8 @@ def measure(name: str, model_id: str, fields: dict[str, Any], lm: Any, queries: 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.gpu", description=__doc__.split("\n\n")[0])
-    p.add_argument("--json", required=True, metavar="FILE", help="where to write the figures (after each config)")
+    p.add_argument("--json", metavar="FILE", default=str(Path(tempfile.gettempdir()) / "invarirank-bench-gpu.json"),
+                   help="where to write the figures, after each configuration (default: a file in the temp folder)")
     p.add_argument("--archs", default=",".join(ARCHS), help=f"comma-separated, of {', '.join(ARCHS)}")
     p.add_argument("--ks", default="25,15,50", help="list lengths, in the order measured (default 25,15,50)")
     p.add_argument("--configs", default="b,c,a", help="configurations, in the order measured (default b,c,a)")
@@ -391,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
             torch.cuda.empty_cache()
     report["complete"] = True
     write()
+    print(f"figures: {out}", file=sys.stderr)
     return 0
 
 
