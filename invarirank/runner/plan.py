@@ -144,7 +144,7 @@ def plan_run(config: RunConfig, *, measure_passes: int = 4, queries: QuerySet | 
     measured_bench = find_bench(bench)
     from ..assets import cache_dir as default_cache_dir
     from ..methods.stella import calibration_key, calibration_pass_count, select_calibration_queries
-    from .run import make_run_scorer, scorer_key_identity
+    from .worker import make_run_scorer, scorer_key_identity
     qs = queries or load_queries(config)
     scorer = scorer or make_run_scorer(config)
     m = config.M

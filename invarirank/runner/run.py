@@ -22,170 +22,25 @@ end.
 
 from __future__ import annotations
 
-import platform
-import shutil
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import __version__
-from ..candidates import queries_sha256
 from ..errors import InvariRankError
-from ..io import atomic_write_json
 from ..llm.factory import scoring_versions
-from ..store import identity_difference, project_root, publish_run, refresh_metrics, run_status
+from ..store import identity_difference, project_root, publish_run, refresh_metrics
 from ..types import Scorer
-from .checkpoint import CHECKPOINT_VERSION, Checkpoint
+from .checkpoint import Checkpoint
 from .config import RunConfig
-from .manifest import build_manifest, git_info, sha256_json
-from .queries import QuerySet, load_queries, synthetic_candidates_for
-from .worker import rerank_records
+from .executors import LocalExecutor
+from .phases import PreparedRun, RunResult, finish_run, prepare_run, status_of
+from .queries import QuerySet
+from .sharded import run_sharded
+from .worker import make_run_scorer, rerank_records, scorer_key_identity
 
 __all__ = ["RunResult", "PreparedRun", "prepare_run", "finish_run", "run_experiment", "make_run_scorer",
            "scorer_key_identity", "status_of", "ensure_run", "reuse_or_prepare", "work_config"]
-
-
-@dataclass
-class RunResult:
-    """The run folder and its contents (``metrics``, ``manifest`` and the volatile ``run.json`` as written)."""
-
-    out_dir: Path
-    metrics: dict[str, Any]
-    manifest: dict[str, Any]
-    rows: list[dict[str, Any]]
-    volatile: dict[str, Any] = field(default_factory=dict)
-
-
-def make_run_scorer(config: RunConfig, *, pass_cache_dir: str | None = None) -> Scorer:
-    """The run's scorer, through :func:`invarirank.llm.make_scorer` (the one place scorers are built): kind
-    ``config.scorer``, ``config.model``, the seed, ``scorer_options``, ``device`` (real scorers, unless
-    ``auto``), the cache folder (``pass_cache_dir``: the pass cache's own folder, e.g. one per Ray worker); the
-    noise floor turns the persistent pass cache off (every copy is recomputed)."""
-    from ..llm.factory import make_scorer
-    options = dict(config.scorer_options)
-    if config.scorer != "simulated":
-        if config.device != "auto":
-            options.setdefault("device", config.device)
-        if config.noise_floor:
-            options.setdefault("pass_cache", False)
-        if pass_cache_dir or config.cache_dir:
-            options["cache_dir"] = pass_cache_dir or config.cache_dir
-    return make_scorer(config.scorer, config.model, seed=config.seed, **options)
-
-
-def scorer_key_identity(scorer: Any) -> dict[str, Any]:
-    """What determines a scorer's scores: ``key_identity()`` where the scorer has one (real scorers: weights,
-    tokenizer, dtype, device type, template, options — not cache locations), else ``identity()``."""
-    fn = getattr(scorer, "key_identity", None)
-    return dict(fn()) if callable(fn) else dict(scorer.identity())
-
-
-@dataclass
-class PreparedRun:
-    """A run ready to be computed: its settings (``out`` set), queries, the scorer's facts (from a worker),
-    STELLA_LW's calibrations, the run's fingerprint and the hashes it is made of (``parts``, see
-    :mod:`invarirank.runner.shards`), and the timings so far."""
-
-    config: RunConfig
-    out: Path
-    qs: QuerySet
-    scorer: dict[str, Any]
-    model: str
-    test_sha256: str
-    fingerprint: str
-    parts: dict[str, str]
-    calibrations: dict[int, Any]
-    timings: dict[str, float]
-    t_start: float
-
-
-def prepare_run(config: RunConfig, executor: Any, *, queries: QuerySet | None = None,
-                progress: bool = True) -> PreparedRun:
-    """Everything before the queries are reranked, computed once per run on the driver: the run folder's checks,
-    the data and the first stage (:func:`load_queries`), the scorer's identity (``executor.describe``: a worker
-    loads the model), the fingerprint and STELLA_LW's calibration per K (``executor.calibrate``: one unit of work
-    each)."""
-    if not config.out:
-        raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in the config)")
-    out = Path(config.out)
-    if out.exists() and not out.is_dir():
-        raise InvariRankError(f"{out}: --out must be a folder")
-    if status_of(config, out) == "mismatch":
-        raise InvariRankError(f"{out}: holds a finished run with a different configuration; choose another --out "
-                              f"or remove that folder")
-    config = synthetic_candidates_for(config, out)
-    timings: dict[str, float] = {}
-    t_start = t = time.perf_counter()
-    qs = queries or load_queries(config, progress)
-    timings["data_seconds"] = round(time.perf_counter() - t, 3)
-    facts = executor.describe(config)
-    timings["scorer_load_seconds"] = float(facts["worker"].get("load_seconds", 0.0))
-    identity = facts["identity"]
-    model = str(identity.get("model") or identity.get("name") or config.model or config.scorer)
-    test_sha256 = queries_sha256(qs.test)
-    validation = queries_sha256(qs.validation) if "stella" in config.methods else None
-    whole = {"config": config.identity(), "identity": facts["key_identity"], "queries": test_sha256,
-             "validation": validation, "invarirank": __version__, "checkpoint": CHECKPOINT_VERSION}
-    parts = {"settings": sha256_json(whole["config"]), "queries": test_sha256, "validation": sha256_json(validation),
-             "scorer": sha256_json(whole["identity"]), "invarirank": __version__,
-             "checkpoint": str(CHECKPOINT_VERSION)}
-    t = time.perf_counter()
-    calibrations: dict[int, Any] = {}
-    if "stella" in config.methods:
-        for k in sorted({q.k for q in qs.test}):
-            cal = executor.calibrate(config, qs.validation, k)
-            if not cal.query_ids:
-                raise InvariRankError(
-                    f"STELLA calibration for K={k}: none of the {len(qs.validation)} validation queries has a "
-                    f"relevant item among its first {k} candidates; drop 'stella' from --methods or provide "
-                    f"validation queries")
-            calibrations[k] = cal
-    timings["calibration_seconds"] = round(time.perf_counter() - t, 3)
-    return PreparedRun(config, out, qs, facts, model, test_sha256, sha256_json(whole), parts, calibrations,
-                       timings, t_start)
-
-
-def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str, Any]) -> RunResult:
-    """The merge: write the run's files from its query records (in run order) — observations, metrics,
-    calibration, then the volatile ``run.json`` and last the deterministic ``manifest.json`` — and remove
-    ``.work``. ``volatile`` holds what the caller measured (timings, executor, shards, workers)."""
-    # lock: run folder (the merge)
-    from ..evaluation import evaluate, write_observations
-    from ..store import VOLATILE_FILE
-    config, out, calibrations = p.config, p.out, p.calibrations
-    timings = {**p.timings, **volatile.pop("timings", {})}
-    all_rows = [row for rec in records for row in rec["rows"]]
-    write_observations(out / "observations.jsonl", all_rows)
-    t = time.perf_counter()
-    metrics = evaluate(all_rows, ks=tuple(config.eval_ks), exposure_k=config.exposure_k,
-                       n_bootstrap=config.n_bootstrap, seed=config.seed)
-    timings["evaluation_seconds"] = round(time.perf_counter() - t, 3)
-    atomic_write_json(out / "metrics.json", metrics)
-    if calibrations:
-        atomic_write_json(out / "calibration.json",
-                          {"method": "stella", "calibrations": {str(k): c.to_json() for k, c in calibrations.items()}})
-    else:
-        (out / "calibration.json").unlink(missing_ok=True)
-    timings["rerank_seconds_all_sessions"] = round(sum(float(r.get("seconds", 0.0)) for r in records), 3)
-    timings["total_seconds_this_session"] = round(time.perf_counter() - p.t_start, 3)
-    moved: dict[str, str] = {}
-    manifest = build_manifest(config, out=out, fingerprint=p.fingerprint, queries=p.qs, test_sha256=p.test_sha256,
-                              identity=p.scorer["identity"], calibrations=calibrations, records=records,
-                              rows=all_rows, moved_paths=moved).to_json()
-    run = {"run_version": 1, "timings": timings,
-           "tokens_computed": sum(int(r.get("tokens", 0)) for r in records),
-           "calibration_from_cache": {str(k): c.from_cache for k, c in calibrations.items()},
-           # > 1: every query's orders and methods ran in lockstep, scorer calls in batches
-           "scorer_batch_size": p.scorer["batch_size"],
-           "execution": {"shard_queries": config.shard_queries, "query_window": config.query_window,
-                         **volatile.pop("execution", {})},
-           **volatile, "platform": platform.platform(), "git": git_info(), "paths": moved}
-    atomic_write_json(out / VOLATILE_FILE, run)
-    atomic_write_json(out / "manifest.json", manifest)
-    shutil.rmtree(out / ".work", ignore_errors=True)
-    return RunResult(out, metrics, manifest, all_rows, run)
 
 
 def _progress_bar(total: int, done: int, m: int, cache: Any) -> tuple[Any, Callable[[int], None]]:
@@ -213,12 +68,10 @@ def run_experiment(config: RunConfig, *, progress: bool = True, on_query_done: C
     (tests use it to simulate a kill). With an ``executor`` (:mod:`invarirank.runner.executors`) or a shard size,
     it is computed in shards (:func:`invarirank.runner.sharded.run_sharded`); ``on_shard_done(n)`` is called after
     the n-th shard of this session is written."""
-    from .executors import LocalExecutor
     if executor is None and config.shard_queries is None:
         with LocalExecutor(scorer=scorer) as local:
             p = prepare_run(config, local, queries=queries, progress=progress)
             return _run_checkpointed(p, local.worker(p.config), progress, on_query_done)
-    from .sharded import run_sharded
     if executor is not None:
         return run_sharded([config], executor, progress=progress, queries=queries, on_shard_done=on_shard_done)[0]
     with LocalExecutor(scorer=scorer) as local:
@@ -261,12 +114,6 @@ def _run_checkpointed(p: PreparedRun, worker: Any, progress: bool,
 # ---------------------------------------------------------------------------------------------
 # reuse: the grid's and the notebook's path to a finished run
 # ---------------------------------------------------------------------------------------------
-def status_of(config: RunConfig, folder: str | Path) -> str:
-    """The one reuse check (:func:`invarirank.store.run_status`) of ``folder`` against ``config``'s identity and
-    the current scoring versions of its scorer kind (:func:`invarirank.llm.factory.scoring_versions`)."""
-    return run_status(folder, config.identity(), RunConfig.identity_of_manifest, scoring_versions(config.scorer))
-
-
 def reuse_or_prepare(config: RunConfig, results_dir: str | Path | None = None, work_dir: str | Path | None = None,
                      *, allow_run: bool = True) -> tuple[Path, Path | None]:
     """The reuse check of :func:`ensure_run`: ``(target, None)`` when ``results/<grid>/<run>/`` holds the

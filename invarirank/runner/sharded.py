@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 from .checkpoint import Checkpoint
 from .config import RunConfig
 from .queries import QuerySet
-from .run import PreparedRun, RunResult, finish_run, prepare_run
+from .phases import PreparedRun, RunResult, finish_run, prepare_run
 from .shards import DEFAULT_SHARD_QUERIES, Shard, ShardFolders, plan_shards
 from .worker import ShardResult, ShardTask, scorer_settings
 

@@ -26,10 +26,35 @@ from .config import RunConfig
 from .records import QueryRecord
 from .rerank import rerank_query, rerank_window
 
-__all__ = ["ShardWorker", "ShardTask", "ShardResult", "rerank_records", "scorer_settings", "SCORER_SETTINGS"]
+__all__ = ["ShardWorker", "ShardTask", "ShardResult", "rerank_records", "scorer_settings", "SCORER_SETTINGS",
+           "make_run_scorer", "scorer_key_identity"]
 
 #: the settings that build a run's scorer: runs that agree on them can share one worker (and its loaded model)
 SCORER_SETTINGS = ("scorer", "model", "scorer_options", "device", "seed", "noise_floor", "cache_dir")
+
+
+def make_run_scorer(config: RunConfig, *, pass_cache_dir: str | None = None) -> Scorer:
+    """The run's scorer, through :func:`invarirank.llm.make_scorer` (the one place scorers are built): kind
+    ``config.scorer``, ``config.model``, the seed, ``scorer_options``, ``device`` (real scorers, unless
+    ``auto``), the cache folder (``pass_cache_dir``: the pass cache's own folder, e.g. one per Ray worker); the
+    noise floor turns the persistent pass cache off (every copy is recomputed)."""
+    from ..llm.factory import make_scorer
+    options = dict(config.scorer_options)
+    if config.scorer != "simulated":
+        if config.device != "auto":
+            options.setdefault("device", config.device)
+        if config.noise_floor:
+            options.setdefault("pass_cache", False)
+        if pass_cache_dir or config.cache_dir:
+            options["cache_dir"] = pass_cache_dir or config.cache_dir
+    return make_scorer(config.scorer, config.model, seed=config.seed, **options)
+
+
+def scorer_key_identity(scorer: Any) -> dict[str, Any]:
+    """What determines a scorer's scores: ``key_identity()`` where the scorer has one (real scorers: weights,
+    tokenizer, dtype, device type, template, options — not cache locations), else ``identity()``."""
+    fn = getattr(scorer, "key_identity", None)
+    return dict(fn()) if callable(fn) else dict(scorer.identity())
 
 
 def scorer_settings(config: RunConfig) -> dict[str, Any]:
@@ -106,7 +131,6 @@ class ShardWorker:
     def __init__(self, settings: Mapping[str, Any], *, scorer: Scorer | None = None, threads: int | None = None,
                  slot: int = 0, own_pass_cache: bool = False, fault: Mapping[str, Any] | None = None) -> None:
         from ..methods import PassCache
-        from .run import make_run_scorer
         t0 = time.perf_counter()
         self.settings = dict(settings)
         self.config = RunConfig.from_mapping(self.settings, "worker")
@@ -133,7 +157,6 @@ class ShardWorker:
         """The scorer's identity (the manifest's ``model`` section), its key identity (what decides its scores),
         its batch size, and the worker's own facts (host, pid, slot, GPU ids, threads, model load time)."""
         from ..methods import batch_size_of
-        from .run import scorer_key_identity
         return {"identity": dict(self.scorer.identity()), "key_identity": scorer_key_identity(self.scorer),
                 "batch_size": batch_size_of(self.scorer), "worker": dict(self.info)}
 
