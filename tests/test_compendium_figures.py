@@ -57,3 +57,7 @@ def test_report_writes_both_figures_with_the_figure_module(simulated_run, tmp_pa
     assert [p.name for p in paths] == [FIGURE_EXPOSURE, FIGURE_METRIC_VS_K]
     assert all(p.stat().st_size > 1000 for p in paths)
     assert "summary" in text and simulated_run.name in text
+    comparisons = text.split("summary", 1)[1]       # after the summary table: the comparisons and the verdicts
+    assert "paired comparisons" in comparisons and "claims (Holm" in comparisons
+    for name, verdict in simulated_run.metrics["claims"].items():
+        assert f"  {name}: {verdict['verdict']} (" in comparisons
