@@ -131,7 +131,6 @@ verdict_runs = [r for r in table_runs if r.K == main.K]
 glue("verdicts", HTML(compendium.verdicts_html(verdict_runs)))
 claims = compendium.claims_table(verdict_runs)
 glue("claims_table", claims if claims is not None else HTML("<p>No run shown here has verdicts.</p>"))
-glue("resolution", HTML(f"<p>{compendium.html_escape(compendium.resolution_sentence(main))}</p>"))
 
 # %% tags=["hide-input"]
 pairs = compendium.pairwise_table(main)
