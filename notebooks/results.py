@@ -35,7 +35,7 @@ paper_table = None          # None: <repository>/book/data/paper_table1.csv
 include_simulated = False   # simulated runs belong to the teaching lab; True only for smoke builds and tests
 main_run = None             # the run that sets Table 1 (None: the one with the most methods)
 grid_file = None            # informational: the grid file that was executed
-evidence_grid_file = None   # None: <repository>/configs/grid-evidence.yaml ("" = never switch)
+evidence_grid_file = None   # None: <repository>/configs/grid-evidence.yaml; an empty string: never switch
 
 # %% tags=["hide-input"]
 # %matplotlib inline

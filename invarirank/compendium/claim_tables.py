@@ -11,7 +11,7 @@ import pandas as pd
 from ..store import Run
 from .labels import method_label, model_label, run_setting
 from .tables import with_caption
-from .verdicts import MARKS, claim_label, pair_state, run_claims
+from .verdicts import MARKS, claim_label, pair_state, queries_needed, run_claims
 
 __all__ = ["claims_table", "pairwise_table"]
 
@@ -49,7 +49,8 @@ def claims_table(runs: Sequence[Run], styled: bool = True) -> Any | None:
 def pairwise_table(run: Run, digits: int = 3, styled: bool = True) -> Any | None:
     """Every claimed pair of ``run``: mean difference (expected better − expected worse) [95% paired bootstrap
     interval], raw and Holm-adjusted p, state, and the queries that would resolve the observed difference at 80%
-    power (normal approximation; unresolved pairs only). ``None`` when the run has no verdict."""
+    power (:func:`~invarirank.compendium.verdicts.queries_needed`; unresolved pairs only). ``None`` when the run has
+    no verdict."""
     claims = run_claims(run)
     if not claims:
         return None
@@ -58,15 +59,16 @@ def pairwise_table(run: Run, digits: int = 3, styled: bool = True) -> Any | None
         for p in verdict["pairs"]:
             ci = p.get("ci")
             diff = f"{p['mean_diff']:+.{digits}f}" + (f" [{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]" if ci else "")
-            q = p.get("queries_80")
+            q = queries_needed(p, len(verdict["pairs"]))
             records.append({
                 "claim": claim_label(verdict), "pair": f"{method_label(p['better'])} vs {method_label(p['worse'])}",
                 "n": p["n"], "difference [95% CI]": diff, "p": f"{p['p']:.3g}", "Holm p": f"{p['p_holm']:.3g}",
                 "state": _STATE_TEXT[pair_state(p)],
-                "queries for 80% power": "–" if p["resolved"] or not q else f"{q:,}"})
+                "queries for 80% power": "–" if p["resolved"] or q is None else f"{q:,}"})
     df = pd.DataFrame.from_records(records).set_index(["claim", "pair"])
     caption = (f"The claimed pairs, {run_setting(run)}: difference = mean over queries of the expected better "
                f"method's value minus the expected worse one's (metric units), 95% paired bootstrap interval, "
                f"two-sided paired sign-flip p (raw and Holm-adjusted over the claim's pairs); queries for 80% power "
-               f"from the observed mean and spread (normal approximation).")
+               f"from the observed mean and spread (normal approximation), at least as many as the exact test needs "
+               f"to resolve a pair of the claim.")
     return with_caption(df, caption) if styled else df

@@ -89,9 +89,10 @@ def _cells(frame: pd.DataFrame, metrics: Sequence[str], digits: int, html: bool,
     for m in metrics:
         text = format_ci(sub.loc[m, "value"], sub.loc[m, "low"], sub.loc[m, "high"], digits, html=html)
         extra = list((marks or {}).get(m, ()))
-        if extra:
-            text += ("".join(f'<br><span class="mark">{x}</span>' for x in extra) if html
-                     else f" ({'; '.join(extra)})")
+        if extra and html:
+            text += "".join(f'<br><span class="claim-mark">{x}</span>' for x in extra)
+        elif extra:
+            text += f" ({'; '.join(extra)})"
         out[metric_label(m)] = text
     return out
 

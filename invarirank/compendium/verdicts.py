@@ -19,8 +19,8 @@ from ..evaluation.comparisons import ALPHA, EXACT_MAX_QUERIES, PERMUTATIONS
 from ..store import Run
 from .labels import METHODS, method_label, metric_label, model_label
 
-__all__ = ["run_claims", "claim_label", "pair_state", "MARKS", "claim_marks", "smallest_p", "resolution_sentence",
-           "verdict_sentence", "verdicts_html"]
+__all__ = ["run_claims", "claim_label", "pair_state", "MARKS", "claim_marks", "smallest_p", "fewest_queries",
+           "queries_needed", "resolution_sentence", "verdict_sentence", "verdicts_html"]
 
 #: Table 1's mark of a claimed pair, by its state (see :func:`pair_state`)
 MARKS = {"resolved": "●", "against": "✗", "unresolved": "○"}
@@ -95,23 +95,33 @@ def resolution_sentence(run: Run) -> str:
         how = f"the smallest sign-flip p-value with {flips:,} random sign vectors is 1/{flips + 1:,} = {floor:.2g}"
     if floor >= ALPHA:
         return (f"{head}, {how}, not below {ALPHA} even before Holm's correction: no pair of methods can be resolved "
-                f"in this run, whatever the differences. A pair needs {_needed(1)}, a claim of {pairs} pairs "
-                f"{_needed(pairs)} under Holm's correction; the queries that would resolve each observed difference "
+                f"in this run, whatever the differences. A pair needs at least {fewest_queries(1)} queries, a claim of "
+                f"{pairs} pairs at least {fewest_queries(pairs)} queries under Holm's correction; the queries that would resolve each observed difference "
                 f"at 80% power (normal approximation) are in the pairwise table.")
     if floor * pairs >= ALPHA:
         return (f"{head}, {how}; times {pairs} (Holm's correction over a claim's {pairs} pairs) it is not below "
-                f"{ALPHA}, so a claim of {pairs} pairs cannot be resolved; it needs {_needed(pairs)}.")
+                f"{ALPHA}, so a claim of {pairs} pairs cannot be resolved; it needs at least {fewest_queries(pairs)} "
+                f"queries.")
     return (f"{head}, {how}: small enough for every pair to be resolved after Holm's correction, so an unresolved "
             f"pair means a difference too small (or too variable) for this many queries, not too few queries to "
             f"ever decide.")
 
 
-def _needed(pairs: int) -> str:
-    """'at least N queries' for which m · 2/2^N < alpha (the exact test's floor under Holm over m pairs)."""
+def fewest_queries(pairs: int, alpha: float = ALPHA) -> int:
+    """The fewest queries with which the exact sign-flip test can resolve a pair of a claim of ``pairs`` pairs under
+    Holm's correction: the smallest n with pairs · 2/2^n < alpha (6 for one pair, 7 for three)."""
     n = 1
-    while pairs * smallest_p(n) >= ALPHA:
+    while pairs * smallest_p(n) >= alpha:
         n += 1
-    return f"at least {n} queries"
+    return n
+
+
+def queries_needed(pair: Mapping[str, Any], pairs: int) -> int | None:
+    """The queries that would resolve an unresolved pair with 80% power: its ``queries_80`` (normal approximation
+    from the observed mean and spread), raised to :func:`fewest_queries` of its claim (which the approximation
+    does not know); ``None`` when there is no estimate (a zero difference)."""
+    q = pair.get("queries_80")
+    return None if not q else max(int(q), fewest_queries(pairs))
 
 
 def verdict_sentence(verdict: Mapping[str, Any]) -> str:
@@ -138,7 +148,7 @@ def _pair_summary(verdict: Mapping[str, Any]) -> str:
             f"{names(p)} (difference {p['mean_diff']:+.3f}, Holm p {p['p_holm']:.2g})" for p in by_state["against"]))
     if by_state["unresolved"]:
         def need(p: Mapping[str, Any]) -> str:
-            q = p.get("queries_80")
+            q = queries_needed(p, len(pairs))
             return f"; about {q:,} queries for 80% power" if q else ""
         parts.append("unresolved: " + ", ".join(f"{names(p)} (Holm p {p['p_holm']:.2g}{need(p)})"
                                                 for p in by_state["unresolved"]))
@@ -157,9 +167,9 @@ def verdicts_html(runs: Sequence[Run]) -> str:
             continue
         items = "".join(
             f'<li data-run="{html.escape(run.name)}" data-claim="{html.escape(name)}" '
-            f'data-verdict="{html.escape(v["verdict"])}"><strong>{html.escape(v["verdict"])}</strong> — '
-            f"{html.escape(_pair_summary(v))} "
-            f"<em>Claim:</em> {html.escape(claim_label(v))} (paper, {html.escape(v['source'])}).</li>"
+            f'data-verdict="{html.escape(v["verdict"])}">{html.escape(claim_label(v))} — '
+            f"<strong>{html.escape(v['verdict'])}</strong>: {html.escape(_pair_summary(v))} "
+            f"<small>(The paper: {html.escape(v['source'])}.)</small></li>"
             for name, v in claims.items())
         blocks.append(f"<p><strong>{html.escape(model_label(run.model))}</strong>, {html.escape(run.scorer)} scorer, "
                       f"K = {run.K}, M = {run.M}, {run.n_queries} queries. "
@@ -168,4 +178,5 @@ def verdicts_html(runs: Sequence[Run]) -> str:
         return "<p>No run shown here holds the paired comparisons of the claims' methods.</p>"
     return "".join(blocks) + (
         "<p>Resolved: paired sign-flip p-value, Holm-adjusted over the claim's pairs, below 0.05. Queries for 80% "
-        "power: from the observed mean difference and its spread over queries, by the normal approximation.</p>")
+        "power: from the observed mean difference and its spread over queries, by the normal approximation, and never "
+        "fewer than the exact test needs to resolve a pair of the claim at all.</p>")
