@@ -150,3 +150,25 @@ def test_the_evidence_grid_sets_table_1_once_its_main_run_and_sweep_are_complete
     assert _verdicts(page) == _stored(made["complete"] / "evidence" / "ev-main-k6")
     # ... and the default grid's run moves to "Other grids"
     assert "<h3>Grid default</h3>" in page
+
+
+def test_the_evidence_grid_file_holds_the_issues_runs():
+    """configs/grid-evidence.yaml parses with the grid's own reader; its main run and K sweep (what the switch
+    waits for) are runs 1 and 2; `make book` runs the default grid, never this one."""
+    from invarirank.grid import main_run
+
+    grid = load_grid(ROOT / "configs" / "grid-evidence.yaml")
+    runs = {c.run_name: c for c in grid.runs}
+    assert grid.name == "evidence" and main_run(grid).run_name == "smollm2-span-k10"
+    main = runs["smollm2-span-k10"]
+    assert (main.effective_k, main.M, main.n_queries, main.calibration_queries, main.calibration_repeats) == \
+        (10, 20, 40, 30, 2) and list(main.methods) == METHODS
+    sweep = [c for c in grid.runs if (c.model_name, c.scorer) == (main.model_name, main.scorer)]
+    assert sorted(c.effective_k for c in sweep) == [5, 10, 15, 25]
+    assert {(c.M, c.n_queries, c.sample_k, c.seed) for c in sweep} == {(20, 40, 5, 42)}     # the same 40 users
+    gemma, choice = runs["gemma3-span-k10"], runs["smollm2-choice-k10"]
+    assert (gemma.model_name, gemma.n_queries, list(gemma.methods)) == ("gemma3-270m", 20, METHODS)
+    assert (choice.scorer, choice.n_queries, choice.sample_k, list(choice.methods)) == \
+        ("choice", 40, 5, ["zero_shot", "bootstrapping"])
+    assert all(c.dataset == "ml-100k" and c.retriever == "lightgcn" for c in grid.runs)
+    assert "GRID ?= configs/grid-default.yaml" in (ROOT / "Makefile").read_text()
