@@ -192,9 +192,9 @@ compendium.figure_exposure([u])
 # per-query difference $\bar d$ and its standard deviation $s$, and the normal approximation
 # $n \approx ((z_{0.975} + z_{0.8})\, s / |\bar d|)^2$ estimates the queries that resolve it with 80% power
 # (`queries_80` in `metrics.json`). The second cell does this at three bias strengths: it runs a pilot, a run of
-# five queries and a fresh run of the estimated size (other seeds, so the check does not reuse the pilot's
+# five queries and a fresh run of the planned size (other seeds, so the check does not reuse the pilot's
 # queries). The weaker the bias, the smaller $\bar d$ relative to $s$ and the more queries; five queries stay
-# unresolved at every strength, while the estimated size resolves the difference in most fresh runs (80% power
+# unresolved at every strength, while the planned size resolves the difference in most fresh runs (80% power
 # means that one run in five is expected to miss).
 # ```
 
@@ -206,28 +206,14 @@ print(f"five queries, SGS ahead of zero-shot on every one: sign-flip p = {p5:.4f
       f"({'all 2^5 sign vectors' if exact else 'sampled'}), not below 0.05")
 
 # %% tags=["hide-cell"]
-import pandas as pd
-
-from invarirank.evaluation import comparison
-
-pair, metric = ("sgs", "zero_shot"), "loc"     # SGS minus zero-shot: positive = SGS more consistent
-
-
-def paired(n, bias, seed):
-    """SGS - zero-shot on LOC in a fresh live run of n queries (the comparison's record)."""
-    run = live_run(shape, bias, K=K, M=M, n_queries=n, methods=("zero_shot", "sgs"), seed=seed)
-    return comparison(run.metrics["comparisons"], metric, *pair)
-
-
-records = []
+pair, metric = ("sgs", "zero_shot"), "loc"     # SGS minus zero-shot on LOC: positive = SGS more consistent
+methods = ("zero_shot", "sgs")
+runs = {}
 for bias in (0.5, 1.0, 2.0):
-    pilot = paired(n_queries, bias, seed=0)
-    need = pilot["queries_80"]
-    for label, n, seed in (("five queries", 5, 1), (f"pilot ({n_queries} queries)", n_queries, 0),
-                           ("estimated for 80% power", min(max(need or 6, 6), 200), 2)):
-        rec = pilot if seed == 0 else paired(n, bias, seed)
-        records.append({"bias strength": bias, "run": label, "queries": rec["n"],
-                        "SGS − zero-shot": f"{rec['mean_diff']:+.3f} [{rec['ci'][0]:+.3f}, {rec['ci'][1]:+.3f}]",
-                        "p": round(rec["p"], 4), "resolved (p < 0.05)": rec["p"] < 0.05,
-                        "queries for 80% power": rec["queries_80"]})
-pd.DataFrame.from_records(records).set_index(["bias strength", "run"])
+    pilot = live_run(shape, bias, K=K, M=M, n_queries=n_queries, methods=methods, seed=0)
+    need = lab.planned_queries(pilot, metric, *pair)
+    runs[bias] = {"five queries": live_run(shape, bias, K=K, M=M, n_queries=5, methods=methods, seed=1),
+                  f"pilot ({n_queries} queries)": pilot,
+                  "fresh run of the planned size": live_run(shape, bias, K=K, M=M, n_queries=need, methods=methods,
+                                                            seed=2)}
+lab.resolution_table(runs, metric, *pair)
