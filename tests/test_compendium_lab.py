@@ -37,6 +37,22 @@ def _script(results_dir: Path) -> str:
     return "\n\n".join(cells)
 
 
+def test_observed_versus_resolved_helpers(simulated_run):
+    """The lab's exercise 5: the planned size is the pilot's 80%-power estimate, never below the 6 queries the exact
+    test needs, never above the cap; the table reads each run's own comparison."""
+    from invarirank.compendium import lab
+    from invarirank.evaluation import comparison
+
+    record = comparison(simulated_run.metrics["comparisons"], "loc", "sgs", "zero_shot")
+    planned = lab.planned_queries(simulated_run, "loc", "sgs", "zero_shot", cap=10**9)
+    assert planned == max(record["queries_80"], 6)
+    assert lab.planned_queries(simulated_run, "loc", "sgs", "zero_shot", cap=6) == 6
+    table = lab.resolution_table({2.0: {"five": simulated_run}}, "loc", "sgs", "zero_shot")
+    row = table.loc[(2.0, "five")]
+    assert row["queries"] == 5 and row["p"] == round(record["p"], 4) and not row["resolved (p < 0.05)"]
+    assert row["SGS − zero-shot"].startswith(f"{record['mean_diff']:+.3f} [")
+
+
 def test_lab_notebook_runs_without_torch(tmp_path: Path):
     results = tmp_path / "results"
     sweep = textwrap.dedent(f"""

@@ -11,14 +11,9 @@ import pytest
 
 from invarirank import compendium as C
 
-from tests.compendium_runs import simulated_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory) -> C.Run:
-    return simulated_run(tmp_path_factory.mktemp("comp"))
 
 
 def _with_values(run: C.Run, metric: str, values: dict[str, float]) -> C.Run:
@@ -29,23 +24,25 @@ def _with_values(run: C.Run, metric: str, values: dict[str, float]) -> C.Run:
     return r
 
 
-def test_load_run_reads_the_setting(run):
-    assert (run.K, run.M, run.n_queries, run.scorer) == (6, 4, 5, "simulated")
-    assert run.methods == ["zero_shot", "bootstrapping", "stella", "sgs"]
+def test_load_run_reads_the_setting(simulated_run):
+    assert (simulated_run.K, simulated_run.M, simulated_run.n_queries, simulated_run.scorer) == (6, 4, 5, "simulated")
+    assert simulated_run.methods == ["zero_shot", "bootstrapping", "stella", "sgs"]
 
 
-def test_tables_state_model_dataset_k_m_and_queries(run):
-    for styler in (C.table1([run]), C.run_table(run), C.beside_paper([run], C.paper_table(
-            ROOT / "book" / "data" / "paper_table1.csv")), C.orderings(run), C.ordering_agreement(run)):
+def test_tables_state_model_dataset_k_m_and_queries(simulated_run):
+    paper = C.paper_table(ROOT / "book" / "data" / "paper_table1.csv")
+    run = simulated_run
+    for styler in (C.table1([run]), C.run_table(run), C.beside_paper([run], paper), C.orderings(run),
+                   C.ordering_agreement(run)):
         caption = styler.caption
         assert "K = 6" in caption and "M = 4" in caption and "5 queries" in caption.replace("queries = 5", "5 queries")
         assert "simulated" in caption
         assert "<table" in styler.to_html()
 
 
-def test_beside_paper_shows_every_paper_model_for_the_nearest_dataset(run):
+def test_beside_paper_shows_every_paper_model_for_the_nearest_dataset(simulated_run):
     paper = C.paper_table(ROOT / "book" / "data" / "paper_table1.csv")
-    r = copy.deepcopy(run)
+    r = copy.deepcopy(simulated_run)
     r.dataset = "ml-100k"
     df = C.beside_paper([r], paper, styled=False)
     sources = set(df.index.get_level_values("source"))
@@ -56,8 +53,8 @@ def test_beside_paper_shows_every_paper_model_for_the_nearest_dataset(run):
     assert set(df.index.get_level_values("source")) == {"ours", "paper: Llama-3B"}
 
 
-def test_paper_ordering_sentence(run):
-    good = _with_values(run, "loc", {"sgs": 0.8, "bootstrapping": 0.7, "zero_shot": 0.6, "stella": 0.1})
+def test_paper_ordering_sentence(simulated_run):
+    good = _with_values(simulated_run, "loc", {"sgs": 0.8, "bootstrapping": 0.7, "zero_shot": 0.6, "stella": 0.1})
     good = _with_values(good, "ppi", {"sgs": 0.2, "bootstrapping": 0.3, "zero_shot": 0.4, "stella": 0.8})
     good = _with_values(good, "gpi", {"sgs": 0.05, "bootstrapping": 0.08, "zero_shot": 0.1, "stella": 0.3})
     text = C.paper_ordering_sentence(good)
@@ -70,14 +67,14 @@ def test_paper_ordering_sentence(run):
     assert "does not show the paper's ordering" in C.paper_ordering_sentence(worse)
 
 
-def test_overlapping_intervals_are_named(run):
-    r = _with_values(run, "loc", {"sgs": 0.8, "bootstrapping": 0.7, "zero_shot": 0.6, "stella": 0.1})
+def test_overlapping_intervals_are_named(simulated_run):
+    r = _with_values(simulated_run, "loc", {"sgs": 0.8, "bootstrapping": 0.7, "zero_shot": 0.6, "stella": 0.1})
     r.metrics["methods"]["sgs"]["overall"]["ci"]["loc"] = [0.5, 0.9]
     assert "SGS/bootstrapping on LOC" in C.paper_ordering_sentence(r)
 
 
-def test_ordering_agreement_is_kendall_tau(run):
-    r = _with_values(run, "loc", {"sgs": 0.8, "bootstrapping": 0.7, "zero_shot": 0.6, "stella": 0.1})
+def test_ordering_agreement_is_kendall_tau(simulated_run):
+    r = _with_values(simulated_run, "loc", {"sgs": 0.8, "bootstrapping": 0.7, "zero_shot": 0.6, "stella": 0.1})
     r = _with_values(r, "ppi", {"sgs": 0.2, "bootstrapping": 0.3, "zero_shot": 0.4, "stella": 0.8})
     r = _with_values(r, "hr@5", {"sgs": 0.1, "bootstrapping": 0.2, "zero_shot": 0.3, "stella": 0.4})
     mat = C.ordering_agreement(r, styled=False)
@@ -85,33 +82,33 @@ def test_ordering_agreement_is_kendall_tau(run):
     assert np.allclose(np.diag(mat.values.astype(float)), 1.0)
 
 
-def test_cost_table_reads_the_manifest(run):
-    df = C.cost_table([run], styled=False)      # one run: only the method is left in the index
-    per = run.manifest["passes"]["per_method"]
-    for method in run.methods:
+def test_cost_table_reads_the_manifest(simulated_run):
+    df = C.cost_table([simulated_run], styled=False)      # one run: only the method is left in the index
+    per = simulated_run.manifest["passes"]["per_method"]
+    for method in simulated_run.methods:
         row = df.loc[C.METHOD_LABELS[method]]
         assert row["passes (requested)"] == per[method]["passes"]
     assert df.loc["zero-shot", "passes per order"] == 1.0
     assert df.loc["STELLA_LW", "calibration passes"] == sum(
-        v["passes"] for v in run.manifest["passes"]["calibration"].values())
+        v["passes"] for v in simulated_run.manifest["passes"]["calibration"].values())
 
 
-def test_scorer_comparison_needs_a_pair(run):
-    assert C.scorer_comparison([run]) is None
-    span = copy.deepcopy(run)
+def test_scorer_comparison_needs_a_pair(simulated_run):
+    assert C.scorer_comparison([simulated_run]) is None
+    span = copy.deepcopy(simulated_run)
     span.scorer = "span"
-    choice = copy.deepcopy(run)
+    choice = copy.deepcopy(simulated_run)
     choice.scorer = "choice"
     df = C.scorer_comparison([span, choice], styled=False)
     assert set(df.index.get_level_values("scorer")) == {"span", "choice"}
 
 
-def test_scale_table_and_run_table_read_the_run(run):
-    scale = C.scale_table([run], styled=False)
+def test_scale_table_and_run_table_read_the_run(simulated_run):
+    scale = C.scale_table([simulated_run], styled=False)
     assert scale.loc["list lengths K", "this book"] == "6" and scale.loc["presented orders M", "this book"] == "4"
-    table = C.run_table(run, styled=False)
+    table = C.run_table(simulated_run, styled=False)
     assert list(table.index) == ["zero-shot", "bootstrapping", "STELLA_LW", "SGS"]
-    ov = run.metrics["methods"]["sgs"]["overall"]
+    ov = simulated_run.metrics["methods"]["sgs"]["overall"]
     assert table.loc["SGS", "PPI"] == C.format_ci(ov["ppi"], *ov["ci"]["ppi"])
 
 

@@ -1,7 +1,9 @@
 """``invarirank report RUN_DIR [RUN_DIR ...]``: see finished runs without opening a notebook.
 
 Prints, for every run folder, a one-line description and the metrics table of its ``metrics.json``
-(:func:`invarirank.evaluation.format_table`), then one summary table over all runs; writes two figures into
+(:func:`invarirank.evaluation.format_table`), then one summary table over all runs, then each run's paired method
+comparisons and the paper's claims' verdicts (:func:`invarirank.evaluation.format_comparisons`; nothing for a run
+whose ``metrics.json`` has none: one method, or schema 1); writes two figures into
 ``--out`` (default: the first RUN_DIR), drawn by the book's figure module (:mod:`invarirank.compendium.figures`):
 
 * ``exposure_by_position.png`` — top-5 exposure E_5(p) by 0-based presented position, one panel per run, one
@@ -80,7 +82,7 @@ def draw_figures(runs: Sequence[Any], out: Path) -> list[Path]:
 def report(run_dirs: Sequence[str | Path], out: str | Path | None = None, figures: bool = True
            ) -> tuple[str, list[Path]]:
     """The printed report for ``run_dirs`` and the written figure paths (see the module docstring)."""
-    from ..evaluation import format_table
+    from ..evaluation import format_comparisons, format_table
     if not run_dirs:
         raise InvariRankError("report: give at least one RUN_DIR")
     runs = [_load(d) for d in run_dirs]
@@ -93,6 +95,10 @@ def report(run_dirs: Sequence[str | Path], out: str | Path | None = None, figure
         parts.append("")
     parts.append("summary")
     parts.append(_summary_table(runs))
+    for r in runs:
+        comparisons = format_comparisons(r.metrics)
+        if comparisons:
+            parts += ["", f"== {r.path}: paired comparisons", comparisons.rstrip()]
     paths = draw_figures(runs, Path(out) if out else runs[0].path) if figures else []
     return "\n".join(parts) + "\n", paths
 

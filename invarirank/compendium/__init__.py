@@ -11,10 +11,13 @@ Modules, in the order they build on each other:
 - :mod:`.labels` — display names (methods from the method registry; the one list of metric labels and of which
   direction is better; models, data sets) and a run's setting as a phrase;
 - :mod:`.select` — which runs a page shows: all finished runs, the main run, its K sweep, groups, other grids;
-- :mod:`.tables` — a run's metrics, Table 1 (ours and beside the paper's), the scorer comparison;
+- :mod:`.verdicts` — the paper's claims on a run (resolved or not), their sentences and Table 1's marks;
+- :mod:`.tables` — a run's metrics, Table 1 (ours, with the claims' marks, and beside the paper's), the scorer
+  comparison;
 - :mod:`.setup_tables` — what the runs used and cost; the data set and first stage;
 - :mod:`.orderings` — methods best first per metric, and the agreement between two metrics' orderings;
-- :mod:`.prose` — generated sentences (does a run show the paper's ordering?);
+- :mod:`.claim_tables` — the verdict of each claim per run, and one run's claimed pairs with their comparisons;
+- :mod:`.prose` — generated sentences (does a run show the paper's ordering? which grid is shown?);
 - :mod:`.figures` — exposure by position (Figure 1), metrics against K (Figure 2), training loss;
 - :mod:`.lab` — the teaching lab's precomputed sweep (table and figure).
 
@@ -31,10 +34,12 @@ from .figures import exposure_bands, figure_exposure, figure_k_sweep, figure_tra
 from .labels import (HIGHER_IS_BETTER, METHOD_LABELS, METHODS, METRIC_LABELS, PAPER_LOC_ORDER, TABLE1_METRICS,
                      dataset_label, html_escape, key, model_label, run_setting, setting_caption)
 from .orderings import ordering_agreement, orderings
-from .prose import paper_ordering_sentence, summary_sentence
-from .select import collect_runs, load_run, main_k, main_run, other_grids, setting_groups, sweep_runs
+from .claim_tables import claims_table, pairwise_table
+from .prose import paper_ordering_sentence, shown_grid_sentence, summary_sentence
+from .select import collect_runs, grid_to_show, load_run, main_k, main_run, other_grids, setting_groups, sweep_runs
 from .setup_tables import cost_table, coverage_table, data_stats_table, scale_table
 from .tables import beside_paper, format_ci, metrics_frame, paper_table, run_table, scorer_comparison, table1
+from .verdicts import claim_marks, resolution_sentence, run_claims, verdict_sentence, verdicts_html
 
 __all__ = [
     "METHODS", "METHOD_LABELS", "METRIC_LABELS", "HIGHER_IS_BETTER", "PAPER_LOC_ORDER", "TABLE1_METRICS",
@@ -43,5 +48,6 @@ __all__ = [
     "beside_paper", "exposure_bands", "figure_exposure", "figure_k_sweep", "method_colors", "orderings",
     "ordering_agreement", "paper_ordering_sentence", "summary_sentence", "scorer_comparison", "cost_table",
     "scale_table", "data_stats_table", "coverage_table", "figure_training_loss", "model_label", "dataset_label",
-    "html_escape", "key",
+    "html_escape", "key", "grid_to_show", "shown_grid_sentence", "run_claims", "claim_marks", "verdict_sentence",
+    "resolution_sentence", "verdicts_html", "claims_table", "pairwise_table",
 ]

@@ -10,16 +10,20 @@ reads finished runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
+
+from ..evaluation.comparisons import ALPHA, comparison
+from ..store import Run
 
 from .figures import method_colors
 from .labels import METHODS, RUN_METRICS, method_label, metric_label
 from .select import collect_runs
 from .tables import metrics_frame
+from .verdicts import fewest_queries
 
-__all__ = ["sweep_frame", "figure_sweep"]
+__all__ = ["sweep_frame", "figure_sweep", "planned_queries", "resolution_table"]
 
 
 def sweep_frame(results_dir: str | Path, grid: str = "lab", metrics: Sequence[str] = RUN_METRICS) -> pd.DataFrame:
@@ -75,3 +79,30 @@ def figure_sweep(frame: pd.DataFrame, metrics: Sequence[str] = ("ppi", "gpi", "l
     fig.tight_layout()
     plt.close(fig)   # shown once: by the cell's value, not again by the inline backend
     return fig
+
+
+def planned_queries(run: Run, metric: str, better: str, worse: str, cap: int = 200) -> int:
+    """The queries a fresh run needs to resolve ``better`` - ``worse`` on ``metric`` with 80% power, planned from
+    ``run`` (a pilot): the comparison's ``queries_80`` (normal approximation from the pilot's mean difference and
+    spread), at least the 6 queries the exact sign-flip test needs to reach p < 0.05 at all, at most ``cap``."""
+    record = comparison(run.metrics["comparisons"], metric, better, worse)
+    wanted = (record or {}).get("queries_80") or cap
+    return int(min(max(wanted, fewest_queries(1)), cap))
+
+
+def resolution_table(runs: Mapping[float, Mapping[str, Run]], metric: str, better: str, worse: str) -> pd.DataFrame:
+    """Observed versus resolved: for each bias strength and each labelled run of it, the paired comparison of
+    ``better`` - ``worse`` on ``metric`` (one pair, so no Holm correction): queries, mean difference [95% paired
+    bootstrap interval], sign-flip p, resolved (p < 0.05) and the queries that would resolve it with 80% power."""
+    records = []
+    for strength, labelled in runs.items():
+        for label, run in labelled.items():
+            rec = comparison(run.metrics["comparisons"], metric, better, worse)
+            ci = rec.get("ci")
+            records.append({
+                "bias strength": strength, "run": label, "queries": rec["n"],
+                f"{method_label(better)} − {method_label(worse)}": f"{rec['mean_diff']:+.3f}"
+                + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""),
+                "p": round(rec["p"], 4), f"resolved (p < {ALPHA})": rec["p"] < ALPHA,
+                "queries for 80% power": rec["queries_80"]})
+    return pd.DataFrame.from_records(records).set_index(["bias strength", "run"])

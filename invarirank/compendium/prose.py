@@ -3,12 +3,14 @@ on what. Computed from ``metrics.json`` so that a sentence cannot drift from the
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from ..store import Run
 from .labels import METHOD_LABELS, METRIC_LABELS, PAPER_LOC_ORDER, method_label, run_setting
 from .orderings import ordering
 from .tables import ci_of
 
-__all__ = ["paper_ordering_sentence", "summary_sentence"]
+__all__ = ["paper_ordering_sentence", "summary_sentence", "shown_grid_sentence"]
 
 
 def paper_ordering_sentence(run: Run) -> str:
@@ -42,8 +44,8 @@ def paper_ordering_sentence(run: Run) -> str:
     else:
         head = f"Our run ({run_setting(run)}) does not show the paper's ordering{subset} on any consistency measure"
     tail = ("" if not overlaps else
-            f" Neighbouring methods whose 95% intervals overlap (order not established at this sample size): "
-            f"{'; '.join(overlaps)}.")
+            f" Neighbouring methods whose 95% intervals overlap: {'; '.join(overlaps)}. These are observed "
+            f"orderings; which steps are resolved is decided by the paired comparisons (the verdicts).")
     return f"{head}. " + "; ".join(parts) + "." + tail
 
 
@@ -55,3 +57,18 @@ def summary_sentence(run: Run) -> str:
     return (f"In our run ({run_setting(run)}), the highest HR@5 goes to {method_label(hr[0])}, "
             f"the most consistent outputs (LOC) to {method_label(loc[0])} and the flattest exposure to "
             f"{method_label(mad[0])}.")
+
+
+def shown_grid_sentence(shown: str, preferred: str, fallback: str, needed: Sequence[str], missing: Sequence[str],
+                        grid_file: str = "") -> str:
+    """Which grid sets the results page's Table 1 and figures, and why (the switch of
+    :func:`invarirank.compendium.select.grid_to_show`)."""
+    where = f" ({grid_file})" if grid_file else ""
+    if shown == preferred:
+        return (f"Table 1 and Figures 1–2 come from the {preferred} grid{where}: its main run and K sweep "
+                f"({', '.join(needed)}) are complete under results/{preferred}/.")
+    if not needed:
+        return f"Table 1 and Figures 1–2 come from the {fallback} grid."
+    return (f"Table 1 and Figures 1–2 come from the {fallback} grid: the {preferred} grid's main run and K sweep"
+            f"{where} are not all complete under results/{preferred}/ (missing: {', '.join(missing)}); the page "
+            f"switches to them once they are.")

@@ -14,7 +14,8 @@ from ..store import Run, complete_runs
 from ..store import load_run as _load_run
 from .labels import dataset_label, in_paper_order, model_label
 
-__all__ = ["Run", "load_run", "collect_runs", "main_run", "main_k", "sweep_runs", "setting_groups", "other_grids"]
+__all__ = ["Run", "load_run", "collect_runs", "main_run", "main_k", "sweep_runs", "setting_groups", "other_grids",
+           "grid_to_show"]
 
 
 def load_run(path: str | Path) -> Run:
@@ -81,3 +82,14 @@ def other_grids(runs: Sequence[Run], grid: str) -> dict[str, list[Run]]:
         if r.grid != grid:
             out.setdefault(r.grid, []).append(r)
     return out
+
+
+def grid_to_show(results_dir: str | Path, preferred: str, needed: Sequence[str], fallback: str
+                 ) -> tuple[str, list[str]]:
+    """``(grid, missing)``: the grid whose runs set the results page's Table 1 and figures. ``preferred`` once every
+    run named in ``needed`` is complete under ``results_dir/<preferred>/`` (all of
+    :data:`invarirank.store.RESULT_FILES`; a folder holding only part of a run, e.g. ``shards/``, is not), else
+    ``fallback``; ``missing`` lists the needed runs that are not complete (an empty ``needed`` gives ``fallback``)."""
+    done = {p.name for p in complete_runs(results_dir, [preferred])}
+    missing = [name for name in needed if name not in done]
+    return (preferred if needed and not missing else fallback), (missing if needed else [])

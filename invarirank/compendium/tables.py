@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,7 @@ from ..store import Run
 from .labels import (METHODS, REFERENCE_SCORER, RUN_METRICS, TABLE1_METRICS, dataset_label, method_label,
                      metric_label, model_label, paper_dataset, run_setting, setting_caption)
 from .select import main_k
+from .verdicts import MARKS, claim_marks
 
 __all__ = ["metrics_frame", "format_ci", "with_caption", "ci_of", "drop_constant_levels", "run_table", "table1",
            "paper_table", "beside_paper", "scorer_comparison"]
@@ -79,11 +80,21 @@ def drop_constant_levels(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _cells(frame: pd.DataFrame, metrics: Sequence[str], digits: int, html: bool) -> dict[str, str]:
-    """``{metric label: value [interval]}`` from the rows of one (run, method) of :func:`metrics_frame`."""
+def _cells(frame: pd.DataFrame, metrics: Sequence[str], digits: int, html: bool,
+           marks: Mapping[str, Sequence[str]] | None = None) -> dict[str, str]:
+    """``{metric label: value [interval]}`` from the rows of one (run, method) of :func:`metrics_frame`, each cell
+    followed by its ``marks[metric]`` (on lines of their own with ``html``, else in parentheses)."""
     sub = frame.set_index("metric")
-    return {metric_label(m): format_ci(sub.loc[m, "value"], sub.loc[m, "low"], sub.loc[m, "high"], digits, html=html)
-            for m in metrics}
+    out = {}
+    for m in metrics:
+        text = format_ci(sub.loc[m, "value"], sub.loc[m, "low"], sub.loc[m, "high"], digits, html=html)
+        extra = list((marks or {}).get(m, ()))
+        if extra and html:
+            text += "".join(f'<br><span class="claim-mark">{x}</span>' for x in extra)
+        elif extra:
+            text += f" ({'; '.join(extra)})"
+        out[metric_label(m)] = text
+    return out
 
 
 def run_table(run: Run, metrics: Sequence[str] = RUN_METRICS, digits: int = 3, styled: bool = True) -> Any:
@@ -96,10 +107,13 @@ def run_table(run: Run, metrics: Sequence[str] = RUN_METRICS, digits: int = 3, s
     return with_caption(df, f"{run_setting(run)}. Value [95% bootstrap interval over queries].") if styled else df
 
 
-def table1(runs: Sequence[Run], *, K: int | None = None, digits: int = 3, styled: bool = True) -> Any:
+def table1(runs: Sequence[Run], *, K: int | None = None, digits: int = 3, styled: bool = True,
+           marks: bool = True) -> Any:
     """The paper's Table 1 for our runs: rows (dataset, model, scorer, method), columns HR@5, nDCG@5,
     PPI, GPI, LOC (value [95% interval]); only runs at list length ``K`` (default: the K of the runs
-    with the most methods)."""
+    with the most methods). With ``marks``, each cell of a claimed metric also marks the paper's claimed pairs on
+    the row of the method the paper finds better (:func:`invarirank.compendium.verdicts.claim_marks`:
+    ● resolved in the paper's direction, ✗ resolved against it, ○ unresolved)."""
     if not runs:
         raise InvariRankError("table1: no finished runs")
     if K is None:
@@ -107,15 +121,24 @@ def table1(runs: Sequence[Run], *, K: int | None = None, digits: int = 3, styled
     chosen = [r for r in runs if r.K == K]
     frame = metrics_frame(chosen, TABLE1_METRICS)
     records = []
+    any_marks = False
     for run in chosen:
+        run_marks = claim_marks(run) if marks else {}
+        any_marks = any_marks or bool(run_marks)
         for method in run.methods:
             sub = frame[(frame.run == run.name) & (frame.grid == run.grid) & (frame.method == method)]
+            own = {metric: run_marks.get((method, metric), ()) for metric in TABLE1_METRICS}
             records.append({"dataset": dataset_label(run.dataset), "model": model_label(run.model),
                             "scorer": run.scorer, "method": method_label(method),
-                            **_cells(sub, TABLE1_METRICS, digits, styled)})
+                            **_cells(sub, TABLE1_METRICS, digits, styled, own)})
     df = drop_constant_levels(pd.DataFrame.from_records(records).set_index(["dataset", "model", "scorer", "method"]))
     caption = (f"Table 1 (ours). {setting_caption(chosen)}. Higher is better for HR@5, nDCG@5 and LOC, lower "
                f"for PPI and GPI; value [95% bootstrap interval over queries].")
+    if any_marks:
+        caption += (f" Marks: the paper's claimed pairs, on the row of the method the paper finds better, against the "
+                    f"method named: {MARKS['resolved']} resolved in the paper's direction, {MARKS['against']} "
+                    f"resolved against it, {MARKS['unresolved']} unresolved (paired sign-flip test over queries, "
+                    f"Holm-adjusted p < 0.05 over the claim's pairs).")
     return with_caption(df, caption) if styled else df
 
 

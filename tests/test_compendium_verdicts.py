@@ -1,0 +1,107 @@
+"""The paper's claims on a run as the book shows them (invarirank.compendium.verdicts and .claim_tables): read from
+metrics.json (or judged from its comparisons), never typed; Table 1's marks follow each pair's state; the sentence
+that says why five queries cannot resolve anything is computed from the run; the switch between grids only takes
+complete runs."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import shutil
+
+import pytest
+
+from invarirank import compendium as C
+from invarirank.evaluation import judge_claims
+from invarirank.store import RESULT_FILES
+
+
+def _resolve(run: C.Run, claim: str, direction: str) -> C.Run:
+    """A copy of ``run`` whose ``claim`` has every pair resolved in ``direction`` ("as claimed" or "reversed")."""
+    r = copy.deepcopy(run)
+    verdict = r.metrics["claims"][claim]
+    for p in verdict["pairs"]:
+        p.update(resolved=True, direction=direction, p_holm=0.001, queries_80=None)
+    verdict["verdict"] = "reproduced" if direction == "as claimed" else "contradicted"
+    return r
+
+
+def test_claims_are_read_from_metrics_or_judged_from_the_comparisons(simulated_run):
+    assert list(C.run_claims(simulated_run)) == list(simulated_run.metrics["claims"])
+    judged = copy.deepcopy(simulated_run)
+    del judged.metrics["claims"]
+    assert C.run_claims(judged) == judge_claims(simulated_run.metrics["comparisons"])
+    old = copy.deepcopy(judged)
+    del old.metrics["comparisons"]                # a schema-1 metrics.json: no verdict, never a guessed one
+    assert C.run_claims(old) == {}
+    assert "no verdicts" in C.resolution_sentence(old)
+    assert C.claims_table([old]) is None and C.pairwise_table(old) is None
+    assert "No run shown here" in C.verdicts_html([old])
+
+
+def test_five_queries_cannot_resolve_and_the_page_says_why(simulated_run):
+    assert simulated_run.n_queries == 5
+    assert C.verdicts.smallest_p(5) == pytest.approx(0.0625)
+    assert C.verdicts.smallest_p(40, 10_000) == pytest.approx(1 / 10_001)
+    assert {v["verdict"] for v in C.run_claims(simulated_run).values()} == {"unresolved"}
+    text = C.resolution_sentence(simulated_run)
+    assert "n = 5 queries" in text and "2/2^5 = 0.0625" in text and "no pair of methods can be resolved" in text
+    assert "A pair needs at least 6 queries, a claim of 3 pairs at least 7 queries" in text
+
+
+def test_verdict_sentences_follow_the_pairs(simulated_run):
+    sentence = C.verdict_sentence(C.run_claims(simulated_run)["loc_order"])
+    assert sentence.startswith("LOC: SGS > bootstrapping > zero-shot > STELLA_LW — unresolved: 0 of 3 pairs")
+    good = C.run_claims(_resolve(simulated_run, "loc_order", "as claimed"))["loc_order"]
+    assert "— reproduced: 3 of 3 pairs resolved in the paper's direction (SGS vs bootstrapping" in C.verdict_sentence(
+        good)
+    bad = C.run_claims(_resolve(simulated_run, "ppi_order", "reversed"))["ppi_order"]
+    assert "— contradicted: 0 of 3 pairs" in C.verdict_sentence(bad) and "resolved against the paper: SGS vs" in \
+        C.verdict_sentence(bad)
+
+
+def test_table1_marks_each_claimed_pair_on_the_better_methods_row(simulated_run):
+    plain = C.table1([simulated_run], styled=False)
+    assert plain.loc["SGS", "LOC"].endswith("(○ vs bootstrapping)")
+    assert plain.loc["STELLA_LW", "HR@5"].endswith("(○ vs zero-shot; ○ vs bootstrapping; ○ vs SGS)")
+    assert "(" not in plain.loc["STELLA_LW", "LOC"] and "(" not in plain.loc["SGS", "nDCG@5"]
+    flipped = C.table1([_resolve(simulated_run, "loc_order", "reversed")], styled=False)
+    assert flipped.loc["SGS", "LOC"].endswith("(✗ vs bootstrapping)")
+    assert C.table1([_resolve(simulated_run, "loc_order", "as claimed")], styled=False).loc[
+        "zero-shot", "LOC"].endswith("(● vs STELLA_LW)")
+    styled = C.table1([simulated_run])
+    assert '○ vs bootstrapping</span>' in styled.to_html() and "Marks:" in styled.caption
+    assert "(" not in C.table1([simulated_run], styled=False, marks=False).loc["SGS", "LOC"]
+
+
+def test_claim_tables_hold_the_stored_verdicts_and_pairs(simulated_run):
+    claims = C.run_claims(simulated_run)
+    table = C.claims_table([simulated_run], styled=False)
+    assert list(table.iloc[:, 0]) == [v["verdict"] for v in claims.values()]
+    pairs = C.pairwise_table(simulated_run, styled=False)
+    assert len(pairs) == sum(len(v["pairs"]) for v in claims.values())
+    first = claims["loc_order"]["pairs"][0]
+    row = pairs.loc[("LOC: SGS > bootstrapping > zero-shot > STELLA_LW", "SGS vs bootstrapping")]
+    assert row["difference [95% CI]"].startswith(f"{first['mean_diff']:+.3f} [")
+    assert row["Holm p"] == f"{first['p_holm']:.3g}" and row["state"] == "○ unresolved"
+    assert row["queries for 80% power"] == f"{max(first['queries_80'], 7):,}"    # never below what 3 pairs need
+    assert [C.verdicts.fewest_queries(m) for m in (1, 2, 3)] == [6, 7, 7]
+    html = C.verdicts_html([simulated_run])
+    for name, v in claims.items():
+        assert f'data-claim="{name}" data-verdict="{v["verdict"]}"' in html
+
+
+def test_the_grid_shown_needs_every_run_complete(simulated_run, tmp_path):
+    for name in ("main", "sweep"):                  # published run folders (observations gzipped)
+        folder = tmp_path / "evidence" / name
+        shutil.copytree(simulated_run.path, folder, ignore=shutil.ignore_patterns(".*", "observations.jsonl"))
+        (folder / "observations.jsonl.gz").write_bytes(gzip.compress(simulated_run.observations.read_bytes()))
+    assert C.grid_to_show(tmp_path, "evidence", ["main", "sweep"], "default") == ("evidence", [])
+    for f in RESULT_FILES[:1] + RESULT_FILES[2:]:     # the sweep keeps only its manifest and a shards/ folder
+        (tmp_path / "evidence" / "sweep" / f).unlink()
+    (tmp_path / "evidence" / "sweep" / "shards").mkdir()
+    assert C.grid_to_show(tmp_path, "evidence", ["main", "sweep"], "default") == ("default", ["sweep"])
+    assert [r.name for r in C.collect_runs(tmp_path)] == ["main"]           # never shown
+    assert C.grid_to_show(tmp_path, "evidence", [], "default") == ("default", [])
+    text = C.shown_grid_sentence("default", "evidence", "default", ["main", "sweep"], ["sweep"], "grid-evidence.yaml")
+    assert "from the default grid" in text and "missing: sweep" in text
