@@ -5,6 +5,10 @@ A finished run lives in ``<results>/<grid>/<run>/`` and holds exactly :data:`RES
     observations.jsonl.gz   one line per (query, method, presented order) — the public observations schema
     manifest.json           settings, versions, cost; ``grid_run`` = the run's settings, ``complete: true``
     metrics.json            invarirank.evaluation.evaluate(observations)
+    run.json                the volatile facts of the session that computed it (wall times, workers, ...)
+
+The first three (:data:`RUN_FILES`) are the run: they are deterministic and make a folder complete; ``run.json`` is
+published beside them as the record of how long it took and where, and is never compared.
 
 A work folder (``runs/<grid>/<run>/``, or any ``invarirank rerank --out`` folder) holds the same files with the
 observations uncompressed (``observations.jsonl``) while the run is computed, plus ``.work/`` until it finishes
@@ -16,10 +20,9 @@ runs of one configuration write the same manifest whichever executor, shard size
 session made them; it records no absolute path of the machine (a path inside the project is written relative
 to the project root, one inside ``$INVARIRANK_CACHE`` as ``$INVARIRANK_CACHE/...``, any other is left out).
 ``run.json`` holds what varies: timings, hosts, processes, the git checkout, model loads, the executor and its
-shard size and threads, per-shard counters and the machine's paths. The volatile file is *optional*: a published
-folder holds exactly :data:`RESULT_FILES` (``publish_run`` leaves ``run.json`` in the work folder, where it
-describes the session that computed the run), and manifests of version 1 (committed runs made before the split)
-kept the volatile part in their ``run`` and ``git`` sections; :func:`read_volatile` reads either.
+shard size and threads, per-shard counters and the machine's paths. ``publish_run`` copies it beside the
+deterministic files; a folder without it is still complete (manifests of version 1, made before the split, kept the
+volatile part in their ``run`` and ``git`` sections; :func:`read_volatile` reads either).
 
 :func:`run_status` is the one reuse check: a folder's status against a run's identity (the settings that change
 its results, :meth:`invarirank.runner.RunConfig.identity`). This module knows the folder, not how a run is
@@ -40,16 +43,19 @@ from .evaluation.engine import METRICS_SCHEMA_VERSION, evaluate
 from .evaluation.observations import read_text
 from .io import atomic_write_json, atomic_write_text, read_json
 
-__all__ = ["RESULT_FILES", "VOLATILE_FILE", "read_volatile", "Run", "load_run", "complete_runs", "publish_run", "find_observations", "run_status",
+__all__ = ["RESULT_FILES", "RUN_FILES", "VOLATILE_FILE", "read_volatile", "Run", "load_run", "complete_runs",
+           "publish_run", "find_observations", "run_status",
            "identity_difference", "project_root", "RunStatus", "refresh_metrics"]
 
 #: a run folder's status against a run's identity (see :func:`run_status`)
 RunStatus = Literal["complete", "missing", "incomplete", "mismatch", "outdated", "old-metrics"]
 
-#: The files of a finished run folder.
-RESULT_FILES = ("observations.jsonl.gz", "manifest.json", "metrics.json")
-#: The volatile file of a run folder (optional; never published; see the module docstring).
+#: The files that are a finished run: deterministic (equal runs give equal bytes); all three make a folder complete.
+RUN_FILES = ("observations.jsonl.gz", "manifest.json", "metrics.json")
+#: The volatile file of a run folder (timings, hosts, workers; see the module docstring).
 VOLATILE_FILE = "run.json"
+#: The files of a published run folder: :data:`RUN_FILES` and the volatile file.
+RESULT_FILES = (*RUN_FILES, VOLATILE_FILE)
 
 
 @dataclass
@@ -129,7 +135,7 @@ def read_volatile(folder: str | os.PathLike, manifest: Mapping[str, Any] | None 
 
 
 def complete_runs(results_dir: str | os.PathLike, grids: Iterable[str] | None = None) -> list[Path]:
-    """Folders under ``results_dir/<grid>/`` holding all :data:`RESULT_FILES` (sorted)."""
+    """Folders under ``results_dir/<grid>/`` holding all :data:`RUN_FILES` (sorted)."""
     root = Path(results_dir)
     if not root.is_dir():
         return []
@@ -139,7 +145,7 @@ def complete_runs(results_dir: str | os.PathLike, grids: Iterable[str] | None = 
         if wanted is not None and grid_dir.name not in wanted:
             continue
         for run in sorted(p for p in grid_dir.iterdir() if p.is_dir()):
-            if all((run / f).is_file() for f in RESULT_FILES):
+            if all((run / f).is_file() for f in RUN_FILES):
                 out.append(run)
     return out
 
@@ -226,9 +232,9 @@ def find_observations(folder: str | os.PathLike) -> Path | None:
 def publish_run(work_dir: str | os.PathLike, target: str | os.PathLike, grid_run: Mapping[str, Any]) -> Path:
     """Copy a finished run from its work folder into its results folder ``target``.
 
-    The observations are written gzip-compressed (deterministically), the manifest gains ``grid_run`` (the
-    run's settings, JSON) and ``complete: true``; every file is written atomically, the manifest last, so a
-    folder with a complete manifest is a complete run.
+    The observations are written gzip-compressed (deterministically), ``run.json`` is copied when the work folder
+    has one (without its ``paths``: the machine's absolute paths stay in the work folder), the manifest gains ``grid_run`` (the run's settings, JSON) and ``complete: true``; every file is written
+    atomically, the manifest last, so a folder with a complete manifest is a complete run.
     """
     work, target = Path(work_dir), Path(target)
     obs = find_observations(work)
@@ -241,6 +247,9 @@ def publish_run(work_dir: str | os.PathLike, target: str | os.PathLike, grid_run
     atomic_write_text(target / "observations.jsonl.gz", read_text(obs), compress=True)
     shutil.copyfile(work / "metrics.json", target / ".metrics.json.tmp")
     os.replace(target / ".metrics.json.tmp", target / "metrics.json")
+    if (work / VOLATILE_FILE).is_file():          # the machine's own paths stay in the work folder
+        volatile = {k: v for k, v in read_json(work / VOLATILE_FILE).items() if k != "paths"}
+        atomic_write_json(target / VOLATILE_FILE, volatile)
     manifest = read_json(work / "manifest.json")
     manifest["grid_run"] = dict(grid_run)
     manifest["complete"] = True

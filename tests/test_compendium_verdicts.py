@@ -13,7 +13,6 @@ import pytest
 
 from invarirank import compendium as C
 from invarirank.evaluation import judge_claims
-from invarirank.store import RESULT_FILES
 
 
 def _resolve(run: C.Run, claim: str, direction: str) -> C.Run:
@@ -97,8 +96,8 @@ def test_the_grid_shown_needs_every_run_complete(simulated_run, tmp_path):
         shutil.copytree(simulated_run.path, folder, ignore=shutil.ignore_patterns(".*", "observations.jsonl"))
         (folder / "observations.jsonl.gz").write_bytes(gzip.compress(simulated_run.observations.read_bytes()))
     assert C.grid_to_show(tmp_path, "evidence", ["main", "sweep"], "default") == ("evidence", [])
-    for f in RESULT_FILES[:1] + RESULT_FILES[2:]:     # the sweep keeps only its manifest and a shards/ folder
-        (tmp_path / "evidence" / "sweep" / f).unlink()
+    for f in ("observations.jsonl.gz", "metrics.json"):    # the sweep keeps only its manifest and a shards/ folder
+        (tmp_path / "evidence" / "sweep" / f).unlink(missing_ok=True)
     (tmp_path / "evidence" / "sweep" / "shards").mkdir()
     assert C.grid_to_show(tmp_path, "evidence", ["main", "sweep"], "default") == ("default", ["sweep"])
     assert [r.name for r in C.collect_runs(tmp_path)] == ["main"]           # never shown

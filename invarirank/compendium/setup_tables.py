@@ -10,7 +10,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from ..store import Run
+from ..store import Run, read_volatile
 from .labels import dataset_label, method_label, model_label, setting_caption
 from .tables import drop_constant_levels, with_caption
 
@@ -24,7 +24,7 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
     order and in all; zero-shot 1, bootstrapping 3, SGS K, STELLA_LW up to 10) and STELLA_LW's calibration
     passes. The methods of a run share one pass cache, so the run's *distinct* passes are fewer; the
     persistent pass cache may also have served some of them from an earlier session. Seconds: the model's
-    measured seconds per computed pass in the run's last session (``scorer_stats``), times the method's
+    measured seconds per computed pass in the run's last session (``scorer_stats`` of its ``run.json``), times the method's
     share of the run's distinct passes (plus calibration for STELLA_LW) — an estimate of what the method
     costs when nothing is cached; ``–`` when the session computed fewer than 10 passes.
     """
@@ -33,7 +33,7 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
         man = run.manifest
         passes = man.get("passes", {})
         per = passes.get("per_method", {})
-        stats = (man.get("run") or {}).get("scorer_stats", {}) or {}
+        stats = read_volatile(run.path, man).get("scorer_stats", {}) or {}
         computed = int(stats.get("forward_passes") or 0)
         seconds = float(stats.get("forward_seconds") or 0.0)
         s_per_pass = seconds / computed if computed >= 10 and seconds > 0 else None

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from ..runner import RunConfig, ensure_run, status_of
 from ..runner.config import slug
 from ..runner.run import reuse_or_prepare, work_config
-from ..store import RESULT_FILES, complete_runs, project_root, publish_run
+from ..store import complete_runs, project_root, publish_run
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, lab_runs, load_grid, main_run
 
@@ -125,7 +125,7 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
             execute("data.ipynb", out, _data_parameters(entry, grid, root), [])
     run_pages = [pages / "rerank" / f"{c.run_name}.ipynb" for c in grid.runs]
     for config in selected:
-        run_files = [results / str(config.grid) / config.run_name / f for f in RESULT_FILES[1:]]
+        run_files = [results / str(config.grid) / config.run_name / f for f in ("manifest.json", "metrics.json")]
         execute("rerank.ipynb", pages / "rerank" / f"{config.run_name}.ipynb",
                 run_parameters(config, results, work), run_files, title=config.title())
     for folder, keep in ((pages / "rerank", run_pages), (pages / "data", data_pages)):
