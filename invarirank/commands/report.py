@@ -97,7 +97,15 @@ def report(run_dirs: Sequence[str | Path], out: str | Path | None = None, figure
     return "\n".join(parts) + "\n", paths
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    """Before any work: the figures' folder (``--out``, else the first RUN_DIR) must be a writable folder."""
+    from ..io import check_output_dir
+    if not args.no_figures:
+        check_output_dir(args.out or args.runs[0], "--out" if args.out else "RUN_DIR (the figures' folder)")
+
+
 def run(args: argparse.Namespace) -> int:
+    check_arguments(args)
     text, paths = report(args.runs, args.out, figures=not args.no_figures)
     print(text, end="")
     for p in paths:

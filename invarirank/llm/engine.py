@@ -84,7 +84,9 @@ class Plan:
         return len(self.prefix) + len(self.suffix) + len(self.tail)
 
 
-_LOAD_OPTIONS = ("device", "dtype", "trust_remote_code", "threads", "attn_implementation", "allow_download")
+#: load options a scorer passes on to :func:`invarirank.llm.models.load_model` (``trust_remote_code`` is not one:
+#: only the command line's ``--trust-remote-code`` switches it on, see :func:`invarirank.llm.models.allow`)
+_LOAD_OPTIONS = ("device", "dtype", "threads", "attn_implementation", "allow_download")
 
 
 class CausalLMScorer:
@@ -94,7 +96,7 @@ class CausalLMScorer:
 
     ``model``: registry name (default ``"smollm2-135m"``), local folder, Hub id, or a
     :class:`~invarirank.llm.models.LoadedModel`; ``device`` (``"auto"``), ``dtype`` (auto: bf16 on CUDA, fp32 on
-    CPU), ``trust_remote_code`` (False), ``threads`` (CPU threads; default: the CPUs available);
+    CPU), ``threads`` (CPU threads; default: the CPUs available);
     ``cache_dir``: folder of the persistent pass cache (default ``cache_dir()/passes``); ``pass_cache`` (True;
     False: no cache; ``"memory"``: this process only); ``prefix_reuse`` (True); ``logits`` (``"needed"`` or
     ``"all"``); ``batch_size`` (8 on CUDA, 1 on CPU); ``max_length`` (default min(4096, the model's limit));
@@ -113,6 +115,11 @@ class CausalLMScorer:
         unknown = sorted(set(load_options) - set(_LOAD_OPTIONS))
         if unknown:
             raise InvariRankError(f"{self.kind} scorer: unknown option(s) {', '.join(unknown)}")
+        from .factory import check_scorer_options
+        check_scorer_options(self.kind, {k: v for k, v in (("batch_size", batch_size), ("max_length", max_length),
+                                                           ("prefix_cache_size", prefix_cache_size),
+                                                           ("threads", load_options.get("threads")))
+                                         if v is not None}, f"{self.kind} scorer")
         from .models import LoadedModel, load_model
 
         if isinstance(model, LoadedModel):

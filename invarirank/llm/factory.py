@@ -8,12 +8,72 @@ from typing import Any
 from invarirank.errors import InvariRankError
 from invarirank.types import Scorer
 
-__all__ = ["make_scorer", "SCORER_KINDS", "DEFAULT_MODEL", "scoring_versions"]
+__all__ = ["make_scorer", "SCORER_KINDS", "DEFAULT_MODEL", "scoring_versions", "check_scorer_options",
+           "FORBIDDEN_OPTIONS"]
 
 #: THE list of scorer kinds (the run schema, the CLI choices and the scorer contract tests read it)
 SCORER_KINDS = ("span", "choice", "simulated")
 #: the model of a real scorer when none is given
 DEFAULT_MODEL = "smollm2-135m"
+
+
+#: options that never come from a scorer option, config or grid file: only from the command line's explicit flags
+FORBIDDEN_OPTIONS = {"trust_remote_code": "--trust-remote-code", "allow_pickle_weights": "--allow-pickle-weights"}
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _string(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+#: the options of the real (span, choice) scorers a config may give: name → (check, what is expected)
+_REAL_OPTIONS: dict[str, tuple[Any, str]] = {
+    "device": (_string, "a device name such as cpu or cuda"),
+    "dtype": (_string, "a dtype name such as float32 or bfloat16"),
+    "threads": (_positive_int, "an integer >= 1"),
+    "attn_implementation": (_string, "a transformers attention implementation name"),
+    "allow_download": (lambda v: isinstance(v, bool), "true or false"),
+    "pass_cache": (lambda v: isinstance(v, bool) or v == "memory", "true, false or 'memory'"),
+    "prefix_reuse": (lambda v: isinstance(v, bool), "true or false"),
+    "logits": (lambda v: v in ("needed", "all"), "'needed' or 'all'"),
+    "batch_size": (_positive_int, "an integer >= 1"),
+    "max_length": (_positive_int, "an integer >= 1 (tokens)"),
+    "truncate_history": (lambda v: isinstance(v, bool), "true or false"),
+    "naive": (lambda v: isinstance(v, bool), "true or false"),
+    "prefix_cache_size": (_positive_int, "an integer >= 1"),
+}
+_KIND_OPTIONS: dict[str, dict[str, tuple[Any, str]]] = {
+    "span": {"special_delimiters": (lambda v: isinstance(v, bool), "true or false")},
+    "choice": {"labels": (_string, "a label set name such as upper"),
+               "use_chat_template": (lambda v: v is None or isinstance(v, bool), "true or false")},
+}
+
+
+def check_scorer_options(kind: str, options: Any, where: str = "scorer_options") -> None:
+    """Check a scorer kind's options (names and types) without loading anything, so a dry run rejects what a real
+    run would: unknown names, a non-integer or zero ``batch_size`` / ``max_length``, and the options that only the
+    command line may switch on (:data:`FORBIDDEN_OPTIONS`). Raises :class:`InvariRankError` naming ``where``."""
+    for key in options:
+        if key in FORBIDDEN_OPTIONS:
+            raise InvariRankError(f"{where}: option {key!r} cannot be set in scorer options, a config or a grid "
+                                  f"file; pass {FORBIDDEN_OPTIONS[key]} on the `invarirank rerank` command line")
+    if kind == "simulated":
+        try:
+            make_scorer("simulated", **dict(options))
+        except InvariRankError as exc:
+            raise InvariRankError(f"{where}: {exc}") from None
+        return
+    accepted = {**_REAL_OPTIONS, **_KIND_OPTIONS.get(kind, {})}
+    for key, value in options.items():
+        if key not in accepted:
+            raise InvariRankError(f"{where}: unknown option {key!r} of the {kind} scorer; expected some of "
+                                  f"{', '.join(sorted(accepted))}")
+        check, expected = accepted[key]
+        if not check(value):
+            raise InvariRankError(f"{where}: option {key!r} = {value!r}, expected {expected}")
 
 
 def scoring_versions(kind: str) -> dict[str, Any]:

@@ -144,9 +144,8 @@ def _with_special_delimiters(model: Any, template: SpanTemplate, options: dict[s
         base = model
         net, tok = copy.deepcopy(base.model), copy.deepcopy(base.tokenizer)
     else:
-        load = {k: options.pop(k) for k in list(options) if k in ("device", "dtype", "trust_remote_code",
-                                                                  "threads", "attn_implementation",
-                                                                  "allow_download")}
+        load = {k: options.pop(k) for k in list(options) if k in ("device", "dtype", "threads",
+                                                                  "attn_implementation", "allow_download")}
         base = load_model(model or "smollm2-135m", reuse=False, **load)
         net, tok = base.model, base.tokenizer
     old_in = net.get_input_embeddings().weight.detach().clone()
