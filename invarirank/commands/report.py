@@ -15,6 +15,7 @@ Python: :func:`report` returns the printed text and the figure paths.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -40,12 +41,19 @@ def register(subparsers: Any) -> None:
 def _load(run_dir: str | Path) -> Any:
     """The run folder through :func:`invarirank.compendium.load_run`, with a clear error for a missing one."""
     from ..compendium import load_run
+    from ..io import read_utf8
 
     d = Path(run_dir)
     if not d.is_dir():
         raise InvariRankError(f"{d}: no such run folder")
     if not (d / "metrics.json").is_file():
         raise InvariRankError(f"{d}: no metrics.json (is the run finished? rerun `invarirank rerank` to resume it)")
+    for name in ("metrics.json", "manifest.json"):     # name the file that cannot be read, with its line
+        if (d / name).is_file():
+            try:
+                json.loads(read_utf8(d / name, "JSON file"))
+            except json.JSONDecodeError as exc:
+                raise InvariRankError(f"{d / name}:{exc.lineno}: malformed JSON ({exc.msg})") from None
     return load_run(d)
 
 
