@@ -33,7 +33,7 @@ import numpy as np
 from invarirank.errors import InvariRankError
 from invarirank.types import HistoryEntry, Item, Query
 
-from .engine import CausalLMScorer, Plan
+from .engine import CausalLMScorer, Plan, _flag
 from .prompts import SpanTemplate, span_segments
 from .tokens import TokenizedText
 
@@ -44,6 +44,7 @@ class SpanScorer(CausalLMScorer):
     """Span log-prob scorer; see the module docstring and :class:`CausalLMScorer` for the options."""
 
     kind = "span"
+    OPTIONS = {**CausalLMScorer.OPTIONS, "special_delimiters": (_flag, "true or false")}
     VERSION = "1"
 
     def __init__(self, model: Any = "smollm2-135m", *, special_delimiters: bool = False,
