@@ -40,10 +40,15 @@ class AssetError(InvariRankError):
 
 
 def cache_dir() -> Path:
-    """Root of the project's cache (``$INVARIRANK_CACHE`` or ``~/.cache/invarirank``)."""
+    """Root of the project's cache (``$INVARIRANK_CACHE`` or ``~/.cache/invarirank``), created if missing; a
+    path that cannot be a folder is an error naming it."""
     root = os.environ.get("INVARIRANK_CACHE")
     path = Path(root).expanduser() if root else Path.home() / ".cache" / "invarirank"
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = "exists and is not a folder" if path.exists() else (exc.strerror or str(exc))
+        raise InvariRankError(f"the cache folder ($INVARIRANK_CACHE) {path}: {reason}") from None
     return path
 
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from .errors import InvariRankError
 from .io import atomic_write_text
@@ -56,29 +57,109 @@ def queries_sha256(queries: Iterable[Query]) -> str:
     return h.hexdigest()
 
 
+class _Bad(Exception):
+    """A field of one line is wrong (the message, without the file and line)."""
+
+
+def _id(value: Any, field: str) -> str:
+    """An id: a string, or a JSON integer read as its decimal string (as the observations reader does)."""
+    if type(value) is str and value:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise _Bad(f"field {field!r} = {_shown(value)}, expected an id (a non-empty string or an integer)")
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, float) or math.isfinite(value) \
+        else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _list(value: Any, field: str) -> list:
+    if type(value) is not list:
+        raise _Bad(f"field {field!r} = {_shown(value)}, expected a list")
+    return value
+
+
+def _number(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _Bad(f"field {field!r} = {_shown(value)}, expected a finite number")
+    return float(value)
+
+
+def _item(d: Any, field: str) -> Item:
+    """One candidate or history item: ``item_id`` (id), ``title`` (string), ``year`` (integer or null, optional),
+    ``genres`` (list of strings, optional)."""
+    if type(d) is not dict:
+        raise _Bad(f"{field} = {_shown(d)}, expected an object with 'item_id' and 'title'")
+    if "item_id" not in d:
+        raise _Bad(f"{field}: missing field 'item_id'")
+    item_id = _id(d["item_id"], f"{field}.item_id")
+    title = d.get("title")
+    if type(title) is not str:
+        raise _Bad(f"field '{field}.title' = {_shown(title)}, expected a string (the text the model reads)")
+    year = d.get("year")
+    if year is not None and (isinstance(year, bool) or not isinstance(year, int)):
+        raise _Bad(f"field '{field}.year' = {_shown(year)}, expected an integer year or null")
+    genres = d.get("genres")
+    genres = [] if genres is None else _list(genres, f"{field}.genres")
+    for g in genres:
+        if type(g) is not str:
+            raise _Bad(f"field '{field}.genres' holds {_shown(g)}, expected strings")
+    return Item(item_id, title, year, tuple(genres))
+
+
+def _query(d: dict) -> Query:
+    version = d.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        raise _Bad(f"schema_version {version!r}, expected {SCHEMA_VERSION}")
+    for name in ("query_id", "candidates", "ground_truth"):
+        if name not in d:
+            raise _Bad(f"missing field {name!r}")
+    query_id = _id(d["query_id"], "query_id")
+    user_id = _id(d["user_id"], "user_id") if d.get("user_id") is not None else query_id
+    split = d.get("split", "test")
+    if type(split) is not str:
+        raise _Bad(f"field 'split' = {_shown(split)}, expected 'test' or 'validation'")
+    cands = _list(d["candidates"], "candidates")
+    if not cands:
+        raise _Bad("field 'candidates' is empty, expected at least one item")
+    items = tuple(_item(c, f"candidates[{i}]") for i, c in enumerate(cands))
+    ids = [it.item_id for it in items]
+    if len(set(ids)) != len(ids):
+        repeated = next(x for x in ids if ids.count(x) > 1)
+        raise _Bad(f"field 'candidates' repeats item_id {repeated!r}, expected distinct ids")
+    with_score = [i for i, c in enumerate(cands) if "score" in c]
+    if with_score and len(with_score) != len(cands):
+        raise _Bad(f"field 'candidates[{next(i for i in range(len(cands)) if i not in with_score)}].score' is "
+                   f"missing; give a score for every candidate or for none")
+    scores = tuple(_number(c["score"], f"candidates[{i}].score") for i, c in enumerate(cands)) if with_score else ()
+    truth = _list(d["ground_truth"], "ground_truth")
+    if not truth:
+        raise _Bad("field 'ground_truth' is empty, expected at least one relevant item id")
+    ground_truth = tuple(_id(g, "ground_truth[]") for g in truth)
+    history = [] if d.get("history") is None else _list(d["history"], "history")
+    hist = []
+    for i, h in enumerate(history):
+        item = _item(h, f"history[{i}]")
+        if "rating" not in h:
+            raise _Bad(f"history[{i}]: missing field 'rating'")
+        hist.append(HistoryEntry(item, _number(h["rating"], f"history[{i}].rating")))
+    return Query(query_id=query_id, user_id=user_id, history=tuple(hist), candidates=items,
+                 ground_truth=ground_truth, split=split, candidate_scores=scores)
+
+
 def query_from_json(d: dict, where: str = "") -> Query:
-    """Parse one candidates-file line; raise :class:`InvariRankError` naming ``where`` on bad input."""
+    """Parse and check one candidates-file line, field by field (types, not coercion: a string where a list is
+    expected, a null id or title, a float or boolean year are errors); raise :class:`InvariRankError` naming
+    ``where`` (``FILE:LINE``) and the field."""
+    if type(d) is not dict:
+        raise InvariRankError(f"{where}: expected a JSON object, got {type(d).__name__}")
     try:
-        version = d.get("schema_version", SCHEMA_VERSION)
-        if version != SCHEMA_VERSION:
-            raise InvariRankError(f"{where}: schema_version {version!r}, expected {SCHEMA_VERSION}")
-        cands = d["candidates"]
-        if not cands:
-            raise InvariRankError(f"{where}: field 'candidates' is empty, expected at least one item")
-        items = tuple(Item.from_json(c) for c in cands)
-        scores = tuple(float(c["score"]) for c in cands) if all("score" in c for c in cands) else ()
-        hist = tuple(HistoryEntry(Item.from_json(h), float(h["rating"])) for h in d.get("history", []))
-        ids = [it.item_id for it in items]
-        if len(set(ids)) != len(ids):
-            raise InvariRankError(f"{where}: field 'candidates' repeats an item_id, expected distinct ids")
-        return Query(query_id=str(d["query_id"]), user_id=str(d.get("user_id", d["query_id"])),
-                     history=hist, candidates=items,
-                     ground_truth=tuple(str(g) for g in d["ground_truth"]),
-                     split=str(d.get("split", "test")), candidate_scores=scores)
-    except KeyError as exc:
-        raise InvariRankError(f"{where}: missing field {exc.args[0]!r}") from None
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise InvariRankError(f"{where}: malformed query ({exc})") from None
+        return _query(d)
+    except _Bad as exc:
+        raise InvariRankError(f"{where}: {exc}") from None
 
 
 def write_candidates(path: str | os.PathLike, queries: Iterable[Query]) -> None:
@@ -88,22 +169,42 @@ def write_candidates(path: str | os.PathLike, queries: Iterable[Query]) -> None:
 
 
 def iter_candidates(path: str | os.PathLike) -> Iterator[Query]:
-    p = Path(path)
+    """The queries of a candidates file, one by one, each line checked (:func:`query_from_json`); errors name
+    ``FILE:LINE`` (1-based physical lines; blank lines are skipped). Whole-file checks are
+    :func:`read_candidates`'s."""
+    for _, query in _numbered_queries(Path(path)):
+        yield query
+
+
+def _numbered_queries(p: Path) -> Iterator[tuple[int, Query]]:
     if not p.is_file():
         raise InvariRankError(f"{p}: no such candidates file")
-    with open(p, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with open(p, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvariRankError(f"{p}:{lineno}: not UTF-8 text (byte {exc.start + 1} of the line); a "
+                                      f"candidates file is UTF-8 JSON Lines") from None
             if not line.strip():
                 continue
             try:
                 d = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InvariRankError(f"{p}:{lineno}: malformed JSON ({exc.msg})") from None
-            if not isinstance(d, dict):
-                raise InvariRankError(f"{p}:{lineno}: expected a JSON object")
-            yield query_from_json(d, f"{p}:{lineno}")
+            yield lineno, query_from_json(d, f"{p}:{lineno}")
 
 
 def read_candidates(path: str | os.PathLike) -> list[Query]:
-    """Read a candidates file into :class:`Query` objects (in file order)."""
-    return list(iter_candidates(path))
+    """Read and check a whole candidates file, up front (in file order): every line field by field, then the file
+    (a ``query_id`` on two lines is an error naming both lines), so bad input is reported before any scoring."""
+    queries: list[Query] = []
+    first_line: dict[str, int] = {}
+    p = Path(path)
+    for lineno, q in _numbered_queries(p):
+        if q.query_id in first_line:
+            raise InvariRankError(f"{p}:{lineno}: query_id {q.query_id!r} repeats line {first_line[q.query_id]}; "
+                                  f"expected one line per query")
+        first_line[q.query_id] = lineno
+        queries.append(q)
+    return queries

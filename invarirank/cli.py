@@ -8,7 +8,8 @@
 One exit-code rule, here only: **0** success; **2** bad input (a usage error, or
 :class:`~invarirank.errors.InvariRankError`: one line ``invarirank: error: ...`` naming the file, field or
 parameter); **1** a failed run (:class:`~invarirank.errors.RunFailed`, e.g. a notebook that raised); 130
-interrupted. Command modules import heavy libraries (torch, transformers) only inside their run functions, so
+interrupted. A file-system error that names a path (a read-only folder, a file where a folder is expected, a
+full disk) is bad input or environment too: one line naming the path, exit 2. Command modules import heavy libraries (torch, transformers) only inside their run functions, so
 ``invarirank evaluate`` starts fast and works without torch.
 """
 
@@ -27,8 +28,18 @@ COMMANDS = ["data", "retrieve", "rerank", "evaluate", "report", "grid", "models"
 EXIT_OK, EXIT_FAILED_RUN, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (``invarirank: error: <command>: <message>``, exit 2), like every other
+    bad input; ``--help`` still shows the usage."""
+
+    def error(self, message: str):  # type: ignore[override]
+        command = self.prog.removeprefix("invarirank").strip()
+        self.exit(EXIT_BAD_INPUT, f"invarirank: error: {command + ': ' if command else ''}{message} "
+                                  f"(see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="invarirank",
         description="Position bias in listwise LLM reranking: data, first stage, reranking, metrics, the book.")
     parser.add_argument("--version", action="version", version=f"invarirank {__version__}")
@@ -59,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED_RUN
     except InvariRankError as exc:
         print(f"invarirank: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        if not getattr(exc, "filename", None):
+            raise                        # no path to name: a genuine bug keeps its traceback
+        print(f"invarirank: error: {exc.filename}: {exc.strerror or type(exc).__name__} "
+              f"(check that the path exists and is writable)", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("invarirank: interrupted (finished work is kept; rerun to resume)", file=sys.stderr)

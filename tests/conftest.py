@@ -3,7 +3,36 @@ the data layer's raw-file writers in ``tests/data_support.py``."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+#: ``make test`` sets it: a test skipped for a missing prerequisite (``pytest.importorskip`` of torch, transformers,
+#: gguf, implicit, ...) fails instead, with the reason, so a broken install cannot pass by testing less
+REQUIRE_ALL = os.environ.get("INVARIRANK_REQUIRE_ALL") == "1"
+
+
+def _require(report) -> None:
+    """Turn a skip for a missing module into a failure naming it (under ``INVARIRANK_REQUIRE_ALL=1``)."""
+    if not (REQUIRE_ALL and report.skipped) or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if "could not import" in reason:
+        report.outcome = "failed"
+        report.longrepr = (f"make test (INVARIRANK_REQUIRE_ALL=1): a prerequisite is missing, so these tests cannot "
+                           f"run: {reason}; run `make setup` (or unset INVARIRANK_REQUIRE_ALL to skip them)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):        # importorskip inside a test or fixture
+    outcome = yield
+    _require(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):        # importorskip at module level skips the whole module
+    outcome = yield
+    _require(outcome.get_result())
 
 
 @pytest.fixture()

@@ -88,7 +88,7 @@ def test_estimate_counts_passes():
     ("runs: []\n", "field 'grid'"),
     ("grid: g\nrunz: []\n", "unknown top-level field 'runz'"),
     ("grid: g\nruns:\n  - {K: 5, methods: [zero_shot, magic]}\n", "unknown method 'magic'"),
-    ("grid: g\nruns:\n  - {K: 5, sample_k: 9}\n", "sample_k 9 is larger than K 5"),
+    ("grid: g\nruns:\n  - {K: 5, sample_k: 9}\n", "sample_k = 9) is larger than K = 5"),
     ("grid: g\nruns:\n  - {K: 0}\n", "'K' ('k') = 0"),
     ("grid: g\nruns:\n  - {K: 5}\n  - {K: 5}\n", "duplicate run"),
     ("grid: g\nruns:\n  - {K: 5, colour: red}\n", "unknown setting 'colour'"),
@@ -204,7 +204,11 @@ def test_failing_notebook_stops_with_one_line_and_leaves_no_page(tmp_path):
     assert (tmp_path / "build" / "_failed" / "n.ipynb").is_file()
 
 
-def test_cli_dry_run_prints_status_and_passes(capsys):
+def test_cli_dry_run_prints_status_and_passes(capsys, monkeypatch):
+    monkeypatch.delenv("INVARIRANK_DATA", raising=False)    # a dry run rejects what a real run would: unset ${VAR}
+    assert main(["grid", str(CONFIGS / "grid-paper.yaml"), "--dry-run"]) == 2
+    assert "environment variable INVARIRANK_DATA, which is not set" in capsys.readouterr().err
+    monkeypatch.setenv("INVARIRANK_DATA", "/data")
     assert main(["grid", str(CONFIGS / "grid-paper.yaml"), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "ml-32m-lightgcn-llama-3.2-3b-instruct-span-k25" in out and "GPU h" in out

@@ -34,9 +34,11 @@ def real(tmp_path_factory):
     queries = load_queries(cfg, progress=False)
     scorer = make_run_scorer(cfg)
     first = run_experiment(cfg, progress=False, queries=queries, scorer=scorer)
-    # the same command again: the scorer's persistent pass cache answers, the files must not change
-    again = run_experiment(_config(base, "b"), progress=False, queries=queries, scorer=scorer)
-    return {"base": base, "cfg": cfg, "queries": queries, "scorer": scorer, "a": first, "b": again}
+    # the same run again with the pass cache off: the model recomputes every score, the files must not change
+    from invarirank.llm.factory import make_scorer
+    fresh = make_scorer("span", "smollm2-135m", seed=cfg.seed, pass_cache=False)
+    again = run_experiment(_config(base, "b"), progress=False, queries=queries, scorer=fresh)
+    return {"base": base, "cfg": cfg, "queries": queries, "scorer": scorer, "fresh": fresh, "a": first, "b": again}
 
 
 def test_real_run_writes_a_valid_run_folder(real):
@@ -86,12 +88,16 @@ def test_span_scores_are_finite_and_negative(real):
 
 
 def test_rerun_gives_identical_files(real):
+    """A rerun by a scorer without the pass cache (so the model really recomputes every score) writes the same
+    bytes; the manifests differ only in the run folder and the scorer's pass-cache setting."""
+    assert real["fresh"].pass_cache is None
     a, b = real["base"] / "a", real["base"] / "b"
     for name in FINAL:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
     ma, mb = read_json(a / "manifest.json"), read_json(b / "manifest.json")
     assert ma["config"]["out"] is None                         # the run folder is no part of the manifest
-    assert (a / "manifest.json").read_bytes() == (b / "manifest.json").read_bytes()
+    assert ma["model"].pop("pass_cache") == "disk" and mb["model"].pop("pass_cache") is None
+    assert ma == mb                                            # and nothing else
 
 
 def test_noise_floor_on_the_cpu(real):

@@ -141,12 +141,12 @@ def test_bias_knob_moves_exposure_in_the_run(cands, tmp_path):
 
 
 def test_queries_are_sampled_from_those_kept_at_the_smallest_k(cands, tmp_path):
-    small = load_queries(config(cands, tmp_path / "x", k=3, queries=2, k_sweep=[3, 6]))
+    small = load_queries(config(cands, tmp_path / "x", k=3, queries=2, k_sweep=[3, 6], exposure_k=3))
     large = load_queries(config(cands, tmp_path / "y", k=6, queries=2, k_sweep=[3, 6]))
     ids = [q.query_id for q in small.test]
     assert ids == [q.query_id for q in large.test] and len(ids) == 2
     assert all(q.k == 3 for q in small.test) and all(q.k == 6 for q in large.test)
-    kept_at_3 = [q.query_id for q in load_queries(config(cands, tmp_path / "z", k=3)).test]
+    kept_at_3 = [q.query_id for q in load_queries(config(cands, tmp_path / "z", k=3, exposure_k=3)).test]
     assert kept_at_3 == ["u0", "u3", "u6"] and set(ids) <= set(kept_at_3)
     assert len(load_queries(config(cands, tmp_path / "v", k=6)).test) == 6
     other_seed = load_queries(config(cands, tmp_path / "w", k=6, queries=2, k_sweep=[3, 6], seed=99))

@@ -1,7 +1,7 @@
 """The house's import rules, read from the source with ``ast`` (module-level AND function-level imports; the
 ``if __name__ == "__main__":`` alias blocks of entry points are not imports of the package):
 
-* core = ``types``, ``orders``, ``io``, ``errors``, ``candidates`` (the candidates file format every stage hands
+* core = ``types``, ``orders``, ``io``, ``errors``, ``locks``, ``candidates`` (the candidates file format every stage hands
   on) and ``assets`` (cache locations of the embedded data and models): they import only the core;
 * ``data``, ``llm``, ``methods``, ``evaluation`` import only the core; ``retrieval`` also ``data``;
 * ``store`` imports the core and ``evaluation``; ``runner`` every layer below plus ``store``;
@@ -26,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "invarirank"
-CORE = {"types", "orders", "io", "errors", "candidates", "assets", "__init__"}
+CORE = {"types", "orders", "io", "errors", "candidates", "assets", "locks", "__init__"}
 ALLOWED = {
     "core": {"core"},
     "data": {"core"}, "llm": {"core"}, "methods": {"core"}, "evaluation": {"core"},

@@ -7,20 +7,32 @@ items and ratings before filtering, then the kept counts and the split sizes).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
+
+from . import int_at_least
 
 __all__ = ["register", "run"]
 
 
-def _min_interactions(text: str) -> int:
+def _finite(text: str) -> float:
     try:
-        value = int(text)
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 3, got {text!r}") from None
-    if value < 3:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 3, got {text!r}")
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Before any work: ``--out`` (or the cache, where the prepared data goes by default) is a writable folder."""
+    from ..assets import cache_dir
+    from ..io import check_output_dir
+    check_output_dir(cache_dir(), "the cache folder ($INVARIRANK_CACHE)")
+    if args.out:
+        check_output_dir(args.out, "--out")
 
 
 def register(subparsers) -> None:
@@ -39,12 +51,12 @@ def register(subparsers) -> None:
     prep.add_argument("--metadata", metavar="FILE", help="amazon-books: the metadata JSONL(.gz) file")
     prep.add_argument("--split", choices=["temporal", "loo"], default="temporal",
                       help="temporal 70/10/20 per user (default) or leave-one-out")
-    prep.add_argument("--min-interactions", type=_min_interactions, metavar="N", default=None,
+    prep.add_argument("--min-interactions", type=int_at_least(3), metavar="N", default=None,
                       help="keep users with at least N ratings, all ratings counted (default: 10 MovieLens, "
                            "3 Amazon)")
-    prep.add_argument("--positive-threshold", type=float, default=4.0, metavar="R",
+    prep.add_argument("--positive-threshold", type=_finite, default=4.0, metavar="R",
                       help="a rating >= R is a positive (default 4.0)")
-    prep.add_argument("--history-len", type=int, default=20, metavar="H",
+    prep.add_argument("--history-len", type=int_at_least(1), default=20, metavar="H",
                       help="history items per query, newest first (default 20)")
     prep.add_argument("--out", metavar="DIR", help="write the prepared folder here (default: the cache)")
     prep.add_argument("--force", action="store_true", help="rebuild even when matching prepared data exists")
@@ -56,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from ..data.prepare import format_stats, prepare_data
     from ..io import read_json
 
+    check_arguments(args)
     start = time.perf_counter()
     folder, reused = prepare_data(args.dataset, args.raw_dir, args.out, args.split, reviews=args.reviews,
                                   metadata=args.metadata, min_interactions=args.min_interactions,

@@ -33,10 +33,10 @@ def register(subparsers) -> None:
     p.add_argument("file", metavar="FILE", help="observations file (.jsonl, .jsonl.gz or .parquet)")
     p.add_argument("--k", dest="ks", type=_int_list, default=[1, 5, 10], metavar="K1,K2,...",
                    help="cut-offs for HR/nDCG/recall/MRR (default 1,5,10)")
-    p.add_argument("--exposure-k", type=int, default=5, metavar="E",
-                   help="top-k of the exposure curve (default 5)")
-    p.add_argument("--buckets", type=int, default=3, metavar="B",
-                   help="position buckets of PPI (default 3)")
+    p.add_argument("--exposure-k", type=int, default=None, metavar="E",
+                   help="top-k of the exposure curve (default 5; at most K)")
+    p.add_argument("--buckets", type=int, default=None, metavar="B",
+                   help="position buckets of PPI (default 3; at most K)")
     p.add_argument("--no-exact-kemeny", action="store_true",
                    help="skip the exact Kemeny optimum (gpi_exact) that is reported next to GPI")
     p.add_argument("--exact-max-k", type=int, default=10, metavar="K",
@@ -53,29 +53,64 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def check_against_lists(rows: list[dict], settings: dict, args: argparse.Namespace) -> None:
+    """Reject settings given on the command line that cannot be meant for the file's lists (K = the length of
+    ``input``; the shortest list counts): an exposure cut-off above K makes every candidate exposed (zero position
+    bias), and more PPI buckets than positions change what PPI measures. The defaults (5 and 3) on shorter lists
+    are kept as documented, with one note line on stderr."""
+    if not rows:
+        return
+    k = min(len(r["input"]) for r in rows)
+    for flag, name, given, why in (
+            ("--exposure-k", "exposure_k", args.exposure_k, "every candidate would count as exposed"),
+            ("--buckets", "buckets", args.buckets, "PPI needs at least one position per bucket")):
+        if settings[name] <= k:
+            continue
+        if given is not None:
+            raise InvariRankError(f"{flag} {given} is larger than K = {k} (the shortest list in {args.file}): "
+                                  f"{why}; expected {flag} <= {k}")
+        print(f"invarirank: note: the default {flag} {settings[name]} is larger than K = {k} (the shortest list in "
+              f"{args.file}): {why}; pass {flag} <= {k}", file=sys.stderr)
+
+
+def check_output(args: argparse.Namespace) -> Path | None:
+    """The metrics file to write (None for ``--output -``), checked before any work: not the observations file,
+    not a folder, in a writable folder."""
+    from ..io import check_output_file
+    if args.output == "-":
+        return None
+    if not Path(args.file).is_file():
+        raise InvariRankError(f"{args.file}: " + ("is a folder, expected an observations file"
+                                                   if Path(args.file).is_dir() else "observations file not found"))
+    out = Path(args.output) if args.output else Path(args.file).parent / "metrics.json"
+    if out.resolve() == Path(args.file).resolve():
+        raise InvariRankError(f"--output {out} would overwrite the observations file")
+    return check_output_file(out, "--output")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..io import atomic_write_text
     from ..evaluation.engine import check_settings, dumps_metrics, evaluate_rows
     from ..evaluation.observations import read_observations
     from ..evaluation.report import format_comparisons, format_table
 
-    settings = check_settings(args.ks, args.exposure_k, args.buckets,
+    settings = check_settings(args.ks, 5 if args.exposure_k is None else args.exposure_k,
+                              3 if args.buckets is None else args.buckets,
                               None if args.no_exact_kemeny else args.exact_max_k, args.bootstrap, args.seed,
                               args.permutations)
+    out = check_output(args)
     rows = read_observations(args.file)
+    check_against_lists(rows, settings, args)
     metrics = evaluate_rows(rows, settings)
     text = dumps_metrics(metrics)
     table = format_table(metrics)
     comparisons = format_comparisons(metrics)
     if comparisons:
         table += "\n" + comparisons
-    if args.output == "-":
+    if out is None:
         sys.stderr.write(table)
         sys.stdout.write(text)
         return 0
-    out = Path(args.output) if args.output else Path(args.file).parent / "metrics.json"
-    if out.resolve() == Path(args.file).resolve():
-        raise InvariRankError(f"--output {out} would overwrite the observations file")
     atomic_write_text(out, text)
     sys.stdout.write(table)
     print(f"wrote {out}", file=sys.stderr)

@@ -38,11 +38,13 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..grid import build, load_grid
     from ..grid.build import statuses
+    from ..grid.spec import check_paths
     from ..runner.plan import find_bench, format_grid_cost, format_grid_estimate
     from ..store import project_root
 
+    grid = load_grid(args.grid)           # a dry run rejects what a real run would, before computing
+    check_paths(grid)
     if args.dry_run:
-        grid = load_grid(args.grid)
         results = Path(args.results_dir) if args.results_dir else project_root() / "results"
         print(format_grid_estimate(grid.runs, statuses(grid.runs, results), args.seconds_per_pass))
         if grid.raw.get("estimate"):

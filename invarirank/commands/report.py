@@ -17,6 +17,7 @@ Python: :func:`report` returns the printed text and the figure paths.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -42,12 +43,19 @@ def register(subparsers: Any) -> None:
 def _load(run_dir: str | Path) -> Any:
     """The run folder through :func:`invarirank.compendium.load_run`, with a clear error for a missing one."""
     from ..compendium import load_run
+    from ..io import read_utf8
 
     d = Path(run_dir)
     if not d.is_dir():
         raise InvariRankError(f"{d}: no such run folder")
     if not (d / "metrics.json").is_file():
         raise InvariRankError(f"{d}: no metrics.json (is the run finished? rerun `invarirank rerank` to resume it)")
+    for name in ("metrics.json", "manifest.json"):     # name the file that cannot be read, with its line
+        if (d / name).is_file():
+            try:
+                json.loads(read_utf8(d / name, "JSON file"))
+            except json.JSONDecodeError as exc:
+                raise InvariRankError(f"{d / name}:{exc.lineno}: malformed JSON ({exc.msg})") from None
     return load_run(d)
 
 
@@ -103,7 +111,15 @@ def report(run_dirs: Sequence[str | Path], out: str | Path | None = None, figure
     return "\n".join(parts) + "\n", paths
 
 
+def check_arguments(args: argparse.Namespace) -> None:
+    """Before any work: the figures' folder (``--out``, else the first RUN_DIR) must be a writable folder."""
+    from ..io import check_output_dir
+    if not args.no_figures:
+        check_output_dir(args.out or args.runs[0], "--out" if args.out else "RUN_DIR (the figures' folder)")
+
+
 def run(args: argparse.Namespace) -> int:
+    check_arguments(args)
     text, paths = report(args.runs, args.out, figures=not args.no_figures)
     print(text, end="")
     for p in paths:

@@ -77,7 +77,12 @@ def register(subparsers: Any) -> None:
     a("--dry-run", action="store_true", help="print the passes per method and a time estimate; run nothing")
     a("--bench", metavar="FILE", help="for --dry-run: price the run from this benchmark file (benchmarks.gpu --json; "
                                       "default: the newest under results/bench/, else the stated assumption)")
-    a("--no-progress", action="store_true", help="no progress bars")
+    a("--no-progress", action="store_true", help="no progress bars (model loading included)")
+    a("--trust-remote-code", action="store_true",
+      help="let a model folder's own Python code run (off by default; only this flag switches it on, never a "
+           "config, grid file or scorer option)")
+    a("--allow-pickle-weights", action="store_true",
+      help="accept pickle-based weights (*.bin, *.pt), which can run code when loaded (default: safetensors only)")
     add_executor_arguments(p)
     p.set_defaults(func=run)
 
@@ -150,15 +155,33 @@ def config_from_args(args: argparse.Namespace):
     return base.replace(**changes) if changes else base
 
 
+def check_arguments(args: argparse.Namespace, config: Any) -> None:
+    """Argument checks of ``invarirank rerank`` made before any work (the run schema's own checks are
+    :meth:`RunConfig.normalise`'s): ``--out`` and the cache folder must be writable folders (one line naming the
+    path otherwise); the explicit safety flags and ``--no-progress`` are handed to the model loader."""
+    from ..io import check_output_dir
+    from ..llm.models import allow, quiet_loading
+
+    if not args.dry_run:
+        if not config.out:
+            raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in --config)")
+        check_output_dir(config.out, "--out")
+    from ..assets import cache_dir
+    check_output_dir(config.cache_dir or cache_dir(),
+                     "--cache-dir" if config.cache_dir else "the cache folder ($INVARIRANK_CACHE)")
+    allow(trust_remote_code=args.trust_remote_code, allow_pickle_weights=args.allow_pickle_weights)
+    if args.no_progress:
+        quiet_loading()
+
+
 def run(args: argparse.Namespace) -> int:
     from ..runner import format_plan, plan_run, run_experiment
     check_executor_flags(args)
     config = config_from_args(args)
+    check_arguments(args, config)
     if args.dry_run:
         print(format_plan(plan_run(config, bench=args.bench)))
         return 0
-    if not config.out:
-        raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in --config)")
     executor = executor_from_args(args)
     try:
         result = run_experiment(config, progress=not args.no_progress, executor=executor)

@@ -10,6 +10,17 @@ from __future__ import annotations
 
 import argparse
 
+from . import int_at_least
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Before any work: ``--out`` (or the cache, where candidates go by default) is a writable folder."""
+    from ..assets import cache_dir
+    from ..io import check_output_dir
+    check_output_dir(cache_dir(), "the cache folder ($INVARIRANK_CACHE)")
+    if args.out:
+        check_output_dir(args.out, "--out")
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -24,7 +35,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", default=None, metavar="DIR",
                    help="output folder (default: the cache, keyed by data and settings)")
     p.add_argument("--seed", type=int, default=42, help="training seed (default 42)")
-    p.add_argument("--epochs", type=int, default=None,
+    p.add_argument("--epochs", type=int_at_least(1), default=None,
                    help="override LightGCN epochs / ALS iterations (default: protocol, 100 / 20)")
     p.add_argument("--device", default=None, help="LightGCN device: cpu or cuda (default: cuda if available)")
     p.add_argument("--force", action="store_true", help="ignore cached models and candidates")
@@ -35,6 +46,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..retrieval import format_stats, retrieve
 
+    check_arguments(args)
     result = retrieve(args.data, retriever=args.retriever, k=args.k, seed=args.seed, out=args.out,
                       epochs=args.epochs, device=args.device, progress=not args.no_progress,
                       force=args.force)

@@ -11,7 +11,9 @@ results page), and free text (``description``, ``notes``, ``commands``, ``scaled
 from __future__ import annotations
 
 import copy
+import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -19,9 +21,10 @@ from typing import Any, Mapping
 import yaml
 
 from ..errors import InvariRankError
+from ..io import read_utf8
 from ..runner.config import RunConfig, simple_name
 
-__all__ = ["Grid", "load_grid", "lab_runs", "main_run"]
+__all__ = ["Grid", "load_grid", "lab_runs", "main_run", "check_paths"]
 
 _GRID_KEYS = {"grid", "description", "defaults", "runs", "data", "lab", "estimate", "notes", "commands",
               "scaled_down", "include_simulated"}
@@ -51,7 +54,7 @@ def _read_yaml(p: Path) -> Any:
     if not p.is_file():
         raise InvariRankError(f"{p}: grid file not found")
     try:
-        return yaml.safe_load(p.read_text(encoding="utf-8"))
+        return yaml.safe_load(read_utf8(p, "grid file"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -106,6 +109,8 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
         if isinstance(defaults.get("scorer_options"), dict) and isinstance(entry.get("scorer_options"), dict):
             merged["scorer_options"] = {**defaults["scorer_options"], **entry["scorer_options"]}
         ks = merged.get("K")
+        if isinstance(ks, list) and not ks:
+            raise InvariRankError(f"{p}: runs[{i}]: field 'K' is an empty list; expected one K or a list of Ks")
         for k in (ks if isinstance(ks, list) else [ks]):   # "K: [5, 15]" expands to one run per K
             config = RunConfig.from_mapping(dict(merged, K=k), f"{p}: runs[{i}]", grid=name)
             if overrides:
@@ -120,9 +125,44 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
     elif not isinstance(data, list) or not all(isinstance(x, dict) and "dataset" in x for x in data):
         raise InvariRankError(f"{p}: field 'data' must be a list of mappings with a 'dataset'")
     lab = raw.get("lab")
-    if lab is not None and not isinstance(lab, dict):
-        raise InvariRankError(f"{p}: field 'lab' must be a mapping")
+    if lab is not None:
+        _check_lab(lab, f"{p}: lab")
+    if not runs and lab is None:
+        raise InvariRankError(f"{p}: field 'runs' is empty or missing; a grid needs at least one run (or a 'lab')")
     return Grid(name=name, path=p, runs=runs, data=list(data), lab=lab, raw=raw)
+
+
+def _check_lab(lab: Any, where: str) -> None:
+    """The lab sweep's fields: ``shapes`` a non-empty list of names, ``strengths`` a non-empty list of finite
+    numbers; then every run of the sweep is checked like any run."""
+    if not isinstance(lab, dict):
+        raise InvariRankError(f"{where}: must be a mapping")
+    for name, ok, expected in (("shapes", lambda v: isinstance(v, str) and v, "names of bias shapes"),
+                               ("strengths", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                                and math.isfinite(v), "finite numbers")):
+        value = lab.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, list) or not value or not all(ok(v) for v in value):
+            raise InvariRankError(f"{where}: field {name!r} = {value!r}, expected a non-empty list of {expected}")
+    try:
+        lab_runs(lab)
+    except InvariRankError as exc:
+        raise InvariRankError(f"{where}: {str(exc).removeprefix('lab: ')}") from None
+
+
+def check_paths(grid: Grid) -> None:
+    """Before a dry or real run: every path setting of every run (``raw_dir``, ``data_dir``, ``candidates``) has
+    its environment variables set; an unset ``${VAR}`` is an error naming the run, the setting and the variable."""
+    for config in grid.runs:
+        for name in ("raw_dir", "data_dir", "candidates"):
+            value = getattr(config, name)
+            if not value:
+                continue
+            left = re.search(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", os.path.expandvars(value))
+            if left:
+                raise InvariRankError(f"{grid.path}: run {config.run_name}: setting {name!r} = {value!r} uses the "
+                                      f"environment variable {left.group(1)}, which is not set")
 
 
 def lab_runs(lab: Mapping[str, Any]) -> list[RunConfig]:

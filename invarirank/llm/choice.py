@@ -27,7 +27,7 @@ import numpy as np
 from invarirank.errors import InvariRankError
 from invarirank.types import HistoryEntry, Item, Query
 
-from .engine import CausalLMScorer, Plan
+from .engine import CausalLMScorer, Plan, _string
 from .prompts import LABEL_SETS, ChoiceTemplate, choice_message
 
 __all__ = ["ChoiceScorer"]
@@ -39,6 +39,8 @@ class ChoiceScorer(CausalLMScorer):
     """Label log-prob scorer; see the module docstring and :class:`CausalLMScorer` for the options."""
 
     kind = "choice"
+    OPTIONS = {**CausalLMScorer.OPTIONS, "labels": (_string, "a label set name such as upper"),
+               "use_chat_template": (lambda v: v is None or isinstance(v, bool), "true or false")}
     VERSION = "1"
 
     def __init__(self, model: Any = "smollm2-135m", *, labels: str = "upper", template: ChoiceTemplate | None = None,

@@ -46,7 +46,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -92,7 +92,39 @@ class Plan:
         return len(self.prefix) + len(self.suffix) + len(self.tail)
 
 
-_LOAD_OPTIONS = ("device", "dtype", "trust_remote_code", "threads", "attn_implementation", "allow_download")
+#: load options a scorer passes on to :func:`invarirank.llm.models.load_model` (``trust_remote_code`` is not one:
+#: only the command line's ``--trust-remote-code`` switches it on, see :func:`invarirank.llm.models.allow`)
+_LOAD_OPTIONS = ("device", "dtype", "threads", "attn_implementation", "allow_download")
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _string(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _flag(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+#: the options every real scorer accepts from a config: name -> (check, what is expected)
+_BASE_OPTIONS: dict[str, tuple[Any, str]] = {
+    "device": (_string, "a device name such as cpu or cuda"),
+    "dtype": (_string, "a dtype name such as float32 or bfloat16"),
+    "threads": (_positive_int, "an integer >= 1"),
+    "attn_implementation": (_string, "a transformers attention implementation name"),
+    "allow_download": (_flag, "true or false"),
+    "pass_cache": (lambda v: isinstance(v, bool) or v == "memory", "true, false or 'memory'"),
+    "prefix_reuse": (_flag, "true or false"),
+    "logits": (lambda v: v in ("needed", "all"), "'needed' or 'all'"),
+    "batch_size": (_positive_int, "an integer >= 1"),
+    "max_length": (_positive_int, "an integer >= 1 (tokens)"),
+    "truncate_history": (_flag, "true or false"),
+    "naive": (_flag, "true or false"),
+    "prefix_cache_size": (_positive_int, "an integer >= 1"),
+}
 
 
 class CausalLMScorer:
@@ -102,7 +134,7 @@ class CausalLMScorer:
 
     ``model``: registry name (default ``"smollm2-135m"``), local folder, Hub id, or a
     :class:`~invarirank.llm.models.LoadedModel`; ``device`` (``"auto"``), ``dtype`` (auto: bf16 on CUDA, fp32 on
-    CPU), ``trust_remote_code`` (False), ``threads`` (CPU threads; default: the CPUs available);
+    CPU), ``threads`` (CPU threads; default: the CPUs available);
     ``cache_dir``: folder of the persistent pass cache (default ``cache_dir()/passes``); ``pass_cache`` (True;
     False: no cache; ``"memory"``: this process only); ``prefix_reuse`` (True); ``logits`` (``"needed"`` or
     ``"all"``); ``batch_size`` (8 on CUDA, 1 on CPU); ``max_length`` (default min(4096, the model's limit));
@@ -114,6 +146,20 @@ class CausalLMScorer:
 
     kind = "base"
     VERSION = "1"
+    #: the options a config may give (subclasses add their own): name -> (check, what is expected)
+    OPTIONS: dict[str, tuple[Any, str]] = _BASE_OPTIONS
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any], where: str) -> None:
+        """Check option names and types without loading anything; raise :class:`InvariRankError` naming
+        ``where`` (unknown names, a non-integer or zero ``batch_size`` / ``max_length``, ...)."""
+        for key, value in options.items():
+            if key not in cls.OPTIONS:
+                raise InvariRankError(f"{where}: unknown option {key!r} of the {cls.kind} scorer; expected some of "
+                                      f"{', '.join(sorted(cls.OPTIONS))}")
+            check, expected = cls.OPTIONS[key]
+            if not check(value):
+                raise InvariRankError(f"{where}: option {key!r} = {value!r}, expected {expected}")
 
     def __init__(self, model: Any = "smollm2-135m", *, seed: int = 0, cache_dir: Any = None,
                  pass_cache: bool | str = True, prefix_reuse: bool = True, logits: str = "needed",
@@ -123,6 +169,9 @@ class CausalLMScorer:
         unknown = sorted(set(load_options) - set(_LOAD_OPTIONS))
         if unknown:
             raise InvariRankError(f"{self.kind} scorer: unknown option(s) {', '.join(unknown)}")
+        given = (("batch_size", batch_size), ("max_length", max_length), ("prefix_cache_size", prefix_cache_size),
+                 ("threads", load_options.get("threads")))
+        self.check_options({k: v for k, v in given if v is not None}, f"{self.kind} scorer")
         from .models import LoadedModel, load_model
 
         if isinstance(model, LoadedModel):

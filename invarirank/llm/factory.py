@@ -8,12 +8,58 @@ from typing import Any
 from invarirank.errors import InvariRankError
 from invarirank.types import Scorer
 
-__all__ = ["make_scorer", "SCORER_KINDS", "DEFAULT_MODEL", "scoring_versions"]
+__all__ = ["make_scorer", "SCORER_KINDS", "DEFAULT_MODEL", "scoring_versions", "check_scorer_options",
+           "FORBIDDEN_OPTIONS"]
 
 #: THE list of scorer kinds (the run schema, the CLI choices and the scorer contract tests read it)
 SCORER_KINDS = ("span", "choice", "simulated")
 #: the model of a real scorer when none is given
 DEFAULT_MODEL = "smollm2-135m"
+
+
+#: options that never come from a scorer option, config or grid file: only from the command line's explicit flags
+FORBIDDEN_OPTIONS = {"trust_remote_code": "--trust-remote-code", "allow_pickle_weights": "--allow-pickle-weights"}
+
+
+def _real_scorer_class(kind: str) -> Any:
+    """The class of a real scorer kind (imports no torch)."""
+    if kind == "span":
+        from .span import SpanScorer as cls
+    elif kind == "choice":
+        from .choice import ChoiceScorer as cls  # type: ignore[assignment]
+    else:
+        raise InvariRankError(f"scorer kind {kind!r}: expected one of {', '.join(SCORER_KINDS)}")
+    return cls
+
+
+def _check_simulated_names(options: Any) -> None:
+    from .simulated import SimulatedScorer
+
+    accepted = set(inspect.signature(SimulatedScorer.__init__).parameters) - {"self"}
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise InvariRankError(f"simulated scorer: unknown option(s) {', '.join(unknown)}; expected "
+                              f"{', '.join(sorted(accepted - {'seed'}))}")
+
+
+def check_scorer_options(kind: str, options: Any, where: str = "scorer_options") -> None:
+    """Check a scorer kind's options (names and types) without loading anything (no torch), so a dry run rejects
+    what a real run would: unknown names, a non-integer or zero ``batch_size`` / ``max_length``, bad simulated
+    values, and the options only the command line may switch on (:data:`FORBIDDEN_OPTIONS`). Raises
+    :class:`InvariRankError` naming ``where``."""
+    for key in options:
+        if key in FORBIDDEN_OPTIONS:
+            raise InvariRankError(f"{where}: option {key!r} cannot be set in scorer options, a config or a grid "
+                                  f"file; pass {FORBIDDEN_OPTIONS[key]} on the `invarirank rerank` command line")
+    if kind == "simulated":
+        from .simulated import SimulatedScorer
+        try:
+            _check_simulated_names(options)
+            SimulatedScorer(**dict(options))
+        except InvariRankError as exc:
+            raise InvariRankError(f"{where}: {exc}") from None
+        return
+    _real_scorer_class(kind).check_options(options, where)
 
 
 def scoring_versions(kind: str) -> dict[str, Any]:
@@ -25,12 +71,7 @@ def scoring_versions(kind: str) -> dict[str, Any]:
         from .simulated import VERSION
 
         return {"version": VERSION}
-    if kind == "span":
-        from .span import SpanScorer as cls
-    elif kind == "choice":
-        from .choice import ChoiceScorer as cls  # type: ignore[assignment]
-    else:
-        raise InvariRankError(f"scorer kind {kind!r}: expected one of {', '.join(SCORER_KINDS)}")
+    cls = _real_scorer_class(kind)
     from .prompts import TEMPLATE_VERSION
 
     return {"scorer_version": cls.VERSION, "template_version": TEMPLATE_VERSION}
@@ -57,18 +98,9 @@ def make_scorer(kind: str = "span", model: Any = None, *, seed: int = 0, cache_d
 
         if model is not None and "model" not in options:
             options["model"] = model
-        accepted = set(inspect.signature(SimulatedScorer.__init__).parameters) - {"self"}
-        unknown = sorted(set(options) - accepted)
-        if unknown:
-            raise InvariRankError(f"simulated scorer: unknown option(s) {', '.join(unknown)}; expected "
-                                  f"{', '.join(sorted(accepted - {'seed'}))}")
+        _check_simulated_names(options)
         return SimulatedScorer(**options, seed=seed)
-    if kind == "span":
-        from .span import SpanScorer as cls
-    elif kind == "choice":
-        from .choice import ChoiceScorer as cls  # type: ignore[assignment]
-    else:
-        raise InvariRankError(f"scorer kind {kind!r}: expected one of {', '.join(SCORER_KINDS)}")
+    cls = _real_scorer_class(kind)
     try:
         return cls(model if model is not None else DEFAULT_MODEL, seed=seed, cache_dir=cache_dir, **options)
     except TypeError as exc:

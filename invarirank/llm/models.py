@@ -17,7 +17,12 @@ Names that :func:`load_model` accepts
 
 Precision and device: ``device="auto"`` picks CUDA when available, else the CPU; the dtype defaults to
 bfloat16 on CUDA and float32 on the CPU (bfloat16 is ~5x slower on CPUs without bf16 hardware).
-``trust_remote_code`` stays False unless the caller asks for it.
+Safety: weights are read from safetensors only; pickle-based weights (``*.bin``, ``*.pt``, ``*.pth``) are refused
+unless pickle weights are allowed, and a model's own Python code (``trust_remote_code``) never runs unless remote
+code is allowed — both only through :func:`allow` (the ``--trust-remote-code`` / ``--allow-pickle-weights`` flags of
+``invarirank rerank``; never a grid, config file or scorer option) or the keyword arguments of :func:`load_model`
+in Python. Remote code prints a warning line naming the folder. A truncated or corrupt ``*.safetensors`` file is an
+error naming the file before transformers reads it.
 
 Command line (for ``make setup``)::
 
@@ -94,6 +99,73 @@ REGISTRY: dict[str, RegistryEntry] = {
 }
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+#: what the command line allowed for this process (see :func:`allow`); both off by default
+_ALLOWED = {"trust_remote_code": False, "allow_pickle_weights": False}
+
+
+def allow(*, trust_remote_code: bool = False, allow_pickle_weights: bool = False) -> None:
+    """Allow, for this process, a model's own Python code and/or pickle-based weights. Called by the command line
+    for the explicit ``--trust-remote-code`` / ``--allow-pickle-weights`` flags only."""
+    _ALLOWED["trust_remote_code"] = bool(trust_remote_code)
+    _ALLOWED["allow_pickle_weights"] = bool(allow_pickle_weights)
+
+
+def quiet_loading() -> None:
+    """Silence the model-loading progress bars of transformers / huggingface_hub (``--no-progress``)."""
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+
+_PICKLE_PATTERNS = ("*.bin", "*.pt", "*.pth")
+
+
+def check_weights(folder: Path, *, allow_pickle: bool = False) -> list[Path]:
+    """The weight files of a model folder, checked before loading: safetensors files whose header and data are
+    complete (a truncated download is an error naming the file), or — only with ``allow_pickle`` — pickle-based
+    files; raises :class:`InvariRankError` otherwise."""
+    safe = sorted(folder.glob("*.safetensors"))
+    if safe:
+        for f in safe:
+            _check_safetensors(f)
+        return safe
+    pickled = [f for pattern in _PICKLE_PATTERNS for f in sorted(folder.glob(pattern))]
+    if not pickled:
+        raise InvariRankError(f"model folder {folder}: no weight files (*.safetensors) found")
+    if not allow_pickle:
+        raise InvariRankError(f"model folder {folder}: only pickle-based weights ({pickled[0].name}), which can run "
+                              f"code when loaded; convert them to safetensors, or pass --allow-pickle-weights if you "
+                              f"trust their source")
+    return pickled
+
+
+def _check_safetensors(path: Path) -> None:
+    """A safetensors file: 8-byte little-endian header length, a JSON header, then the tensors' bytes; every
+    tensor's ``data_offsets`` must lie inside the file."""
+    size = path.stat().st_size
+    bad = f"model file {path}: not a complete safetensors file"
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            raise InvariRankError(f"{bad} ({size} bytes; truncated?)")
+        n = int.from_bytes(head, "little")
+        if n <= 0 or 8 + n > size:
+            raise InvariRankError(f"{bad} (header of {n} bytes in a file of {size}; truncated?)")
+        try:
+            header = json.loads(fh.read(n).decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise InvariRankError(f"{bad} (unreadable header)") from None
+    if not isinstance(header, dict):
+        raise InvariRankError(f"{bad} (unreadable header)")
+    end = max((int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__"
+               and isinstance(t, dict) and isinstance(t.get("data_offsets"), list) and len(t["data_offsets"]) == 2),
+              default=0)
+    if 8 + n + end > size:
+        raise InvariRankError(f"{bad} (its tensors need {8 + n + end} bytes, the file has {size}; truncated?)")
 
 
 def _cache_root() -> Path:
@@ -383,7 +455,8 @@ def wrap_model(model: Any, tokenizer: Any, *, name: str = "in-memory", folder: P
 _LOADED: dict[tuple, LoadedModel] = {}
 
 
-def _resolve_source(name: str, *, allow_download: bool, trust_remote_code: bool = False) -> tuple[Path, str]:
+def _resolve_source(name: str, *, allow_download: bool, trust_remote_code: bool = False,
+                    allow_pickle: bool = False) -> tuple[Path, str]:
     """Registry name / local folder / Hub id → (local folder, display name)."""
     if name in REGISTRY:
         return prepare(name), name
@@ -403,7 +476,7 @@ def _resolve_source(name: str, *, allow_download: bool, trust_remote_code: bool 
         offline = not allow_download or _hub_offline()
         try:
             local = snapshot_download(name, allow_patterns=patterns, local_files_only=offline)
-            if not list(Path(local).glob("*.safetensors")):  # an older repository with PyTorch .bin weights only
+            if allow_pickle and not list(Path(local).glob("*.safetensors")):  # PyTorch .bin weights only
                 local = snapshot_download(name, allow_patterns=patterns + ["*.bin"], local_files_only=offline)
         except Exception as exc:  # network, gated, not found, offline without a cached copy
             raise InvariRankError(
@@ -423,13 +496,16 @@ def _hub_offline() -> bool:
 
 def load_model(name: str = "smollm2-135m", *, device: str | None = "auto", dtype: Any = None,
                trust_remote_code: bool = False, allow_download: bool = True, threads: int | None = None,
-               attn_implementation: str | None = None, reuse: bool = True) -> LoadedModel:
-    """Load a causal LM for scoring (see the module docstring for the accepted names).
+               attn_implementation: str | None = None, reuse: bool = True,
+               allow_pickle_weights: bool = False) -> LoadedModel:
+    """Load a causal LM for scoring (see the module docstring for the accepted names and the safety rules).
 
     Loaded models are shared within the process (keyed by name, device, dtype) unless ``reuse=False``.
     """
     import torch
 
+    trust_remote_code = bool(trust_remote_code) or _ALLOWED["trust_remote_code"]
+    allow_pickle_weights = bool(allow_pickle_weights) or _ALLOWED["allow_pickle_weights"]
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     if dev.type == "cpu":
@@ -437,10 +513,15 @@ def load_model(name: str = "smollm2-135m", *, device: str | None = "auto", dtype
     key = (name, str(dev), str(dt), trust_remote_code, attn_implementation)
     if reuse and key in _LOADED:
         return _LOADED[key]
-    folder, display = _resolve_source(name, allow_download=allow_download, trust_remote_code=trust_remote_code)
+    folder, display = _resolve_source(name, allow_download=allow_download, trust_remote_code=trust_remote_code,
+                                      allow_pickle=allow_pickle_weights)
+    weights = check_weights(folder, allow_pickle=allow_pickle_weights)
+    if trust_remote_code:
+        print(f"invarirank: warning: trust_remote_code is on: the Python code in {folder} may run", file=sys.stderr)
     from transformers import AutoModelForCausalLM
 
-    kwargs: dict[str, Any] = {"dtype": dt, "trust_remote_code": trust_remote_code}
+    kwargs: dict[str, Any] = {"dtype": dt, "trust_remote_code": trust_remote_code,
+                              "use_safetensors": weights[0].suffix == ".safetensors"}
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
     if dev.type == "cuda":
@@ -448,8 +529,9 @@ def load_model(name: str = "smollm2-135m", *, device: str | None = "auto", dtype
     try:
         tokenizer = _load_tokenizer(folder, trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
-    except (OSError, ValueError) as exc:
-        raise InvariRankError(f"model {display!r}: cannot load from {folder}: {str(exc).splitlines()[0]}") from exc
+    except _load_errors() as exc:  # unreadable files; corrupt weights (safetensors' or torch's own errors)
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InvariRankError(f"model {display!r}: cannot load from {folder}: {first}") from None
     if dev.type != "cuda":
         model.to(dev)
     model.eval()
@@ -463,6 +545,15 @@ def load_model(name: str = "smollm2-135m", *, device: str | None = "auto", dtype
     if reuse:
         _LOADED[key] = loaded
     return loaded
+
+
+def _load_errors() -> tuple[type[BaseException], ...]:
+    errors: tuple[type[BaseException], ...] = (OSError, ValueError, RuntimeError)
+    try:
+        from safetensors import SafetensorError
+    except ImportError:  # pragma: no cover
+        return errors
+    return errors + (SafetensorError,)
 
 
 def _load_tokenizer(folder: Path, trust_remote_code: bool) -> Any:

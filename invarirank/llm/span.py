@@ -33,7 +33,7 @@ import numpy as np
 from invarirank.errors import InvariRankError
 from invarirank.types import HistoryEntry, Item, Query
 
-from .engine import CausalLMScorer, Plan
+from .engine import CausalLMScorer, Plan, _flag
 from .prompts import SpanTemplate, span_segments
 from .tokens import TokenizedText
 
@@ -44,6 +44,7 @@ class SpanScorer(CausalLMScorer):
     """Span log-prob scorer; see the module docstring and :class:`CausalLMScorer` for the options."""
 
     kind = "span"
+    OPTIONS = {**CausalLMScorer.OPTIONS, "special_delimiters": (_flag, "true or false")}
     VERSION = "1"
 
     def __init__(self, model: Any = "smollm2-135m", *, special_delimiters: bool = False,
@@ -144,9 +145,8 @@ def _with_special_delimiters(model: Any, template: SpanTemplate, options: dict[s
         base = model
         net, tok = copy.deepcopy(base.model), copy.deepcopy(base.tokenizer)
     else:
-        load = {k: options.pop(k) for k in list(options) if k in ("device", "dtype", "trust_remote_code",
-                                                                  "threads", "attn_implementation",
-                                                                  "allow_download")}
+        load = {k: options.pop(k) for k in list(options) if k in ("device", "dtype", "threads",
+                                                                  "attn_implementation", "allow_download")}
         base = load_model(model or "smollm2-135m", reuse=False, **load)
         net, tok = base.model, base.tokenizer
     old_in = net.get_input_embeddings().weight.detach().clone()

@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import InvariRankError
-from ..llm.factory import DEFAULT_MODEL, SCORER_KINDS
+from ..io import read_utf8
+from ..llm.factory import DEFAULT_MODEL, SCORER_KINDS, check_scorer_options
 from ..methods.registry import METHODS
 
-__all__ = ["RunConfig", "DEFAULT_K", "ALIASES", "slug", "simple_name"]
+__all__ = ["RunConfig", "DEFAULT_K", "ALIASES", "slug", "simple_name", "check_lists"]
 
 #: K of a first-stage run when none is given (a candidates file keeps its own lists)
 DEFAULT_K = 25
@@ -164,7 +165,7 @@ class RunConfig:
         if not p.is_file():
             raise InvariRankError(f"{p}: no such config file")
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+            data = yaml.safe_load(read_utf8(p, "config file")) or {}
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f":{mark.line + 1}" if mark is not None else ""
@@ -275,8 +276,7 @@ class RunConfig:
     # -- checks ----------------------------------------------------------------------------------
     def normalise(self, where: str = "config") -> None:
         """Coerce types (``"a,b"`` lists, sorted methods) and check ranges; raise :class:`InvariRankError`."""
-        for name, lo in (("K", 1), ("sample_k", 1), ("n_queries", 1), ("shard_queries", 1),
-                         ("query_window", 1)):
+        for name, lo in (("K", 2), ("sample_k", 2), ("n_queries", 1), ("shard_queries", 1), ("query_window", 1)):
             value = getattr(self, name)
             setattr(self, name, None if value is None else _as_int(where, name, value, lo))
         for name, lo in (("M", 1), ("seed", 0), ("retrieval_seed", 0), ("calibration_queries", 1),
@@ -298,6 +298,7 @@ class RunConfig:
         if not isinstance(self.scorer_options, Mapping):
             raise InvariRankError(f"{where}: setting 'scorer_options' must be a mapping of option: value")
         self.scorer_options = dict(sorted(self.scorer_options.items()))
+        check_scorer_options(self.scorer, self.scorer_options, f"{where}: setting 'scorer_options'")
         if not isinstance(self.noise_floor, bool):
             raise InvariRankError(f"{where}: setting 'noise_floor' = {self.noise_floor!r}, expected true or false")
         for name in ("retriever", "scorer", "device"):
@@ -310,13 +311,45 @@ class RunConfig:
                 if value == "" and name in ("dataset", "grid", "name"):
                     raise InvariRankError(f"{where}: setting {name!r} must be a non-empty string")
                 setattr(self, name, str(value))
-        if self.sample_k is not None and self.K is not None and self.sample_k > self.K:
-            raise InvariRankError(f"{where}: sample_k {self.sample_k} is larger than K {self.K}; queries are "
-                                  f"sampled at the smallest K of a sweep")
+        self.check_k(where)
         for name in ("grid", "name"):
             value = getattr(self, name)
             if value is not None and not simple_name(value):
                 raise InvariRankError(f"{where}: {name} {value!r} may hold only letters, digits, '.', '_' and '-'")
+
+
+    def check_k(self, where: str = "config", list_k: int | None = None, source: str = "") -> None:
+        """Reject settings that cannot be meant for the run's K (the list length: ``effective_k``, else
+        ``list_k``, the shortest candidate list of the candidates file ``source``), because they would give wrong
+        metrics without a word: K = 1 (one order only, equal to the retrieval order), an exposure cut-off above K
+        (every item is always exposed: zero position bias), a sweep whose smallest K is above K (another query
+        pool). Raises :class:`InvariRankError` naming the setting."""
+        k = self.effective_k if self.effective_k is not None else list_k
+        if k is None:
+            return
+        of = f" (the shortest list in {source})" if self.effective_k is None and source else ""
+        if k < 2:
+            raise InvariRankError(f"{where}: K = {k}{of}: a list of one candidate has one order only, equal to the "
+                                  f"retrieval order; expected K >= 2")
+        if self.exposure_k > k:
+            raise InvariRankError(f"{where}: setting 'exposure_k' = {self.exposure_k} is larger than K = {k}{of}: "
+                                  f"every candidate would count as exposed (zero position bias); expected "
+                                  f"exposure_k <= K (e.g. --exposure-k {max(1, k // 2)})")
+        if self.sample_k is not None and self.sample_k > k:
+            raise InvariRankError(f"{where}: the sweep's smallest K (k_sweep / sample_k = {self.sample_k}) is larger "
+                                  f"than K = {k}{of}; queries are sampled at the smallest K of a sweep that holds K")
+
+
+def check_lists(config: RunConfig, lengths: Mapping[str, int], source: str) -> None:
+    """Check ``config`` against the candidate lists of the candidates file ``source`` (``lengths``: query id →
+    list length, test queries), before any scoring: ``K`` larger than a list would silently run a smaller K."""
+    if not lengths:
+        return
+    shortest = min(lengths, key=lambda q: lengths[q])
+    if config.K is not None and lengths[shortest] < config.K:
+        raise InvariRankError(f"{source}: query {shortest!r} has {lengths[shortest]} candidates, fewer than K = "
+                              f"{config.K} (--k); expected lists of at least K candidates (or a smaller --k)")
+    config.check_k("config", lengths[shortest], source)
 
 
 _ALIAS_OF = {canonical: alias for alias, canonical in ALIASES.items()}

@@ -20,7 +20,7 @@ from ..errors import InvariRankError
 from ..io import sha256_file
 from ..orders import rng_for
 from ..types import Query
-from .config import RunConfig
+from .config import RunConfig, check_lists
 
 __all__ = ["QuerySet", "load_queries", "cut_to_k", "synthetic_candidates_for"]
 
@@ -111,6 +111,7 @@ def load_queries(config: RunConfig, progress: bool = True) -> QuerySet:
             raise InvariRankError(f"{path}: split {others[0]!r} in the candidates file; expected 'test' or 'validation'")
         if not test:
             raise InvariRankError(f"{path}: no test queries (lines with split 'test')")
+        check_lists(config, {q.query_id: len(q.candidates) for q in test}, str(path))
         pool = [q for q in test if k_min is None or _kept_at(q, k_min)]
         if k is not None:
             at_k = {q.query_id: cut_to_k(q, k) for q in test if _kept_at(q, k)}

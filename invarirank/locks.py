@@ -1,0 +1,91 @@
+"""One writer per folder: an OS lock (``fcntl.flock``) on ``FOLDER/.lock`` that dies with its holder.
+
+``with folder_lock(run_dir): ...`` holds an exclusive, non-blocking ``flock`` on ``run_dir/.lock`` while the body
+writes the folder, and records its holder in the file as JSON: ``{"pid": ..., "host": ..., "started": ...}``
+(``started``: UTC, ISO 8601, seconds). A second writer does not wait: it raises
+:class:`~invarirank.errors.InvariRankError` at once, one line naming the folder and the holder (the CLI exits 2).
+
+Because the kernel drops an ``flock`` when its holder dies (``kill -9`` included), a lock file left by a dead
+process on this host is simply taken over. A lock file whose holder is another host (a shared file system, where
+``flock`` may not reach across machines) is never taken over: it is reported, with the instruction to delete the
+file once that run is known to be gone. The lock file stays after a clean exit (its ``flock`` is released), so the
+folder records who wrote it last; it is not one of a run's result files.
+
+Where to hold it (issue 14): each shard folder while it is computed, and the run folder while shards are merged and
+while ``run_experiment`` writes it (the places marked ``# lock:`` in :mod:`invarirank.runner`).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import socket
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from .errors import InvariRankError
+
+__all__ = ["LOCK_NAME", "folder_lock", "lock_holder"]
+
+#: the lock file inside a locked folder
+LOCK_NAME = ".lock"
+
+
+def _host() -> str:
+    return socket.gethostname()
+
+
+def lock_holder(folder: str | os.PathLike) -> dict[str, Any] | None:
+    """The holder recorded in ``folder``'s lock file (pid, host, started), or None when there is none or it
+    cannot be read. A record does not mean the lock is held: only a live ``flock`` does."""
+    try:
+        data = json.loads((Path(folder) / LOCK_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _describe(holder: dict[str, Any] | None) -> str:
+    if not holder:
+        return "another process (no holder recorded)"
+    return f"pid {holder.get('pid')} on {holder.get('host')} since {holder.get('started')}"
+
+
+@contextmanager
+def folder_lock(folder: str | os.PathLike, what: str = "run folder") -> Iterator[Path]:
+    """Hold the exclusive lock of ``folder`` (created if missing) for the body; see the module docstring.
+
+    Raises :class:`InvariRankError` at once when another live process holds it, or when the lock file records a
+    holder on another host whose run may still be going on."""
+    d = Path(folder)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd = os.open(d / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise InvariRankError(f"{d}: cannot create its lock file ({exc.strerror})") from None
+    try:
+        previous = lock_holder(d)
+        if previous and previous.get("host") not in (None, _host()):
+            raise InvariRankError(
+                f"{d}: {what} is locked by {_describe(previous)}, another host; this host cannot tell whether that "
+                f"run is alive; delete {d / LOCK_NAME} once it is known to be gone")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            raise InvariRankError(f"{d}: {what} is being written by {_describe(lock_holder(d))}; wait for it to "
+                                  f"finish (or stop it) and run again") from None
+        # the flock is ours: a recorded holder is dead (the kernel released its lock) or was ourselves earlier
+        record = {"pid": os.getpid(), "host": _host(),
+                  "started": datetime.now(timezone.utc).replace(microsecond=0).isoformat()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(record) + "\n").encode("utf-8"), 0)
+        os.fsync(fd)
+        yield d
+    finally:
+        os.close(fd)                      # closing the descriptor releases the flock
