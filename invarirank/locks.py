@@ -11,8 +11,9 @@ process on this host is simply taken over. A lock file whose holder is another h
 file once that run is known to be gone. The lock file stays after a clean exit (its ``flock`` is released), so the
 folder records who wrote it last; it is not one of a run's result files.
 
-Where to hold it (issue 14): each shard folder while it is computed, and the run folder while shards are merged and
-while ``run_experiment`` writes it (the places marked ``# lock:`` in :mod:`invarirank.runner`).
+Where it is held: the run folder, for as long as a process writes it — :func:`invarirank.runner.run_experiment`
+in one process, and :func:`invarirank.runner.sharded.run_sharded` from before a run's first shard until its merge
+(the shards of a run are written only by the workers of the driver that holds its lock).
 """
 
 from __future__ import annotations
@@ -60,8 +61,23 @@ def folder_lock(folder: str | os.PathLike, what: str = "run folder") -> Iterator
     """Hold the exclusive lock of ``folder`` (created if missing) for the body; see the module docstring.
 
     Raises :class:`InvariRankError` at once when another live process holds it, or when the lock file records a
-    holder on another host whose run may still be going on."""
+    holder on another host whose run may still be going on. A folder this call created is removed again when the
+    body fails before writing anything into it, so rejected input leaves no trace."""
     d = Path(folder)
+    created = not d.exists()
+    failed = True
+    try:
+        with _held(d, what):
+            yield d
+            failed = False
+    finally:
+        if created and failed and d.is_dir() and [p.name for p in d.iterdir()] == [LOCK_NAME]:
+            (d / LOCK_NAME).unlink(missing_ok=True)
+            d.rmdir()
+
+
+@contextmanager
+def _held(d: Path, what: str) -> Iterator[None]:
     try:
         d.mkdir(parents=True, exist_ok=True)
         fd = os.open(d / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
@@ -86,6 +102,6 @@ def folder_lock(folder: str | os.PathLike, what: str = "run folder") -> Iterator
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(record) + "\n").encode("utf-8"), 0)
         os.fsync(fd)
-        yield d
+        yield
     finally:
         os.close(fd)                      # closing the descriptor releases the flock

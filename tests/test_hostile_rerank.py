@@ -14,6 +14,7 @@ import pytest
 
 from invarirank.candidates import query_to_json
 from invarirank.data.synthetic import synthetic_queries
+from invarirank.cli import main
 from tests.hostile import expect_rejected, read_only
 
 pytestmark = pytest.mark.usefixtures("private_cache")
@@ -383,3 +384,19 @@ def test_remote_code_needs_the_flag_and_warns_naming_the_folder(tiny_folder, tmp
         models.allow()
     assert seen["trust"] is True
     assert f"trust_remote_code is on: the Python code in {tiny_folder.resolve()} may run" in capsys.readouterr().err
+
+
+def test_a_second_writer_of_a_run_folder_stops_at_once(tmp_path, capsys):
+    """The run folder is locked while it is written: a second `invarirank rerank` on it exits 2 naming the holder
+    and leaves the folder as it was (here the first writer is this test process holding the lock)."""
+    import os
+    import socket
+
+    from invarirank.locks import folder_lock
+
+    cands = _write(tmp_path / "cands.jsonl", _good())
+    out = tmp_path / "run"
+    with folder_lock(out):
+        expect_rejected(capsys, _base(cands, out), [str(out), "is being written by", f"pid {os.getpid()}",
+                                                    socket.gethostname()], out)
+    assert main([str(a) for a in _base(cands, out)]) == 0          # once the holder is gone, the run goes on

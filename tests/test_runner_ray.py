@@ -54,7 +54,7 @@ def config(cands: Path, tmp_path: Path, **kw) -> RunConfig:
 
 
 def test_grid_of_two_runs_in_six_shards_equals_the_local_executor(cands, tmp_path):
-    runs = [config(cands, tmp_path, name="k6", shard_queries=2), config(cands, tmp_path, name="k4", k=4,
+    runs = [config(cands, tmp_path, name="k6", shard_queries=2), config(cands, tmp_path, name="k4", k=4, exposure_k=2,
                                                                        shard_queries=1)]
     compute_runs(runs, tmp_path / "local", tmp_path / "work-local")
     with RayExecutor(workers=2) as ex:

@@ -44,7 +44,7 @@ def comparable_manifest(run_dir: Path) -> str:
 def test_run_folder_rows_and_pass_counts(cands, tmp_path):
     res = run_experiment(config(cands, tmp_path / "run"), progress=False)
     run = tmp_path / "run"
-    assert sorted(p.name for p in run.iterdir()) == sorted(FINAL + VOLATILE + ("manifest.json",))   # .work removed
+    assert sorted(p.name for p in run.iterdir()) == sorted(FINAL + VOLATILE + ("manifest.json", ".lock"))  # .work gone
     rows = read_observations(run / "observations.jsonl")
     qids = {r["query_id"] for r in rows}
     assert len(rows) == len(qids) * 4 * 4

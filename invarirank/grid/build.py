@@ -65,7 +65,6 @@ def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path
         if missing:
             run_sharded([work_config(c, work) for c, work in missing], executor, progress=True)
         for config, target, work in to_run:
-            # lock: run folder (publish)
             publish_run(work, target, config.to_json())
     return summary
 

@@ -107,7 +107,6 @@ def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str
     """The merge: write the run's files from its query records (in run order) — observations, metrics,
     calibration, then the volatile ``run.json`` and last the deterministic ``manifest.json`` — and remove
     ``.work``. ``volatile`` holds what the caller measured (timings, executor, shards, workers)."""
-    # lock: run folder (the merge)
     from ..evaluation import evaluate, write_observations
     from ..store import VOLATILE_FILE
     config, out, calibrations = p.config, p.out, p.calibrations

@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from ..errors import InvariRankError
 from ..llm.factory import scoring_versions
+from ..locks import folder_lock
 from ..store import identity_difference, project_root, publish_run, refresh_metrics
 from ..types import Scorer
 from .checkpoint import Checkpoint
@@ -67,9 +68,12 @@ def run_experiment(config: RunConfig, *, progress: bool = True, on_query_done: C
     checkpointed; ``on_query_done(n)`` is called after the n-th query of this session is safely checkpointed
     (tests use it to simulate a kill). With an ``executor`` (:mod:`invarirank.runner.executors`) or a shard size,
     it is computed in shards (:func:`invarirank.runner.sharded.run_sharded`); ``on_shard_done(n)`` is called after
-    the n-th shard of this session is written."""
+    the n-th shard of this session is written. The run folder is locked while it is written
+    (:func:`invarirank.locks.folder_lock`): a second process on the same folder stops at once, naming the holder."""
     if executor is None and config.shard_queries is None:
-        with LocalExecutor(scorer=scorer) as local:
+        if not config.out:
+            raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in the config)")
+        with folder_lock(config.out, "run folder"), LocalExecutor(scorer=scorer) as local:   # one writer
             p = prepare_run(config, local, queries=queries, progress=progress)
             return _run_checkpointed(p, local.worker(p.config), progress, on_query_done)
     if executor is not None:
@@ -171,5 +175,4 @@ def ensure_run(config: RunConfig, results_dir: str | Path | None = None, work_di
         t0 = time.perf_counter()
         run_experiment(work_config(config, work), progress=progress)
         print(f"grid: ran {config.run_name} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    # lock: run folder (publish)
     return publish_run(work, target, config.to_json())

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import ExitStack
 from typing import Any, Callable, Sequence
+
+from ..errors import InvariRankError
+from ..locks import folder_lock
 
 from .checkpoint import Checkpoint
 from .config import RunConfig
@@ -37,7 +41,21 @@ def run_sharded(configs: Sequence[RunConfig], executor: Any, *, progress: bool =
     """Compute (or resume) every run of ``configs`` (each with its ``out`` folder) on ``executor``; results in
     the order of ``configs``. Finished shards in a run folder are kept; a shard of another configuration there
     is an error (:class:`~invarirank.runner.shards.ShardFolders`). ``queries`` (tests) replaces query loading for
-    a single run; ``on_shard_done(n)`` is called after the n-th shard of this session is written."""
+    a single run; ``on_shard_done(n)`` is called after the n-th shard of this session is written.
+
+    Every run folder is locked (:func:`invarirank.locks.folder_lock`) from before its first shard until it is
+    merged: a second process computing one of the same runs stops at once, naming the holder. The shards of a
+    run are written only by the workers of the driver that holds its lock."""
+    with ExitStack() as locks:
+        for config in configs:
+            if not config.out:
+                raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in the config)")
+            locks.enter_context(folder_lock(config.out, "run folder"))
+        return _run_sharded(configs, executor, progress=progress, queries=queries, on_shard_done=on_shard_done)
+
+
+def _run_sharded(configs: Sequence[RunConfig], executor: Any, *, progress: bool,
+                 queries: QuerySet | None, on_shard_done: Callable[[int], None] | None) -> list[RunResult]:
     results: dict[int, RunResult] = {}
     index = {id(c): i for i, c in enumerate(configs)}
     written = [0]

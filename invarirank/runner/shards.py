@@ -109,7 +109,6 @@ class ShardFolders:
 
     def write(self, shard_id: str, records: Sequence[Mapping[str, Any]], volatile: Mapping[str, Any]) -> Path:
         """Write one computed shard's folder atomically (a temporary folder renamed into place)."""
-        # lock: shard folder
         target = self.root / shard_id
         tmp = self.root / f".{shard_id}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
