@@ -30,6 +30,20 @@ def test_figures_are_drawn(simulated_run):
     assert fig1.axes[0].get_title().startswith("K = 6")
 
 
+def test_k_sweep_lines_plot_the_metrics_of_metrics_json(simulated_run):
+    # one panel per metric (PPI, GPI), one line per method; its y values are metrics.json's overall values, read
+    # here straight from the file's dictionary (not through the compendium's metrics frame)
+    fig = C.figure_k_sweep([simulated_run])
+    for ax, metric in zip(fig.axes, ("ppi", "gpi")):
+        lines = {c.get_label(): c.lines[0] for c in ax.containers}          # an errorbar container each
+        assert len(lines) == len(simulated_run.methods)
+        for method in simulated_run.methods:
+            expected = simulated_run.metrics["methods"][method]["overall"][metric]
+            line = lines[C.METHOD_LABELS[method]]
+            assert list(line.get_ydata()) == pytest.approx([expected])
+            assert list(line.get_xdata()) == pytest.approx([6], abs=0.5)      # K = 6, dodged sideways a little
+
+
 def test_exposure_figure_plots_the_bands(simulated_run):
     bands = C.exposure_bands(simulated_run, n_bootstrap=30, seed=1)
     ax = C.figure_exposure([simulated_run], n_bootstrap=30, seed=1).axes[0]

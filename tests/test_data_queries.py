@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from invarirank.data import load_prepared, prepare
-from invarirank.data.split import split_sizes
 
 from tests.data_support import write_atomic_layout, write_csv_layout
 
@@ -30,6 +29,23 @@ def _random_ratings(seed: int, n_users: int = 30, n_items: int = 60, id_style: s
     return rows
 
 
+def _sizes_by_hand(n: int, split: str) -> tuple[int, int]:
+    """PROTOCOL §1 written out independently of the package's ``split_sizes``: leave-one-out keeps the last two
+    ratings for validation and test; temporal takes floor(0.7 n) / floor(0.1 n) (each at least 1) and leaves the
+    test part at least one rating. E.g. n = 10 -> 7 / 1 (/ 2), n = 12 -> 8 / 1 (/ 3), n = 20 -> 14 / 2 (/ 4)."""
+    if split == "loo":
+        return n - 2, 1
+    train, val = max(1, (7 * n) // 10), max(1, n // 10)
+    if train + val >= n:
+        train = max(1, n - val - 1)
+    return train, val
+
+
+def test_reference_sizes_are_the_protocol_by_hand():
+    assert [_sizes_by_hand(n, "temporal") for n in (3, 10, 12, 20)] == [(1, 1), (7, 1), (8, 1), (14, 2)]
+    assert _sizes_by_hand(10, "loo") == (8, 1)
+
+
 def _reference(rows, min_n: int, key, split="temporal", history_len=20, thr=4.0):
     """Straightforward per-user implementation of PROTOCOL §1."""
     by_user: dict[str, list] = {}
@@ -40,7 +56,7 @@ def _reference(rows, min_n: int, key, split="temporal", history_len=20, thr=4.0)
         if len(urows) < min_n:
             continue
         urows = sorted(urows, key=lambda x: (x[3], key(x[1])))
-        train_n, val_n, _ = (int(x[0]) for x in split_sizes(np.array([len(urows)]), split))
+        train_n, val_n = _sizes_by_hand(len(urows), split)
         train, val, test = urows[:train_n], urows[train_n:train_n + val_n], urows[train_n + val_n:]
 
         def hist(seg):

@@ -100,20 +100,35 @@ def test_gzip_and_parquet_errors_name_the_line(tmp_path, capsys):
     assert f"{pq}:2: " in capsys.readouterr().err
 
 
+def _one_error_line(capsys) -> str:
+    """The single ``invarirank: error: ...`` line on stderr (no traceback, nothing else)."""
+    err = capsys.readouterr().err
+    assert err.startswith("invarirank: error: ") and err.count("\n") == 1, err
+    return err.strip()
+
+
 def test_empty_missing_and_bad_settings(tmp_path, capsys):
     rc, path = run_cli(tmp_path, ["", "  "])
-    assert rc == 2 and "no observations" in capsys.readouterr().err
-    assert main(["evaluate", str(tmp_path / "nope.jsonl")]) == 2
-    assert "not found" in capsys.readouterr().err
+    assert rc == 2 and f"{path}" in (line := _one_error_line(capsys)) and "no observations" in line
+    missing = tmp_path / "nope.jsonl"
+    assert main(["evaluate", str(missing)]) == 2
+    assert _one_error_line(capsys) == f"invarirank: error: {missing}: observations file not found"
     ok, path = run_cli(tmp_path, GOOD)
     assert ok == 0
+    capsys.readouterr()
     assert main(["evaluate", str(path), "--buckets", "0"]) == 2
-    assert "buckets" in capsys.readouterr().err
+    assert _one_error_line(capsys) == "invarirank: error: buckets: expected an integer >= 1, got 0"
     assert main(["evaluate", str(path), "--exact-max-k", "40"]) == 2
+    line = _one_error_line(capsys)
+    assert "exact_kemeny_max_k: expected an integer from 0 to 16" in line and line.endswith("got 40")
     with pytest.raises(SystemExit) as exc:
         main(["evaluate", str(path), "--k", "0,5"])
     assert exc.value.code == 2
+    assert "argument --k: expected cut-offs >= 1, got '0,5'" in _one_error_line(capsys)
+    before = path.read_bytes()
     assert main(["evaluate", str(path), "--output", str(path)]) == 2
+    assert _one_error_line(capsys) == f"invarirank: error: --output {path} would overwrite the observations file"
+    assert path.read_bytes() == before
 
 
 def test_integer_ids_are_read_as_strings(tmp_path, capsys):

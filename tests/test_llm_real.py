@@ -19,6 +19,7 @@ from invarirank.llm.models import load_model  # noqa: E402
 from invarirank.llm.prompts import render_item  # noqa: E402
 from invarirank.llm.span import SpanScorer  # noqa: E402
 from invarirank.llm.testing import toy_query  # noqa: E402
+from invarirank.types import rank_by_scores  # noqa: E402
 
 pytestmark = pytest.mark.slow
 TOL = 1e-4
@@ -43,6 +44,7 @@ def _check_span(lm, query, orders):
     for order in orders:
         a, b = fast.score(query, order), naive.score(query, order)
         assert np.abs(a.scores - b.scores).max() <= TOL, (a.scores, b.scores)
+        assert rank_by_scores(a.scores) == rank_by_scores(b.scores), (a.scores, b.scores)   # the same ranking
     assert fast.stats["prefix_passes"] == 1 and fast.stats["tokens_computed"] < naive.stats["tokens_computed"]
     return fast
 

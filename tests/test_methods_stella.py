@@ -78,6 +78,31 @@ def test_stella_runs_at_most_ten_updates_and_uses_seeded_shuffles():
     assert sorted(r1.output) == sorted(it.item_id for it in q.candidates)
 
 
+def test_stella_shuffles_follow_the_seed():
+    # a recording scorer sees the presented orders of the updates: the same seed gives the same shuffles, another
+    # seed (or another presented-order index t) other shuffles; the first pass is always the given order
+    k = 8
+    q = Query("q3", "3", (), tuple(Item(str(i), str(i)) for i in range(k)), ("1",))
+    T = np.random.default_rng(1).dirichlet(np.full(k, 0.3), size=k)
+
+    def shuffles(seed: int, t: int = 0) -> list[list[str]]:
+        seen: list[list[str]] = []
+        sim = SimulatedScorer(seed=0, noise_sd=3.0)
+
+        class Recording:
+            def score(self, query, presented):
+                seen.append([it.item_id for it in presented])
+                return sim.score(query, presented)
+        run_method("stella", Recording(), q, list(q.candidates), seed=seed, t=t, matrix=T)
+        return seen
+
+    a = shuffles(5)
+    assert a[0] == [str(i) for i in range(k)] and len(a) >= 4
+    assert shuffles(5) == a
+    assert shuffles(6)[1:] != a[1:]
+    assert shuffles(5, t=1)[1:] != a[1:]
+
+
 def test_stella_matrix_shape_must_match_k():
     q = abc()
     with pytest.raises(InvariRankError, match="K=3"):

@@ -65,8 +65,11 @@ def register(subparsers: Any) -> None:
     a("--methods", help=f"comma-separated subset of {','.join(METHODS)} (default all; they always run in this "
                         f"order)")
     a("--seed", type=int, help="seed of orders, query sampling, shuffles and calibration (default 42)")
-    a("--calibration-queries", type=int, metavar="N", help="STELLA calibration queries (default 150)")
-    a("--calibration-repeats", type=int, metavar="R", help="STELLA calibration repeats (default 5)")
+    a("--calibration-queries", type=int, metavar="N",
+      help="STELLA calibration queries (default 150; with the default 5 repeats that is relevant candidates x K x "
+           "750 passes, ~7,500-12,000 at K=10: about 1-3 hours of a small model on 2 CPU cores, once per model "
+           "and K, then cached; e.g. --calibration-queries 20 --calibration-repeats 1 for a quick try)")
+    a("--calibration-repeats", type=int, metavar="R", help="STELLA calibration repeats (default 5; see above)")
     a("--noise-floor", action=argparse.BooleanOptionalAction, default=None,
       help="M copies of one order: shows whether rankings are deterministic")
     a("--eval-ks", metavar="K1,K2,..", help="cut-offs of HR/nDCG/recall/MRR (default 1,5,10)")
@@ -74,7 +77,8 @@ def register(subparsers: Any) -> None:
     a("--n-bootstrap", type=int, help="bootstrap resamples for confidence intervals (default 1000)")
     a("--out", metavar="RUN_DIR", help="run folder to write (or resume)")
     a("--cache-dir", metavar="DIR", help="cache root (default $INVARIRANK_CACHE)")
-    a("--dry-run", action="store_true", help="print the passes per method and a time estimate; run nothing")
+    a("--dry-run", action="store_true", help="print the passes per method and a time estimate; run nothing (a "
+                                               "run estimated above 5 minutes prints one cost line before it starts)")
     a("--bench", metavar="FILE", help="for --dry-run: price the run from this benchmark file (benchmarks.gpu --json; "
                                       "default: the newest under results/bench/, else the stated assumption)")
     a("--no-progress", action="store_true", help="no progress bars (model loading included)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import platform
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from .config import RunConfig
 from .manifest import build_manifest, git_info, sha256_json
 from .queries import QuerySet, load_queries, synthetic_candidates_for
 
-__all__ = ["RunResult", "PreparedRun", "prepare_run", "finish_run", "status_of"]
+__all__ = ["RunResult", "PreparedRun", "prepare_run", "finish_run", "status_of", "print_cost_notice"]
 
 
 @dataclass
@@ -57,11 +58,29 @@ class PreparedRun:
     t_start: float
 
 
+def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any]) -> None:
+    """One line on stderr before a run estimated to take more than a few minutes
+    (:func:`invarirank.runner.plan.cost_notice`): priced from the newest benchmark file when it measured the
+    model, else from the scorer's device type (``key_identity``) and the stated assumptions. Loads and measures
+    nothing."""
+    from .plan import cost_notice, find_bench
+    try:
+        bench = find_bench(None)
+    except InvariRankError:            # a broken benchmark file must not stop a run: price it by assumption
+        bench = None
+    key_identity = facts.get("key_identity") or {}
+    on_gpu = bool(facts.get("worker", {}).get("gpu_ids")) or str(key_identity.get("device_type", "")) == "cuda"
+    line = cost_notice(config, qs.test, qs.validation, key_identity, on_gpu=on_gpu, bench=bench)
+    if line:
+        print(f"{config.run_name}: {line}", file=sys.stderr)
+
+
 def prepare_run(config: RunConfig, executor: Any, *, queries: QuerySet | None = None,
                 progress: bool = True) -> PreparedRun:
     """Everything before the queries are reranked, computed once per run on the driver: the run folder's checks,
     the data and the first stage (:func:`load_queries`), the scorer's identity (``executor.describe``: a worker
-    loads the model), the fingerprint and STELLA_LW's calibration per K (``executor.calibrate``: one unit of work
+    loads the model), the fingerprint, the cost line of a long run (:func:`print_cost_notice`) and STELLA_LW's
+    calibration per K (``executor.calibrate``: one unit of work
     each)."""
     if not config.out:
         raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in the config)")
@@ -87,6 +106,7 @@ def prepare_run(config: RunConfig, executor: Any, *, queries: QuerySet | None = 
     parts = {"settings": sha256_json(whole["config"]), "queries": test_sha256, "validation": sha256_json(validation),
              "scorer": sha256_json(whole["identity"]), "invarirank": __version__,
              "checkpoint": str(CHECKPOINT_VERSION)}
+    print_cost_notice(config, qs, facts)
     t = time.perf_counter()
     calibrations: dict[int, Any] = {}
     if "stella" in config.methods:

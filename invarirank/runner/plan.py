@@ -24,7 +24,9 @@ from .config import RunConfig
 from .queries import QuerySet, load_queries
 
 __all__ = ["passes_per_presented_order", "RunPlan", "plan_run", "format_plan", "estimate_run", "tokens_per_pass",
-           "grid_cost_table", "format_grid_cost", "format_grid_estimate", "Bench", "load_bench", "find_bench"]
+           "grid_cost_table", "format_grid_cost", "format_grid_estimate", "Bench", "load_bench", "find_bench",
+           "calibration_need", "rerank_passes", "assumed_seconds_per_pass", "cost_notice", "NOTICE_SECONDS",
+           "CPU_SECONDS_PER_PASS", "GPU_SECONDS_PER_PASS", "SIMULATED_SECONDS_PER_PASS"]
 
 #: bootstrapping's shuffles that are also STELLA_LW's first updates (computed once with the shared pass cache)
 _SHARED_BOOTSTRAP_STELLA = 2
@@ -142,35 +144,20 @@ def plan_run(config: RunConfig, *, measure_passes: int = 4, queries: QuerySet | 
     data and first stage are prepared on demand, through their caches). ``bench``: a benchmark file to price the
     passes with (default: the newest under ``results/bench/``, when the model was measured there)."""
     measured_bench = find_bench(bench)
-    from ..assets import cache_dir as default_cache_dir
-    from ..methods.stella import calibration_key, calibration_pass_count, select_calibration_queries
     from .worker import make_run_scorer, scorer_key_identity
     qs = queries or load_queries(config)
     scorer = scorer or make_run_scorer(config)
     m = config.M
     ks = sorted({q.k for q in qs.test})
     per_method: dict[str, dict[str, int]] = {name: {"min": 0, "max": 0} for name in config.methods}
-    unique_min = unique_max = 0
     for q in qs.test:
         lo = passes_per_presented_order(config.methods, q.k, 4)
         hi = passes_per_presented_order(config.methods, q.k, 10)
         for name in config.methods:
             per_method[name]["min"] += m * lo["requested"][name]
             per_method[name]["max"] += m * hi["requested"][name]
-        unique_min += m * lo["unique"]
-        unique_max += m * hi["unique"]
-    cal_passes = 0
-    cal_cached: dict[int, bool] = {}
-    if "stella" in config.methods:
-        root = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
-        identity = scorer_key_identity(scorer)
-        for k in ks:
-            probe = select_calibration_queries(qs.validation, k, config.calibration_queries, config.seed)
-            key = calibration_key(identity, k, probe, config.calibration_queries, config.calibration_repeats,
-                                  config.seed)
-            cal_cached[k] = (root / "stella" / f"{key}.json").is_file()
-            if not cal_cached[k]:
-                cal_passes += calibration_pass_count(probe, k, config.calibration_repeats)
+    unique_min, unique_max = rerank_passes(config, qs.test, 4), rerank_passes(config, qs.test, 10)
+    cal_passes, cal_cached, _ = calibration_need(config, qs.validation, ks, scorer_key_identity(scorer))
     measured = cached_hits = 0
     t0 = time.perf_counter()
     first = qs.test[0]
@@ -180,6 +167,100 @@ def plan_run(config: RunConfig, *, measure_passes: int = 4, queries: QuerySet | 
         cached_hits += int(bool(res.cached))
     return RunPlan(config, len(qs.test), ks, per_method, unique_min, unique_max, cal_passes, cal_cached, measured,
                    time.perf_counter() - t0, cached_hits, qs.info, measured_bench)
+
+
+def rerank_passes(config: RunConfig, queries: Sequence[Any], stella_updates: int) -> int:
+    """Distinct scorer passes of reranking ``queries`` (each at its own K) under ``config.M`` orders, with
+    STELLA_LW stopping after ``stella_updates`` updates (4 or 10: the range)."""
+    return sum(config.M * passes_per_presented_order(config.methods, q.k, stella_updates)["unique"]
+               for q in queries)
+
+
+def calibration_need(config: RunConfig, validation: Sequence[Any], ks: Sequence[int],
+                     key_identity: Mapping[str, Any]) -> tuple[int, dict[int, bool], int]:
+    """STELLA_LW calibration still to compute for lists of each K in ``ks``: ``(passes, cached, probes)`` —
+    passes of the K values whose matrix is not yet in the cache (``<cache>/stella/<key>.json``, the key of
+    :func:`invarirank.methods.stella.calibration_key` over the scorer's ``key_identity``), ``cached`` per K, and
+    the number of probing validation queries of those K. Nothing is scored; (0, {}, 0) without STELLA_LW."""
+    if "stella" not in config.methods:
+        return 0, {}, 0
+    from ..assets import cache_dir as default_cache_dir
+    from ..methods.stella import calibration_key, calibration_pass_count, select_calibration_queries
+    root = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
+    passes = probes = 0
+    cached: dict[int, bool] = {}
+    for k in ks:
+        probe = select_calibration_queries(validation, k, config.calibration_queries, config.seed)
+        key = calibration_key(dict(key_identity), k, probe, config.calibration_queries, config.calibration_repeats,
+                              config.seed)
+        cached[k] = (root / "stella" / f"{key}.json").is_file()
+        if not cached[k]:
+            passes += calibration_pass_count(probe, k, config.calibration_repeats)
+            probes = max(probes, len(probe))
+    return passes, cached, probes
+
+
+# ---------------------------------------------------------------------------------------------
+# the cost line printed before a long run (no model loaded, nothing measured for it)
+# ---------------------------------------------------------------------------------------------
+#: a run whose estimate exceeds this many seconds gets one line on stderr before it starts
+NOTICE_SECONDS = 300.0
+#: stated assumption: seconds per distinct pass of a small model (SmolLM2-135M) at K = 10 on 2 idle CPU cores
+#: (issue 14's figures: ~12,000 calibration passes in ~3 h ≈ 0.9 s; timed on a busy 2-core machine: 1.5-6 s);
+#: scaled by K / 10 (the candidate lines grow with K, the history prefix does not)
+CPU_SECONDS_PER_PASS = 1.0
+#: stated assumption: the same on one GPU (much faster; a benchmark file replaces both when it measured the model)
+GPU_SECONDS_PER_PASS = 0.02
+#: measured: the simulated scorer with the run machinery around it, ~0.2-0.3 ms per pass on 2 CPU cores
+SIMULATED_SECONDS_PER_PASS = 3e-4
+
+
+def assumed_seconds_per_pass(config: RunConfig, k: int, *, on_gpu: bool,
+                             bench: Bench | None = None) -> tuple[float, str]:
+    """Seconds per distinct pass for the cost line and where they come from: the simulated scorer's own cost;
+    a benchmark file's measurement of the model; else the stated CPU or GPU assumption above, scaled by K/10."""
+    if config.scorer == "simulated":
+        return SIMULATED_SECONDS_PER_PASS, "the simulated scorer"
+    measured = bench.seconds_per_pass(config.model_name, k) if bench is not None else None
+    if measured is not None:
+        return measured, f"measured in {bench.source}"                               # type: ignore[union-attr]
+    if on_gpu:
+        return GPU_SECONDS_PER_PASS * k / 10, "assumed for a small model on one GPU"
+    return CPU_SECONDS_PER_PASS * k / 10, "assumed for a small model on 2 CPU cores"
+
+
+def cost_notice(config: RunConfig, test: Sequence[Any], validation: Sequence[Any], key_identity: Mapping[str, Any],
+                *, on_gpu: bool = False, seconds_per_pass: float | None = None, bench: Bench | None = None,
+                threshold: float = NOTICE_SECONDS) -> str | None:
+    """The one line printed before a run whose estimated duration exceeds ``threshold`` seconds (None below
+    it): the estimate (distinct passes with STELLA_LW's 10 updates, plus calibration not yet cached), what
+    dominates it and the flags (or grid settings) that shrink it. ``seconds_per_pass`` overrides
+    :func:`assumed_seconds_per_pass`. Counts every test query (a resumed run reuses its checkpoint)."""
+    ks = sorted({q.k for q in test})
+    if not ks:
+        return None
+    k_mean = round(sum(ks) / len(ks))
+    source = "given"
+    if seconds_per_pass is None:
+        seconds_per_pass, source = assumed_seconds_per_pass(config, k_mean, on_gpu=on_gpu, bench=bench)
+    rerank = rerank_passes(config, test, 10)
+    cal, _, probes = calibration_need(config, validation, ks, key_identity)
+    seconds = (rerank + cal) * seconds_per_pass
+    if seconds <= threshold:
+        return None
+    share = max(rerank, cal) / (rerank + cal)
+    if cal > rerank:
+        what = (f"STELLA_LW calibration: {probes} validation queries x {config.calibration_repeats} repeats = "
+                f"~{cal:,} passes at K={','.join(map(str, ks))}")
+        how = ("--calibration-queries N / --calibration-repeats R (grid: calibration_queries, "
+               "calibration_repeats), or --methods without stella")
+    else:
+        what = (f"reranking: {len(test)} queries x M={config.M} orders = ~{rerank:,} passes "
+                f"({', '.join(config.methods)} at K={','.join(map(str, ks))})")
+        how = "--queries N, --m M, --k K, or --methods without sgs (K passes per order) (grid: n_queries, M, K)"
+    return (f"cost: this run is estimated at ~{_fmt_seconds(seconds)} ({rerank + cal:,} passes at "
+            f"{seconds_per_pass:.2g} s per pass, {source}); {share:.0%} is {what}; shrink it with {how}; "
+            f"--dry-run prices it without running")
 
 
 def _fmt_seconds(s: float) -> str:
