@@ -15,7 +15,8 @@ from invarirank.runner import (RunConfig, format_plan, load_queries, manifest_wi
                                run_experiment)
 from invarirank.evaluation import read_observations
 from invarirank.io import read_json
-from tests.runner_support import Killed, kill_after
+from tests.runner_support import Killed, kill_after, toy_candidates
+from tests.runner_support import simulated_config as config
 
 K = 6
 FINAL = ("observations.jsonl", "metrics.json", "calibration.json")
@@ -25,16 +26,7 @@ VOLATILE = ("run.json",)
 @pytest.fixture()
 def cands(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
-    path = tmp_path / "cands.jsonl"
-    write_candidates(path, toy_split_queries())
-    return path
-
-
-def config(cands: Path, out: Path, **kw) -> RunConfig:
-    base = dict(candidates=str(cands), scorer="simulated", k=K, m=4, calibration_queries=3, calibration_repeats=2,
-                n_bootstrap=20, out=str(out), seed=7)
-    base.update(kw)
-    return RunConfig.from_mapping(base)
+    return toy_candidates(tmp_path)
 
 
 def comparable_manifest(run_dir: Path) -> str:

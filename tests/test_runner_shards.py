@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from invarirank.candidates import write_candidates
 from invarirank.cli import main as cli_main
 from invarirank.errors import InvariRankError
 from invarirank.io import read_json
-from invarirank.llm.testing import toy_split_queries
-from invarirank.runner import RunConfig, plan_shards, run_experiment
+from invarirank.runner import plan_shards, run_experiment
 from invarirank.store import read_volatile
-from tests.runner_support import Killed, kill_after
+from tests.runner_support import Killed, kill_after, toy_candidates
+from tests.runner_support import simulated_config as config
 
 FILES = ("observations.jsonl", "metrics.json", "calibration.json", "manifest.json")
 
@@ -22,16 +21,7 @@ FILES = ("observations.jsonl", "metrics.json", "calibration.json", "manifest.jso
 @pytest.fixture()
 def cands(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
-    path = tmp_path / "cands.jsonl"
-    write_candidates(path, toy_split_queries())
-    return path
-
-
-def config(cands: Path, out: Path, **kw) -> RunConfig:
-    base = dict(candidates=str(cands), scorer="simulated", k=6, m=4, calibration_queries=3, calibration_repeats=2,
-                n_bootstrap=20, out=str(out), seed=7)
-    base.update(kw)
-    return RunConfig.from_mapping(base)
+    return toy_candidates(tmp_path)
 
 
 def test_plan_is_consecutive_slices_in_run_order():
