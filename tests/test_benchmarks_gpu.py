@@ -61,7 +61,8 @@ def test_the_cost_model_reads_the_benchmark_file(tmp_path):
         load_bench(bad)
 
 
-def test_the_paper_grid_priced_from_a_benchmark_file(tmp_path, capsys):
+def test_the_paper_grid_priced_from_a_benchmark_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("INVARIRANK_DATA", "/data")           # the paper grid's raw data folders (not read by a dry run)
     from pathlib import Path
 
     from invarirank.cli import main
