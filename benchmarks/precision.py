@@ -28,6 +28,9 @@ Then, for the first model, one small run per precision: ``--run-queries`` querie
 methods (STELLA_LW calibrated on 10 validation queries × 1 repeat with that precision's own scorer), PPI and LOC
 of each method from :func:`invarirank.evaluation.evaluate`, and their largest difference from float32.
 
+The machine's load average at the start and end is recorded (other processes on a shared machine inflate every
+pass's seconds; the precisions take turns prompt by prompt, so the speed-ups stay comparable).
+
 Decision rule (fixed by the issue): a lower precision is adopted for the runs only if it is ≥ 1.5× faster,
 ``kendall_tau_mean`` ≥ 0.95, and every method's PPI and LOC are within 0.02 of float32's. The script prints the
 verdict it measured; it asserts nothing.
@@ -201,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     threads = set_threads(args.threads)
     queries, validation = _queries(args.k, args.queries)
     result: dict[str, Any] = {"k": args.k, "queries": args.queries, "orders": args.orders, "threads": threads,
-                              "cpu_flags": _cpu_flags(), "models": {}}
+                              "cpu_flags": _cpu_flags(), "load_average_start": list(os.getloadavg()), "models": {}}
     for i, model in enumerate(args.models):
         result["models"][model] = agreement(model, queries, args.orders)
         _write(args.json, result)
@@ -209,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             result["models"][model]["run"] = small_run(model, queries[:args.run_queries], validation, args.k,
                                                        args.run_orders)
         _write(args.json, result)
+    result["load_average_end"] = list(os.getloadavg())
     result["verdict"] = verdict(result)
     _write(args.json, result)
     print(json.dumps(result, indent=2))
