@@ -88,18 +88,12 @@ def _scorer(model: str, precision: str) -> Any:
     return make_scorer("span", _loaded(model, precision), pass_cache=False)
 
 
-def _ranking(scores: np.ndarray) -> np.ndarray:
-    """Presented positions best first (higher score first, ties to the earlier position)."""
-    return np.lexsort((np.arange(len(scores)), -np.asarray(scores, dtype=np.float64)))
-
-
 def _tau(a: np.ndarray, b: np.ndarray) -> float:
-    from scipy.stats import kendalltau
+    """Kendall's tau between the rankings two score vectors give (ties to the earlier presented position)."""
+    from invarirank.evaluation.agreement import kendall_tau
+    from invarirank.types import rank_by_scores
 
-    ra, rb = np.empty(len(a)), np.empty(len(b))
-    ra[_ranking(a)] = np.arange(len(a))
-    rb[_ranking(b)] = np.arange(len(b))
-    return float(kendalltau(ra, rb).statistic)
+    return float(kendall_tau(rank_by_scores(a), rank_by_scores(b)))
 
 
 def agreement(model: str, queries: list[Any], orders: int) -> dict[str, Any]:
