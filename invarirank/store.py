@@ -24,6 +24,15 @@ shard size and threads, per-shard counters and the machine's paths. ``publish_ru
 deterministic files; a folder without it is still complete (manifests of version 1, made before the split, kept the
 volatile part in their ``run`` and ``git`` sections; :func:`read_volatile` reads either).
 
+**Committed shards.** A long run can be committed piece by piece: while it is computed, every finished shard of its
+work folder (``.work/shards/<shard>/``) is copied into ``<results>/<grid>/<run>/shards/<shard>/``
+(:func:`export_shards`), and a later session — on this machine or a fresh clone — copies them back into its work
+folder before computing (:func:`import_shards`), so only the missing shards are computed. Such a folder holds
+*only* ``shards/``; it is never a finished run (:func:`complete_runs` skips it) and :func:`publish_run` removes
+``shards/`` once the run's files are written. A shard holds ``shard.json`` (run, id, query ids, the run's
+fingerprint), ``records.jsonl`` and ``volatile.json`` (its worker and timings; no machine path); a shard of
+another configuration is refused when the run resumes (:class:`invarirank.runner.shards.ShardFolders`).
+
 :func:`run_status` is the one reuse check: a folder's status against a run's identity (the settings that change
 its results, :meth:`invarirank.runner.RunConfig.identity`). This module knows the folder, not how a run is
 computed (``invarirank.runner``) or shown (``invarirank.compendium``). It imports only the core modules and
@@ -45,7 +54,8 @@ from .io import atomic_write_json, atomic_write_text, read_json
 
 __all__ = ["RESULT_FILES", "RUN_FILES", "VOLATILE_FILE", "read_volatile", "Run", "load_run", "complete_runs",
            "publish_run", "find_observations", "run_status",
-           "identity_difference", "project_root", "RunStatus", "refresh_metrics"]
+           "identity_difference", "project_root", "RunStatus", "refresh_metrics", "SHARDS_DIR", "SHARD_FILES",
+           "export_shards", "import_shards", "committed_shards"]
 
 #: a run folder's status against a run's identity (see :func:`run_status`)
 RunStatus = Literal["complete", "missing", "incomplete", "mismatch", "outdated", "old-metrics"]
@@ -56,6 +66,10 @@ RUN_FILES = ("observations.jsonl.gz", "manifest.json", "metrics.json")
 VOLATILE_FILE = "run.json"
 #: The files of a published run folder: :data:`RUN_FILES` and the volatile file.
 RESULT_FILES = (*RUN_FILES, VOLATILE_FILE)
+#: The folder of a results folder that holds the committed shards of a run still being computed.
+SHARDS_DIR = "shards"
+#: The files of one finished shard (:mod:`invarirank.runner.shards`).
+SHARD_FILES = ("shard.json", "records.jsonl", "volatile.json")
 
 
 @dataclass
@@ -254,4 +268,54 @@ def publish_run(work_dir: str | os.PathLike, target: str | os.PathLike, grid_run
     manifest["grid_run"] = dict(grid_run)
     manifest["complete"] = True
     atomic_write_json(target / "manifest.json", manifest)
+    shutil.rmtree(target / SHARDS_DIR, ignore_errors=True)    # the run's files now hold every record
     return target
+
+
+def _finished_shards(root: Path) -> dict[str, Path]:
+    """Finished shard folders under ``root`` by name: all :data:`SHARD_FILES`, not a temporary folder."""
+    if not root.is_dir():
+        return {}
+    return {p.name: p for p in sorted(root.iterdir())
+            if p.is_dir() and not p.name.startswith(".") and all((p / f).is_file() for f in SHARD_FILES)}
+
+
+def _copy_shards(source: Path, dest: Path) -> list[str]:
+    """Copy every finished shard folder of ``source`` that ``dest`` lacks or holds with other bytes; each one
+    atomically (a temporary folder renamed into place). Returns the names copied."""
+    copied = []
+    theirs = _finished_shards(dest)
+    for name, folder in _finished_shards(source).items():
+        if name in theirs and all((folder / f).read_bytes() == (theirs[name] / f).read_bytes() for f in SHARD_FILES):
+            continue
+        dest.mkdir(parents=True, exist_ok=True)
+        tmp = dest / f".{name}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        for f in SHARD_FILES:
+            shutil.copyfile(folder / f, tmp / f)
+        if (dest / name).exists():
+            shutil.rmtree(dest / name)
+        os.replace(tmp, dest / name)
+        copied.append(name)
+    return copied
+
+
+def committed_shards(target: str | os.PathLike) -> list[Path]:
+    """The finished shard folders committed under a results folder (``<target>/shards/<shard>/``), sorted."""
+    return list(_finished_shards(Path(target) / SHARDS_DIR).values())
+
+
+def export_shards(work_dir: str | os.PathLike, target: str | os.PathLike) -> list[str]:
+    """Copy the finished shards of a run's work folder (``<work>/.work/shards/``) into its results folder
+    (``<target>/shards/``), to be committed before the run is finished; returns the shard names copied. A
+    results folder that already holds the finished run gets none."""
+    if all((Path(target) / f).is_file() for f in RUN_FILES):
+        return []
+    return _copy_shards(Path(work_dir) / ".work" / "shards", Path(target) / SHARDS_DIR)
+
+
+def import_shards(target: str | os.PathLike, work_dir: str | os.PathLike) -> list[str]:
+    """Copy the shards committed under a results folder (``<target>/shards/``) into the run's work folder
+    (``<work>/.work/shards/``) so that a resumed run computes only the others; returns the shard names copied."""
+    return _copy_shards(Path(target) / SHARDS_DIR, Path(work_dir) / ".work" / "shards")

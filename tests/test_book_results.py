@@ -13,16 +13,47 @@ import pytest
 
 from invarirank.evaluation import evaluate
 from invarirank.grid import RESULT_FILES, _lab_runs, complete_runs, load_grid, run_status
+from invarirank.runner.shards import Shard
+from invarirank.store import SHARD_FILES, SHARDS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 RUNS = complete_runs(RESULTS)
 
 
-def test_results_folders_hold_only_finished_runs():
-    for grid_dir in (p for p in RESULTS.iterdir() if p.is_dir()) if RESULTS.is_dir() else []:
-        for run in (p for p in grid_dir.iterdir() if p.is_dir()):
-            assert sorted(f.name for f in run.iterdir()) == sorted(RESULT_FILES), run
+def _run_folders() -> list[Path]:
+    grids = [p for p in RESULTS.iterdir() if p.is_dir()] if RESULTS.is_dir() else []
+    return [run for grid_dir in grids for run in sorted(p for p in grid_dir.iterdir() if p.is_dir())]
+
+
+SHARDED = [run for run in _run_folders() if (run / SHARDS_DIR).is_dir()]
+
+
+def test_results_folders_hold_only_finished_runs_or_committed_shards():
+    for run in _run_folders():
+        names = sorted(f.name for f in run.iterdir())
+        assert names in (sorted(RESULT_FILES), [SHARDS_DIR]), run
+
+
+@pytest.mark.parametrize("run", SHARDED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_committed_shards_are_whole_and_of_one_run(run: Path):
+    """A run still being computed (issue 13) commits its finished shards: each is whole (its files, the records
+    of exactly its queries, an id made of its index and its query ids), all of one configuration (one
+    fingerprint), of a run that a committed grid file names, and no query is in two shards."""
+    folders = sorted((run / SHARDS_DIR).iterdir())
+    assert folders and all(sorted(f.name for f in shard.iterdir()) == sorted(SHARD_FILES) for shard in folders), run
+    grid = load_grid(ROOT / "configs" / f"grid-{run.parent.name}.yaml")
+    assert run.name in {c.run_name for c in grid.runs}
+    fingerprints, seen = set(), []
+    for shard in folders:
+        head = json.loads((shard / "shard.json").read_text(encoding="utf-8"))
+        records = [json.loads(line) for line in (shard / "records.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert head["run"] == run.name and head["id"] == shard.name
+        assert [r["query_id"] for r in records] == head["query_ids"]
+        assert Shard(int(shard.name.split("-")[0]), tuple(head["query_ids"])).id == shard.name
+        fingerprints.add(head["fingerprint"])
+        seen += head["query_ids"]
+    assert len(fingerprints) == 1 and len(seen) == len(set(seen))
 
 
 @pytest.mark.parametrize("run", RUNS, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -18,6 +19,8 @@ from invarirank.grid.notebooks import execute_notebook
 from invarirank.runner import RunConfig
 from invarirank.runner.plan import estimate_run, format_grid_cost
 from invarirank.store import publish_run
+
+from tests.runner_support import Killed
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -160,6 +163,65 @@ def test_incomplete_folder_is_recomputed(tmp_path, monkeypatch):
     assert run_status(_tiny(), tmp_path / "r") == "incomplete"
     ensure_run(_tiny(), tmp_path / "r", tmp_path / "w")
     assert run_status(_tiny(), tmp_path / "r") == "complete"
+
+
+def test_shards_are_committed_as_they_finish_and_a_fresh_clone_resumes_from_them(tmp_path, monkeypatch):
+    """A run in shards copies each finished shard into results/<grid>/<run>/shards/ (the part to commit); a
+    session on a fresh clone (no work folder) computes only the other shards, whatever its shard setting, and
+    publishes the same files as an uninterrupted run, without the shards folder."""
+    import invarirank.runner.run as run_module
+    from invarirank.store import SHARD_FILES, committed_shards
+
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+    results, work = tmp_path / "results", tmp_path / "runs"
+    spec = _tiny(shard_queries=1)
+    exported = []
+    real_export = run_module.export_shards
+
+    def export_then_die(work_dir, target):               # the session ends right after its first shard
+        exported.append(real_export(work_dir, target))
+        raise Killed
+    monkeypatch.setattr(run_module, "export_shards", export_then_die)
+    with pytest.raises(Killed):
+        ensure_run(spec, results, work)
+    target = results / "t" / "tiny"
+    assert sorted(p.name for p in target.iterdir()) == ["shards"]
+    shards = committed_shards(target)
+    assert len(shards) == 1 and exported == [[shards[0].name]]
+    assert sorted(p.name for p in shards[0].iterdir()) == sorted(SHARD_FILES)
+    assert run_status(spec, results) == "missing" and complete_runs(results) == []
+
+    shutil.rmtree(work)                                    # a fresh clone: only the committed shard is there
+    monkeypatch.setattr(run_module, "export_shards", lambda w, t: exported.append(real_export(w, t)))
+    folder = ensure_run(_tiny(), results, work)            # no shard size given: the committed shards' is used
+    later = exported[1:]                                   # one export per shard computed in this session
+    assert [len(names) for names in later] == [1, 1]
+    assert shards[0].name not in {names[0] for names in later}       # the committed shard was not recomputed
+    assert sorted(p.name for p in folder.iterdir()) == sorted(RESULT_FILES)
+    whole = ensure_run(_tiny(), tmp_path / "r2", tmp_path / "w2")      # uninterrupted, in one process
+    for name in ("observations.jsonl.gz", "metrics.json", "manifest.json"):
+        assert (folder / name).read_bytes() == (whole / name).read_bytes(), name
+
+
+def test_a_committed_shard_of_another_configuration_is_refused(tmp_path, monkeypatch):
+    """Shards committed by a run of other settings (here M = 4) under this run's name are never mixed in: the
+    resumed run stops with one line naming the shard and the part that differs."""
+    import invarirank.runner.run as run_module
+
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+    results, work = tmp_path / "results", tmp_path / "runs"
+    real_export = run_module.export_shards
+
+    def export_then_die(work_dir, target):
+        real_export(work_dir, target)
+        raise Killed
+    monkeypatch.setattr(run_module, "export_shards", export_then_die)
+    with pytest.raises(Killed):
+        ensure_run(_tiny(M=4, shard_queries=1), results, work)
+    monkeypatch.setattr(run_module, "export_shards", real_export)
+    shutil.rmtree(work)
+    with pytest.raises(InvariRankError, match=r"a shard of another configuration \(differs in: settings\)"):
+        ensure_run(_tiny(), results, work)
 
 
 def test_publish_refuses_an_unfinished_work_folder(tmp_path):

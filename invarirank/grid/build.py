@@ -22,8 +22,8 @@ from typing import Any, Sequence
 
 from ..runner import RunConfig, ensure_run, status_of
 from ..runner.config import slug
-from ..runner.run import reuse_or_prepare, work_config
-from ..store import complete_runs, project_root, publish_run
+from ..runner.run import resume_committed_shards, reuse_or_prepare, work_config
+from ..store import complete_runs, export_shards, project_root, publish_run
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, lab_runs, load_grid, main_run
 
@@ -43,7 +43,11 @@ def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path
     Without ``executor``: one run after the other in this process, with a progress bar over the runs (and the
     runner's own per query). With one (:mod:`invarirank.runner.executors`): every missing run's shards go to its
     workers together (:func:`invarirank.runner.sharded.run_sharded`, one progress bar over the grid's queries),
-    then each finished run is published."""
+    then each finished run is published.
+
+    Either way a run computed in shards copies each finished shard into ``results/<grid>/<run>/shards/`` as it
+    lands, to be committed before the run is finished, and a later call resumes from the committed shards
+    (:func:`invarirank.runner.run.resume_committed_shards`)."""
     from tqdm.auto import tqdm
 
     before = statuses(configs, results_dir)
@@ -61,9 +65,15 @@ def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path
         from ..runner.sharded import run_sharded
         folders = [(c, *reuse_or_prepare(c, results_dir, work_dir)) for c in todo]
         to_run = [(c, target, work) for c, target, work in folders if work is not None]
-        missing = [(c, work) for c, _, work in to_run if status_of(c, work) != "complete"]
+        missing = [(resume_committed_shards(c, target, work), work) for c, target, work in to_run
+                   if status_of(c, work) != "complete"]
+
+        def export(_n: int) -> None:                 # every finished shard is committable at once
+            for _, target, work in to_run:
+                export_shards(work, target)
         if missing:
-            run_sharded([work_config(c, work) for c, work in missing], executor, progress=True)
+            run_sharded([work_config(c, work) for c, work in missing], executor, progress=True,
+                        on_shard_done=export)
         for config, target, work in to_run:
             publish_run(work, target, config.to_json())
     return summary

@@ -30,7 +30,8 @@ from typing import Any, Callable
 from ..errors import InvariRankError
 from ..llm.factory import scoring_versions
 from ..locks import folder_lock
-from ..store import identity_difference, project_root, publish_run, refresh_metrics
+from ..store import (SHARDS_DIR, committed_shards, export_shards, identity_difference, import_shards, project_root,
+                     publish_run, refresh_metrics)
 from ..types import Scorer
 from .checkpoint import Checkpoint
 from .config import RunConfig
@@ -41,7 +42,8 @@ from .sharded import run_sharded
 from .worker import make_run_scorer, rerank_records, scorer_key_identity
 
 __all__ = ["RunResult", "PreparedRun", "prepare_run", "finish_run", "run_experiment", "make_run_scorer",
-           "scorer_key_identity", "status_of", "ensure_run", "reuse_or_prepare", "work_config"]
+           "scorer_key_identity", "status_of", "ensure_run", "reuse_or_prepare", "work_config",
+           "resume_committed_shards"]
 
 
 def _progress_bar(total: int, done: int, m: int, cache: Any) -> tuple[Any, Callable[[int], None]]:
@@ -172,7 +174,26 @@ def ensure_run(config: RunConfig, results_dir: str | Path | None = None, work_di
     if work is None:
         return target
     if status_of(config, work) != "complete":
+        config = resume_committed_shards(config, target, work)
         t0 = time.perf_counter()
-        run_experiment(work_config(config, work), progress=progress)
+        run_experiment(work_config(config, work), progress=progress,
+                       on_shard_done=lambda _n: export_shards(work, target))
         print(f"grid: ran {config.run_name} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return publish_run(work, target, config.to_json())
+
+
+def resume_committed_shards(config: RunConfig, target: Path, work: Path) -> RunConfig:
+    """Bring the shards committed under ``target/shards/`` into the work folder (:func:`invarirank.store.
+    import_shards`) and return ``config`` computed in shards: with its own shard size, else — when shards were
+    committed — the size of the first of them, so that a resumed run reads them (a shard size is an execution
+    setting, never part of the run's identity; records of any shard plan count)."""
+    copied = import_shards(target, work)
+    if copied:
+        print(f"grid: resuming {config.run_name} from {len(copied)} committed shard(s) in {target / SHARDS_DIR}",
+              file=sys.stderr)
+    shards = committed_shards(target)
+    if config.shard_queries is None and shards:
+        from ..io import read_json
+        size = len(read_json(shards[0] / "shard.json").get("query_ids") or []) or None
+        config = config.replace(shard_queries=size)
+    return config

@@ -97,7 +97,8 @@ class ShardFolders:
                 differ = sorted(k for k in set(self.parts) | set(theirs) if self.parts.get(k) != theirs.get(k))
                 raise InvariRankError(
                     f"{folder}: a shard of another configuration (differs in: {', '.join(differ) or 'unknown'}); "
-                    f"rerun it with its own settings, choose another --out, or remove {self.root}")
+                    f"rerun it with its own settings, choose another --out, or remove {self.root} (and the shards "
+                    f"committed under results/<grid>/<run>/shards/, which a grid run copies back)")
             if [r.get("query_id") for r in recs] != list(head.get("query_ids") or []):
                 raise InvariRankError(f"{folder}: records.jsonl does not hold the shard's queries; remove the "
                                       f"folder to compute the shard again")
