@@ -73,3 +73,16 @@ def test_lab_notebook_runs_without_torch(tmp_path: Path):
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "LAB-OK" in proc.stdout
+
+
+def test_live_run_without_a_folder_cleans_up_when_python_exits():
+    """``live_run(out=None)`` works in a temporary folder that the run reads from while the process lives and that
+    is gone once it exits (a course's kernels would otherwise fill /tmp)."""
+    code = ("from invarirank.runner.lab import live_run\n"
+            "run = live_run('primacy', 1.0, K=5, M=3, n_queries=3, calibration_queries=3, calibration_repeats=1,"
+            " n_bootstrap=10)\n"
+            "assert run.observations.is_file()\n"
+            "print(run.path.parent)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    folder = Path(done.stdout.strip().splitlines()[-1])
+    assert folder.name.startswith("invarirank-lab-") and not folder.exists()

@@ -70,11 +70,11 @@ CASES = [
     ("buckets-above-k", _good, ["--buckets", "7"], ["--buckets 7 is larger than K = 6"]),
     ("k-zero", _good, ["--k", "0"], ["argument --k", "cut-offs >= 1"]),
     ("k-text", _good, ["--k", "a,b"], ["argument --k", "comma-separated integers"]),
-    ("exposure-k-zero", _good, ["--exposure-k", "0"], ["exposure_k: expected an integer >= 1"]),
-    ("buckets-zero", _good, ["--buckets", "0"], ["buckets: expected an integer >= 1"]),
-    ("bootstrap-negative", _good, ["--bootstrap", "-1"], ["n_bootstrap"]),
-    ("exact-max-k-too-big", _good, ["--exact-max-k", "99"], ["exact_kemeny_max_k"]),
-    ("seed-negative", _good, ["--seed", "-1"], ["seed: expected an integer >= 0"]),
+    ("exposure-k-zero", _good, ["--exposure-k", "0"], ["--exposure-k: expected an integer >= 1"]),
+    ("buckets-zero", _good, ["--buckets", "0"], ["--buckets: expected an integer >= 1"]),
+    ("bootstrap-negative", _good, ["--bootstrap", "-1"], ["--bootstrap: expected an integer >= 0"]),
+    ("exact-max-k-too-big", _good, ["--exact-max-k", "99"], ["--exact-max-k: expected an integer from 0 to 16"]),
+    ("seed-negative", _good, ["--seed", "-1"], ["--seed: expected an integer >= 0"]),
 ]
 
 

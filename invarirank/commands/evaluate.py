@@ -88,16 +88,28 @@ def check_output(args: argparse.Namespace) -> Path | None:
     return check_output_file(out, "--output")
 
 
+#: the flag of each parameter of :func:`invarirank.evaluation.engine.check_settings`
+_FLAGS = {"ks": "--k", "exposure_k": "--exposure-k", "buckets": "--buckets", "exact_kemeny_max_k": "--exact-max-k",
+          "n_bootstrap": "--bootstrap", "n_permutations": "--permutations", "seed": "--seed"}
+
+
 def run(args: argparse.Namespace) -> int:
     from ..io import atomic_write_text
     from ..evaluation.engine import check_settings, dumps_metrics, evaluate_rows
     from ..evaluation.observations import read_observations
     from ..evaluation.report import format_comparisons, format_table
 
-    settings = check_settings(args.ks, 5 if args.exposure_k is None else args.exposure_k,
-                              3 if args.buckets is None else args.buckets,
-                              None if args.no_exact_kemeny else args.exact_max_k, args.bootstrap, args.seed,
-                              args.permutations)
+    try:
+        settings = check_settings(args.ks, 5 if args.exposure_k is None else args.exposure_k,
+                                  3 if args.buckets is None else args.buckets,
+                                  None if args.no_exact_kemeny else args.exact_max_k, args.bootstrap, args.seed,
+                                  args.permutations)
+    except InvariRankError as exc:               # name the flag the user typed, not the parameter behind it
+        name, _, why = str(exc).partition(": ")
+        flag = _FLAGS.get(name)
+        if flag is None:
+            raise
+        raise InvariRankError(f"{flag}: {why.replace(' (or None to switch the exact search off)', '')}") from None
     out = check_output(args)
     rows = read_observations(args.file)
     check_against_lists(rows, settings, args)

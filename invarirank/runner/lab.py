@@ -7,6 +7,8 @@ read the finished run it returns.
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Sequence
@@ -26,8 +28,13 @@ def live_run(bias_shape: str = "primacy", bias_strength: float = 1.0, *, K: int 
              out: str | Path | None = None, n_bootstrap: int = 200) -> Run:
     """Run ``methods`` on ``n_queries`` synthetic candidate sets of ``K`` items (``M`` presented orders each) with
     a simulated scorer of the given position bias (shape ``primacy`` | ``recency`` | ``u`` | ``none``, strength
-    in utility standard deviations) and return the finished run folder (``out``; None: a temporary folder)."""
-    folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="invarirank-lab-"))
+    in utility standard deviations) and return the finished run folder (``out``; None: a temporary folder,
+    removed when the Python process exits — the returned run reads its observations from there until then)."""
+    if out is None:
+        folder = Path(tempfile.mkdtemp(prefix="invarirank-lab-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    else:
+        folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     cands = write_synthetic_candidates(folder / "candidates.jsonl", n_test=n_queries,
                                        n_validation=calibration_queries, k=K, seed=seed)
