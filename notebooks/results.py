@@ -69,8 +69,11 @@ preferred = evidence.name if evidence else grid
 shown, missing = compendium.grid_to_show(results_dir, preferred, needed, grid)
 if evidence is not None and shown == evidence.name and shown != grid:
     main_run = ev_main.run_name
+progress = {c.run_name: (compendium.committed_queries(results_dir, c.grid, c.run_name), c.n_queries)
+            for c in (evidence.runs if evidence else []) if c.run_name in missing}
 shown_sentence = compendium.shown_grid_sentence(shown, preferred, grid, needed, missing,
-                                                grid_file=Path(evidence_path).name if evidence else "")
+                                                grid_file=Path(evidence_path).name if evidence else "",
+                                                progress=progress)
 glue("shown_grid", HTML(f"<p>{compendium.html_escape(shown_sentence)}</p>"))
 
 main_runs = [r for r in runs if r.grid == shown]

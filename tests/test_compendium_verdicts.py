@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import json
 import shutil
 
 import pytest
@@ -104,3 +105,14 @@ def test_the_grid_shown_needs_every_run_complete(simulated_run, tmp_path):
     assert C.grid_to_show(tmp_path, "evidence", [], "default") == ("default", [])
     text = C.shown_grid_sentence("default", "evidence", "default", ["main", "sweep"], ["sweep"], "grid-evidence.yaml")
     assert "from the default grid" in text and "missing: sweep" in text
+    assert C.committed_queries(tmp_path, "evidence", "sweep") == 0        # an empty shards/ folder
+    shard = tmp_path / "evidence" / "sweep" / "shards" / "00000-abc"
+    shard.mkdir()
+    (shard / "shard.json").write_text(json.dumps({"query_ids": ["u1", "u2", "u3"]}))
+    assert C.committed_queries(tmp_path, "evidence", "sweep") == 0        # not a whole shard yet
+    (shard / "records.jsonl").write_text("")
+    (shard / "volatile.json").write_text("{}")
+    assert C.committed_queries(tmp_path, "evidence", "sweep") == 3
+    text = C.shown_grid_sentence("default", "evidence", "default", ["main", "sweep"], ["sweep"], "grid-evidence.yaml",
+                                 progress={"sweep": (3, 40)})
+    assert "missing: sweep (3 of 40 queries committed in shards)" in text

@@ -36,7 +36,8 @@ from .labels import (HIGHER_IS_BETTER, METHOD_LABELS, METHODS, METRIC_LABELS, PA
 from .orderings import ordering_agreement, orderings
 from .claim_tables import claims_table, pairwise_table
 from .prose import paper_ordering_sentence, shown_grid_sentence, summary_sentence
-from .select import collect_runs, grid_to_show, load_run, main_k, main_run, other_grids, setting_groups, sweep_runs
+from .select import (collect_runs, committed_queries, grid_to_show, load_run, main_k, main_run, other_grids,
+                     setting_groups, sweep_runs)
 from .setup_tables import cost_table, coverage_table, data_stats_table, scale_table
 from .tables import beside_paper, format_ci, metrics_frame, paper_table, run_table, scorer_comparison, table1
 from .verdicts import claim_marks, resolution_sentence, run_claims, verdict_sentence, verdicts_html
@@ -48,6 +49,6 @@ __all__ = [
     "beside_paper", "exposure_bands", "figure_exposure", "figure_k_sweep", "method_colors", "orderings",
     "ordering_agreement", "paper_ordering_sentence", "summary_sentence", "scorer_comparison", "cost_table",
     "scale_table", "data_stats_table", "coverage_table", "figure_training_loss", "model_label", "dataset_label",
-    "html_escape", "key", "grid_to_show", "shown_grid_sentence", "run_claims", "claim_marks", "verdict_sentence",
-    "resolution_sentence", "verdicts_html", "claims_table", "pairwise_table",
+    "html_escape", "key", "grid_to_show", "committed_queries", "shown_grid_sentence", "run_claims", "claim_marks",
+    "verdict_sentence", "resolution_sentence", "verdicts_html", "claims_table", "pairwise_table",
 ]

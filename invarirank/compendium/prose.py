@@ -3,7 +3,7 @@ on what. Computed from ``metrics.json`` so that a sentence cannot drift from the
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..store import Run
 from .labels import METHOD_LABELS, METRIC_LABELS, PAPER_LOC_ORDER, method_label, run_setting
@@ -60,10 +60,14 @@ def summary_sentence(run: Run) -> str:
 
 
 def shown_grid_sentence(shown: str, preferred: str, fallback: str, needed: Sequence[str], missing: Sequence[str],
-                        grid_file: str = "") -> str:
+                        grid_file: str = "", progress: Mapping[str, tuple[int, int]] | None = None) -> str:
     """Which grid sets the results page's Table 1 and figures, and why (the switch of
-    :func:`invarirank.compendium.select.grid_to_show`)."""
+    :func:`invarirank.compendium.select.grid_to_show`); ``progress`` (missing run → (queries committed in shards,
+    queries of the run)) says how far each missing run is."""
     where = f" ({grid_file})" if grid_file else ""
+    progress = progress or {}
+    missing = [f"{name} ({progress[name][0]} of {progress[name][1]} queries committed in shards)"
+               if progress.get(name, (0, 0))[0] else name for name in missing]
     if shown == preferred:
         return (f"Table 1 and Figures 1–2 come from the {preferred} grid{where}: its main run and K sweep "
                 f"({', '.join(needed)}) are complete under results/{preferred}/.")

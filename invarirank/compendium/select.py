@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..errors import InvariRankError
-from ..store import Run, complete_runs
+from ..store import Run, committed_shards, complete_runs
 from ..store import load_run as _load_run
 from .labels import dataset_label, in_paper_order, model_label
 
 __all__ = ["Run", "load_run", "collect_runs", "main_run", "main_k", "sweep_runs", "setting_groups", "other_grids",
-           "grid_to_show"]
+           "grid_to_show", "committed_queries"]
 
 
 def load_run(path: str | Path) -> Run:
@@ -93,3 +93,12 @@ def grid_to_show(results_dir: str | Path, preferred: str, needed: Sequence[str],
     done = {p.name for p in complete_runs(results_dir, [preferred])}
     missing = [name for name in needed if name not in done]
     return (preferred if needed and not missing else fallback), (missing if needed else [])
+
+
+def committed_queries(results_dir: str | Path, grid: str, run: str) -> int:
+    """Queries of an unfinished run already committed in shards under ``results_dir/<grid>/<run>/shards/``
+    (:func:`invarirank.store.committed_shards`; 0 when none)."""
+    import json
+    folder = Path(results_dir) / grid / run
+    return sum(len(json.loads((s / "shard.json").read_text(encoding="utf-8")).get("query_ids") or [])
+               for s in committed_shards(folder))

@@ -148,6 +148,7 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
                   "include_simulated": bool(grid.raw.get("include_simulated", False)),
                   "main_run": main_run(grid).run_name if grid.runs else None}
         run_files = [f for d in complete_runs(results) for f in (d / "metrics.json", d / "manifest.json")]
+        run_files += sorted(results.glob("*/*/shards/*/shard.json"))     # its sentence counts committed shards
         execute("results.ipynb", pages / "results.ipynb", params,
                 [Path(grid_path), Path(params["paper_table"]), *run_files])
     return summary
