@@ -149,6 +149,9 @@ class ShardWorker:
         self.cache = PassCache(self.scorer)
         self.slot = slot
         self.fault = dict(fault) if fault else None
+        if self.config.scorer != "simulated" and threads is None:    # the number in force ($INVARIRANK_THREADS
+            import torch                                                # or the CPUs), recorded in run.json
+            threads = torch.get_num_threads()
         self.info = {"host": socket.gethostname(), "pid": os.getpid(), "slot": slot, "gpu_ids": _gpu_ids(),
                      "threads": threads, "load_seconds": round(time.perf_counter() - t0, 3),
                      "loaded_at": time.time()}
