@@ -91,11 +91,15 @@ def test_every_run_of_the_default_grid_and_the_lab_is_committed():
     assert not missing, f"not committed under results/ (run `make grid`): {missing}"
 
 
-def test_a_k_sweep_reranks_the_same_users():
-    grid = load_grid(ROOT / "configs" / "grid-default.yaml")
-    ids = {}
+@pytest.mark.parametrize("grid_file", ["grid-default.yaml", "grid-evidence.yaml"])
+def test_a_k_sweep_reranks_the_same_users(grid_file):
+    """Runs of one grid that sample as many queries at the same K rerank the same users (committed runs only)."""
+    grid = load_grid(ROOT / "configs" / grid_file)
+    ids: dict[tuple, dict[str, tuple]] = {}
     for spec in grid.runs:
         if run_status(spec, RESULTS) == "complete":
             manifest = json.loads((RESULTS / spec.grid / spec.run_name / "manifest.json").read_text())
-            ids[spec.run_name] = manifest["queries"]["ids"]
-    assert len({tuple(v) for v in ids.values()}) <= 1, ids
+            group = ids.setdefault((spec.n_queries, spec.sample_k, spec.dataset), {})
+            group[spec.run_name] = tuple(manifest["queries"]["ids"])
+    for group in ids.values():
+        assert len(set(group.values())) <= 1, group
