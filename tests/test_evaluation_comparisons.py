@@ -286,7 +286,7 @@ def test_deterministic_json_and_printed_table(tmp_path, capsys):
     assert stored["comparisons"] == {} and stored["claims"] == {}
     assert main(["evaluate", str(path), "--permutations", "-1"]) == 2
     err = capsys.readouterr().err
-    assert "n_permutations" in err and err.count("\n") == 1
+    assert "--permutations: expected an integer >= 0" in err and err.count("\n") == 1
 
 
 def test_schema_1_files_still_read():
