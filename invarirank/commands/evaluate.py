@@ -88,9 +88,10 @@ def check_output(args: argparse.Namespace) -> Path | None:
     return check_output_file(out, "--output")
 
 
-#: the flag of each parameter of :func:`invarirank.evaluation.engine.check_settings`
+#: the flag of each parameter of :func:`invarirank.evaluation.engine.check_settings`: errors name what was typed
 _FLAGS = {"ks": "--k", "exposure_k": "--exposure-k", "buckets": "--buckets", "exact_kemeny_max_k": "--exact-max-k",
-          "n_bootstrap": "--bootstrap", "n_permutations": "--permutations", "seed": "--seed"}
+          "exact_kemeny_off": "--no-exact-kemeny", "n_bootstrap": "--bootstrap", "n_permutations": "--permutations",
+          "seed": "--seed"}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,17 +100,10 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.observations import read_observations
     from ..evaluation.report import format_comparisons, format_table
 
-    try:
-        settings = check_settings(args.ks, 5 if args.exposure_k is None else args.exposure_k,
-                                  3 if args.buckets is None else args.buckets,
-                                  None if args.no_exact_kemeny else args.exact_max_k, args.bootstrap, args.seed,
-                                  args.permutations)
-    except InvariRankError as exc:               # name the flag the user typed, not the parameter behind it
-        name, _, why = str(exc).partition(": ")
-        flag = _FLAGS.get(name)
-        if flag is None:
-            raise
-        raise InvariRankError(f"{flag}: {why.replace(' (or None to switch the exact search off)', '')}") from None
+    settings = check_settings(args.ks, 5 if args.exposure_k is None else args.exposure_k,
+                              3 if args.buckets is None else args.buckets,
+                              None if args.no_exact_kemeny else args.exact_max_k, args.bootstrap, args.seed,
+                              args.permutations, names=_FLAGS)
     out = check_output(args)
     rows = read_observations(args.file)
     check_against_lists(rows, settings, args)

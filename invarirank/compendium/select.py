@@ -6,6 +6,7 @@ chosen and grouped. Nothing here computes a run.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -98,7 +99,6 @@ def grid_to_show(results_dir: str | Path, preferred: str, needed: Sequence[str],
 def committed_queries(results_dir: str | Path, grid: str, run: str) -> int:
     """Queries of an unfinished run already committed in shards under ``results_dir/<grid>/<run>/shards/``
     (:func:`invarirank.store.committed_shards`; 0 when none)."""
-    import json
     folder = Path(results_dir) / grid / run
     return sum(len(json.loads((s / "shard.json").read_text(encoding="utf-8")).get("query_ids") or [])
                for s in committed_shards(folder))

@@ -39,7 +39,7 @@ readers take either (:func:`invarirank.evaluation.report.format_comparisons` pri
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import json
 
@@ -63,25 +63,32 @@ _GPI_CHUNK_CELLS = 1 << 20
 
 
 def check_settings(ks: Iterable[int], exposure_k: int, buckets: int, exact_kemeny_max_k: int | None,
-                   n_bootstrap: int, seed: int, n_permutations: int = PERMUTATIONS) -> dict[str, Any]:
-    """Validated settings (raises :class:`InvariRankError` naming the parameter)."""
+                   n_bootstrap: int, seed: int, n_permutations: int = PERMUTATIONS, *,
+                   names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Validated settings (raises :class:`InvariRankError` naming the parameter, or its name in ``names``: the
+    command line passes its flags)."""
+    names = dict(names or {})
+
+    def bad(param: str, why: str) -> InvariRankError:
+        return InvariRankError(f"{names.get(param, param)}: {why}")
     try:
         ks = [int(k) for k in ks]
     except (TypeError, ValueError):
-        raise InvariRankError(f"ks: expected positive integers, got {ks!r}") from None
+        raise bad("ks", f"expected positive integers, got {ks!r}") from None
     if not ks or any(k < 1 for k in ks):
-        raise InvariRankError(f"ks: expected at least one cut-off, all >= 1, got {ks}")
+        raise bad("ks", f"expected at least one cut-off, all >= 1, got {ks}")
     ks = list(dict.fromkeys(ks))
     for name, value, low in (("exposure_k", exposure_k, 1), ("buckets", buckets, 1), ("n_bootstrap", n_bootstrap, 0),
                              ("n_permutations", n_permutations, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise InvariRankError(f"{name}: expected an integer >= {low}, got {value!r}")
+            raise bad(name, f"expected an integer >= {low}, got {value!r}")
     if exact_kemeny_max_k is not None:
         if not isinstance(exact_kemeny_max_k, (int, np.integer)) or not 0 <= exact_kemeny_max_k <= MAX_EXACT_K:
-            raise InvariRankError(f"exact_kemeny_max_k: expected an integer from 0 to {MAX_EXACT_K} "
-                                  f"(or None to switch the exact search off), got {exact_kemeny_max_k!r}")
+            off = names.get("exact_kemeny_off", "None")
+            raise bad("exact_kemeny_max_k", f"expected an integer from 0 to {MAX_EXACT_K} (or {off} to switch the "
+                                            f"exact search off), got {exact_kemeny_max_k!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InvariRankError(f"seed: expected an integer >= 0, got {seed!r}")
+        raise bad("seed", f"expected an integer >= 0, got {seed!r}")
     return {"ks": ks, "exposure_k": int(exposure_k), "buckets": int(buckets),
             "exact_kemeny_max_k": None if exact_kemeny_max_k is None else int(exact_kemeny_max_k),
             "bootstrap": int(n_bootstrap), "permutations": int(n_permutations), "seed": int(seed),
