@@ -55,7 +55,7 @@ from .io import atomic_write_json, atomic_write_text, read_json
 __all__ = ["RESULT_FILES", "RUN_FILES", "VOLATILE_FILE", "read_volatile", "Run", "load_run", "complete_runs",
            "publish_run", "find_observations", "run_status",
            "identity_difference", "project_root", "RunStatus", "refresh_metrics", "SHARDS_DIR", "SHARD_FILES",
-           "export_shards", "import_shards", "committed_shards"]
+           "export_shards", "import_shards", "committed_shards", "committed_queries"]
 
 #: a run folder's status against a run's identity (see :func:`run_status`)
 RunStatus = Literal["complete", "missing", "incomplete", "mismatch", "outdated", "old-metrics"]
@@ -304,6 +304,11 @@ def _copy_shards(source: Path, dest: Path) -> list[str]:
 def committed_shards(target: str | os.PathLike) -> list[Path]:
     """The finished shard folders committed under a results folder (``<target>/shards/<shard>/``), sorted."""
     return list(_finished_shards(Path(target) / SHARDS_DIR).values())
+
+
+def committed_queries(target: str | os.PathLike) -> int:
+    """Queries of an unfinished run already committed in shards under ``<target>/shards/`` (0 when none)."""
+    return sum(len(read_json(shard / "shard.json").get("query_ids") or []) for shard in committed_shards(target))
 
 
 def export_shards(work_dir: str | os.PathLike, target: str | os.PathLike) -> list[str]:

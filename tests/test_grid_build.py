@@ -17,7 +17,7 @@ from invarirank.cli import main
 from invarirank.grid import RESULT_FILES, complete_runs, ensure_run, load_grid, run_status
 from invarirank.grid.notebooks import execute_notebook
 from invarirank.runner import RunConfig
-from invarirank.runner.plan import estimate_run, format_grid_cost
+from invarirank.runner.plan import estimate_run, format_grid_cost, format_grid_estimate
 from invarirank.store import publish_run
 
 from tests.runner_support import Killed
@@ -85,6 +85,20 @@ def test_estimate_counts_passes():
     assert e["passes_min"] == 500 * 20 * (1 + 2 + 9 + 1) and e["passes_max"] == 500 * 20 * (1 + 2 + 9 + 7)
     assert e["calibration_passes"] == 150 * 10 * 5
     assert e["requested_max"] == 500 * 20 * (1 + 3 + 10 + 10)
+
+
+def test_dry_run_counts_queries_committed_in_shards_as_done():
+    spec = RunConfig.from_mapping(dict(K=10, M=20, n_queries=40, calibration_queries=30, calibration_repeats=2),
+                                  grid="g")
+    e = estimate_run(spec, calibration_relevant=1.0)
+    whole = format_grid_estimate([spec], ["missing"])
+    assert f"passes still to compute: {e['total_min']}-{e['total_max']}" in whole
+    quarter = format_grid_estimate([spec], ["missing"], committed=[30])     # 30 of 40 queries in shards
+    lo, hi = e["passes_min"] // 4 + e["calibration_passes"], e["passes_max"] // 4 + e["calibration_passes"]
+    assert f"passes still to compute: {lo}-{hi}" in quarter
+    row = next(line for line in quarter.splitlines() if line.startswith(spec.run_name))
+    assert row.split()[2:4] == ["40", "30"]
+    assert "passes still to compute: 0-0" in format_grid_estimate([spec], ["complete"], committed=[0])
 
 
 @pytest.mark.parametrize("text, message", [

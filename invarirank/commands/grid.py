@@ -46,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
     check_paths(grid)
     if args.dry_run:
         results = Path(args.results_dir) if args.results_dir else project_root() / "results"
-        print(format_grid_estimate(grid.runs, statuses(grid.runs, results), args.seconds_per_pass))
+        from ..store import committed_queries
+        committed = [committed_queries(results / str(c.grid) / c.run_name) for c in grid.runs]
+        print(format_grid_estimate(grid.runs, statuses(grid.runs, results), args.seconds_per_pass, committed))
         if grid.raw.get("estimate"):
             print()
             print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=find_bench(args.bench)))

@@ -6,12 +6,12 @@ chosen and grouped. Nothing here computes a run.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..errors import InvariRankError
-from ..store import Run, committed_shards, complete_runs
+from ..store import Run, complete_runs
+from ..store import committed_queries as _committed_queries
 from ..store import load_run as _load_run
 from .labels import dataset_label, in_paper_order, model_label
 
@@ -98,7 +98,5 @@ def grid_to_show(results_dir: str | Path, preferred: str, needed: Sequence[str],
 
 def committed_queries(results_dir: str | Path, grid: str, run: str) -> int:
     """Queries of an unfinished run already committed in shards under ``results_dir/<grid>/<run>/shards/``
-    (:func:`invarirank.store.committed_shards`; 0 when none)."""
-    folder = Path(results_dir) / grid / run
-    return sum(len(json.loads((s / "shard.json").read_text(encoding="utf-8")).get("query_ids") or [])
-               for s in committed_shards(folder))
+    (:func:`invarirank.store.committed_queries`; 0 when none)."""
+    return _committed_queries(Path(results_dir) / grid / run)
