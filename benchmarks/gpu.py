@@ -20,7 +20,8 @@ What it does, in one run:
 5. reports passes/s, tokens computed/s, achieved TFLOP/s (2 × non-embedding parameters × tokens computed +
    2 × output-projection parameters × logit rows + 4 × attention width × keys attended) and its share of the
    matmul rate, forward calls, prefix forwards, peak memory; and rewrites ``--json`` after every configuration,
-   so a run cut short still leaves its figures (``complete`` says whether it finished).
+   so a run cut short still leaves its figures (``complete`` says whether it finished). The runs go K by K,
+   every architecture at one K before the next K, so a run cut short covers every model at the first K.
 
 It imports only torch and transformers besides this project's pure-Python package (and numpy, which transformers
 needs): it runs with a GPU machine's own Python, without the virtual environment or Ray. ``--time-limit`` stops
@@ -283,7 +284,7 @@ def measure(name: str, model_id: str, fields: dict[str, Any], lm: Any, queries: 
                         **options)
     if str(lm.device).startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
-    replay(scorer, queries[-1:], stream[-1:], 1)        # warm-up on a spare query (kernels, allocator)
+    replay(scorer, queries[-1:], [stream[-1][:2]], 1)   # warm-up: two rounds of a spare query (kernels, allocator)
     scorer.reset_stats()
     queries, stream = queries[:-1], stream[:-1]
     _sync(lm.device)
@@ -366,16 +367,19 @@ def main(argv: list[str] | None = None) -> int:
               f"ML-32M size (CPU, {report['first_stage']['threads']} threads)", file=sys.stderr, flush=True)
     tokenizer = train_tokenizer("bytelevel")
     ks = [int(k) for k in args.ks.split(",") if k.strip()]
-    for name in [a.strip() for a in args.archs.split(",") if a.strip() and not args.skip_scorer]:
-        model_id, fields = architecture(name, tiny)
-        fields["vocab_size"] = max(int(fields["vocab_size"]), len(tokenizer))
-        lm = build_model(model_id, fields, tokenizer, device, dtype, args.seed)
-        report.setdefault("parameters_billion", {})[name] = round(sum(p.numel() for p in lm.model.parameters())
-                                                                  / 1e9, 4)
-        for k in ks:
-            queries = make_queries(tokenizer, args.queries + 1, k, args.history_tokens, args.candidate_tokens,
-                                   args.seed)                 # + 1: the warm-up query
-            stream = request_stream(queries, args.m, args.seed)
+    archs = [a.strip() for a in args.archs.split(",") if a.strip() and not args.skip_scorer]
+    # K by K, every architecture at one K before the next K: a run cut short by --time-limit still covers every
+    # model at the first K. The model is rebuilt for each K (random initialisation on the device: seconds).
+    for k in ks:
+        queries = make_queries(tokenizer, args.queries + 1, k, args.history_tokens, args.candidate_tokens,
+                               args.seed)                     # + 1: the warm-up query
+        stream = request_stream(queries, args.m, args.seed)
+        for name in archs:
+            model_id, fields = architecture(name, tiny)
+            fields["vocab_size"] = max(int(fields["vocab_size"]), len(tokenizer))
+            lm = build_model(model_id, fields, tokenizer, device, dtype, args.seed)
+            report.setdefault("parameters_billion", {})[name] = round(
+                sum(p.numel() for p in lm.model.parameters()) / 1e9, 4)
             for config in [c.strip() for c in args.configs.split(",") if c.strip()]:
                 if time.perf_counter() - t_start > args.time_limit:
                     report["stopped"] = f"time limit {args.time_limit:g} s reached before {name} K={k} ({config})"
@@ -388,9 +392,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name} K={k} ({config}): {row['passes_per_s']:.1f} passes/s, {row['tflops']:.2f} TFLOP/s "
                       f"({100 * row['share_of_matmul']:.0f} % of matmul), {row['forward_calls']} forwards, "
                       f"peak {row['peak_memory_gib']:.2f} GiB", file=sys.stderr, flush=True)
-        del lm
-        if on_gpu:
-            torch.cuda.empty_cache()
+            del lm
+            if on_gpu:
+                torch.cuda.empty_cache()
     report["complete"] = True
     write()
     print(f"figures: {out}", file=sys.stderr)

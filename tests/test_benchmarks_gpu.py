@@ -89,3 +89,37 @@ def test_first_stage_timing_on_a_small_graph():
     fs = gpu.first_stage(scale=2e-4, steps=1)
     assert fs["seconds_per_epoch"]["ml-32m"] > 0 and fs["extrapolated"] is True and fs["epochs"] == 100
     assert fs["positives"] == 3200 and fs["device"] == "cpu"
+
+
+def test_runs_go_k_by_k_so_a_cut_short_run_covers_every_model(tmp_path):
+    out = tmp_path / "bench.json"
+    assert gpu.main(["--json", str(out), "--tiny", "--device", "cpu", "--archs",
+                     "llama-3.2-3b-instruct,qwen2.5-7b-instruct", "--ks", "4,5", "--configs", "b", "--queries", "1",
+                     "--m", "2", "--history-tokens", "40", "--candidate-tokens", "6"]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert [(r["K"], r["arch"]) for r in rows] == [(4, "llama-3.2-3b-instruct"), (4, "qwen2.5-7b-instruct"),
+                                                   (5, "llama-3.2-3b-instruct"), (5, "qwen2.5-7b-instruct")]
+
+
+def test_the_projects_benchmark_files_are_merged_per_device(tmp_path):
+    import os
+
+    from invarirank.runner.plan import find_bench
+    folder = tmp_path / "results" / "bench"
+    folder.mkdir(parents=True)
+
+    def write(name, device, rows, when):
+        path = folder / name
+        path.write_text(json.dumps({"device": device, "results": [
+            {"model": m, "K": k, "config": "c", "passes_per_s": r} for m, k, r in rows]}))
+        os.utime(path, (when, when))
+
+    write("0-a100.json", "A100", [("m/a", 25, 99.0), ("m/b", 25, 99.0)], 1)
+    write("1-h200-k25.json", "H200", [("m/a", 25, 10.0)], 2)
+    write("2-h200-k50.json", "H200", [("m/a", 50, 4.0), ("m/a", 25, 12.0)], 3)
+    bench = find_bench(None, root=tmp_path)
+    assert bench.device == "H200" and bench.source == "results/bench/1-h200-k25.json + results/bench/2-h200-k50.json"
+    assert bench.seconds_per_pass("m/a", 25) == pytest.approx(1 / 12.0)      # the fastest of the two files
+    assert bench.seconds_per_pass("m/a", 50) == pytest.approx(1 / 4.0)
+    assert bench.seconds_per_pass("m/b", 25) is None                         # measured on another device only
+    assert find_bench(None, root=tmp_path / "elsewhere") is None

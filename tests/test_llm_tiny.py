@@ -123,6 +123,27 @@ def test_batched_scoring_equals_one_by_one(models, query):
         assert np.abs(res.scores - cs.score(query, order).scores).max() <= TOL
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_batched_logits_with_one_dimensional_positions(arch, models, query):
+    """Model code older than transformers' slice_logits_to_keep (5.17, a GPU machine's) takes only 1-D positions
+    in logits_to_keep: the batched paths then project the union of the rows' positions and read each row's own
+    out of it. Forced here on the installed transformers: the same scores as one by one, for both scorers and for
+    batches of one prefix and of several (a token budget across queries)."""
+    lm = models[arch]
+    other = toy_query(k=len(query.candidates), history=3, seed=7, query_id="u-other")
+    for cls in (SpanScorer, ChoiceScorer):
+        single = cls(lm, pass_cache=False)
+        for options in ({}, {"max_batch_tokens": 4096}):
+            fallback = cls(lm, pass_cache=False, batch_size=4, **options)
+            fallback._mask_rows = False
+            requests = [(q, order) for q in (query, other) for order in _orders(q)[:3]]
+            got = fallback.score_requests(requests)
+            for (q, order), res in zip(requests, got):
+                assert np.abs(res.scores - single.score(q, order).scores).max() <= TOL, (cls.__name__, options)
+            assert fallback.stats["forward_passes"] < len(requests)
+            assert fallback.stats["positions_projected"] >= sum(len(single.plan(q, o).needed) for q, o in requests)
+
+
 def test_methods_in_lockstep_on_a_batching_scorer(models, query):
     """The runner's GPU path on CPU: all four methods over three orders in lockstep through a batch_size=3
     scorer rank like one call at a time on an unbatched one (scores within float tolerance)."""

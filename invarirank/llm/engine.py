@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -279,6 +280,10 @@ class CausalLMScorer:
         self._has_logits_to_keep = "logits_to_keep" in params
         if not self._has_logits_to_keep:
             self.logits_mode = "all"
+        # a (rows, width) boolean logits_to_keep is understood only by model code that slices through
+        # transformers' slice_logits_to_keep (transformers 5.24 has it; 5.17's models index
+        # hidden_states[:, logits_to_keep, :], which takes 1-D positions only): see _batch_keep
+        self._mask_rows = getattr(sys.modules.get(type(model).__module__), "slice_logits_to_keep", None) is not None
         cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
         n_layers = int(getattr(cfg, "num_hidden_layers", 0) or 0)
         window = getattr(cfg, "sliding_window", None)
@@ -542,16 +547,10 @@ class CausalLMScorer:
             keep[b, pl.needed] = True
         kwargs: dict[str, Any] = {"input_ids": ids.to(dev), "attention_mask": attn.to(dev),
                                   "position_ids": pos.to(dev), self._cache_arg: cache, "use_cache": True}
-        if self.logits_mode == "needed":
-            kwargs["logits_to_keep"] = keep.to(dev)
-        out = self._run(**kwargs)
-        keep = keep.to(dev)
-        logits = out.logits if self.logits_mode == "needed" else out.logits[keep]
-        if logits.dim() == 3:
-            logits = logits.reshape(-1, logits.shape[-1])
+        logits, projected = self._batch_logits(kwargs, keep)
         self.stats["forward_passes"] += 1
         self.stats["tokens_computed"] += batch * width
-        self.stats["positions_projected"] += int(keep.sum()) if self.logits_mode == "needed" else batch * width
+        self.stats["positions_projected"] += projected
         self.stats["attention_context"] += sum(self._attention_context(n, width) for _, n in prefixes)
         res, row = [], 0
         for pl in plans:
@@ -559,6 +558,33 @@ class CausalLMScorer:
             res.append((self._reduce(pl, logits[row:row + k].float()), width))
             row += k
         return res
+
+    def _batch_logits(self, kwargs: dict[str, Any], keep: Any) -> tuple[Any, int]:
+        """Run one batched forward whose row ``b`` needs the logits at the suffix positions ``keep[b]`` (a
+        (rows, width) boolean mask on the CPU); returns those logits, row after row and each row's positions in
+        ascending order (``(needed positions, vocab)``), and the number of rows the output projection ran on.
+
+        ``logits_mode == "needed"``: model code that slices through ``slice_logits_to_keep`` takes the mask itself
+        and projects exactly the needed rows. Older model code (transformers 5.17) takes only 1-D positions kept
+        for every row: the union of the rows' positions is projected for each row and each row's own positions
+        are read out of it (more projected rows, the same logits). ``"all"``: every position is projected."""
+        import torch
+
+        dev = self.loaded.device
+        rows, width = keep.shape
+        if self.logits_mode != "needed":
+            out = self._run(**kwargs)
+            return out.logits[keep.to(out.logits.device)], rows * width
+        if self._mask_rows:
+            kwargs["logits_to_keep"] = keep.to(dev)
+            logits = self._run(**kwargs).logits
+            if logits.dim() == 3:  # some models return (1, rows, vocab) for a boolean selection
+                logits = logits.reshape(-1, logits.shape[-1])
+            return logits, int(keep.sum())
+        union = keep.any(dim=0).nonzero().flatten()
+        kwargs["logits_to_keep"] = union.to(dev)
+        logits = self._run(**kwargs).logits                  # (rows, len(union), vocab)
+        return logits[keep[:, union].to(logits.device)], rows * len(union)
 
     def _disable_prefix_reuse(self, why: str) -> None:
         self.prefix_reuse = False
@@ -615,16 +641,10 @@ class CausalLMScorer:
         for b, pl in enumerate(plans):
             ids[b, :len(pl.suffix)] = torch.tensor(pl.suffix, dtype=torch.long)
             mask[b, pl.needed] = True
-        ids, mask = ids.to(dev), mask.to(dev)
+        ids = ids.to(dev)
         kwargs = {"input_ids": ids, self._cache_arg: fork_cache(cache, batch=len(plans)), "use_cache": True}
-        if self.logits_mode == "needed":
-            kwargs["logits_to_keep"] = mask
-        out = self._run(**kwargs)
-        logits = out.logits if self.logits_mode == "needed" else out.logits[mask]
-        if logits.dim() == 3:  # some models return (1, rows, vocab) for a boolean selection
-            logits = logits.reshape(-1, logits.shape[-1])
-        self._count(len(plans) * width, p, int(mask.sum()) if self.logits_mode == "needed" else len(plans) * width,
-                    batch=len(plans))
+        logits, projected = self._batch_logits(kwargs, mask)
+        self._count(len(plans) * width, p, projected, batch=len(plans))
         res = []
         row = 0
         for pl in plans:

@@ -84,13 +84,29 @@ def load_bench(path: str | Path) -> Bench:
 
 
 def find_bench(path: str | Path | None, root: Path | None = None) -> Bench | None:
-    """``path`` when given, else the newest ``results/bench/*.json`` of the project (None when there is none)."""
+    """``path`` when given, else the project's ``results/bench/*.json`` (None when there is none): the files
+    measured on the device of the newest one, merged — a (model, K) measured in several files takes the fastest
+    rate, as within one file. Newest: by modification time, then name (a fresh clone gives every file one time,
+    so name them so that they sort by date)."""
     if path:
         return load_bench(path)
     from ..store import project_root
     folder = (root or project_root()) / "results" / "bench"
     files = sorted(folder.glob("*.json"), key=lambda f: (f.stat().st_mtime, f.name)) if folder.is_dir() else []
-    return load_bench(files[-1]) if files else None
+    if not files:
+        return None
+    benches = [load_bench(f) for f in files]
+    for b, f in zip(benches, files):
+        b.source = f"results/bench/{f.name}"
+    device = benches[-1].device
+    same = [b for b in benches if b.device == device]
+    rates: dict[tuple[str, int], float] = {}
+    first_stage: dict[str, Any] = {}
+    for b in same:
+        for key, rate in b.passes_per_second.items():
+            rates[key] = max(rates.get(key, 0.0), rate)
+        first_stage = b.first_stage or first_stage
+    return Bench(" + ".join(b.source for b in same), device, rates, first_stage)
 
 
 # ---------------------------------------------------------------------------------------------

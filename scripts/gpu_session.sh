@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The project's GPU checks as one prepared command for a lent GPU machine (its own python3 with torch and
+# transformers; this checkout on PYTHONPATH; nothing downloaded). Writes into OUT (default: $OUT, else ./gpu-out):
+#   env.txt         the GPU, driver, Python / torch / transformers versions and each step's exit status
+#   gpu_check.json  scripts/gpu_check.py: CUDA rankings against the CPU for tiny Llama / Mistral / Qwen2 / Gemma 3
+#   h200.json       benchmarks.gpu: the paper's three architectures with random weights, K by K
+# Each step has its own time limit (GPU_CHECK_S, BENCH_S seconds), so the whole stays inside one device call:
+#   bash scripts/gpu_session.sh            # about 9 minutes at most with the defaults
+set -u
+out="${1:-${OUT:-gpu-out}}"
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export INVARIRANK_CACHE="${INVARIRANK_CACHE:-$(mktemp -d)}"
+py="${PYTHON:-python3}"
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1
+  "$py" -c "import sys, torch, transformers, tokenizers; print(sys.version.split()[0], torch.__version__, torch.version.cuda, transformers.__version__, tokenizers.__version__, torch.cuda.is_available())" 2>&1
+  echo "cpus $(nproc)"
+} > "$out/env.txt"
+timeout "${GPU_CHECK_S:-180}" "$py" scripts/gpu_check.py --json "$out/gpu_check.json" > "$out/gpu_check.log" 2>&1
+echo "gpu_check exit $?" >> "$out/env.txt"
+timeout "${BENCH_S:-360}" "$py" -m benchmarks.gpu --json "$out/h200.json" --ks "${BENCH_KS:-25,50,15}" \
+  --archs llama-3.2-3b-instruct,mistral-7b-instruct-v0.3,qwen2.5-7b-instruct --configs c,b,a \
+  --queries "${BENCH_QUERIES:-2}" --time-limit "${BENCH_LIMIT:-300}" > "$out/bench.log" 2>&1
+echo "bench exit $?" >> "$out/env.txt"
+cat "$out/env.txt"
+tail -n 30 "$out/bench.log"
