@@ -282,7 +282,7 @@ class CausalLMScorer:
             self.logits_mode = "all"
         # a (rows, width) boolean logits_to_keep is understood only by model code that slices through
         # transformers' slice_logits_to_keep (transformers 5.24 has it; 5.17's models index
-        # hidden_states[:, logits_to_keep, :], which takes 1-D positions only): see _batch_keep
+        # hidden_states[:, logits_to_keep, :], which takes 1-D positions only): see _batch_logits
         self._mask_rows = getattr(sys.modules.get(type(model).__module__), "slice_logits_to_keep", None) is not None
         cfg = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
         n_layers = int(getattr(cfg, "num_hidden_layers", 0) or 0)
