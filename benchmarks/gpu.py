@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     archs = [a.strip() for a in args.archs.split(",") if a.strip() and not args.skip_scorer]
     # K by K, every architecture at one K before the next K: a run cut short by --time-limit still covers every
     # model at the first K. The model is rebuilt for each K (random initialisation on the device: seconds).
-    for k in ks:
+    for k in ks if archs else []:                            # --skip-scorer: no prompts to build
         queries = make_queries(tokenizer, args.queries + 1, k, args.history_tokens, args.candidate_tokens,
                                args.seed)                     # + 1: the warm-up query
         stream = request_stream(queries, args.m, args.seed)
