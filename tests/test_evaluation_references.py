@@ -97,3 +97,17 @@ def test_first_stage_file_round_trip_and_errors(tmp_path):
     bad.write_text('{"query_id": "u1", "rankin": ["a"]}\n')
     with pytest.raises(InvariRankError, match="bad.jsonl:1: expected"):
         read_first_stage(bad)
+
+
+def test_the_report_shows_each_reference_and_each_method_against_it():
+    from invarirank.evaluation.report import format_references, format_table
+
+    rows = _rows()
+    fs = {f"u{q}": [f"q{q}i{j}" for j in range(6)] for q in range(6)}
+    m = evaluate(rows, n_bootstrap=50, n_permutations=200, first_stage=fs, reference_replicates=5)
+    text = format_references(m)
+    assert "reference: first-stage order" in text and "reference: random order" in text
+    lines = text.splitlines()
+    assert sum(line.lstrip().startswith(("a ", "b ")) for line in lines) == 4      # two methods x two references
+    assert text in format_table(m)
+    assert format_references({**m, "references": {}}) == ""
