@@ -89,6 +89,29 @@ def test_the_simulated_scorer_runs_with_every_option(tmp_path, capsys):
     assert make_scorer("simulated", "shown-name", **examples).identity()["model"] == "shown-name"
 
 
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "simulated"])
+def test_every_option_is_accepted_by_the_real_constructors(kind):
+    """The constructor reads the same table: every example value builds a scorer (on a tiny model) that scores,
+    and each option's own effect shows where the scorer reports it."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from invarirank.llm.testing import tiny_model, toy_query, train_tokenizer
+
+    lm = tiny_model("llama", train_tokenizer("bytelevel"), seed=5)
+    examples = config_examples(SCORER_OPTIONS[kind])
+    scorer = make_scorer(kind, lm, **examples)
+    ident = scorer.identity()
+    assert (ident["batch_size"], ident["max_batch_tokens"], ident["max_length"]) == (4, 32768, 2048)
+    assert ident["naive"] and ident["truncate_history"] and ident["pass_cache"] is None   # naive: no cache
+    assert scorer.logits_mode == "all" and not scorer.prefix_reuse
+    q = toy_query(k=4, history=3, seed=2)
+    assert len(scorer.score(q, q.candidates).scores) == 4
+    with pytest.raises(InvariRankError, match=f"{kind} scorer: unknown option 'bogus'"):
+        make_scorer(kind, lm, bogus=1)
+    with pytest.raises(InvariRankError, match="'max_batch_tokens' = 0"):
+        make_scorer(kind, lm, max_batch_tokens=0)
+
+
 def test_constructors_reject_what_the_table_rejects():
     with pytest.raises(InvariRankError, match="simulated scorer: option 'noise_sd' = -1.0, expected"):
         make_scorer("simulated", noise_sd=-1.0)
