@@ -15,7 +15,7 @@ import pytest
 
 from invarirank.llm.factory import SCORER_KINDS, make_scorer
 from invarirank.llm.testing import (check_aligned_under_permutation, check_declares_batching, check_deterministic,
-                                    check_prefix_stable, check_requests_across_queries, toy_query)
+                                    check_prefix_stable, check_requests_across_queries, check_scorer, toy_query)
 from invarirank.methods import QueryPassCache, ScoreOnly, as_batch_scorer, batch_size_of
 from invarirank.types import ScoreResult
 
@@ -145,6 +145,13 @@ class _SetKeyedCache(QueryPassCache):
                 self._store[key] = np.asarray(self.scorer.score(q, o).scores)
             out.append(ScoreResult(self._store[key], 0, False))
         return out
+
+
+def test_check_scorer_runs_every_check_on_a_plain_scorer(query, other_query):
+    """What a new scorer kind gets: a plain ``score``-only scorer passes once adapted, position-free."""
+    check_scorer(lambda: ScoreOnly(_SlotScorer()), [query, other_query])
+    with pytest.raises(AssertionError, match="position-free"):
+        check_scorer(lambda: ScoreOnly(_SlotScorer()), [query, other_query], position_free=True)
 
 
 def test_the_contract_checks_catch_broken_scorers(query):

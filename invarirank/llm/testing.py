@@ -14,7 +14,8 @@ locally, and toy queries. Nothing here touches the network.
   tests.
 * The scorer contract, as checks that raise ``AssertionError`` naming what broke (``check_*``): the
   :class:`~invarirank.types.BatchScorer` members, scores aligned under a permutation of the presented order,
-  ``score_requests`` across queries equal to scoring each alone, determinism; a new scorer passes them all.
+  ``score_requests`` across queries equal to scoring each alone, determinism; a new scorer passes them all
+  (:func:`check_scorer` runs every one).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from invarirank.types import HistoryEntry, Item, Query
 
 __all__ = ["ARCHS", "tiny_model", "train_tokenizer", "toy_query", "toy_items", "toy_split_queries",
            "reference_logits", "contract_orders", "check_declares_batching", "check_aligned_under_permutation",
-           "check_prefix_stable", "check_requests_across_queries", "check_deterministic"]
+           "check_prefix_stable", "check_requests_across_queries", "check_deterministic", "check_scorer"]
 
 ARCHS = ("llama", "mistral", "qwen2", "gemma3")
 
@@ -308,3 +309,14 @@ def check_deterministic(scorer: Any, query: Query) -> None:
     for o in contract_orders(query):
         a, b = _scores(scorer.score(query, o)), _scores(scorer.score(query, o))
         assert np.array_equal(a, b), f"order {[it.item_id for it in o]}: {a} then {b}"
+
+
+def check_scorer(fresh: Any, queries: Sequence[Query], *, atol: float = 0.0, position_free: bool = False) -> None:
+    """Every contract check on scorers from ``fresh()`` (a function building a new scorer; at least two queries
+    with at least four candidates each): what a new scorer kind must pass. ``atol``: 0 for a scorer that is exact
+    in any batch, a small float32 tolerance for a model scored in batches."""
+    assert len(queries) >= 2 and all(len(q.candidates) >= 4 for q in queries), "two queries of >= 4 candidates"
+    check_declares_batching(fresh())
+    check_deterministic(fresh(), queries[0])
+    check_aligned_under_permutation(fresh(), fresh, queries[0], atol=atol, position_free=position_free)
+    check_requests_across_queries(fresh(), fresh, queries, atol=atol)
