@@ -4,8 +4,12 @@ the data layer's raw-file writers in ``tests/data_support.py``."""
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
+
+#: hypothesis keeps its example database and constants cache under ``.hypothesis/``: outside the repository
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "invarirank-hypothesis"))
 
 #: ``make test`` sets it: a test skipped for a missing prerequisite (``pytest.importorskip`` of torch, transformers,
 #: gguf, implicit, ...) fails instead, with the reason, so a broken install cannot pass by testing less
