@@ -22,25 +22,16 @@ from pathlib import Path
 
 
 def check_reproduces(folder: Path, test: list, config) -> None:
-    """Every observation row's input is the seeded presented order of the loaded query's candidates, and its
-    ground truth the query's; exits naming the first row that is not."""
+    """Every observation row is reproduced by the loaded queries (:func:`invarirank.runner.provenance.
+    rows_reproduce`); exits naming the first row that is not."""
     from invarirank.evaluation import read_observations
-    from invarirank.orders import presented_orders
+    from invarirank.runner.provenance import rows_reproduce
     from invarirank.store import find_observations
 
-    by_id = {q.query_id: q for q in test}
-    orders = {}
-    for n, row in enumerate(read_observations(find_observations(folder)), 1):
-        q = by_id.get(row["query_id"])
-        if q is None:
-            raise SystemExit(f"{folder}: row {n}: query {row['query_id']!r} is not among the loaded test queries")
-        if q.query_id not in orders:
-            orders[q.query_id] = {o.t: o.positions for o in presented_orders(q.query_id, q.k, config.M, config.seed,
-                                                                              noise_floor=config.noise_floor)}
-        want = [q.candidates[i].item_id for i in orders[q.query_id][row["permutation"]]]
-        if list(row["input"]) != want or sorted(row["relevant"]) != sorted(q.ground_truth):
-            raise SystemExit(f"{folder}: row {n} ({row['query_id']}, {row['method']}, order {row['permutation']}) "
-                             f"is not reproduced by the loaded candidates: the first stage differs here")
+    why = rows_reproduce(read_observations(find_observations(folder)), {q.query_id: q for q in test},
+                         M=config.M, seed=config.seed, noise_floor=config.noise_floor)
+    if why is not None:
+        raise SystemExit(f"{folder}: {why}: the first stage differs here")
 
 
 def add_references(folder: Path) -> str:

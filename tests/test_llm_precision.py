@@ -40,3 +40,17 @@ def test_flags_are_read_from_cpuinfo(tmp_path):
         assert cpu_flags(str(tmp_path / "none")) == frozenset()
     finally:
         cpu_flags.cache_clear()
+
+
+def test_model_loading_refuses_emulated_bf16(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from invarirank.llm import models, precision
+
+    monkeypatch.delenv("INVARIRANK_ALLOW_EMULATED_BF16", raising=False)
+    monkeypatch.setattr(precision, "cpu_flags", lambda: ZEN3)
+    cpu = torch.device("cpu")
+    with pytest.raises(InvariRankError, match="dtype 'bfloat16' on the CPU"):
+        models.resolve_dtype("bf16", cpu)
+    assert models.resolve_dtype(None, cpu) == torch.float32           # the CPU default is never bf16
+    monkeypatch.setattr(precision, "cpu_flags", lambda: SAPPHIRE)
+    assert models.resolve_dtype("bfloat16", cpu) == torch.bfloat16

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from invarirank.errors import InvariRankError
+from invarirank.llm.precision import check_cpu_precision
 
 from .gguf import REGISTRY, is_prepared, prepare, prepared_dir  # noqa: F401  (re-exported)
 from .weights import check_weights, hash_tokenizer, weights_sha256
@@ -111,17 +112,21 @@ _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf1
 
 
 def resolve_dtype(dtype: Any, device: Any) -> "Any":
-    """None/"auto" → bfloat16 on CUDA, float32 elsewhere; strings ``float32|bfloat16|float16`` accepted."""
+    """None/"auto" → bfloat16 on CUDA, float32 elsewhere; strings ``float32|bfloat16|float16`` accepted.
+    bfloat16 on a CPU without bf16 instructions is refused (:func:`invarirank.llm.precision.check_cpu_precision`)."""
     import torch
 
     if dtype in (None, "auto"):
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     if isinstance(dtype, torch.dtype):
-        return dtype
-    name = _DTYPES.get(str(dtype).lower())
-    if name is None:
-        raise InvariRankError(f"dtype {dtype!r}: expected one of auto, float32, bfloat16, float16")
-    return getattr(torch, name)
+        resolved = dtype
+    else:
+        name = _DTYPES.get(str(dtype).lower())
+        if name is None:
+            raise InvariRankError(f"dtype {dtype!r}: expected one of auto, float32, bfloat16, float16")
+        resolved = getattr(torch, name)
+    check_cpu_precision(str(resolved).replace("torch.", ""), device.type)
+    return resolved
 
 
 _THREADS_SET: int | None = None
