@@ -124,7 +124,13 @@ def check_executor_flags(args: argparse.Namespace) -> None:
     for flag, value in (("--shard-queries", args.shard_queries), ("--query-window", args.query_window)):
         if value is not None and value < 1:
             raise InvariRankError(f"{flag} {value}: expected at least 1")
-    if args.connect_timeout <= 0:
+    for flag, value in (("--workers", args.workers), ("--threads-per-worker", args.threads_per_worker)):
+        if value is not None and value < 1:
+            raise InvariRankError(f"{flag} {value}: expected at least 1")
+    for flag, value in (("--gpus-per-shard", args.gpus_per_shard), ("--cpus-per-worker", args.cpus_per_worker)):
+        if value is not None and not (value >= 0 and value != float("inf")):
+            raise InvariRankError(f"{flag} {value:g}: expected a finite number >= 0")
+    if not args.connect_timeout > 0 or args.connect_timeout == float("inf"):      # NaN fails the first test
         raise InvariRankError(f"--connect-timeout {args.connect_timeout:g}: expected more than 0 seconds")
 
 
