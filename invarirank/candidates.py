@@ -25,6 +25,7 @@ import hashlib
 import json
 import math
 import os
+import unicodedata
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -98,6 +99,19 @@ def _number(value: Any, field: str) -> float:
     return float(value)
 
 
+def _distinct_forms(ids: list[str], field: str) -> None:
+    """Ids that differ only by Unicode normalisation (NFC vs NFD) print as the same text: an error showing both
+    escaped, so a message never names two different ids the same way."""
+    if all(x.isascii() for x in ids):
+        return
+    first: dict[str, str] = {}
+    for x in ids:
+        other = first.setdefault(unicodedata.normalize("NFC", x), x)
+        if other != x:
+            raise _Bad(f"field {field!r}: item_id {ascii(other)} and {ascii(x)} differ only by Unicode normalisation "
+                       f"(they print alike); expected one form (NFC) for one item")
+
+
 def _closed(d: dict, allowed: frozenset[str], where: str) -> None:
     """A key outside ``allowed`` is an error naming it (``where``: the object, e.g. ``candidates[3]``)."""
     unknown = sorted(set(d) - allowed)
@@ -150,6 +164,7 @@ def _query(d: dict) -> Query:
     if len(set(ids)) != len(ids):
         repeated = next(x for x in ids if ids.count(x) > 1)
         raise _Bad(f"field 'candidates' repeats item_id {repeated!r}, expected distinct ids")
+    _distinct_forms(ids, "candidates")
     with_score = [i for i, c in enumerate(cands) if "score" in c]
     if with_score and len(with_score) != len(cands):
         raise _Bad(f"field 'candidates[{next(i for i in range(len(cands)) if i not in with_score)}].score' is "
@@ -220,11 +235,18 @@ def read_candidates(path: str | os.PathLike) -> list[Query]:
     (a ``query_id`` on two lines is an error naming both lines), so bad input is reported before any scoring."""
     queries: list[Query] = []
     first_line: dict[str, int] = {}
+    forms: dict[str, tuple[str, int]] = {}
     p = Path(path)
     for lineno, q in _numbered_queries(p):
         if q.query_id in first_line:
             raise InvariRankError(f"{p}:{lineno}: query_id {q.query_id!r} repeats line {first_line[q.query_id]}; "
                                   f"expected one line per query")
+        form = unicodedata.normalize("NFC", q.query_id)
+        if form in forms and forms[form][0] != q.query_id:
+            raise InvariRankError(f"{p}:{lineno}: query_id {ascii(q.query_id)} differs from {ascii(forms[form][0])} "
+                                  f"on line {forms[form][1]} only by Unicode normalisation (they print alike); "
+                                  f"expected distinct ids to look distinct")
+        forms.setdefault(form, (q.query_id, lineno))
         first_line[q.query_id] = lineno
         queries.append(q)
     return queries

@@ -79,7 +79,12 @@ def check_against_lists(rows: list[dict], settings: dict, args: argparse.Namespa
     lists are kept as documented (the numbers of committed runs), with one note line on stderr."""
     if not rows:
         return
+    from ..evaluation.consistency import MAX_GPI_K
     k = min(len(r["input"]) for r in rows)
+    longest = max(len(r["input"]) for r in rows)
+    if longest > MAX_GPI_K:
+        raise InvariRankError(f"{args.file}: lists of K = {longest} candidates are above the limit K <= {MAX_GPI_K} "
+                              f"of GPI's local search (its work grows as K^4)")
     if args.exposure_k is not None and args.exposure_k >= k:
         how = "equal to" if args.exposure_k == k else "larger than"
         raise InvariRankError(f"--exposure-k {args.exposure_k} is {how} K = {k} (the shortest list in {args.file}): "

@@ -190,7 +190,13 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     check_arguments(args, config)
     if args.dry_run:
-        print(format_plan(plan_run(config, bench=args.bench)))
+        import tempfile
+        from pathlib import Path
+
+        from ..runner.queries import synthetic_candidates_for
+        with tempfile.TemporaryDirectory() as tmp:      # the synthetic data set is made where a real run makes it
+            planned = synthetic_candidates_for(config, Path(tmp) / "run")
+            print(format_plan(plan_run(planned, bench=args.bench)))
         return 0
     executor = executor_from_args(args)
     try:

@@ -40,6 +40,8 @@ ALIASES = {"k": "K", "m": "M", "queries": "n_queries", "run_name": "name"}
 #: grid and run names become folder names: letters, digits, '.', '_' and '-' only, not starting with '.' (so not
 #: ``.`` or ``..``, which would leave the results folder, nor a hidden name such as ``.work``)
 _SIMPLE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+#: a device: ``auto`` or a torch device type, optionally with an index (checked before torch sees it)
+_DEVICE = re.compile(r"auto|(cpu|cuda|mps|xpu|xla|meta|hpu|mtia|npu|hip|privateuseone)(:[0-9]+)?")
 #: the most bootstrap resamples a run or ``invarirank evaluate`` computes (more would run for days)
 MAX_BOOTSTRAP = 100_000
 _IDENTITY = {"identity": True}
@@ -317,6 +319,13 @@ class RunConfig:
             if value is not None and not simple_name(value):
                 raise InvariRankError(f"{where}: {name} {value!r} may hold only letters, digits, '.', '_' and '-', "
                                       f"and may not start with '.'")
+        for name in ("seed", "retrieval_seed"):             # seeds reach numpy, torch and implicit: 32 bits
+            if getattr(self, name) > 2**32 - 1:
+                raise InvariRankError(f"{where}: setting {name!r} = {getattr(self, name)}, expected an integer from 0 "
+                                      f"to 4294967295 (2^32 - 1)")
+        if not _DEVICE.fullmatch(self.device):
+            raise InvariRankError(f"{where}: setting 'device' = {self.device!r}, expected auto, cpu, cuda, cuda:N, "
+                                  f"mps or another torch device name")
         if self.n_bootstrap > MAX_BOOTSTRAP:
             raise InvariRankError(f"{where}: setting 'n_bootstrap' = {self.n_bootstrap} is above the limit "
                                   f"{MAX_BOOTSTRAP:,}; expected at most {MAX_BOOTSTRAP:,} resamples")
