@@ -306,6 +306,10 @@ FLAG_CASES = [
     ("seconds-per-pass-nan", ["--dry-run", "--seconds-per-pass", "nan"], ["--seconds-per-pass nan"]),
     ("connect-timeout-nan", ["--connect-timeout", "nan"], ["--connect-timeout nan"]),
     ("workers-0", ["--workers", "0"], ["--workers 0"]),
+    # F4: the dry run rejects what the real run rejects
+    ("dry-shard-queries-0", ["--dry-run", "--shard-queries", "0"], ["--shard-queries 0"]),
+    ("dry-executor-unknown", ["--dry-run", "--executor", "slurm"], ["--executor 'slurm'"]),
+    ("dry-connect-timeout-inf", ["--dry-run", "--connect-timeout", "inf"], ["--connect-timeout inf"]),
 ]
 
 

@@ -55,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
     from ..runner.plan import find_bench, format_grid_cost, format_grid_estimate
     from ..store import project_root
 
-    grid = load_grid(args.grid)           # a dry run rejects what a real run would, before computing
+    check_executor_flags(args)           # a dry run rejects what a real run would, before computing
+    execution = {"shard_queries": args.shard_queries, "query_window": args.query_window}
+    grid = load_grid(args.grid, execution=execution)
     check_paths(grid)
     results = Path(args.results_dir) if args.results_dir else project_root() / "results"
     check_folders(grid, results)
@@ -70,9 +72,6 @@ def run(args: argparse.Namespace) -> int:
             print()
             print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=find_bench(args.bench)))
         return 0
-    check_executor_flags(args)                                      # bad input fails before any cluster starts
-    execution = {"shard_queries": args.shard_queries, "query_window": args.query_window}
-    load_grid(args.grid, execution=execution)
     t0 = time.perf_counter()
     executor = executor_from_args(args)
     try:
