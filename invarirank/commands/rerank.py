@@ -139,7 +139,8 @@ def check_executor_flags(args: argparse.Namespace) -> None:
         if value is not None and not (value >= 0 and value != float("inf")):
             raise InvariRankError(f"{flag} {value:g}: expected a finite number >= 0")
     if not args.connect_timeout > 0 or args.connect_timeout == float("inf"):      # NaN fails the first test
-        raise InvariRankError(f"--connect-timeout {args.connect_timeout:g}: expected a finite number of seconds above 0")
+        raise InvariRankError(f"--connect-timeout {args.connect_timeout:g}: expected a finite number of seconds "
+                              f"above 0")
 
 
 def executor_from_args(args: argparse.Namespace) -> Any:
