@@ -544,3 +544,13 @@ def test_t4_report_trusts_no_shape(name, damage, needles, tmp_path, capsys):
     run = _run_folder(tmp_path)
     damage(run)
     expect_rejected(capsys, ["report", run], needles, run)
+
+
+def test_t1_deeply_nested_amazon_review(tmp_path, capsys):
+    from tests.data_support import amazon_metadata, amazon_reviews, write_jsonl
+    raw = tmp_path / "raw"
+    rev = write_jsonl(raw / "reviews.jsonl", amazon_reviews())
+    rev.write_text(rev.read_text() + '{"user_id": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    write_jsonl(raw / "metadata.jsonl", amazon_metadata())
+    argv = ["data", "prepare", "--dataset", "amazon-books", "--raw-dir", raw, "--out", tmp_path / "prep"]
+    expect_rejected(capsys, argv, ["reviews.jsonl, line 25", "nested too deeply"], tmp_path / "prep")
