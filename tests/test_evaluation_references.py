@@ -111,3 +111,25 @@ def test_the_report_shows_each_reference_and_each_method_against_it():
     assert sum(line.lstrip().startswith(("a ", "b ")) for line in lines) == 4      # two methods x two references
     assert text in format_table(m)
     assert format_references({**m, "references": {}}) == ""
+
+
+def test_exposure_is_not_defined_when_no_list_is_longer_than_the_cut_off():
+    short = evaluate(_rows(K=5), exposure_k=5, n_bootstrap=20, n_permutations=100, reference_replicates=0)
+    ov = short["methods"]["a"]["overall"]
+    assert ov["exposure_mad@5"] is None and ov["exposure_maxdev@5"] is None and "exposure_mad@5" not in ov["ci"]
+    assert "exposure_mad@5" not in short["comparisons"]
+    longer = evaluate(_rows(K=6), exposure_k=5, n_bootstrap=20, n_permutations=100, reference_replicates=0)
+    assert longer["methods"]["a"]["overall"]["exposure_mad@5"] is not None
+
+
+def test_the_committed_k5_run_re_evaluates_to_its_own_metrics(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from invarirank.store import refresh_metrics
+
+    run = Path(__file__).resolve().parents[1] / "results" / "evidence" / "smollm2-span-k5"
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    refresh_metrics(copy)
+    assert (copy / "metrics.json").read_bytes() == (run / "metrics.json").read_bytes()

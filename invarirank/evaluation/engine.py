@@ -27,7 +27,8 @@ Methods and queries appear in the order of their first row in the input. ``null`
 when no pair of the query was seen in two position cells; GPI and LOC when the query has fewer than 2 rows or
 K < 2; ``gpi_exact`` when the exact search is off or the query's K is above ``exact_kemeny_max_k`` — overall
 ``gpi_exact`` (and ``gpi_suboptimal_queries``, the queries where the local search missed the optimum) is null
-unless **every** query with a GPI was solved exactly. ``expected_exposure@E`` is always a list, aligned with
+unless **every** query with a GPI was solved exactly; ``exposure_mad@E`` and ``exposure_maxdev@E`` when no list is
+longer than E (every item reaches the top-E: no position can be favoured). ``expected_exposure@E`` is always a list, aligned with
 ``exposure@E``. ``ci`` holds 95% percentile bootstrap intervals over queries (see :mod:`.bootstrap`) for every
 scalar metric that has a value (empty when ``n_bootstrap`` = 0). ``comparisons`` compares every two methods
 paired over their shared queries on every per-query metric and ``exposure_mad@E`` (A before B in method order,
@@ -241,8 +242,11 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
     summary = exposure_summary(hits.sum(axis=0), rows_at.sum(axis=0), expected_at.sum(axis=0))
     overall[f"exposure@{E}"] = summary["exposure"]
     overall[f"expected_exposure@{E}"] = summary["expected"]
-    overall[f"exposure_mad@{E}"] = summary["mad"]
-    overall[f"exposure_maxdev@{E}"] = summary["maxdev"]
+    # every list no longer than the cut-off: every item reaches the top-E, so the deviation is not "no bias" but
+    # not defined (the protocol's top-k with k >= K is the whole list)
+    exposure_defined = bool((k_of > E).any())
+    overall[f"exposure_mad@{E}"] = summary["mad"] if exposure_defined else None
+    overall[f"exposure_maxdev@{E}"] = summary["maxdev"] if exposure_defined else None
     overall["queries"] = Q
     overall["rows"] = total_rows
     for name in ("ppi", "gpi", "loc"):
@@ -266,7 +270,8 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
         V = np.column_stack(columns + [hits, rows_at, expected_at])
         mad, maxdev = deviation_statistics(slice(s0, s0 + max_k), slice(s0 + max_k, s0 + 2 * max_k),
                                            slice(s0 + 2 * max_k, s0 + 3 * max_k))
-        stats[f"exposure_mad@{E}"], stats[f"exposure_maxdev@{E}"] = mad, maxdev
+        if exposure_defined:
+            stats[f"exposure_mad@{E}"], stats[f"exposure_maxdev@{E}"] = mad, maxdev
         reps = bootstrap.collect(Q, st["bootstrap"], st["seed"], V, stats)
         for name in stats:
             interval = bootstrap.percentile_interval(reps[name], CI_LEVEL)
@@ -286,7 +291,7 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
         d["rows"], d["candidates"] = n_list[q], k_list[q]
         per_query[qid] = d
     per_query_values = {**{name: v / n_rows for name, v in eff_sums.items()}, **values}
-    exposure_sums = (f"exposure_mad@{E}", hits, rows_at, expected_at)
+    exposure_sums = (f"exposure_mad@{E}", hits, rows_at, expected_at) if exposure_defined else None
     return {"overall": overall, "per_query": per_query}, PerQuery(tuple(qids), per_query_values, exposure_sums)
 
 
