@@ -144,6 +144,8 @@ def set_threads(threads: int | None = None) -> int:
 
     env = os.environ.get("INVARIRANK_THREADS")
     if threads is None and env:
+        if not env.strip().isdigit() or int(env) < 1:
+            raise InvariRankError(f"INVARIRANK_THREADS={env!r}: expected a whole number of threads >= 1")
         threads = int(env)
     if threads is None:
         if _THREADS_SET is not None:
