@@ -1,8 +1,8 @@
 """The house's import rules, read from the source with ``ast`` (module-level AND function-level imports; the
 ``if __name__ == "__main__":`` alias blocks of entry points are not imports of the package):
 
-* core = ``types``, ``orders``, ``io``, ``errors``, ``locks``, ``candidates`` (the candidates file format every stage hands
-  on) and ``assets`` (cache locations of the embedded data and models): they import only the core;
+* core = ``types``, ``orders``, ``io``, ``errors``, ``locks``, ``candidates`` (the candidates file format every stage
+  hands on) and ``assets`` (cache locations of the embedded data and models): they import only the core;
 * ``data``, ``llm``, ``methods``, ``evaluation`` import only the core; ``retrieval`` also ``data``;
 * ``store`` imports the core and ``evaluation``; ``runner`` every layer below plus ``store``;
 * ``grid`` imports the core, ``runner`` and ``store``; ``compendium`` (with the lab) the core, ``store``,
@@ -67,6 +67,10 @@ def _is_main_block(node: ast.AST) -> bool:
             and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__")
 
 
+def _is_type_checking_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+
+
 def imports_of(path: Path) -> set[str]:
     """Every invarirank module ``path`` imports (anywhere but an ``if __name__ == ...`` block), resolved to the
     module file that is imported (``from pkg import sub`` → ``pkg.sub`` when that is a module)."""
@@ -74,9 +78,10 @@ def imports_of(path: Path) -> set[str]:
     me = module_name(path)
     package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
     out: set[str] = set()
+    front_door = me == "invarirank"           # its names load lazily; its TYPE_CHECKING imports never run
 
     def visit(node: ast.AST) -> None:
-        if _is_main_block(node):
+        if _is_main_block(node) or (front_door and _is_type_checking_block(node)):
             return
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.startswith("invarirank"))

@@ -28,6 +28,7 @@ Parquet files and in-memory rows, the 1-based row number), which the CLI prints 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import gzip
 import json
@@ -35,9 +36,10 @@ import math
 import os
 import sys
 import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from ..errors import InvariRankError
 from ..io import atomic_path, atomic_write_text
@@ -247,6 +249,8 @@ def read_observations(path: str | os.PathLike) -> list[dict]:
 
     Returns one dict per row, in file order, with ids as strings (see the module docstring for the schema and
     the checks). Raises :class:`InvariRankError` naming ``FILE:LINE`` on the first problem.
+
+    Stability: full (the package's front door).
     """
     p = Path(path)
     if not p.is_file():
@@ -279,15 +283,29 @@ def rows_from_frame(frame: Any) -> list[tuple[int, Any]]:
     return out
 
 
+def _record(row: Any) -> Any:
+    """A row as a JSON object: dicts as they are, a row object through its ``to_json()`` (e.g. the runner's
+    ``ObservationRow``) or, for another dataclass, its fields; anything else is left for the check to reject."""
+    if type(row) is dict:
+        return row
+    to_json = getattr(row, "to_json", None)
+    if callable(to_json):
+        return to_json()
+    if dataclasses.is_dataclass(row) and not isinstance(row, type):
+        return dataclasses.asdict(row)
+    return row
+
+
 def as_rows(data: Any, where: str | None = None) -> list[dict]:
-    """Validated rows from a path, a pandas DataFrame, or an iterable of dicts (1-based row numbers in errors)."""
+    """Validated rows from a path, a pandas DataFrame, or an iterable of rows: dicts or row objects (see
+    :func:`_record`); 1-based row numbers in errors."""
     if isinstance(data, (str, os.PathLike)):
         return read_observations(data)
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(data, pd.DataFrame):
         rows = validate_rows(rows_from_frame(data), where or "<DataFrame>")
     else:
-        rows = validate_rows(enumerate(data, 1), where or "<rows>")
+        rows = validate_rows(((n, _record(r)) for n, r in enumerate(data, 1)), where or "<rows>")
     if not rows:
         raise InvariRankError(f"{where or '<rows>'}: no observations (no rows given)")
     return rows
@@ -320,7 +338,10 @@ def _ordered(row: dict) -> dict:
 
 
 def write_observations(path: str | os.PathLike, rows: Iterable[Mapping] | Any) -> Path:
-    """Validate ``rows`` (dicts, or a pandas DataFrame) and write them atomically as an observations file.
+    """Validate ``rows`` (dicts, row objects such as :func:`invarirank.rerank_query`'s, or a pandas DataFrame) and
+    write them atomically as an observations file.
+
+    Stability: full (the package's front door).
 
     The format follows the suffix: ``.parquet`` → Parquet; ``.gz`` → gzip-compressed JSON Lines
     (deterministic: mtime 0); anything else → JSON Lines. Every row carries ``schema_version`` 1 first, then the
