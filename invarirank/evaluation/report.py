@@ -70,7 +70,7 @@ def format_table(metrics: dict, digits: int = 4) -> str:
 
 def format_comparisons(metrics: dict, digits: int = 4) -> str:
     """The ``comparisons`` (one line per metric and pair) and ``claims`` (a verdict line, then one line per pair) of a
-    metrics dictionary; the empty string when it has none (one method, comparisons off, or a schema-1 file).
+    metrics dictionary; the empty string when it has none (one method, or comparisons off).
 
     Example (abridged)::
 
