@@ -1,4 +1,5 @@
-"""Positional exposure (PROTOCOL §5): how often the item shown at presented position p reaches the output top-k.
+"""Positional exposure (the book's metrics chapter): how often the item shown at presented position p reaches the
+output top-k.
 
 E_k(p) = over every row with K > p (pooled over queries and orders), the share whose item at presented position p
 lands in the output top-k. The expected value at p is the mean over those same rows of min(k, K)/K (what a ranker
@@ -13,7 +14,8 @@ Figure 1's band (:func:`exposure_band`) resamples queries with the one bootstrap
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
