@@ -112,8 +112,9 @@ def judge_claim(claim: Claim, comparisons: Mapping[str, Any], alpha: float = ALP
                     "p_holm": ..., "direction": "as claimed" | "reversed" | "tie", "resolved": bool,
                     "queries_80": int | None (unresolved pairs only)}, ...]}
     """
-    records = [comparison(comparisons, claim.metric, better, worse) for better, worse in claim.pairs]
-    if not records or any(r is None for r in records):
+    found = [comparison(comparisons, claim.metric, better, worse) for better, worse in claim.pairs]
+    records = [r for r in found if r is not None]
+    if not records or len(records) != len(found):
         return None
     adjusted = holm([r["p"] for r in records])
     pairs = []

@@ -200,9 +200,10 @@ def compare_methods(methods: Mapping[str, PerQuery], *, seed: int = 0, n_bootstr
     n_valid = valid.sum(axis=0)
     exact_lin = np.full(len(lin_keys), exact)
     if not exact:                             # columns with few paired queries: enumerate their own sign vectors
-        for j in np.flatnonzero(n_valid <= EXACT_MAX_QUERIES):
-            p_lin[j] = _permutation_p(int(n_valid[j]), D[valid[:, j], j][:, None], [], n_permutations, seed)[0][0]
-            exact_lin[j] = True
+        for few in np.flatnonzero(n_valid <= EXACT_MAX_QUERIES):
+            p_lin[few] = _permutation_p(int(n_valid[few]), D[valid[:, few], few][:, None], [], n_permutations,
+                                        seed)[0][0]
+            exact_lin[few] = True
     ci_lin, ci_pool, se_pool = _bootstrap_intervals(Q, D0, valid, pooled, n_bootstrap, seed, ci_level)
 
     out: dict[str, dict] = {}

@@ -175,8 +175,8 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
         starts = np.concatenate([[0], np.cumsum(M)])
         row_group = np.repeat(np.arange(len(qi)), M)
 
-        for name, values in effectiveness_from_ranks(rank, rel[row_group], n_rel[row_group], ks).items():
-            eff_sums[name][qi] = np.add.reduceat(values, starts[:-1])
+        for name, per_row in effectiveness_from_ranks(rank, rel[row_group], n_rel[row_group], ks).items():
+            eff_sums[name][qi] = np.add.reduceat(per_row, starts[:-1])
         hits[qi, :K] = position_hits(pos, rank, starts, E)
 
         w_up, ppi_sum, ppi_pairs = pair_statistics(pos, rank, starts, B)

@@ -56,7 +56,7 @@ def deviation_statistics(h_cols: slice, n_cols: slice, x_cols: slice
     permutation) whose columns ``h_cols``/``n_cols``/``x_cols`` hold the pooled per-position sums of
     :func:`exposure_summary` (hits, rows, expected). Each returns one deviation per row; positions without rows in a
     row are left out (NaN when none is left)."""
-    def dev(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def dev(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         h, n, x = Y[:, h_cols], Y[:, n_cols], Y[:, x_cols]
         seen = n > 0
         d = np.abs(np.divide(h - x, n, out=np.zeros_like(h), where=seen))

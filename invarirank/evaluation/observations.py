@@ -142,10 +142,10 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
             _fail(where, line, f"field 'input' repeats item id(s) {_short(dup)}, expected distinct ids")
         if len(out) != len(inp) or in_set != frozenset(out):     # (input is distinct, so out is too)
             out_set = set(out)
-            missing, extra = in_set - out_set, out_set - in_set
+            absent, extra = in_set - out_set, out_set - in_set
             detail = []
-            if missing:
-                detail.append(f"missing {_short(missing)}")
+            if absent:
+                detail.append(f"missing {_short(absent)}")
             if extra:
                 detail.append(f"not in input: {_short(extra)}")
             if len(out_set) != len(out):
@@ -164,12 +164,13 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
         elif rel != prev[2] and prev[0] != frozenset(rel):       # (same list: same set, no set needed)
             _fail(where, line, f"field 'relevant' of query {qid!r} differs from line {prev[1]} "
                                f"(the ground truth must be the same set on every line of a query)")
-        prev = input_of.get((qid, method))
-        if prev is None:
+        seen_input = input_of.get((qid, method))
+        if seen_input is None:
             input_of[(qid, method)] = (in_set, line)
-        elif prev[0] != in_set:
+        elif seen_input[0] != in_set:
             _fail(where, line, f"field 'input' of query {qid!r}, method {method!r} is a different set of "
-                               f"candidates than on line {prev[1]} (every presented order must hold the same items)")
+                               f"candidates than on line {seen_input[1]} "
+                               f"(every presented order must hold the same items)")
         row = dict(rec) if copy else rec
         row["query_id"], row["method"], row["permutation"] = qid, method, perm
         row["input"], row["output"], row["relevant"] = inp, out, rel
@@ -178,7 +179,7 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
 
 
 def _iter_json_lines(text: str, where: str) -> Iterable[tuple[int, Any]]:
-    scan = json.JSONDecoder().scan_once       # the C scanner without json.loads' per-call Python wrapper
+    scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]   # the C scanner without json.loads' per-call Python wrapper
     # split on "\n" only: JSON strings may legally hold U+2028 etc., which str.splitlines() would cut.
     for line, raw in enumerate(text.split("\n"), 1):
         if not raw or raw.isspace():

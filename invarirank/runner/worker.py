@@ -76,8 +76,8 @@ def rerank_records(cache: Any, queries: Sequence[Query], config: RunConfig, *, m
         tq = time.perf_counter()
         for q in chunk:
             cache.clear_counters(q.query_id)
-        settings = dict(methods=config.methods, M=config.M, seed=config.seed, calibrations=calibrations,
-                        model=model, dataset=dataset)
+        settings: dict[str, Any] = dict(methods=config.methods, M=config.M, seed=config.seed,
+                                        calibrations=calibrations, model=model, dataset=dataset)
         if window == 1:
             all_rows = [rerank_query(cache, chunk[0], noise_floor=config.noise_floor, on_order=on_order,
                                      **settings)]
