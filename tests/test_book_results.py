@@ -18,6 +18,8 @@ from invarirank.store import SHARD_FILES, SHARDS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
+
+pytestmark = pytest.mark.committed_results
 RUNS = complete_runs(RESULTS)
 
 

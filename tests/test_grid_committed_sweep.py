@@ -9,10 +9,14 @@ import gzip
 import json
 from pathlib import Path
 
+import pytest
+
 from invarirank.grid import load_grid, run_status
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
+
+pytestmark = pytest.mark.committed_results
 
 
 def _observed_ids(folder: Path) -> set[str]:
