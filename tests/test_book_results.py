@@ -39,7 +39,7 @@ def test_results_folders_hold_only_finished_runs_or_committed_shards():
 
 @pytest.mark.parametrize("run", SHARDED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_committed_shards_are_whole_and_of_one_run(run: Path):
-    """A run still being computed (issue 13) commits its finished shards: each is whole (its files, the records
+    """A run still being computed commits its finished shards: each is whole (its files, the records
     of exactly its queries, an id made of its index and its query ids), all of one configuration (one
     fingerprint), of a run that a committed grid file names, and no query is in two shards."""
     folders = sorted((run / SHARDS_DIR).iterdir())
