@@ -51,3 +51,12 @@ def test_the_package_version_has_one_source():
     cff = re.search(r"^version:\s*\"?([^\s\"]+)\"?\s*$", (ROOT / "CITATION.cff").read_text(encoding="utf-8"), re.M)
     assert cff and cff.group(1) == invarirank.__version__
     assert f"\n## {invarirank.__version__}\n" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_stays_short_and_undated_beside_the_guides():
+    readme = (ROOT / "README.md").read_bytes()
+    assert len(readme) <= 10_000, f"README.md is {len(readme)} bytes; move reference material into the book"
+    text = readme.decode("utf-8")
+    assert not re.search(r"\bissue \d+|\b20\d\d-\d\d-\d\d\b", text, re.I), "README.md: no issue numbers or dates"
+    for guide in ("CHANGELOG.md", "CONTRIBUTING.md"):
+        assert (ROOT / guide).is_file() and guide in text
