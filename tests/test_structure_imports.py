@@ -155,7 +155,7 @@ def test_the_rules_are_checked_on_real_imports():
     assert layer("invarirank.runner.lab") == "runner"
 
 
-@pytest.mark.parametrize("module", ["invarirank.evaluation", "invarirank.compendium",
+@pytest.mark.parametrize("module", ["invarirank", "invarirank.evaluation", "invarirank.compendium",
                                     "invarirank.compendium.lab", "invarirank.runner.lab",
                                     "invarirank.store", "invarirank.methods", "invarirank.runner.config"])
 def test_torch_free_parts_import_without_torch(module):
