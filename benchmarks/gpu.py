@@ -214,7 +214,9 @@ def request_stream(queries: list, m: int, seed: int) -> list[list[list[tuple[str
     from invarirank.methods.registry import METHODS
     from invarirank.orders import presented_orders
 
-    class Recorder:
+    from invarirank.types import ScorerBase
+
+    class Recorder(ScorerBase):      # batches one query's orders: score_requests goes through score_batch
         def __init__(self) -> None:
             self.inner, self.name, self.batch_size, self.rounds = SimulatedScorer(seed=seed), "rec", 8, []
 

@@ -59,6 +59,8 @@ from typing import Any
 
 import numpy as np
 
+from invarirank.llm.accounting import model_flops
+
 K = 25
 HISTORY = 20
 GOAL_TOKEN_RATIO = 0.45
@@ -177,13 +179,6 @@ def matmul_gflops(repeats: int = 5, n: int = 2048) -> float:
         torch.mm(a, b)
         best = min(best, time.perf_counter() - t0)
     return 2 * n ** 3 / best / 1e9
-
-
-def model_flops(stats: dict[str, Any], counts: dict[str, int]) -> float:
-    """Model FLOPs of a path from its stats (the issue's definition)."""
-    return (2 * counts["non_embedding_params"] * stats["tokens_computed"]
-            + 2 * counts["output_projection_params"] * stats["positions_projected"]
-            + 4 * counts["hidden_size"] * stats["attention_context"])
 
 
 def measure(model: str = "smollm2-135m", orders: int = 2, user: str | None = None, threads: int | None = None,

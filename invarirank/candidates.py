@@ -13,6 +13,10 @@ JSON Lines, one line per query, every line carrying ``schema_version``::
 ``history`` is newest first; ``year`` may be null; ``genres`` holds genres (MovieLens) or categories
 (Amazon). Users may write this file themselves to rerank their own candidates
 (``invarirank rerank --candidates FILE``).
+
+The fields are closed: a key this schema does not name (a misspelt ``histroy`` or ``genre``) is an error naming the
+line and the key, never silently an empty history or no genres. Free data goes under ``extra`` (any JSON value), on
+a line, a candidate or a history entry; it is read and ignored. A key given twice in one object is an error too.
 """
 
 from __future__ import annotations
@@ -21,18 +25,25 @@ import hashlib
 import json
 import math
 import os
+import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from .errors import InvariRankError
-from .io import atomic_write_text
+from .io import atomic_write_text, loads_json
 from .types import HistoryEntry, Item, Query
 
 __all__ = ["SCHEMA_VERSION", "query_to_json", "queries_sha256", "query_from_json", "write_candidates",
            "read_candidates"]
 
 SCHEMA_VERSION = 1
+#: the fields of a line, of a candidate and of a history entry (``extra``: free data, ignored)
+LINE_FIELDS = frozenset({"schema_version", "query_id", "user_id", "split", "candidates", "ground_truth", "history",
+                         "extra"})
+ITEM_FIELDS = frozenset({"item_id", "title", "year", "genres", "extra"})
+CANDIDATE_FIELDS = ITEM_FIELDS | {"score"}
+HISTORY_FIELDS = ITEM_FIELDS | {"rating"}
 
 
 def query_to_json(query: Query) -> dict:
@@ -89,11 +100,33 @@ def _number(value: Any, field: str) -> float:
     return float(value)
 
 
-def _item(d: Any, field: str) -> Item:
+def _distinct_forms(ids: list[str], field: str) -> None:
+    """Ids that differ only by Unicode normalisation (NFC vs NFD) print as the same text: an error showing both
+    escaped, so a message never names two different ids the same way."""
+    if all(x.isascii() for x in ids):
+        return
+    first: dict[str, str] = {}
+    for x in ids:
+        other = first.setdefault(unicodedata.normalize("NFC", x), x)
+        if other != x:
+            raise _Bad(f"field {field!r}: item_id {ascii(other)} and {ascii(x)} differ only by Unicode normalisation "
+                       f"(they print alike); expected one form (NFC) for one item")
+
+
+def _closed(d: dict, allowed: frozenset[str], where: str) -> None:
+    """A key outside ``allowed`` is an error naming it (``where``: the object, e.g. ``candidates[3]``)."""
+    unknown = sorted(set(d) - allowed)
+    if unknown:
+        raise _Bad(f"{where}unknown field {unknown[0]!r}; expected some of {', '.join(sorted(allowed))} (free data "
+                   f"goes under 'extra')")
+
+
+def _item(d: Any, field: str, allowed: frozenset[str] = CANDIDATE_FIELDS) -> Item:
     """One candidate or history item: ``item_id`` (id), ``title`` (string), ``year`` (integer or null, optional),
-    ``genres`` (list of strings, optional)."""
+    ``genres`` (list of strings, optional); no field outside ``allowed``."""
     if type(d) is not dict:
         raise _Bad(f"{field} = {_shown(d)}, expected an object with 'item_id' and 'title'")
+    _closed(d, allowed, f"{field}: ")
     if "item_id" not in d:
         raise _Bad(f"{field}: missing field 'item_id'")
     item_id = _id(d["item_id"], f"{field}.item_id")
@@ -112,6 +145,7 @@ def _item(d: Any, field: str) -> Item:
 
 
 def _query(d: dict) -> Query:
+    _closed(d, LINE_FIELDS, "")
     version = d.get("schema_version", SCHEMA_VERSION)
     if version != SCHEMA_VERSION or isinstance(version, bool):
         raise _Bad(f"schema_version {version!r}, expected {SCHEMA_VERSION}")
@@ -131,6 +165,7 @@ def _query(d: dict) -> Query:
     if len(set(ids)) != len(ids):
         repeated = next(x for x in ids if ids.count(x) > 1)
         raise _Bad(f"field 'candidates' repeats item_id {repeated!r}, expected distinct ids")
+    _distinct_forms(ids, "candidates")
     with_score = [i for i, c in enumerate(cands) if "score" in c]
     if with_score and len(with_score) != len(cands):
         raise _Bad(f"field 'candidates[{next(i for i in range(len(cands)) if i not in with_score)}].score' is "
@@ -143,7 +178,7 @@ def _query(d: dict) -> Query:
     history = [] if d.get("history") is None else _list(d["history"], "history")
     hist = []
     for i, h in enumerate(history):
-        item = _item(h, f"history[{i}]")
+        item = _item(h, f"history[{i}]", HISTORY_FIELDS)
         if "rating" not in h:
             raise _Bad(f"history[{i}]: missing field 'rating'")
         hist.append(HistoryEntry(item, _number(h["rating"], f"history[{i}].rating")))
@@ -182,7 +217,7 @@ def _numbered_queries(p: Path) -> Iterator[tuple[int, Query]]:
             if not line.strip():
                 continue
             try:
-                d = json.loads(line)
+                d = loads_json(line, f"{p}:{lineno}")
             except json.JSONDecodeError as exc:
                 raise InvariRankError(f"{p}:{lineno}: malformed JSON ({exc.msg})") from None
             yield lineno, query_from_json(d, f"{p}:{lineno}")
@@ -198,11 +233,18 @@ def read_candidates(path: str | os.PathLike) -> list[Query]:
     """
     queries: list[Query] = []
     first_line: dict[str, int] = {}
+    forms: dict[str, tuple[str, int]] = {}
     p = Path(path)
     for lineno, q in _numbered_queries(p):
         if q.query_id in first_line:
             raise InvariRankError(f"{p}:{lineno}: query_id {q.query_id!r} repeats line {first_line[q.query_id]}; "
                                   f"expected one line per query")
+        form = unicodedata.normalize("NFC", q.query_id)
+        if form in forms and forms[form][0] != q.query_id:
+            raise InvariRankError(f"{p}:{lineno}: query_id {ascii(q.query_id)} differs from {ascii(forms[form][0])} "
+                                  f"on line {forms[form][1]} only by Unicode normalisation (they print alike); "
+                                  f"expected distinct ids to look distinct")
+        forms.setdefault(form, (q.query_id, lineno))
         first_line[q.query_id] = lineno
         queries.append(q)
     return queries

@@ -2,8 +2,18 @@
 so a final file is either complete or absent (never half-written).
 
 Places that cannot be written (a read-only folder, a file where a folder is expected, a folder where a file is
-expected) raise :class:`~invarirank.errors.InvariRankError` naming the path and what is wrong, never a bare
-``OSError``; :func:`check_output_dir` / :func:`check_output_file` make the same checks up front, before any work.
+expected, a full disk) raise :class:`~invarirank.errors.InvariRankError` naming the path and what is wrong, never a
+bare ``OSError``; :func:`check_output_dir` / :func:`check_output_file` make the same checks up front, before any work.
+
+**Special files are never replaced.** An output path that is a character device (``/dev/null``, a terminal) is
+written through, in place (there is nothing to make atomic); a FIFO, socket or block device is refused (a FIFO
+would block without a reader). A symbolic link is followed: the file it points to is replaced atomically, the
+link stays.
+
+**Strict readers.** :func:`load_yaml` reads YAML (config and grid files) refusing duplicate keys, the YAML 1.1
+number and boolean forms that YAML 1.2 reads otherwise (``010`` = 8, ``1:30`` = 90, ``yes``/``on``), and alias
+bombs; :func:`loads_json` reads JSON refusing duplicate keys and nesting deeper than :data:`MAX_JSON_DEPTH`.
+Both raise :class:`~invarirank.errors.InvariRankError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -12,6 +22,8 @@ import gzip
 import hashlib
 import json
 import os
+import re
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +33,13 @@ from typing import Any
 from .errors import InvariRankError
 
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_json", "dumps_json", "read_json", "check_output_dir",
-           "check_output_file", "unwritable", "read_utf8"]
+           "check_output_file", "unwritable", "read_utf8", "special_file", "load_yaml", "loads_json", "MAX_JSON_DEPTH",
+           "inside"]
+
+#: the deepest nesting of arrays and objects a JSON input may have (candidates, observations, metrics, manifests)
+MAX_JSON_DEPTH = 64
+#: the most nodes a YAML document may expand to, aliases counted at every use (an alias bomb is refused)
+MAX_YAML_NODES = 100_000
 
 
 def read_utf8(path: str | os.PathLike, what: str = "file") -> str:
@@ -41,6 +59,8 @@ def unwritable(path: str | os.PathLike, exc: OSError, what: str = "") -> InvariR
     reason = {PermissionError: "permission denied (not writable)", IsADirectoryError: "is a folder, expected a file",
               NotADirectoryError: "a part of the path is a file, expected a folder",
               FileExistsError: "exists and is not a folder"}.get(type(exc), exc.strerror or str(exc))
+    if getattr(exc, "errno", None) == 28:
+        reason = "no space left on the device"
     label = f"{what} " if what else ""
     return InvariRankError(f"{label}{name}: cannot write ({reason})")
 
@@ -72,6 +92,9 @@ def check_output_file(path: str | os.PathLike, what: str = "--output") -> Path:
     p = Path(path)
     if p.is_dir():
         raise InvariRankError(f"{what} {p}: is a folder, expected a file name")
+    kind = special_file(p)
+    if kind and kind != "character device":
+        raise InvariRankError(f"{what} {p}: is a {kind}, expected a regular file (it is never replaced)")
     check_output_dir(p.absolute().parent, what=f"{what} {p}: folder")
     if p.exists() and not os.access(p.absolute().parent, os.W_OK):
         raise InvariRankError(f"{what} {p}: cannot replace it (its folder is not writable)")
@@ -84,15 +107,54 @@ def _umask() -> int:
     return mask
 
 
+def special_file(path: str | os.PathLike) -> str | None:
+    """What ``path`` is when it exists and is neither a regular file nor a folder (links followed):
+    ``"character device"``, ``"FIFO"``, ``"socket"`` or ``"block device"``; None otherwise."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    for test, name in ((stat.S_ISCHR, "character device"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return name
+    return None
+
+
+def inside(root: str | os.PathLike, path: str | os.PathLike, what: str = "folder") -> Path:
+    """``path``, checked to stay inside ``root`` once both are resolved (``..``, symbolic links); raise
+    :class:`InvariRankError` naming both otherwise. Paths built from names (``results/<grid>/<run>``) use it."""
+    resolved, base = Path(path).resolve(), Path(root).resolve()
+    if resolved == base or base not in resolved.parents:
+        raise InvariRankError(f"{what} {path}: resolves to {resolved}, outside {base}; expected a folder inside it")
+    return Path(path)
+
+
+@contextmanager
+def _through(target: Path) -> Iterator[Path]:
+    """A character device is written in place (no temporary file, no rename)."""
+    yield target
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it is renamed onto ``path``.
 
-    On an exception the temporary file is removed and ``path`` is left untouched.
+    On an exception the temporary file is removed and ``path`` is left untouched. Special files and links: see the
+    module docstring (a character device is yielded itself and written in place).
     """
     target = Path(path)
     if target.is_dir():
         raise InvariRankError(f"{target}: cannot write (is a folder, expected a file)")
+    kind = special_file(target)
+    if kind == "character device":
+        with _through(target) as through:
+            yield through
+        return
+    if kind:
+        raise InvariRankError(f"{target}: cannot write (is a {kind}, expected a regular file; it is never replaced)")
+    if target.is_symlink():
+        target = target.resolve()            # replace the file the link points to; the link stays
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -101,7 +163,12 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     os.close(fd)
     tmp_path = Path(tmp)
     try:
-        yield tmp_path
+        try:
+            yield tmp_path
+        except OSError as exc:
+            if getattr(exc, "filename", None) or exc.errno is None:
+                raise
+            raise unwritable(target, exc) from None      # e.g. a full disk: name the file
         if tmp_path.exists():
             # mkstemp creates 0600 files; give the final file the usual permissions (0666 & ~umask)
             os.chmod(tmp_path, 0o666 & ~_umask())
@@ -120,6 +187,9 @@ def atomic_write_text(path: str | os.PathLike, text: str, *, compress: bool = Fa
         if compress:
             with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
                 gz.write(text.encode("utf-8"))
+        elif tmp == Path(path) or special_file(tmp):
+            with open(tmp, "w", encoding="utf-8") as fh:      # a character device: written through
+                fh.write(text)
         else:
             tmp.write_text(text, encoding="utf-8")
 
@@ -135,11 +205,49 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    """Read a JSON file (plain or ``.gz``)."""
+    """Read a JSON file (plain or ``.gz``) with :func:`loads_json` (duplicate keys and deep nesting refused:
+    :class:`InvariRankError`, a ``ValueError``)."""
     p = Path(path)
     opener = gzip.open if p.suffix == ".gz" else open
     with opener(p, "rt", encoding="utf-8") as fh:
-        return json.load(fh)
+        return loads_json(fh.read(), str(p))
+
+
+class _JSONError(InvariRankError, ValueError):
+    """Bad JSON (also a ``ValueError``, so callers that catch malformed JSON catch it)."""
+
+
+def _no_duplicates(where: str):
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise _JSONError(f"{where}: key {key!r} appears twice in one object; expected each key once")
+            out[key] = value
+        return out
+    return hook
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` outside strings (a linear scan; the C parser would recurse)."""
+    depth = deepest = 0
+    for token in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
+        t = token.group()
+        if t in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif t in "]}":
+            depth -= 1
+    return deepest
+
+
+def loads_json(text: str, where: str = "JSON") -> Any:
+    """``json.loads`` refusing duplicate keys in an object and nesting deeper than :data:`MAX_JSON_DEPTH`
+    (``where``, e.g. ``FILE:LINE``, is named; raises :class:`InvariRankError`, also a ``ValueError``). Malformed
+    JSON raises ``json.JSONDecodeError`` as usual."""
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(text) > MAX_JSON_DEPTH:
+        raise _JSONError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels; expected a flat record")
+    return json.loads(text, object_pairs_hook=_no_duplicates(where))
 
 
 def sha256_file(path: str | os.PathLike, block: int = 1 << 20) -> str:
@@ -149,3 +257,101 @@ def sha256_file(path: str | os.PathLike, block: int = 1 << 20) -> str:
         while chunk := fh.read(block):
             h.update(chunk)
     return h.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------------- YAML
+_YAML_LOADER: Any = None
+#: YAML 1.2 (core schema) decimal, octal and hexadecimal integers; any other form YAML 1.1 reads as a number
+_INT_12 = re.compile(r"[-+]?(0|[1-9][0-9]*)|0o[0-7]+|0x[0-9a-fA-F]+")
+_BOOL_12 = {"true", "True", "TRUE", "false", "False", "FALSE"}
+
+
+def _strict_loader() -> Any:
+    """A ``yaml.SafeLoader`` subclass: duplicate keys, YAML 1.1-only forms and alias bombs are errors."""
+    global _YAML_LOADER
+    if _YAML_LOADER is not None:
+        return _YAML_LOADER
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def compose_document(self):                       # count the expanded size before building anything
+            node = super().compose_document()
+            sizes: dict[int, int] = {}
+
+            def size(n: Any) -> int:
+                if id(n) in sizes:
+                    return sizes[id(n)]
+                sizes[id(n)] = 1                          # a recursive alias counts once
+                children = n.value if isinstance(n.value, list) else []
+                total = 1 + sum(size(c) for pair in children
+                                for c in (pair if isinstance(pair, tuple) else (pair,)))
+                sizes[id(n)] = total
+                return total
+            if node is not None and size(node) > MAX_YAML_NODES:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the document expands to more than {MAX_YAML_NODES:,} values (aliases counted at "
+                    f"every use); expected a small settings file", node.start_mark)
+            return node
+
+        def construct_mapping(self, node, deep=False):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    if key in seen:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"key {key!r} appears twice in one mapping (first on line {seen[key]}); "
+                            f"expected each key once", key_node.start_mark)
+                    seen[key] = key_node.start_mark.line + 1
+                except TypeError:                          # an unhashable key: SafeLoader reports it
+                    pass
+            return super().construct_mapping(node, deep=deep)
+
+        def construct_yaml_int(self, node):
+            text = str(node.value)
+            if not _INT_12.fullmatch(text):
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the number {text!r} means different values in YAML 1.1 and 1.2 (octal, "
+                    f"binary, sexagesimal or with '_'); write it as a plain decimal integer (or quote it)",
+                    node.start_mark)
+            return super().construct_yaml_int(node)
+
+        def construct_yaml_float(self, node):
+            if ":" in str(node.value) or "_" in str(node.value):
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the number {node.value!r} is a YAML 1.1-only form (sexagesimal or with '_'); "
+                    f"write it as a plain decimal number (or quote it)", node.start_mark)
+            return super().construct_yaml_float(node)
+
+        def construct_yaml_bool(self, node):
+            if str(node.value) not in _BOOL_12:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{node.value!r} is a boolean in YAML 1.1 but a string in YAML 1.2; write true "
+                    f"or false (or quote it)", node.start_mark)
+            return super().construct_yaml_bool(node)
+
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+    Loader.add_constructor("tag:yaml.org,2002:float", Loader.construct_yaml_float)
+    Loader.add_constructor("tag:yaml.org,2002:bool", Loader.construct_yaml_bool)
+    # YAML 1.2 reads 1e-3 as a float (YAML 1.1 needs a dot); 0o17 is octal in 1.2
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9]+[eE][-+]?[0-9]+$"),
+                                 list("-+0123456789"))
+    Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^0o[0-7]+$"), ["0"])
+    _YAML_LOADER = Loader
+    return Loader
+
+
+def load_yaml(text: str, where: str, error: str = "not valid YAML") -> Any:
+    """The YAML document ``text`` (from ``where``, a file name) read strictly: see the module docstring. An error
+    is one :class:`InvariRankError`: ``WHERE:LINE: ERROR (the problem)``."""
+    import yaml
+    try:
+        return yaml.load(text, Loader=_strict_loader())   # noqa: S506 -- a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise InvariRankError(f"{where}{line}: {error} ({getattr(exc, 'problem', exc)})") from None
+    except RecursionError:
+        raise InvariRankError(f"{where}: {error} (nested too deeply)") from None

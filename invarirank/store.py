@@ -49,6 +49,7 @@ from typing import Any, Callable, Iterable, Literal, Mapping
 
 from .errors import InvariRankError
 from .evaluation.engine import METRICS_SCHEMA_VERSION, evaluate
+from .evaluation.references import FIRST_STAGE_FILE
 from .evaluation.observations import read_text
 from .io import atomic_write_json, atomic_write_text, read_json
 
@@ -217,15 +218,19 @@ def run_status(folder: str | os.PathLike, identity: Mapping[str, Any],
 def refresh_metrics(folder: str | os.PathLike) -> Path:
     """Rewrite a finished run's ``metrics.json`` with this version's evaluation of its own observations, under
     the settings the old file records (the schema has grown; the observations are the run's evidence and stay
-    as they are). Written atomically."""
+    as they are), with the first-stage reference when the folder holds ``first_stage.jsonl.gz``. Written
+    atomically."""
     p = Path(folder)
     settings = read_json(p / "metrics.json").get("settings") or {}
     obs = find_observations(p)
     if obs is None:
         raise InvariRankError(f"{p}: no observations file to evaluate")
     keep = {"ks": "ks", "exposure_k": "exposure_k", "buckets": "buckets", "exact_kemeny_max_k": "exact_kemeny_max_k",
-            "bootstrap": "n_bootstrap", "seed": "seed", "permutations": "n_permutations"}
-    metrics = evaluate(obs, **{arg: settings[key] for key, arg in keep.items() if key in settings})
+            "bootstrap": "n_bootstrap", "seed": "seed", "permutations": "n_permutations",
+            "reference_replicates": "reference_replicates"}
+    first_stage = p / FIRST_STAGE_FILE
+    metrics = evaluate(obs, **{arg: settings[key] for key, arg in keep.items() if key in settings},
+                       first_stage=first_stage if first_stage.is_file() else None)
     atomic_write_json(p / "metrics.json", metrics)
     return p / "metrics.json"
 

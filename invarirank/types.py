@@ -11,13 +11,14 @@ Conventions used everywhere in the package:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Item", "HistoryEntry", "Query", "ScoreResult", "Scorer", "rank_by_scores"]
+__all__ = ["Item", "HistoryEntry", "Query", "ScoreResult", "Scorer", "BatchScorer", "ScorerBase", "rank_by_scores"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,72 @@ class Scorer(Protocol):
         """A JSON-able description (model, weights hash, dtype, device, template version...) used in
         manifests and cache keys."""
         ...
+
+
+@runtime_checkable
+class BatchScorer(Scorer, Protocol):
+    """A :class:`Scorer` that declares how it batches, what decides its scores and what work it counted: what the
+    methods, the pass caches and the runner call. :class:`ScorerBase` gives all of it on top of ``score``.
+
+    * ``score_batch(query, orders)``: one result per presented order of one query, in order;
+    * ``score_requests(requests)``: one result per ``(query, presented)`` request of one or several queries, in
+      order (a real scorer batches a window of queries together);
+    * ``batch_size``: how many passes it computes in one batch (1: one at a time);
+    * ``key_identity()``: what decides its scores besides the prompt (no cache locations): the key of caches of
+      its results such as STELLA's calibration;
+    * ``stats``: its work counters (calls, forward passes, tokens, ...; possibly empty).
+
+    The results equal those of calling ``score`` on each request alone (the contract checks of
+    :mod:`invarirank.llm.testing` test it).
+    """
+
+    batch_size: int
+
+    @property
+    def stats(self) -> Mapping[str, Any]: ...
+
+    def score_batch(self, query: Query, orders: Sequence[Sequence[Item]]) -> list[ScoreResult]: ...
+
+    def score_requests(self, requests: Sequence[tuple[Query, Sequence[Item]]]) -> list[ScoreResult]: ...
+
+    def key_identity(self) -> dict[str, Any]: ...
+
+
+class ScorerBase:
+    """The :class:`BatchScorer` defaults built on ``score`` (a subclass writes ``score`` and ``identity`` and sets
+    ``name``): ``score_batch`` and ``score_requests`` call ``score`` once per request (``score_requests`` through
+    ``score_batch``, query by query in first-seen order, so a subclass that batches one query's orders only
+    overrides ``score_batch``), ``batch_size`` 1, ``key_identity()`` = ``identity()``, ``stats`` empty (a subclass
+    that counts work sets its own dict)."""
+
+    name: str = "scorer"
+    batch_size: int = 1
+    stats: Mapping[str, Any] = MappingProxyType({})
+
+    def score(self, query: Query, presented: Sequence[Item]) -> ScoreResult:  # pragma: no cover - subclasses
+        raise NotImplementedError
+
+    def identity(self) -> dict[str, Any]:  # pragma: no cover - subclasses
+        raise NotImplementedError
+
+    def key_identity(self) -> dict[str, Any]:
+        return dict(self.identity())
+
+    def score_batch(self, query: Query, orders: Sequence[Sequence[Item]]) -> list[ScoreResult]:
+        return [self.score(query, list(presented)) for presented in orders]
+
+    def score_requests(self, requests: Sequence[tuple[Query, Sequence[Item]]]) -> list[ScoreResult]:
+        out: list[ScoreResult | None] = [None] * len(requests)
+        by_query: dict[str, list[int]] = {}
+        for i, (query, _) in enumerate(requests):
+            by_query.setdefault(query.query_id, []).append(i)
+        for idxs in by_query.values():
+            results = self.score_batch(requests[idxs[0]][0], [list(requests[i][1]) for i in idxs])
+            if len(results) != len(idxs):
+                raise ValueError(f"scorer {self.name!r} answered {len(results)} of {len(idxs)} requests")
+            for i, res in zip(idxs, results):
+                out[i] = res
+        return out  # type: ignore[return-value]
 
 
 def rank_by_scores(scores: Sequence[float] | np.ndarray) -> list[int]:

@@ -9,12 +9,8 @@ from pathlib import Path
 
 import pytest
 
-try:
-    from hypothesis.configuration import set_hypothesis_home_dir
-except ImportError:                                # (hypothesis is in the test extra)
-    pass
-else:                                              # its example database and caches go to the temporary folder,
-    set_hypothesis_home_dir(Path(tempfile.gettempdir()) / f"invarirank-hypothesis-{os.getuid()}")   # never the root
+#: hypothesis keeps its example database and constants cache under ``.hypothesis/``: outside the repository
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "invarirank-hypothesis"))
 
 #: ``make test`` sets it: a test skipped for a missing prerequisite (``pytest.importorskip`` of torch, transformers,
 #: gguf, implicit, ...) fails instead, with the reason, so a broken install cannot pass by testing less

@@ -123,14 +123,16 @@ def test_prepare_amazon(tmp_path, gz):
 
 
 def test_min_interactions_counts_all_ratings_amazon(tmp_path):
-    rows = [{"user_id": "A", "parent_asin": f"I{k}", "rating": 1.0, "timestamp": k} for k in range(3)]
+    rows = [{"user_id": "A", "parent_asin": f"I{k}", "rating": 1.0 if k < 2 else 5.0, "timestamp": k}
+            for k in range(3)]
     rows += [{"user_id": "B", "parent_asin": f"I{k}", "rating": 5.0, "timestamp": k} for k in range(2)]
     write_jsonl(tmp_path / "reviews.jsonl", rows)
     write_jsonl(tmp_path / "metadata.jsonl", [{"parent_asin": "I0", "title": "t", "categories": []}])
     data = load_prepared(prepare("amazon-books", raw_dir=tmp_path, out=tmp_path / "out"))
     assert data.stats["users"] == 1 and data.stats["users_dropped"] == 1
     assert data.interactions["user_id"].unique().tolist() == ["A"]
-    assert len(data.queries) == 0  # user A has only low ratings
+    assert data.queries["user_id"].tolist() == ["A"]  # user A's one positive is its test item (issue 21: a folder
+    # without test queries is refused)
 
 
 def test_read_metadata_restricts_to_wanted(tmp_path):

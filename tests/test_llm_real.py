@@ -18,7 +18,7 @@ from invarirank.llm.choice import ChoiceScorer  # noqa: E402
 from invarirank.llm.models import load_model  # noqa: E402
 from invarirank.llm.prompts import render_item  # noqa: E402
 from invarirank.llm.span import SpanScorer  # noqa: E402
-from invarirank.llm.testing import toy_query  # noqa: E402
+from invarirank.llm.testing import reference_logits, toy_query  # noqa: E402
 from invarirank.types import rank_by_scores  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -53,7 +53,7 @@ def _check_choice(lm, query, order):
     sc = ChoiceScorer(lm, pass_cache=False)
     assert sc.max_k >= 26
     res = sc.score(query, order)
-    ref = torch.log_softmax(sc.reference_logits(sc.prompt_ids(query, order), last_only=True)[-1], dim=-1)
+    ref = torch.log_softmax(reference_logits(sc, sc.prompt_ids(query, order), last_only=True)[-1], dim=-1)
     assert np.abs(res.scores - ref[sc.label_ids[:len(order)]].numpy()).max() <= TOL
     return sc
 

@@ -19,7 +19,8 @@ from invarirank.llm import make_scorer  # noqa: E402
 from invarirank.llm.choice import ChoiceScorer  # noqa: E402
 from invarirank.llm.models import load_model  # noqa: E402
 from invarirank.llm.span import SpanScorer  # noqa: E402
-from invarirank.llm.testing import ARCHS, tiny_model, toy_items, toy_query, train_tokenizer  # noqa: E402
+from invarirank.llm.testing import (ARCHS, reference_logits, tiny_model, toy_items, toy_query,  # noqa: E402
+                                    train_tokenizer)
 from invarirank.types import HistoryEntry, Item, Query, rank_by_scores  # noqa: E402
 
 TOL = 1e-4
@@ -81,7 +82,7 @@ def test_choice_equals_log_softmax_of_plain_forward(arch, models, query):
     for order in _orders(query)[:2]:
         res = sc.score(query, order)
         ids = sc.prompt_ids(query, order)
-        ref = torch.log_softmax(sc.reference_logits(ids)[-1], dim=-1)[sc.label_ids[:len(order)]]
+        ref = torch.log_softmax(reference_logits(sc, ids)[-1], dim=-1)[sc.label_ids[:len(order)]]
         assert np.abs(res.scores - ref.numpy()).max() <= TOL
     assert sc.stats["positions_projected"] == 1 + 2  # prefix (one row) + the last position of each pass
 
@@ -135,7 +136,7 @@ def test_batched_logits_with_one_dimensional_positions(arch, models, query):
         single = cls(lm, pass_cache=False)
         for options in ({}, {"max_batch_tokens": 4096}):
             fallback = cls(lm, pass_cache=False, batch_size=4, **options)
-            fallback._mask_rows = False
+            fallback.forwards.mask_rows = False
             requests = [(q, order) for q in (query, other) for order in _orders(q)[:3]]
             got = fallback.score_requests(requests)
             for (q, order), res in zip(requests, got):
@@ -296,11 +297,11 @@ def test_pass_cache_key_is_stable_across_processes(tok):
     import subprocess
     import sys
 
-    from invarirank.llm.cache import pass_key
+    from invarirank.llm.persistent_cache import pass_key
 
     code = ("from invarirank.llm.testing import tiny_model, train_tokenizer\n"
             "from invarirank.llm.span import SpanScorer\n"
-            "from invarirank.llm.cache import pass_key\n"
+            "from invarirank.llm.persistent_cache import pass_key\n"
             "sc = SpanScorer(tiny_model('llama', train_tokenizer('bytelevel'), seed=7), pass_cache=False)\n"
             "print(pass_key(sc.key_identity(), 'prompt'))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

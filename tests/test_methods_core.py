@@ -265,7 +265,7 @@ def test_simulated_bias_knob_moves_exposure_the_right_way():
 
 
 def test_simulated_bad_options_are_clear_errors():
-    with pytest.raises(InvariRankError, match="bias_shape 'sideways'"):
+    with pytest.raises(InvariRankError, match="'bias_shape' = 'sideways'"):
         SimulatedScorer(bias_shape="sideways")
     with pytest.raises(InvariRankError, match="noise_sd"):
         SimulatedScorer(noise_sd=float("nan"))

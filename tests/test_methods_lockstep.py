@@ -17,10 +17,12 @@ from invarirank.methods import METHODS, PassCache, drive_many, method_steps, run
 from invarirank.methods.stella import calibration_counts
 from invarirank.orders import presented_orders
 from invarirank.runner import RunConfig, run_experiment
+from invarirank.types import ScorerBase
 
 
-class Batching:
-    """A scorer wrapper that batches: it records the size of every ``score_batch`` call."""
+class Batching(ScorerBase):
+    """A scorer wrapper that batches (a :class:`ScorerBase` overriding ``score_batch``, so ``score_requests``
+    goes through it query by query): it records the size of every ``score_batch`` call."""
 
     def __init__(self, scorer, batch_size: int = 4) -> None:
         self.scorer = scorer

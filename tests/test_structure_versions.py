@@ -28,8 +28,9 @@ def versions_in_code() -> set[tuple[str, str, str]]:
 
 
 def versions_in_changelog() -> set[tuple[str, str, str]]:
-    rows = re.findall(r"^\| [^|]+ \| `([^`]+)` `([^`]+)` \| (\d+) \|$", (ROOT / "CHANGELOG.md").read_text("utf-8"),
-                      re.M)
+    text = (ROOT / "CHANGELOG.md").read_text("utf-8")
+    section = text.split("\n## Format versions\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| [^|]+ \| `([^`]+)` `([^`]+)` \| (\d+) \|$", section, re.M)
     return set(rows)
 
 

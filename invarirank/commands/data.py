@@ -61,12 +61,18 @@ def register(subparsers) -> None:
     prep.add_argument("--out", metavar="DIR", help="write the prepared folder here (default: the cache)")
     prep.add_argument("--force", action="store_true", help="rebuild even when matching prepared data exists")
     prep.set_defaults(func=run)
-    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
+    parser.set_defaults(func=_no_action)
+
+
+def _no_action(args: argparse.Namespace) -> int:
+    """``invarirank data`` without an action: a usage error (exit 2), not a silent success."""
+    from ..errors import InvariRankError
+    raise InvariRankError("data: expected an action: prepare (see invarirank data --help)")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..data.prepare import format_stats, prepare_data
-    from ..io import read_json
+    from ..data.prepared import read_stats
 
     check_arguments(args)
     start = time.perf_counter()
@@ -74,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
                                   metadata=args.metadata, min_interactions=args.min_interactions,
                                   positive_threshold=args.positive_threshold, history_len=args.history_len,
                                   force=args.force)
-    stats = read_json(folder / "stats.json")
+    stats = read_stats(folder)
     seconds = time.perf_counter() - start
     print(format_stats(stats))
     how = "reused" if reused else "prepared"

@@ -34,33 +34,62 @@ def register(subparsers) -> None:
     p.add_argument("--k", dest="ks", type=_int_list, default=[1, 5, 10], metavar="K1,K2,...",
                    help="cut-offs for HR/nDCG/recall/MRR (default 1,5,10)")
     p.add_argument("--exposure-k", type=int, default=None, metavar="E",
-                   help="top-k of the exposure curve (default 5; at most K)")
+                   help="top-k of the exposure curve (default 5; given, below K)")
     p.add_argument("--buckets", type=int, default=None, metavar="B",
-                   help="position buckets of PPI (default 3; at most K)")
+                   help="position buckets of PPI (default 3; given, from 2 to K)")
     p.add_argument("--no-exact-kemeny", action="store_true",
                    help="skip the exact Kemeny optimum (gpi_exact) that is reported next to GPI")
     p.add_argument("--exact-max-k", type=int, default=10, metavar="K",
                    help="largest K solved exactly (default 10, at most 16)")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
-                   help="bootstrap replicates for the 95%% intervals over queries (default 1000; 0 = none)")
+                   help=f"bootstrap replicates for the 95%% intervals over queries (default 1000; 0 = none; at most "
+                        f"{MAX_BOOTSTRAP:,})")
     p.add_argument("--permutations", type=int, default=10000, metavar="N",
-                   help="seeded sign flips of the paired permutation test between methods (default 10000; exact "
-                        "enumeration when the methods share at most 16 queries; 0 = no comparisons)")
+                   help=f"seeded sign flips of the paired permutation test between methods (default 10000; exact "
+                        f"enumeration when the methods share at most 16 queries; 0 = no comparisons; at most "
+                        f"{MAX_PERMUTATIONS:,})")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the sign flips (default 0)")
     p.add_argument("--output", metavar="PATH", default=None,
-                   help="metrics JSON to write (default: metrics.json beside FILE; '-' prints the JSON to stdout "
+                   help="metrics JSON to write (default: metrics.json beside FILE, except in a run folder, whose "
+                        "metrics.json is the run's own: there --output is required; '-' prints the JSON to stdout "
                         "and the table to stderr)")
     p.set_defaults(func=run)
 
 
+#: the most seeded sign flips of the paired permutation test (more would run for days)
+MAX_PERMUTATIONS = 1_000_000
+MAX_BOOTSTRAP = 100_000          # = invarirank.runner.config.MAX_BOOTSTRAP (kept torch-free here)
+
+
+def check_bounds(args: argparse.Namespace) -> None:
+    """Bounds on the work a flag asks for (a typo such as ``--bootstrap 1e11`` would otherwise run for days)."""
+    for flag, value, limit in (("--bootstrap", args.bootstrap, MAX_BOOTSTRAP),
+                               ("--permutations", args.permutations, MAX_PERMUTATIONS)):
+        if value > limit:
+            raise InvariRankError(f"{flag} {value}: above the limit {limit:,}; expected at most {limit:,}")
+    if args.buckets == 1:
+        raise InvariRankError("--buckets 1: PPI compares position buckets and is not defined with one bucket; "
+                              "expected --buckets >= 2")
+
+
 def check_against_lists(rows: list[dict], settings: dict, args: argparse.Namespace) -> None:
     """Reject settings given on the command line that cannot be meant for the file's lists (K = the length of
-    ``input``; the shortest list counts): an exposure cut-off above K makes every candidate exposed (zero position
-    bias), and more PPI buckets than positions change what PPI measures. The defaults (5 and 3) on shorter lists
-    are kept as documented, with one note line on stderr."""
+    ``input``; the shortest list counts): an exposure cut-off at or above K makes every candidate exposed (zero
+    position bias), and more PPI buckets than positions change what PPI measures. The defaults (5 and 3) on shorter
+    lists are kept as documented (the numbers of committed runs), with one note line on stderr."""
     if not rows:
         return
+    from ..evaluation.consistency import MAX_GPI_K
     k = min(len(r["input"]) for r in rows)
+    longest = max(len(r["input"]) for r in rows)
+    if longest > MAX_GPI_K:
+        raise InvariRankError(f"{args.file}: lists of K = {longest} candidates are above the limit K <= {MAX_GPI_K} "
+                              f"of GPI's local search (its work grows as K^4)")
+    if args.exposure_k is not None and args.exposure_k >= k:
+        how = "equal to" if args.exposure_k == k else "larger than"
+        raise InvariRankError(f"--exposure-k {args.exposure_k} is {how} K = {k} (the shortest list in {args.file}): "
+                              f"every candidate would count as exposed (zero position bias by construction); "
+                              f"expected --exposure-k < {k}")
     for flag, name, given, why in (
             ("--exposure-k", "exposure_k", args.exposure_k, "every candidate would count as exposed"),
             ("--buckets", "buckets", args.buckets, "PPI needs at least one position per bucket")):
@@ -73,16 +102,47 @@ def check_against_lists(rows: list[dict], settings: dict, args: argparse.Namespa
               f"{args.file}): {why}; pass {flag} <= {k}", file=sys.stderr)
 
 
+#: files that make a folder a run's (a published run, a work folder, a shard): the default --output avoids them
+_RUN_MARKERS = ("manifest.json", "run.json", "shard.json", ".lock", ".work", "checkpoint.jsonl")
+
+
+def check_input(file: str) -> None:
+    """The observations file exists and is a regular file (an empty name, a folder, a FIFO are named as such)."""
+    from ..io import special_file
+    p = Path(file)
+    if not file:
+        raise InvariRankError("FILE '' is empty; expected the path of an observations file")
+    if p.is_dir():
+        raise InvariRankError(f"{file}: is a folder, expected an observations file")
+    kind = special_file(p)
+    if kind:
+        raise InvariRankError(f"{file}: is a {kind}, expected a regular observations file")
+    if not p.is_file():
+        raise InvariRankError(f"{file}: observations file not found")
+
+
+def default_output(file: str) -> Path:
+    """``metrics.json`` beside FILE, unless FILE lies in a run folder (see :data:`_RUN_MARKERS`): that folder's
+    ``metrics.json`` is the run's own, and replacing it would let the grid reuse the run with other settings."""
+    folder = Path(file).parent
+    marker = next((m for m in _RUN_MARKERS if (folder / m).exists()), None)
+    if marker:
+        raise InvariRankError(f"{file}: lies in a run folder ({folder} holds {marker}), whose metrics.json is the "
+                              f"run's own; give --output PATH outside it (or --output - to print the JSON)")
+    return folder / "metrics.json"
+
+
 def check_output(args: argparse.Namespace) -> Path | None:
     """The metrics file to write (None for ``--output -``), checked before any work: not the observations file,
-    not a folder, in a writable folder."""
+    not a folder, not a FIFO, in a writable folder; without ``--output``, not in a run folder
+    (:func:`default_output`)."""
     from ..io import check_output_file
+    check_input(args.file)
     if args.output == "-":
         return None
-    if not Path(args.file).is_file():
-        raise InvariRankError(f"{args.file}: " + ("is a folder, expected an observations file"
-                                                   if Path(args.file).is_dir() else "observations file not found"))
-    out = Path(args.output) if args.output else Path(args.file).parent / "metrics.json"
+    if args.output == "":
+        raise InvariRankError("--output '' is empty; expected a file name (or - for stdout)")
+    out = Path(args.output) if args.output else default_output(args.file)
     if out.resolve() == Path(args.file).resolve():
         raise InvariRankError(f"--output {out} would overwrite the observations file")
     return check_output_file(out, "--output")
@@ -104,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
                               3 if args.buckets is None else args.buckets,
                               None if args.no_exact_kemeny else args.exact_max_k, args.bootstrap, args.seed,
                               args.permutations, names=_FLAGS)
+    check_bounds(args)
     out = check_output(args)
     rows = read_observations(args.file)
     check_against_lists(rows, settings, args)

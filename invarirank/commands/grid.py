@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from ..errors import InvariRankError
 from .rerank import add_executor_arguments, check_executor_flags, executor_from_args
 
 
@@ -35,17 +37,34 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+def check_only(only: list[str], grid: Any) -> None:
+    """Every ``--only`` value names a run of the grid (or of its lab), ``data`` or ``rerank``: a misspelt one
+    would select nothing and exit 0."""
+    from ..grid.spec import lab_runs
+    known = {c.run_name for c in [*grid.runs, *(lab_runs(grid.lab) if grid.lab else [])]} | {"data", "rerank"}
+    for name in only:
+        if name not in known:
+            raise InvariRankError(f"--only {name!r}: not a run of {grid.path} (nor 'data' or 'rerank'); expected "
+                                  f"one of {', '.join(sorted(known))}")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..grid import build, load_grid
     from ..grid.build import statuses
-    from ..grid.spec import check_paths
+    from ..grid.spec import check_folders, check_paths
     from ..runner.plan import find_bench, format_grid_cost, format_grid_estimate
     from ..store import project_root
 
-    grid = load_grid(args.grid)           # a dry run rejects what a real run would, before computing
+    check_executor_flags(args)           # a dry run rejects what a real run would, before computing
+    execution = {"shard_queries": args.shard_queries, "query_window": args.query_window}
+    grid = load_grid(args.grid, execution=execution)
     check_paths(grid)
+    results = Path(args.results_dir) if args.results_dir else project_root() / "results"
+    check_folders(grid, results)
+    check_only(args.only, grid)
+    if args.seconds_per_pass is not None and not (math.isfinite(args.seconds_per_pass) and args.seconds_per_pass > 0):
+        raise InvariRankError(f"--seconds-per-pass {args.seconds_per_pass:g}: expected a positive number of seconds")
     if args.dry_run:
-        results = Path(args.results_dir) if args.results_dir else project_root() / "results"
         from ..store import committed_queries
         committed = [committed_queries(results / str(c.grid) / c.run_name) for c in grid.runs]
         print(format_grid_estimate(grid.runs, statuses(grid.runs, results), args.seconds_per_pass, committed))
@@ -53,9 +72,6 @@ def run(args: argparse.Namespace) -> int:
             print()
             print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=find_bench(args.bench)))
         return 0
-    check_executor_flags(args)                                      # bad input fails before any cluster starts
-    execution = {"shard_queries": args.shard_queries, "query_window": args.query_window}
-    load_grid(args.grid, execution=execution)
     t0 = time.perf_counter()
     executor = executor_from_args(args)
     try:

@@ -43,20 +43,61 @@ def register(subparsers: Any) -> None:
 def _load(run_dir: str | Path) -> Any:
     """The run folder through :func:`invarirank.compendium.load_run`, with a clear error for a missing one."""
     from ..compendium import load_run
-    from ..io import read_utf8
+    from ..io import loads_json, read_utf8
 
     d = Path(run_dir)
     if not d.is_dir():
         raise InvariRankError(f"{d}: no such run folder")
     if not (d / "metrics.json").is_file():
         raise InvariRankError(f"{d}: no metrics.json (is the run finished? rerun `invarirank rerank` to resume it)")
+    read = {}
     for name in ("metrics.json", "manifest.json"):     # name the file that cannot be read, with its line
         if (d / name).is_file():
             try:
-                json.loads(read_utf8(d / name, "JSON file"))
+                read[name] = loads_json(read_utf8(d / name, "JSON file"), str(d / name))
             except json.JSONDecodeError as exc:
                 raise InvariRankError(f"{d / name}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    check_shapes(d, read.get("metrics.json"), read.get("manifest.json"))
     return load_run(d)
+
+
+def check_shapes(d: Path, metrics: Any, manifest: Any) -> None:
+    """The parts of ``metrics.json`` and ``manifest.json`` the report reads have the documented shapes (see
+    :mod:`invarirank.evaluation.engine` and :mod:`invarirank.store`): an error naming the file and field
+    otherwise, never a traceback. A metrics schema this version does not know is refused."""
+    from ..evaluation.engine import METRICS_SCHEMA_VERSION
+
+    where = d / "metrics.json"
+    if not isinstance(metrics, dict):
+        raise InvariRankError(f"{where}: expected a JSON object with 'schema_version' and 'methods'")
+    version = metrics.get("schema_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= METRICS_SCHEMA_VERSION:
+        raise InvariRankError(f"{where}: schema_version {version!r} is not supported; expected 1 to "
+                              f"{METRICS_SCHEMA_VERSION} (written by this or an earlier invarirank)")
+    methods = metrics.get("methods")
+    if not isinstance(methods, dict) or not methods:
+        raise InvariRankError(f"{where}: field 'methods' must be a non-empty object of METHOD: {{'overall': ...}}")
+    for method, block in methods.items():
+        if not isinstance(block, dict) or not isinstance(block.get("overall"), dict):
+            raise InvariRankError(f"{where}: method {method!r} has no 'overall' object of metrics")
+        per_query = block.get("per_query", {})
+        if not isinstance(per_query, dict):
+            raise InvariRankError(f"{where}: method {method!r}: field 'per_query' must be an object")
+    where = d / "manifest.json"
+    if manifest is None:
+        return
+    if not isinstance(manifest, dict):
+        raise InvariRankError(f"{where}: expected a JSON object (the run's settings)")
+    for name in ("grid_run", "config", "queries", "model"):
+        if manifest.get(name) is not None and not isinstance(manifest[name], dict):
+            raise InvariRankError(f"{where}: field {name!r} must be an object")
+    ks = (manifest.get("queries") or {}).get("k")
+    if ks is None:
+        ks = [(manifest.get("grid_run") or {}).get("K") or (manifest.get("config") or {}).get("K")]
+    ks = ks if isinstance(ks, list) else [ks]
+    if not any(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in ks) or \
+            not all(k is None or (isinstance(k, int) and not isinstance(k, bool)) for k in ks):
+        raise InvariRankError(f"{where}: no list length K (field 'queries.k' or 'grid_run.K'), expected integers")
 
 
 def _summary_table(runs: Sequence[Any]) -> str:

@@ -9,7 +9,7 @@ Public API::
 Modules: :mod:`.movielens` (raw layouts), :mod:`.amazon` (streaming JSONL reader), :mod:`.titles`
 (title/genre clean-up), :mod:`.filtering` (duplicates, minimum per user), :mod:`.split` (temporal /
 leave-one-out), :mod:`.queries` (test and validation queries), :mod:`.ids` (canonical id order),
-:mod:`.prepare` (orchestration, caching, atomic output).
+:mod:`.prepare` (orchestration, caching, atomic output), :mod:`.prepared` (reading a prepared folder).
 """
 
 from .ids import canonical_argsort, canonical_sorted

@@ -147,6 +147,9 @@ def _json_lines(path: Path, what: str, desc: str) -> Iterator[tuple[int, dict[st
                 except json.JSONDecodeError as exc:
                     raise InvariRankError(f"{path}, line {lineno}, column {exc.colno}: invalid JSON "
                                           f"({exc.msg}); expected one JSON object per line") from None
+                except RecursionError:
+                    raise InvariRankError(f"{path}, line {lineno}: JSON nested too deeply; expected one flat "
+                                          f"review or metadata object per line") from None
                 if not isinstance(obj, dict):
                     raise InvariRankError(f"{path}, line {lineno}: expected a JSON object, "
                                           f"found {type(obj).__name__}")

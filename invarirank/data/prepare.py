@@ -35,7 +35,6 @@ refused.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
@@ -54,11 +53,11 @@ import pyarrow.parquet as pq
 from .. import __version__
 from ..errors import InvariRankError
 from ..io import atomic_write_json, read_json, sha256_file
-from ..types import Item
 from .filtering import clean_interactions
 from .ids import sort_order
 from .split import SEGMENT_NAMES, SPLITS, TEST, TRAIN, VALIDATION, assign_segments
 from .queries import build_queries
+from .prepared import MANIFEST_KIND, TABLES, Prepared, format_stats, load_prepared  # noqa: F401 (re-exported)
 
 __all__ = ["DATASETS", "DEFAULT_MIN_INTERACTIONS", "FORMAT_VERSION", "Settings", "Prepared", "prepare",
            "prepare_data", "load_prepared", "format_stats", "raw_fingerprint"]
@@ -66,9 +65,10 @@ __all__ = ["DATASETS", "DEFAULT_MIN_INTERACTIONS", "FORMAT_VERSION", "Settings",
 DATASETS = ("ml-100k", "movielens", "amazon-books")
 DEFAULT_MIN_INTERACTIONS = {"ml-100k": 10, "movielens": 10, "amazon-books": 3}
 FORMAT_VERSION = 1
-MANIFEST_KIND = "invarirank-prepared-data"
 HASH_LIMIT = 1 << 30  # files up to 1 GiB are fingerprinted by content sha256
-TABLES = ("interactions.parquet", "items.parquet", "queries.parquet", "stats.json")
+#: sha256 of the embedded ML-100K files (RecBole atomic layout): ``--dataset ml-100k`` names these files only
+EMBEDDED_ML100K = {"ratings": "4edb74e2a81178c2ba9ff381495f754f996c4aea351b1272ca36b43da0935eff",
+                   "items": "51d7cdf777ce5c0f5b32c1d947a4a81fe07d75e78abbe761e0cd4d0756064532"}
 
 
 @dataclass(frozen=True)
@@ -80,61 +80,6 @@ class Settings:
     min_interactions: int = 10
     positive_threshold: float = 4.0
     history_len: int = 20
-
-
-class Prepared:
-    """A prepared folder. ``stats`` and ``manifest`` are read at once; the tables ``interactions``,
-    ``items`` and ``queries`` (pandas DataFrames) are read on first use, so a stage that needs only
-    some of them does not pay for the others (the queries of MovieLens-32M take about a minute).
-    List columns hold Python lists; ``items.year`` is a nullable ``Int64``.
-    """
-
-    def __init__(self, path: Path, stats: dict[str, Any], manifest: dict[str, Any]) -> None:
-        self.path = Path(path)
-        self.stats = stats
-        self.manifest = manifest
-
-    def __repr__(self) -> str:
-        return f"Prepared({str(self.path)!r}, users={self.stats.get('users')}, items={self.stats.get('items')})"
-
-    def _table(self, name: str, **to_pandas: Any) -> pd.DataFrame:
-        try:
-            return pq.read_table(self.path / name).to_pandas(**to_pandas)
-        except (OSError, ValueError, pa.ArrowException) as exc:
-            raise InvariRankError(f"{self.path / name}: cannot read prepared data ({exc})") from None
-
-    @functools.cached_property
-    def interactions(self) -> pd.DataFrame:
-        return self._table("interactions.parquet")
-
-    @functools.cached_property
-    def items(self) -> pd.DataFrame:
-        frame = self._table("items.parquet", types_mapper={pa.int64(): pd.Int64Dtype()}.get)
-        _to_lists(frame, ["genres"])
-        return frame
-
-    @functools.cached_property
-    def queries(self) -> pd.DataFrame:
-        frame = self._table("queries.parquet")
-        _to_lists(frame, ["history_item_ids", "history_ratings", "ground_truth", "exclude"])
-        return frame
-
-    @property
-    def test_queries(self) -> pd.DataFrame:
-        return self.queries[self.queries["split"] == "test"]
-
-    @property
-    def validation_queries(self) -> pd.DataFrame:
-        return self.queries[self.queries["split"] == "validation"]
-
-    def items_by_id(self) -> dict[str, Item]:
-        """``item_id`` → :class:`invarirank.types.Item` (year ``None`` when unknown)."""
-        out = {}
-        for item_id, title, year, genres in zip(self.items["item_id"], self.items["title"],
-                                                self.items["year"], self.items["genres"]):
-            out[str(item_id)] = Item(str(item_id), str(title), None if pd.isna(year) else int(year),
-                                     tuple(str(g) for g in genres))
-        return out
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -207,12 +152,24 @@ def _resolve_source(dataset: str, raw_dir: Path | None, reviews: Path | None, me
             except AssetError as exc:
                 raise InvariRankError(f"embedded ml-100k: {exc} (run `make setup` once)") from None
         layout = detect_layout(Path(raw_dir))
-        return _Source("movielens", {"ratings": layout.ratings, "items": layout.items}, layout)
+        files = {"ratings": layout.ratings, "items": layout.items}
+        if dataset == "ml-100k":
+            _check_embedded(Path(raw_dir), files)
+        return _Source("movielens", files, layout)
     from .amazon import find_amazon_files
     rev, meta = find_amazon_files(Path(raw_dir) if raw_dir is not None else None,
                                   Path(reviews) if reviews is not None else None,
                                   Path(metadata) if metadata is not None else None)
     return _Source("amazon", {"reviews": rev, "metadata": meta})
+
+
+def _check_embedded(raw_dir: Path, files: dict[str, Path]) -> None:
+    """``--dataset ml-100k`` with ``--raw-dir``: the files must be the embedded ML-100K's (content sha256), so
+    other data is never labelled ``ml-100k`` (in run names, tables and the book)."""
+    for role, path in files.items():
+        if raw_fingerprint(path, role).get("sha256") != EMBEDDED_ML100K[role]:
+            raise InvariRankError(f"--raw-dir {raw_dir}: {path.name} is not the embedded ML-100K file (its content "
+                                  f"differs); prepare other MovieLens files with --dataset movielens")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -350,6 +307,11 @@ def _build(tmp: Path, source: _Source, settings: Settings, raw_entries: list[dic
 
     positive = rating >= settings.positive_threshold
     split_col = queries.column("split").to_numpy(zero_copy_only=False)
+    if not (split_col == "test").any():
+        raise InvariRankError(f"{source_label}: no test queries (no kept user has a test rating >= "
+                              f"--positive-threshold {settings.positive_threshold:g}, the highest rating is "
+                              f"{float(rating.max()) if rating.size else float('nan'):g}); expected a threshold that "
+                              f"leaves positives")
     stats = {
         "dataset": settings.dataset,
         "layout": layout,
@@ -464,51 +426,3 @@ def prepare(dataset: str = "ml-100k", raw_dir: str | os.PathLike | None = None,
     if unknown:
         raise InvariRankError(f"prepare: unknown setting {unknown[0]!r}; expected one of {', '.join(sorted(allowed))}")
     return prepare_data(dataset, raw_dir, out, split, **overrides)[0]
-
-
-def _to_lists(frame: pd.DataFrame, columns: list[str]) -> None:
-    for col in columns:
-        if col in frame.columns:
-            frame[col] = pd.Series([[] if v is None else (v.tolist() if hasattr(v, "tolist") else list(v))
-                                    for v in frame[col]],
-                                   index=frame.index, dtype=object)
-
-
-def load_prepared(folder: str | os.PathLike) -> Prepared:
-    """Load a prepared folder (from :func:`prepare` or ``invarirank data prepare --out``)."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise InvariRankError(f"{folder}: folder not found; expected a prepared-data folder "
-                              "(`invarirank data prepare --out DIR`)")
-    for name in (*TABLES, "manifest.json"):
-        if not (folder / name).is_file():
-            raise InvariRankError(f"{folder / name}: file not found; expected a complete prepared-data folder")
-    try:
-        manifest = read_json(folder / "manifest.json")
-        stats = read_json(folder / "stats.json")
-    except (OSError, ValueError) as exc:
-        raise InvariRankError(f"{folder}: cannot read prepared data ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND:
-        raise InvariRankError(f"{folder / 'manifest.json'}: field 'kind': expected {MANIFEST_KIND!r}")
-    return Prepared(folder, stats, manifest)
-
-
-_TABLE_ROWS = [
-    ("raw_users", "users (raw)"), ("raw_items", "items (raw)"), ("raw_interactions", "ratings (raw)"),
-    ("duplicates_dropped", "duplicate rows dropped"), ("users_dropped", "users below minimum"),
-    ("users", "users"), ("items", "items"), ("interactions", "interactions"), ("positives", "positives"),
-    ("train", "train"), ("validation", "validation"), ("test", "test"),
-    ("test_queries", "test queries"), ("validation_queries", "validation queries"),
-]
-
-
-def format_stats(stats: dict[str, Any]) -> str:
-    """A small two-column text table of the main counts (thousands separated by commas)."""
-    rows = [(label, f"{stats[key]:,}") for key, label in _TABLE_ROWS if key in stats]
-    head = f"{stats.get('dataset', '?')} ({stats.get('split', '?')} split, min {stats.get('min_interactions', '?')} " \
-           f"ratings per user, positives: rating >= {stats.get('positive_threshold', '?')})"
-    wl = max(len(r[0]) for r in rows)
-    wv = max(len(r[1]) for r in rows)
-    lines = [head, f"{'count':<{wl}}  {'value':>{wv}}", f"{'-' * wl}  {'-' * wv}"]
-    lines += [f"{label:<{wl}}  {value:>{wv}}" for label, value in rows]
-    return "\n".join(lines)

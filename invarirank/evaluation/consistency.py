@@ -32,8 +32,12 @@ import numpy as np
 
 from ..errors import InvariRankError
 
-__all__ = ["encode_rows", "inverse_permutations", "pair_statistics", "win_matrix", "gpi_local_search", "loc_from_wins",
-           "swap_deltas", "contradiction_mass", "win_counts", "ppi", "gpi", "loc", "query_arrays"]
+#: the longest list GPI's local search takes: its steps cost O(K²) each and it may take O(K²) of them (K = 3,000 ran
+#: for more than 300 s); longer lists are refused with this limit named rather than left to hang
+MAX_GPI_K = 1000
+
+__all__ = ["MAX_GPI_K", "encode_rows", "inverse_permutations", "pair_statistics", "win_matrix", "gpi_local_search",
+           "loc_from_wins", "swap_deltas", "contradiction_mass", "win_counts", "ppi", "gpi", "loc", "query_arrays"]
 
 
 # ----------------------------------------------------------------------------------------------- encoding
@@ -190,9 +194,13 @@ def gpi_local_search(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Start: descending win score s_i = sum_j W[i, j], ties to the lower item index (code-point id order). Step:
     the swap of positions a < b lowering M·D most, the first in row-major scan order on ties; stop when no swap
     lowers it. Returns ``(order, mass)``: the final orders (G x K item indices, best first) and M·D (G ints).
+    K above :data:`MAX_GPI_K` raises :class:`InvariRankError`.
     """
     W = np.asarray(W, dtype=np.int64)
     G, K, _ = W.shape
+    if K > MAX_GPI_K:
+        raise InvariRankError(f"GPI: lists of K = {K} candidates are above the limit K <= {MAX_GPI_K} of its local "
+                              f"search (whose work grows as K^4)")
     order = np.argsort(-W.sum(axis=2), axis=1, kind="stable")
     mass = contradiction_mass(W, order) if G else np.zeros(0, dtype=np.int64)
     if K < 2 or G == 0:

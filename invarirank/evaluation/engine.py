@@ -1,8 +1,8 @@
 """``evaluate``: observations → the metrics dictionary written as ``metrics.json`` (the book's metrics chapter).
 
-Shape (``METRICS_SCHEMA_VERSION`` = 2)::
+Shape (``METRICS_SCHEMA_VERSION`` = 3)::
 
-    {"schema_version": 2,
+    {"schema_version": 3,
      "settings": {"ks": [1, 5, 10], "exposure_k": 5, "buckets": 3, "exact_kemeny_max_k": 10,
                   "bootstrap": 1000, "permutations": 10000, "seed": 0, "ci_level": 0.95},
      "methods": {METHOD: {
@@ -19,7 +19,9 @@ Shape (``METRICS_SCHEMA_VERSION`` = 2)::
      "comparisons": {METRIC: {A: {B: {"n": ..., "mean_diff": ..., "ci": [...], "p": ..., "exact": ...,
                                       "sd": ..., "queries_80": ...}}}},
      "claims": {NAME: {"metric": ..., "claim": ..., "verdict": "reproduced" | "contradicted" | "unresolved",
-                       "pairs": [...], ...}}}
+                       "pairs": [...], ...}},
+     "references": {"first_stage" | "random": {"overall": {...}, "per_query": {...},
+                                               "comparisons": {METRIC: {METHOD: {... method - reference ...}}}}}}
 
 Methods and queries appear in the order of their first row in the input. ``null`` stands for "undefined": PPI
 when no pair of the query was seen in two position cells; GPI and LOC when the query has fewer than 2 rows or
@@ -33,9 +35,13 @@ differences A - B; :mod:`.comparisons`), ``claims`` judges the paper's claims wh
 (:mod:`.claims`); both are empty with one method or ``n_permutations`` = 0. There is no NaN anywhere, and the
 same input and settings give the same dictionary (so byte-identical JSON).
 
-A metrics dictionary read back from a file is checked with :func:`check_metrics_version`: another schema version
-(schema 1 had no ``comparisons``, ``claims`` or ``settings["permutations"]``; no committed run has it) is one clear
-error naming the file and the version.
+``references`` (schema 3) holds the reference rows of :mod:`.references`: the first stage's own order (only when
+its rankings are given) and a uniformly random order (exact effectiveness; PPI/GPI/LOC over
+``settings["reference_replicates"]`` seeded draws; absent when that is 0), each compared with every method.
+Schema 2 was the same without ``references`` and ``settings["reference_replicates"]``, schema 1 also without
+``comparisons``, ``claims`` and ``settings["permutations"]``; no committed run has either. A metrics dictionary
+read back from a file is checked with :func:`check_metrics_version`: another schema version is one clear error
+naming the file and the version.
 """
 
 from __future__ import annotations
@@ -55,17 +61,28 @@ from .effectiveness import effectiveness_from_ranks
 from .exposure import deviation_statistics, exposure_summary, position_hits
 from .kemeny import MAX_EXACT_K, kemeny_mass
 from .observations import as_rows, gc_paused
+from .references import (
+    FIRST_STAGE,
+    RANDOM,
+    REFERENCE_REPLICATES,
+    first_stage_rows,
+    random_block,
+    read_first_stage,
+    reference_comparisons,
+    reference_inputs,
+)
 
 __all__ = ["METRICS_SCHEMA_VERSION", "evaluate", "evaluate_rows", "check_settings", "check_metrics_version",
            "dumps_metrics"]
 
-METRICS_SCHEMA_VERSION = 2
+METRICS_SCHEMA_VERSION = 3
 CI_LEVEL = 0.95
 _GPI_CHUNK_CELLS = 1 << 20
 
 
 def check_settings(ks: Iterable[int], exposure_k: int, buckets: int, exact_kemeny_max_k: int | None,
                    n_bootstrap: int, seed: int, n_permutations: int = PERMUTATIONS, *,
+                   reference_replicates: int = REFERENCE_REPLICATES,
                    names: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Validated settings (raises :class:`InvariRankError` naming the parameter, or its name in ``names``: the
     command line passes its flags)."""
@@ -81,7 +98,8 @@ def check_settings(ks: Iterable[int], exposure_k: int, buckets: int, exact_kemen
         raise bad("ks", f"expected at least one cut-off, all >= 1, got {ks}")
     ks = list(dict.fromkeys(ks))
     for name, value, low in (("exposure_k", exposure_k, 1), ("buckets", buckets, 1), ("n_bootstrap", n_bootstrap, 0),
-                             ("n_permutations", n_permutations, 0)):
+                             ("n_permutations", n_permutations, 0),
+                             ("reference_replicates", reference_replicates, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise bad(name, f"expected an integer >= {low}, got {value!r}")
     if exact_kemeny_max_k is not None:
@@ -94,12 +112,13 @@ def check_settings(ks: Iterable[int], exposure_k: int, buckets: int, exact_kemen
     return {"ks": ks, "exposure_k": int(exposure_k), "buckets": int(buckets),
             "exact_kemeny_max_k": None if exact_kemeny_max_k is None else int(exact_kemeny_max_k),
             "bootstrap": int(n_bootstrap), "permutations": int(n_permutations), "seed": int(seed),
-            "ci_level": CI_LEVEL}
+            "ci_level": CI_LEVEL, "reference_replicates": int(reference_replicates)}
 
 
 def evaluate(data: Any, ks: Sequence[int] = (1, 5, 10), exposure_k: int = 5, buckets: int = 3,
              exact_kemeny_max_k: int | None = 10, n_bootstrap: int = 1000, seed: int = 0,
-             n_permutations: int = PERMUTATIONS) -> dict:
+             n_permutations: int = PERMUTATIONS, *, first_stage: Any = None,
+             reference_replicates: int = REFERENCE_REPLICATES) -> dict:
     """Metrics of observations: the ``metrics.json`` dictionary (its shape in :mod:`invarirank.evaluation.engine`'s
     docstring and the book's file formats page; the definitions in the book's metrics chapter).
 
@@ -112,13 +131,20 @@ def evaluate(data: Any, ks: Sequence[int] = (1, 5, 10), exposure_k: int = 5, buc
     number of position cells of PPI. ``exact_kemeny_max_k=None`` switches the exact Kemeny search off;
     ``n_bootstrap=0`` switches the intervals off; ``n_permutations=0`` the comparisons and claims (both then empty).
     ``seed`` seeds the bootstrap and the permutations, so equal arguments give an equal dictionary.
+    ``first_stage`` (query id -> the first stage's ranking, or the path of a ``first_stage.jsonl.gz``) adds the
+    first-stage-order reference; ``reference_replicates`` random draws per query estimate the random order's
+    consistency (0: no random reference). See :mod:`.references`.
     """
-    settings = check_settings(ks, exposure_k, buckets, exact_kemeny_max_k, n_bootstrap, seed, n_permutations)
+    settings = check_settings(ks, exposure_k, buckets, exact_kemeny_max_k, n_bootstrap, seed, n_permutations,
+                              reference_replicates=reference_replicates)
+    if first_stage is not None and not isinstance(first_stage, Mapping):
+        first_stage = read_first_stage(first_stage)
     rows = as_rows(data)
-    return evaluate_rows(rows, settings)
+    return evaluate_rows(rows, settings, first_stage=first_stage)
 
 
-def evaluate_rows(rows: list[dict], settings: dict[str, Any]) -> dict:
+def evaluate_rows(rows: list[dict], settings: dict[str, Any], *,
+                  first_stage: Mapping[str, Sequence[str]] | None = None) -> dict:
     """:func:`evaluate` on already validated rows and settings (from :func:`check_settings`)."""
     with gc_paused():
         grouped: dict[str, dict[str, list[dict]]] = {}
@@ -128,11 +154,31 @@ def evaluate_rows(rows: list[dict], settings: dict[str, Any]) -> dict:
         values: dict[str, PerQuery] = {}
         for m, queries in grouped.items():
             methods[m], values[m] = _evaluate_method(queries, settings)
+        references = _references(grouped, values, settings, first_stage)
     comparisons = (compare_methods(values, seed=settings["seed"], n_bootstrap=settings["bootstrap"],
                                    n_permutations=settings["permutations"], ci_level=CI_LEVEL)
                    if settings["permutations"] > 0 else {})
     return {"schema_version": METRICS_SCHEMA_VERSION, "settings": settings, "methods": methods,
-            "comparisons": comparisons, "claims": judge_claims(comparisons)}
+            "comparisons": comparisons, "claims": judge_claims(comparisons), "references": references}
+
+
+def _references(grouped: Mapping[str, Mapping[str, list[dict]]], values: Mapping[str, PerQuery],
+                settings: Mapping[str, Any], first_stage: Mapping[str, Sequence[str]] | None) -> dict:
+    """The ``references`` section: the first-stage order (when its rankings are given) and the random order (when
+    ``reference_replicates`` > 0), each with its comparisons against every method (:mod:`.references`)."""
+    if not grouped:
+        return {}
+    inputs = reference_inputs(grouped)
+    blocks: dict[str, tuple[dict, PerQuery]] = {}
+    if first_stage is not None:
+        blocks[FIRST_STAGE] = _evaluate_method(first_stage_rows(inputs, first_stage), dict(settings))
+    if settings["reference_replicates"] > 0:
+        blocks[RANDOM] = random_block(inputs, settings, _evaluate_method, seed=settings["seed"],
+                                      replicates=settings["reference_replicates"])
+    out = {}
+    for name, (block, pq) in blocks.items():
+        out[name] = {**block, "comparisons": reference_comparisons(values, name, pq, settings)}
+    return out
 
 
 def _num(x: float) -> float | None:

@@ -94,6 +94,7 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
     seen_key: dict[tuple[str, str, int], int] = {}
     relevant_of: dict[str, tuple[frozenset, int, list]] = {}
     input_of: dict[tuple[str, str], tuple[frozenset, int]] = {}
+    lists_of: dict[str, tuple[frozenset, str, int]] = {}
     for line, rec in records:
         if type(rec) is not dict:
             _fail(where, line, f"expected a JSON object, got {type(rec).__name__}")
@@ -171,6 +172,11 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
             _fail(where, line, f"field 'input' of query {qid!r}, method {method!r} is a different set of "
                                f"candidates than on line {seen_input[1]} "
                                f"(every presented order must hold the same items)")
+        other = lists_of.setdefault(qid, (in_set, method, line))
+        if other[0] != in_set:              # methods are compared paired over queries: the same candidates
+            _fail(where, line, f"query {qid!r}: method {method!r} ranks other candidates ({len(in_set)}) than method "
+                               f"{other[1]!r} on line {other[2]} ({len(other[0])}); methods of one query are compared "
+                               f"paired and must rank the same candidate list")
         row = dict(rec) if copy else rec
         row["query_id"], row["method"], row["permutation"] = qid, method, perm
         row["input"], row["output"], row["relevant"] = inp, out, rel
@@ -178,8 +184,23 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
     return rows
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object hook: a key given twice in one object is an error (json keeps the last one silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        key = ""
+        for key, _ in pairs:                # the first key met a second time
+            if key in seen:
+                break
+            seen.add(key)
+        raise ValueError(f"key {key!r} appears twice in one object; expected each key once")
+    return out
+
+
 def _iter_json_lines(text: str, where: str) -> Iterable[tuple[int, Any]]:
-    scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]   # the C scanner without json.loads' per-call Python wrapper
+    decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
+    scan = decoder.scan_once  # type: ignore[attr-defined]   # the C scanner without json.loads' Python wrapper
     # split on "\n" only: JSON strings may legally hold U+2028 etc., which str.splitlines() would cut.
     for line, raw in enumerate(text.split("\n"), 1):
         if not raw or raw.isspace():
@@ -188,9 +209,13 @@ def _iter_json_lines(text: str, where: str) -> Iterable[tuple[int, Any]]:
             obj, end = scan(raw, 0)
             if end != len(raw) and not raw[end:].isspace():
                 raise ValueError("trailing data")
+        except RecursionError:
+            _fail(where, line, "JSON nested too deeply; expected one flat record per line")
         except (StopIteration, ValueError):
             try:                              # the slow path: leading whitespace, or the precise error message
-                obj = json.loads(raw)
+                obj = decoder.decode(raw)
+            except RecursionError:
+                _fail(where, line, "JSON nested too deeply; expected one flat record per line")
             except ValueError as exc:
                 msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
                 col = f" (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""

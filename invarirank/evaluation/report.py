@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["format_table", "format_comparisons"]
+__all__ = ["format_table", "format_comparisons", "format_references"]
+
+#: the metrics the reference block shows, in this order
+REFERENCE_METRICS = ("hr@5", "ndcg@5", "ppi", "gpi", "loc")
+_REFERENCE_TITLES = {"first_stage": "first-stage order (the retriever's own ranking; consistency perfect by "
+                                    "construction)",
+                     "random": "random order (exact expectation; PPI/GPI/LOC over seeded random draws)"}
 
 
 def _fmt(x: Any, digits: int = 4, sign: str = "") -> str:
@@ -65,7 +71,48 @@ def format_table(metrics: dict, digits: int = 4) -> str:
                     label = f"p {p0}-{p0 + len(chunk) - 1}"
                     lines.append(f"    {label:<8} " + " ".join(_fmt(v, 2) for v in chunk))
         lines.append("")
+    refs = format_references(metrics, digits)
+    if refs:
+        lines.append(refs)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def format_references(metrics: dict, digits: int = 4) -> str:
+    """The reference rows (``metrics["references"]``, schema 3): each reference's HR@5, nDCG@5, PPI, GPI and LOC
+    with 95% intervals, then every method minus the reference with its sign-flip p; ``""`` when there are none.
+
+    Example (abridged)::
+
+        reference: random order (exact expectation; PPI/GPI/LOC over seeded random draws), 40 queries
+          hr@5     0.7214  [0.6571, 0.7857]
+          method - reference:  hr@5               ppi
+          zero_shot            +0.0396 (p 0.31)   -0.3555 (p 1.0e-04)
+    """
+    lines: list[str] = []
+    for name, block in (metrics.get("references") or {}).items():
+        ov = block.get("overall") or {}
+        ci = ov.get("ci") or {}
+        shown = [m for m in REFERENCE_METRICS if m in ov]
+        lines.append(f"reference: {_REFERENCE_TITLES.get(name, name)}, {ov.get('queries', '-')} queries")
+        for m in shown:
+            interval = ci.get(m)
+            ci_text = f"[{_fmt(interval[0], digits)}, {_fmt(interval[1], digits)}]" if interval else ""
+            lines.append(f"  {m:<7}  {_fmt(ov[m], digits):>{digits + 3}}  {ci_text}".rstrip())
+        comp = block.get("comparisons") or {}
+        methods = list(dict.fromkeys(meth for m in shown for meth in comp.get(m, {})))
+        if methods:
+            wm = max(len(x) for x in methods + ["method - reference:"])
+            cell = digits + 16
+            lines.append(f"  {'method - reference:':<{wm}}  " + "".join(f"{m:<{cell}}" for m in shown).rstrip())
+            for meth in methods:
+                cells = []
+                for m in shown:
+                    rec = comp.get(m, {}).get(meth)
+                    cells.append("-" if rec is None
+                                 else f"{_fmt(rec['mean_diff'], digits, '+')} (p {_fmt_p(rec['p'])})")
+                lines.append(f"  {meth:<{wm}}  " + "".join(f"{c:<{cell}}" for c in cells).rstrip())
+        lines.append("")
+    return "\n".join(lines).rstrip() + ("\n" if lines else "")
 
 
 def format_comparisons(metrics: dict, digits: int = 4) -> str:

@@ -18,16 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from ..errors import InvariRankError
-from ..io import read_utf8
+from ..io import load_yaml, read_utf8
 from ..runner.config import RunConfig, simple_name
 
-__all__ = ["Grid", "load_grid", "lab_runs", "main_run", "check_paths"]
+__all__ = ["Grid", "load_grid", "lab_runs", "main_run", "check_paths", "check_folders"]
 
 _GRID_KEYS = {"grid", "description", "defaults", "runs", "data", "lab", "estimate", "notes", "commands",
               "scaled_down", "include_simulated"}
+#: the fields of a ``data`` entry (a data notebook's parameters)
+_DATA_KEYS = {"dataset", "label", "raw_dir", "retrievers", "retriever", "K", "seed"}
+#: the fields of ``estimate`` (:func:`invarirank.runner.plan.grid_cost_table`'s assumptions)
+_ESTIMATE_NUMBERS = {"history_tokens", "tokens_per_candidate", "effective_tflops", "calibration_relevant"}
+#: run settings a grid places itself: an entry that sets them would be ignored, so it is refused
+_PLACED_BY_GRID = {"out"}
 
 
 @dataclass
@@ -53,12 +57,7 @@ class Grid:
 def _read_yaml(p: Path) -> Any:
     if not p.is_file():
         raise InvariRankError(f"{p}: grid file not found")
-    try:
-        return yaml.safe_load(read_utf8(p, "grid file"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise InvariRankError(f"{p}{line}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    return load_yaml(read_utf8(p, "grid file"), str(p))
 
 
 def _data_entries(runs: list[RunConfig]) -> list[dict[str, Any]]:
@@ -93,7 +92,8 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
                               f"{', '.join(sorted(_GRID_KEYS))}")
     name = raw.get("grid")
     if not isinstance(name, str) or not simple_name(name):
-        raise InvariRankError(f"{p}: field 'grid' must be a simple name (letters, digits, . _ -), got {name!r}")
+        raise InvariRankError(f"{p}: field 'grid' must be a simple name (letters, digits, . _ -, not starting "
+                              f"with '.'), got {name!r}")
     defaults = raw.get("defaults") or {}
     if not isinstance(defaults, dict):
         raise InvariRankError(f"{p}: field 'defaults' must be a mapping")
@@ -102,9 +102,11 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
         raise InvariRankError(f"{p}: field 'runs' must be a list")
     runs: list[RunConfig] = []
     seen: set[str] = set()
+    _refuse_placed(defaults, f"{p}: defaults")
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             raise InvariRankError(f"{p}: runs[{i}] must be a mapping")
+        _refuse_placed(entry, f"{p}: runs[{i}]")
         merged = {**copy.deepcopy(defaults), **entry}
         if isinstance(defaults.get("scorer_options"), dict) and isinstance(entry.get("scorer_options"), dict):
             merged["scorer_options"] = {**defaults["scorer_options"], **entry["scorer_options"]}
@@ -122,8 +124,13 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
     data = raw.get("data")
     if data is None:
         data = _data_entries(runs)
-    elif not isinstance(data, list) or not all(isinstance(x, dict) and "dataset" in x for x in data):
-        raise InvariRankError(f"{p}: field 'data' must be a list of mappings with a 'dataset'")
+    else:
+        _check_data(data, f"{p}: data")
+    if raw.get("estimate") is not None:
+        _check_estimate(raw["estimate"], f"{p}: estimate")
+    if "include_simulated" in raw and not isinstance(raw["include_simulated"], bool):
+        raise InvariRankError(f"{p}: field 'include_simulated' = {raw['include_simulated']!r}, expected true or "
+                              f"false")
     lab = raw.get("lab")
     if lab is not None:
         _check_lab(lab, f"{p}: lab")
@@ -132,11 +139,75 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
     return Grid(name=name, path=p, runs=runs, data=list(data), lab=lab, raw=raw)
 
 
+def _refuse_placed(entry: Mapping[str, Any], where: str) -> None:
+    for key in sorted(_PLACED_BY_GRID & set(entry)):
+        raise InvariRankError(f"{where}: field {key!r} cannot be set in a grid file (a grid run lives in "
+                              f"<results>/<grid>/<run>/; use 'name' to choose its folder name)")
+
+
+def _check_data(data: Any, where: str) -> None:
+    """The ``data`` entries: a list of mappings with a ``dataset`` name and only the known fields."""
+    if not isinstance(data, list) or not all(isinstance(x, dict) and "dataset" in x for x in data):
+        raise InvariRankError(f"{where}: must be a list of mappings with a 'dataset'")
+    for i, entry in enumerate(data):
+        unknown = sorted(set(entry) - _DATA_KEYS, key=str)
+        if unknown:
+            raise InvariRankError(f"{where}[{i}]: unknown field {unknown[0]!r}; expected some of "
+                                  f"{', '.join(sorted(_DATA_KEYS))}")
+        if not isinstance(entry["dataset"], str) or not entry["dataset"]:
+            raise InvariRankError(f"{where}[{i}]: field 'dataset' = {entry['dataset']!r}, expected a name")
+        ks = entry.get("K", [])
+        for k in (ks if isinstance(ks, list) else [ks]):
+            if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+                raise InvariRankError(f"{where}[{i}]: field 'K' = {ks!r}, expected integers >= 2")
+        seed = entry.get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise InvariRankError(f"{where}[{i}]: field 'seed' = {seed!r}, expected an integer >= 0")
+        for name in ("label", "raw_dir", "retriever"):
+            if entry.get(name) is not None and not isinstance(entry[name], str):
+                raise InvariRankError(f"{where}[{i}]: field {name!r} = {entry[name]!r}, expected a string")
+        rets = entry.get("retrievers", [])
+        if not isinstance(rets, (list, str)) or (isinstance(rets, list) and not all(isinstance(r, str) for r in rets)):
+            raise InvariRankError(f"{where}[{i}]: field 'retrievers' = {rets!r}, expected a list of names")
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _check_estimate(estimate: Any, where: str) -> None:
+    """``estimate``: positive finite numbers, and ``parameters_billion`` a mapping of model → billions."""
+    if not isinstance(estimate, dict):
+        raise InvariRankError(f"{where}: must be a mapping of assumptions ({', '.join(sorted(_ESTIMATE_NUMBERS))}, "
+                              f"parameters_billion)")
+    for key, value in estimate.items():
+        if key in _ESTIMATE_NUMBERS:
+            if not _finite(value):
+                raise InvariRankError(f"{where}: field {key!r} = {value!r}, expected a positive number")
+        elif key == "parameters_billion":
+            if not isinstance(value, dict) or not all(isinstance(m, str) and _finite(b) for m, b in value.items()):
+                raise InvariRankError(f"{where}: field 'parameters_billion' = {value!r}, expected a mapping of "
+                                      f"model name: positive number")
+        else:
+            raise InvariRankError(f"{where}: unknown field {key!r}; expected some of "
+                                  f"{', '.join(sorted(_ESTIMATE_NUMBERS | {'parameters_billion'}))}")
+
+
+def check_folders(grid: Grid, results_dir: str | os.PathLike) -> None:
+    """Every run folder ``<results>/<grid>/<run>/`` stays inside ``results_dir`` once resolved (symbolic links
+    and ``..`` included); raise :class:`InvariRankError` naming the run otherwise."""
+    from ..io import inside
+    for config in [*grid.runs, *(lab_runs(grid.lab) if grid.lab else [])]:
+        inside(results_dir, Path(results_dir) / str(config.grid) / config.run_name,
+               f"{grid.path}: run {config.run_name}: its folder")
+
+
 def _check_lab(lab: Any, where: str) -> None:
     """The lab sweep's fields: ``shapes`` a non-empty list of names, ``strengths`` a non-empty list of finite
     numbers; then every run of the sweep is checked like any run."""
     if not isinstance(lab, dict):
         raise InvariRankError(f"{where}: must be a mapping")
+    _refuse_placed(lab, where)
     for name, ok, expected in (("shapes", lambda v: isinstance(v, str) and v, "names of bias shapes"),
                                ("strengths", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
                                 and math.isfinite(v), "finite numbers")):

@@ -2,9 +2,15 @@
 
 * ``make_scorer(kind, model=None, *, seed=0, cache_dir=None, **options)`` — kind ``"span"`` (default, PROTOCOL §3),
   ``"choice"`` or ``"simulated"``.
-* real scorers: :mod:`invarirank.llm.span`, :mod:`invarirank.llm.choice` on any Hugging Face causal LM
-  (:mod:`invarirank.llm.models`), sharing :mod:`invarirank.llm.engine` (pass cache, prefix reuse, logits only where
-  needed); prompts as data in :mod:`invarirank.llm.prompts`.
+* real scorers: :mod:`invarirank.llm.span`, :mod:`invarirank.llm.choice` on any Hugging Face causal LM, sharing
+  :mod:`invarirank.llm.engine` (pass plans, the persistent pass cache, prefix reuse, dispatch of the missing
+  passes); prompts as data in :mod:`invarirank.llm.prompts`.
+* by job: :mod:`~invarirank.llm.options` (every scorer's options, declared once), :mod:`~invarirank.llm.batching`
+  (batch schedules, pure logic), :mod:`~invarirank.llm.forward` (the torch calls), :mod:`~invarirank.llm.accounting`
+  (work counters, FLOPs), :mod:`~invarirank.llm.persistent_cache` (the on-disk pass cache),
+  :mod:`~invarirank.llm.prefix` (prefix key/value reuse), :mod:`~invarirank.llm.models` (loading),
+  :mod:`~invarirank.llm.gguf` (the embedded models' registry and conversion), :mod:`~invarirank.llm.weights`
+  (weight-file checks, identity hashes), :mod:`~invarirank.llm.testing` (tiny models and the scorer contract).
 
 Importing this package does not import torch or transformers: everything heavy loads lazily on first use.
 """
@@ -13,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .factory import SCORER_KINDS, make_scorer
+from .factory import SCORER_KINDS, SCORER_OPTIONS, make_scorer
 
-__all__ = ["make_scorer", "SCORER_KINDS", "SpanScorer", "ChoiceScorer", "SimulatedScorer", "load_model",
-           "prepare_model", "TEMPLATE_VERSION"]
+__all__ = ["make_scorer", "SCORER_KINDS", "SCORER_OPTIONS", "SpanScorer", "ChoiceScorer", "SimulatedScorer",
+           "load_model", "prepare_model", "TEMPLATE_VERSION"]
 
 _LAZY = {
     "SpanScorer": ("span", "SpanScorer"),

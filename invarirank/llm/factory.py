@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from invarirank.errors import InvariRankError
 from invarirank.types import Scorer
 
-__all__ = ["make_scorer", "SCORER_KINDS", "DEFAULT_MODEL", "scoring_versions", "check_scorer_options",
-           "FORBIDDEN_OPTIONS"]
+from .options import (CHOICE_OPTIONS, FORBIDDEN_OPTIONS, SIMULATED_OPTIONS, SPAN_OPTIONS, Option,
+                      check_config_options)
 
+__all__ = ["make_scorer", "SCORER_KINDS", "SCORER_OPTIONS", "DEFAULT_MODEL", "scoring_versions",
+           "check_scorer_options", "FORBIDDEN_OPTIONS"]
+
+#: THE registry of scorer kinds, each with its options (declared once, :mod:`invarirank.llm.options`)
+SCORER_OPTIONS: dict[str, dict[str, Option]] = {"span": SPAN_OPTIONS, "choice": CHOICE_OPTIONS,
+                                                "simulated": SIMULATED_OPTIONS}
 #: THE list of scorer kinds (the run schema, the CLI choices and the scorer contract tests read it)
-SCORER_KINDS = ("span", "choice", "simulated")
+SCORER_KINDS = tuple(SCORER_OPTIONS)
 #: the model of a real scorer when none is given
 DEFAULT_MODEL = "smollm2-135m"
-
-
-#: options that never come from a scorer option, config or grid file: only from the command line's explicit flags
-FORBIDDEN_OPTIONS = {"trust_remote_code": "--trust-remote-code", "allow_pickle_weights": "--allow-pickle-weights"}
 
 
 def _real_scorer_class(kind: str) -> Any:
@@ -32,34 +33,14 @@ def _real_scorer_class(kind: str) -> Any:
     return cls
 
 
-def _check_simulated_names(options: Any) -> None:
-    from .simulated import SimulatedScorer
-
-    accepted = set(inspect.signature(SimulatedScorer.__init__).parameters) - {"self"}
-    unknown = sorted(set(options) - accepted)
-    if unknown:
-        raise InvariRankError(f"simulated scorer: unknown option(s) {', '.join(unknown)}; expected "
-                              f"{', '.join(sorted(accepted - {'seed'}))}")
-
-
 def check_scorer_options(kind: str, options: Any, where: str = "scorer_options") -> None:
-    """Check a scorer kind's options (names and types) without loading anything (no torch), so a dry run rejects
-    what a real run would: unknown names, a non-integer or zero ``batch_size`` / ``max_length``, bad simulated
-    values, and the options only the command line may switch on (:data:`FORBIDDEN_OPTIONS`). Raises
-    :class:`InvariRankError` naming ``where``."""
-    for key in options:
-        if key in FORBIDDEN_OPTIONS:
-            raise InvariRankError(f"{where}: option {key!r} cannot be set in scorer options, a config or a grid "
-                                  f"file; pass {FORBIDDEN_OPTIONS[key]} on the `invarirank rerank` command line")
-    if kind == "simulated":
-        from .simulated import SimulatedScorer
-        try:
-            _check_simulated_names(options)
-            SimulatedScorer(**dict(options))
-        except InvariRankError as exc:
-            raise InvariRankError(f"{where}: {exc}") from None
-        return
-    _real_scorer_class(kind).check_options(options, where)
+    """Check a scorer kind's options (names and values) without loading anything (no torch), so a dry run rejects
+    what a real run would: the one declaration of :mod:`invarirank.llm.options` (unknown names, a non-integer or
+    zero ``batch_size`` / ``max_length`` / ``max_batch_tokens``, bad simulated values, and the options only the
+    command line may switch on, :data:`FORBIDDEN_OPTIONS`). Raises :class:`InvariRankError` naming ``where``."""
+    if kind not in SCORER_OPTIONS:
+        raise InvariRankError(f"{where}: scorer kind {kind!r}: expected one of {', '.join(SCORER_KINDS)}")
+    check_config_options(SCORER_OPTIONS[kind], options, where, f"{kind} scorer")
 
 
 def scoring_versions(kind: str) -> dict[str, Any]:
@@ -86,8 +67,8 @@ def make_scorer(kind: str = "span", model: Any = None, *, seed: int = 0, cache_d
       local folder; Hugging Face id; or a :class:`invarirank.llm.models.LoadedModel`), with the persistent pass
       cache in ``cache_dir`` (default ``cache_dir()/passes``). ``options`` are the scorer options
       (``device``, ``dtype``, ``max_length``, ``truncate_history``, ``pass_cache``, ``prefix_reuse``,
-      ``batch_size``, ``special_delimiters`` (span), ``labels`` (choice), ...; see
-      :class:`invarirank.llm.engine.CausalLMScorer`).
+      ``batch_size``, ``max_batch_tokens``, ``special_delimiters`` (span), ``labels`` (choice), ...: the tables
+      of :mod:`invarirank.llm.options`).
     * ``"simulated"``: ``invarirank.llm.simulated.SimulatedScorer(**options, seed=seed)`` (no torch; ``model``
       is passed on as its display name when given; ``cache_dir`` is ignored).
 
@@ -98,7 +79,6 @@ def make_scorer(kind: str = "span", model: Any = None, *, seed: int = 0, cache_d
 
         if model is not None and "model" not in options:
             options["model"] = model
-        _check_simulated_names(options)
         return SimulatedScorer(**options, seed=seed)
     cls = _real_scorer_class(kind)
     try:

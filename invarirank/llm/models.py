@@ -1,4 +1,6 @@
-"""Model registry and loading: the embedded GGUF models, local folders and Hugging Face ids.
+"""Model loading: the embedded GGUF models, local folders and Hugging Face ids (the registry and the GGUF
+conversion live in :mod:`invarirank.llm.gguf`, the weight checks and identity hashes in
+:mod:`invarirank.llm.weights`; their public names are importable from here too).
 
 Names that :func:`load_model` accepts
 -------------------------------------
@@ -31,25 +33,23 @@ Command line (for ``make setup``)::
 converts the GGUFs once (idempotent: a prepared folder is left alone).
 
 Every prepared folder carries ``invarirank-model.json`` with the GGUF's and the weights' sha256, so the pass cache
-key (:mod:`invarirank.llm.cache`) never has to re-hash the weights at load time.
+key (:mod:`invarirank.llm.persistent_cache`) never has to re-hash the weights at load time.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
-import shutil
 import sys
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from invarirank.errors import InvariRankError
-from invarirank.io import sha256_file
+from invarirank.llm.precision import check_cpu_precision
+
+from .gguf import REGISTRY, is_prepared, prepare, prepared_dir  # noqa: F401  (re-exported)
+from .weights import check_weights, hash_tokenizer, weights_sha256
 
 __all__ = [
     "REGISTRY",
@@ -64,39 +64,6 @@ __all__ = [
     "weights_sha256",
     "set_threads",
 ]
-
-MANIFEST_NAME = "invarirank-model.json"
-CONVERTER_VERSION = 1
-
-
-@dataclass(frozen=True)
-class RegistryEntry:
-    """A named model that ships with the project as a GGUF file."""
-
-    name: str
-    gguf: Callable[[], Path]
-    description: str
-    has_chat_template: bool
-
-
-def _smollm2_gguf() -> Path:
-    from invarirank.assets import smollm2_gguf
-
-    return smollm2_gguf()
-
-
-def _gemma3_gguf() -> Path:
-    from invarirank.assets import gemma3_gguf
-
-    return gemma3_gguf()
-
-
-REGISTRY: dict[str, RegistryEntry] = {
-    "smollm2-135m": RegistryEntry("smollm2-135m", _smollm2_gguf,
-                                  "SmolLM2-135M-Instruct (Llama architecture, Q4_1 GGUF de-quantised to fp32)", True),
-    "gemma3-270m": RegistryEntry("gemma3-270m", _gemma3_gguf,
-                                 "Gemma 3 270M base (sliding-window layers, Q4_K_M GGUF de-quantised to fp32)", False),
-}
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -119,215 +86,6 @@ def quiet_loading() -> None:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-
-
-_PICKLE_PATTERNS = ("*.bin", "*.pt", "*.pth")
-
-
-def check_weights(folder: Path, *, allow_pickle: bool = False) -> list[Path]:
-    """The weight files of a model folder, checked before loading: safetensors files whose header and data are
-    complete (a truncated download is an error naming the file), or — only with ``allow_pickle`` — pickle-based
-    files; raises :class:`InvariRankError` otherwise."""
-    safe = sorted(folder.glob("*.safetensors"))
-    if safe:
-        for f in safe:
-            _check_safetensors(f)
-        return safe
-    pickled = [f for pattern in _PICKLE_PATTERNS for f in sorted(folder.glob(pattern))]
-    if not pickled:
-        raise InvariRankError(f"model folder {folder}: no weight files (*.safetensors) found")
-    if not allow_pickle:
-        raise InvariRankError(f"model folder {folder}: only pickle-based weights ({pickled[0].name}), which can run "
-                              f"code when loaded; convert them to safetensors, or pass --allow-pickle-weights if you "
-                              f"trust their source")
-    return pickled
-
-
-def _check_safetensors(path: Path) -> None:
-    """A safetensors file: 8-byte little-endian header length, a JSON header, then the tensors' bytes; every
-    tensor's ``data_offsets`` must lie inside the file."""
-    size = path.stat().st_size
-    bad = f"model file {path}: not a complete safetensors file"
-    with open(path, "rb") as fh:
-        head = fh.read(8)
-        if len(head) < 8:
-            raise InvariRankError(f"{bad} ({size} bytes; truncated?)")
-        n = int.from_bytes(head, "little")
-        if n <= 0 or 8 + n > size:
-            raise InvariRankError(f"{bad} (header of {n} bytes in a file of {size}; truncated?)")
-        try:
-            header = json.loads(fh.read(n).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            raise InvariRankError(f"{bad} (unreadable header)") from None
-    if not isinstance(header, dict):
-        raise InvariRankError(f"{bad} (unreadable header)")
-    end = max((int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__"
-               and isinstance(t, dict) and isinstance(t.get("data_offsets"), list) and len(t["data_offsets"]) == 2),
-              default=0)
-    if 8 + n + end > size:
-        raise InvariRankError(f"{bad} (its tensors need {8 + n + end} bytes, the file has {size}; truncated?)")
-
-
-def _cache_root() -> Path:
-    from invarirank.assets import cache_dir
-
-    return cache_dir()
-
-
-def prepared_dir(name: str) -> Path:
-    """Folder of the converted fp32 copy of a registry model (may not exist yet)."""
-    if name not in REGISTRY:
-        raise InvariRankError(f"model {name!r}: not a registry model; expected one of {', '.join(REGISTRY)}")
-    return _cache_root() / "models" / name / "hf-fp32"
-
-
-def is_prepared(name: str) -> bool:
-    """True when the fp32 folder of ``name`` exists and is complete (its manifest is written last)."""
-    return (prepared_dir(name) / MANIFEST_NAME).is_file()
-
-
-def prepare(name: str, *, force: bool = False, quiet: bool = False) -> Path:
-    """Convert the GGUF of registry model ``name`` into a cached float32 safetensors folder (once).
-
-    Idempotent: returns at once when the folder is complete. The folder is written under a temporary
-    name and renamed, so an interrupted conversion leaves nothing half-written.
-    """
-    target = prepared_dir(name)
-    if is_prepared(name) and not force:
-        return target
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    gguf = REGISTRY[name].gguf()
-    t0 = time.perf_counter()
-    if not quiet:
-        print(f"invarirank: converting {gguf.name} to a float32 folder (once; about 1-2 minutes)",
-              file=sys.stderr, flush=True)
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-    # save_pretrained refuses a GGUF-loaded model while it still looks quantised (ENVIRONMENT.md)
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".hf-fp32.", dir=target.parent))
-    try:
-        model.save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
-        weights = _hash_weight_files(tmp)
-        manifest = {
-            "name": name,
-            "converter_version": CONVERTER_VERSION,
-            "gguf": gguf.name,
-            "gguf_sha256": sha256_file(gguf),
-            "weights_sha256": weights,
-            "dtype": "float32",
-            "architecture": type(model).__name__,
-            "has_chat_template": bool(getattr(tokenizer, "chat_template", None)),
-        }
-        (tmp / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    if not quiet:
-        print(f"invarirank: {name} ready in {target} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
-    return target
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# weights hashing
-
-
-def _weight_files(folder: Path) -> list[Path]:
-    files = sorted(folder.glob("*.safetensors"))
-    if not files:
-        files = sorted(folder.glob("*.bin")) + sorted(folder.glob("*.pt")) + sorted(folder.glob("*.pth"))
-    return files
-
-
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
-
-
-def _file_sha256_memo(path: Path) -> str:
-    """sha256 of one weight file; Hub-cache blobs are named by their sha256 (read from the name), others are
-    hashed once and memoised in ``cache_dir()/weights-sha256.json`` keyed by (real path, size, mtime)."""
-    real = Path(os.path.realpath(path))
-    if _HEX64.match(real.name):  # huggingface_hub stores LFS blobs under their sha256
-        return real.name
-    st = real.stat()
-    memo_path = _cache_root() / "weights-sha256.json"
-    key = f"{real}|{st.st_size}|{st.st_mtime_ns}"
-    try:
-        memo = json.loads(memo_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        memo = {}
-    if key in memo:
-        return memo[key]
-    digest = sha256_file(real)
-    memo[key] = digest
-    from invarirank.io import atomic_write_json
-
-    atomic_write_json(memo_path, memo)
-    return digest
-
-
-def _hash_weight_files(folder: Path) -> str:
-    files = _weight_files(folder)
-    if not files:
-        raise InvariRankError(f"model folder {folder}: no weight files (*.safetensors or *.bin) found")
-    h = hashlib.sha256()
-    for f in files:
-        h.update(f.name.encode())
-        h.update(b"\0")
-        h.update(_file_sha256_memo(f).encode())
-        h.update(b"\n")
-    return h.hexdigest()
-
-
-def weights_sha256(model: Any, folder: Path | None = None) -> str:
-    """sha256 that identifies the weights: of the weight files in ``folder`` when there are some, else of the
-    model's parameters and buffers themselves (for models built in memory, e.g. tiny test models)."""
-    if folder is not None:
-        manifest = folder / MANIFEST_NAME
-        if manifest.is_file():
-            try:
-                return str(json.loads(manifest.read_text(encoding="utf-8"))["weights_sha256"])
-            except (ValueError, KeyError):
-                pass
-        if _weight_files(folder):
-            return _hash_weight_files(folder)
-    import torch
-
-    h = hashlib.sha256()
-    for key, tensor in sorted(model.state_dict().items()):
-        t = tensor.detach().to("cpu").contiguous()
-        h.update(key.encode())
-        h.update(str(t.dtype).encode())
-        h.update(str(tuple(t.shape)).encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return h.hexdigest()
-
-
-def _hash_tokenizer(tokenizer: Any) -> str:
-    """sha256 of the tokenizer's vocabulary, added tokens and chat template (what decides the token ids)."""
-    h = hashlib.sha256()
-    vocab = tokenizer.get_vocab()
-    for tok, idx in sorted(vocab.items(), key=lambda kv: kv[1]):
-        h.update(f"{idx}\t{tok}\n".encode("utf-8", "surrogatepass"))
-    h.update(repr(getattr(tokenizer, "bos_token_id", None)).encode())
-    template = getattr(tokenizer, "chat_template", None)
-    h.update((template if isinstance(template, str) else json.dumps(template, sort_keys=True, default=str))
-             .encode("utf-8"))
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
-        try:
-            h.update(backend.to_str().encode("utf-8"))
-        except Exception:  # pragma: no cover - slow tokenizers
-            pass
-    return h.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -354,17 +112,21 @@ _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf1
 
 
 def resolve_dtype(dtype: Any, device: Any) -> "Any":
-    """None/"auto" → bfloat16 on CUDA, float32 elsewhere; strings ``float32|bfloat16|float16`` accepted."""
+    """None/"auto" → bfloat16 on CUDA, float32 elsewhere; strings ``float32|bfloat16|float16`` accepted.
+    bfloat16 on a CPU without bf16 instructions is refused (:func:`invarirank.llm.precision.check_cpu_precision`)."""
     import torch
 
     if dtype in (None, "auto"):
         return torch.bfloat16 if device.type == "cuda" else torch.float32
     if isinstance(dtype, torch.dtype):
-        return dtype
-    name = _DTYPES.get(str(dtype).lower())
-    if name is None:
-        raise InvariRankError(f"dtype {dtype!r}: expected one of auto, float32, bfloat16, float16")
-    return getattr(torch, name)
+        resolved = dtype
+    else:
+        name = _DTYPES.get(str(dtype).lower())
+        if name is None:
+            raise InvariRankError(f"dtype {dtype!r}: expected one of auto, float32, bfloat16, float16")
+        resolved = getattr(torch, name)
+    check_cpu_precision(str(resolved).replace("torch.", ""), device.type)
+    return resolved
 
 
 _THREADS_SET: int | None = None
@@ -445,7 +207,7 @@ def wrap_model(model: Any, tokenizer: Any, *, name: str = "in-memory", folder: P
     param = next(model.parameters())
     return LoadedModel(
         name=name, model=model, tokenizer=tokenizer, device=param.device, dtype=param.dtype, folder=folder,
-        weights_sha256=weights_sha256(model, folder), tokenizer_sha256=_hash_tokenizer(tokenizer),
+        weights_sha256=weights_sha256(model, folder), tokenizer_sha256=hash_tokenizer(tokenizer),
         max_length=_model_max_length(model.config),
         has_chat_template=bool(getattr(tokenizer, "chat_template", None)),
         info={"torch": torch.__version__},
@@ -537,7 +299,7 @@ def load_model(name: str = "smollm2-135m", *, device: str | None = "auto", dtype
     model.eval()
     loaded = LoadedModel(
         name=display, model=model, tokenizer=tokenizer, device=dev, dtype=dt, folder=folder,
-        weights_sha256=weights_sha256(model, folder), tokenizer_sha256=_hash_tokenizer(tokenizer),
+        weights_sha256=weights_sha256(model, folder), tokenizer_sha256=hash_tokenizer(tokenizer),
         max_length=_model_max_length(model.config),
         has_chat_template=bool(getattr(tokenizer, "chat_template", None)),
         info={"torch": torch.__version__, "folder": str(folder)},

@@ -31,7 +31,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import InvariRankError
-from ..types import Item, Query, ScoreResult
+from ..types import Item, Query, ScorerBase, ScoreResult
+from .options import SIMULATED_OPTIONS, resolve_options
 
 __all__ = ["SimulatedScorer", "BIAS_SHAPES", "VERSION", "position_effect"]
 
@@ -81,33 +82,28 @@ def position_effect(shape: str, strength: float, length: int) -> np.ndarray:
     return np.zeros(length)
 
 
-class SimulatedScorer:
+class SimulatedScorer(ScorerBase):
     """A seeded stand-in for an LLM scorer (see the module docstring for the score model).
 
-    Parameters (all keyword): ``seed``; ``bias_shape`` (``primacy`` | ``recency`` | ``u`` | ``none``);
+    Parameters (all keyword; the options and their defaults: :data:`invarirank.llm.options.SIMULATED_OPTIONS`):
+    ``seed``; ``bias_shape`` (``primacy`` | ``recency`` | ``u`` | ``none``);
     ``bias_strength`` (in utility standard deviations); ``noise_sd``; ``relevance`` (bonus of a
     ground-truth item); ``utility_sd``. ``stats`` counts ``calls`` (orders scored), ``cache_hits``
     (always 0), ``forward_passes`` (= calls: one simulated pass per order) and ``tokens_computed`` (0).
+    Batching: the :class:`~invarirank.types.ScorerBase` defaults (``batch_size`` 1, one ``score`` per request;
+    :meth:`score_indices` is its fast path for many orders of one list).
     """
 
     name = "simulated"
 
-    def __init__(self, *, seed: int = 0, bias_shape: str = "primacy", bias_strength: float = 1.0,
-                 noise_sd: float = 0.3, relevance: float = 1.0, utility_sd: float = 1.0,
-                 model: str | None = None) -> None:
-        if bias_shape not in BIAS_SHAPES:
-            raise InvariRankError(
-                f"simulated scorer: bias_shape {bias_shape!r}, expected one of {', '.join(BIAS_SHAPES)}")
-        for key, value in (("bias_strength", bias_strength), ("noise_sd", noise_sd),
-                           ("relevance", relevance), ("utility_sd", utility_sd)):
-            try:
-                ok = math.isfinite(float(value))
-            except (TypeError, ValueError):
-                ok = False
-            if not ok:
-                raise InvariRankError(f"simulated scorer: {key} {value!r}, expected a finite number")
-        if float(noise_sd) < 0 or float(utility_sd) < 0:
-            raise InvariRankError("simulated scorer: noise_sd and utility_sd must be >= 0")
+    def __init__(self, *, seed: int = 0, **options: Any) -> None:
+        o = resolve_options(SIMULATED_OPTIONS, options, "simulated scorer")
+        for key in ("bias_shape", "bias_strength", "noise_sd", "relevance", "utility_sd"):
+            if not SIMULATED_OPTIONS[key].check(o[key]):    # non-JSON values too (numpy numbers, ...)
+                raise InvariRankError(f"simulated scorer: option {key!r} = {o[key]!r}, expected "
+                                      f"{SIMULATED_OPTIONS[key].expected}")
+        bias_shape, bias_strength, noise_sd = o["bias_shape"], o["bias_strength"], o["noise_sd"]
+        relevance, utility_sd, model = o["relevance"], o["utility_sd"], o["model"]
         self.seed = int(seed)
         self.bias_shape = bias_shape
         self.bias_strength = float(bias_strength)

@@ -33,7 +33,8 @@ import numpy as np
 from invarirank.errors import InvariRankError
 from invarirank.types import HistoryEntry, Item, Query
 
-from .engine import CausalLMScorer, Plan, _flag
+from .engine import CausalLMScorer, PassPlan
+from .options import CAUSAL_LM_OPTIONS, SPAN_OPTIONS, own_options
 from .prompts import SpanTemplate, span_segments
 from .tokens import TokenizedText
 
@@ -44,16 +45,18 @@ class SpanScorer(CausalLMScorer):
     """Span log-prob scorer; see the module docstring and :class:`CausalLMScorer` for the options."""
 
     kind = "span"
-    OPTIONS = {**CausalLMScorer.OPTIONS, "special_delimiters": (_flag, "true or false")}
+    OPTIONS = SPAN_OPTIONS
     VERSION = "1"
 
-    def __init__(self, model: Any = "smollm2-135m", *, special_delimiters: bool = False,
-                 template: SpanTemplate | None = None, **options: Any):
-        self.template = template or SpanTemplate()
-        self.special_delimiters = bool(special_delimiters)
+    def __init__(self, model: Any = "smollm2-135m", *, seed: int = 0, cache_dir: Any = None, **options: Any):
+        """Options: :data:`invarirank.llm.options.SPAN_OPTIONS` (``special_delimiters``, ``template``: a
+        :class:`~invarirank.llm.prompts.SpanTemplate`, and those of :class:`CausalLMScorer`)."""
+        own, options = own_options(SPAN_OPTIONS, CAUSAL_LM_OPTIONS, options, "span scorer")
+        self.template = own["template"] or SpanTemplate()
+        self.special_delimiters = bool(own["special_delimiters"])
         if self.special_delimiters:
             model = _with_special_delimiters(model, self.template, options)
-        super().__init__(model, **options)
+        super().__init__(model, seed=seed, cache_dir=cache_dir, **options)
 
     def score_options(self) -> dict[str, Any]:
         return {"special_delimiters": self.special_delimiters}
@@ -61,7 +64,7 @@ class SpanScorer(CausalLMScorer):
     def template_json(self) -> dict[str, Any]:
         return self.template.to_json()
 
-    def _plan(self, query: Query, history: Sequence[HistoryEntry], presented: Sequence[Item]) -> Plan:
+    def _plan(self, query: Query, history: Sequence[HistoryEntry], presented: Sequence[Item]) -> PassPlan:
         seg = span_segments(history, presented, self.template)
         tok = self.encoder.tokenize(seg.text)
         bos = tuple(self.encoder.bos_ids)
@@ -89,9 +92,9 @@ class SpanScorer(CausalLMScorer):
             groups.append((g0, len(needed)))
         ids = list(tok.ids[cut:])
         last = needed[-1] + 1  # nothing after the last needed position influences a score
-        return Plan(text=seg.text, prefix=bos + tok.ids[:cut], suffix=ids[:last], tail=ids[last:], needed=needed,
-                    bos=bos, segments=tuple(segments),
-                    extra={"targets": targets, "groups": groups, "spans": spans, "suffix_all": ids})
+        return PassPlan(text=seg.text, prefix=bos + tok.ids[:cut], suffix=ids[:last], tail=ids[last:],
+                        needed=needed, bos=bos, segments=tuple(segments),
+                        extra={"targets": targets, "groups": groups, "spans": spans, "suffix_all": ids})
 
     def _scored_tokens(self, query: Query, tok: TokenizedText, where: str, a: int, b: int, *, lo: int,
                        hi: int, cut: int) -> tuple[int, int]:
@@ -112,7 +115,7 @@ class SpanScorer(CausalLMScorer):
                 f"the line's own tokens cannot be scored")
         return i, j
 
-    def _reduce(self, plan: Plan, logits: Any) -> np.ndarray:
+    def _reduce(self, plan: PassPlan, logits: Any) -> np.ndarray:
         import torch
 
         logp = torch.log_softmax(logits, dim=-1)
@@ -145,8 +148,7 @@ def _with_special_delimiters(model: Any, template: SpanTemplate, options: dict[s
         base = model
         net, tok = copy.deepcopy(base.model), copy.deepcopy(base.tokenizer)
     else:
-        load = {k: options.pop(k) for k in list(options) if k in ("device", "dtype", "threads",
-                                                                  "attn_implementation", "allow_download")}
+        load = {k: options.pop(k) for k in list(options) if k in CAUSAL_LM_OPTIONS and CAUSAL_LM_OPTIONS[k].load}
         base = load_model(model or "smollm2-135m", reuse=False, **load)
         net, tok = base.model, base.tokenizer
     old_in = net.get_input_embeddings().weight.detach().clone()
@@ -167,10 +169,10 @@ def _with_special_delimiters(model: Any, template: SpanTemplate, options: dict[s
         if old_out is not None and out_layer is not None:
             out_layer.weight[n_old:] = old_out.mean(dim=0, keepdim=True).to(out_layer.weight.dtype)
     digest = hashlib.sha256(f"{base.weights_sha256}|special-delimiters-mean-v1|{added}".encode()).hexdigest()
-    from .models import _hash_tokenizer  # noqa: PLC0415
+    from .weights import hash_tokenizer
 
     return LoadedModel(name=f"{base.name}+special-delimiters", model=net.eval(), tokenizer=tok, device=base.device,
-                       dtype=base.dtype, folder=None, weights_sha256=digest, tokenizer_sha256=_hash_tokenizer(tok),
+                       dtype=base.dtype, folder=None, weights_sha256=digest, tokenizer_sha256=hash_tokenizer(tok),
                        max_length=base.max_length, has_chat_template=base.has_chat_template, info=dict(base.info))
 
 

@@ -10,15 +10,23 @@ locally, and toy queries. Nothing here touches the network.
   milliseconds.
 * :func:`toy_query` makes a query with MovieLens-like items; :func:`toy_split_queries` a run's worth of test and
   validation queries whose relevant items sit at known retrieval ranks.
+* :func:`reference_logits`: a plain forward of a real scorer's model (no cache, no batching), the reference of the
+  tests.
+* The scorer contract, as checks that raise ``AssertionError`` naming what broke (``check_*``): the
+  :class:`~invarirank.types.BatchScorer` members, scores aligned under a permutation of the presented order,
+  ``score_requests`` across queries equal to scoring each alone, determinism; a new scorer passes them all
+  (:func:`check_scorer` runs every one).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from invarirank.types import HistoryEntry, Item, Query
 
-__all__ = ["ARCHS", "tiny_model", "train_tokenizer", "toy_query", "toy_items", "toy_split_queries"]
+__all__ = ["ARCHS", "tiny_model", "train_tokenizer", "toy_query", "toy_items", "toy_split_queries",
+           "reference_logits", "contract_orders", "check_declares_batching", "check_aligned_under_permutation",
+           "check_prefix_stable", "check_requests_across_queries", "check_deterministic", "check_scorer"]
 
 ARCHS = ("llama", "mistral", "qwen2", "gemma3")
 
@@ -187,3 +195,128 @@ def tiny_model(arch: str, tokenizer: Any, *, seed: int = 0, dtype: Any = None, d
                 p.copy_(torch.randn(p.shape, generator=gen) * init_std)
     model = model.to(device=device, dtype=dtype or torch.float32).eval()
     return wrap_model(model, tokenizer, name=name or f"tiny-{arch}")
+
+
+def reference_logits(scorer: Any, ids: Any, *, last_only: bool = False) -> Any:
+    """float32 logits of a plain forward of ``scorer``'s model over ``ids`` (no cache, no batching) at every
+    position, or at the last one only (``last_only``, as ``generate`` does): the reference the tests compare the
+    scorers' optimised paths with."""
+    import torch
+
+    kwargs: dict[str, Any] = {"use_cache": False}
+    if last_only and scorer.forwards.has_logits_to_keep:
+        kwargs["logits_to_keep"] = 1
+    with torch.inference_mode():
+        out = scorer.loaded.model(input_ids=torch.tensor([list(ids)], dtype=torch.long,
+                                                         device=scorer.loaded.device), **kwargs)
+    return out.logits[0].float()
+
+
+# -- the scorer contract: checks that can fail, for any scorer (tests/test_llm_scorer_contract.py runs them) --------
+
+
+def contract_orders(query: Query) -> list[list[Item]]:
+    """Presented orders for the contract checks: the retrieval order, its reverse and a rotation."""
+    c = list(query.candidates)
+    return [c, c[::-1], c[2:] + c[:2]]
+
+
+def _scores(result: Any) -> Any:
+    import numpy as np
+
+    return np.asarray(result.scores, dtype=np.float64)
+
+
+def _close(a: Any, b: Any, atol: float, what: str) -> None:
+    import numpy as np
+
+    assert a.shape == b.shape, f"{what}: {a.shape} scores against {b.shape}"
+    if atol == 0:
+        assert np.array_equal(a, b), f"{what}: {a} != {b}"
+    else:
+        assert np.abs(a - b).max() <= atol, f"{what}: {a} vs {b} (atol {atol})"
+
+
+def check_declares_batching(scorer: Any) -> None:
+    """The :class:`~invarirank.types.BatchScorer` members are there and well-formed: an integer ``batch_size``
+    >= 1, a ``stats`` mapping of numbers, a JSON ``key_identity()`` and ``identity()``."""
+    import json
+    import numbers
+
+    from invarirank.types import BatchScorer
+
+    assert isinstance(scorer, BatchScorer), f"{type(scorer).__name__} is no BatchScorer"
+    size = scorer.batch_size
+    assert isinstance(size, int) and not isinstance(size, bool) and size >= 1, f"batch_size {size!r}"
+    assert all(isinstance(v, numbers.Number) for v in dict(scorer.stats).values()), scorer.stats
+    for ident in (scorer.key_identity(), scorer.identity()):
+        assert json.loads(json.dumps(ident)) == ident, ident
+
+
+def check_aligned_under_permutation(scorer: Any, fresh: Any, query: Query, *, atol: float = 0.0,
+                                    position_free: bool = False) -> None:
+    """Scores stay with their candidates when the presented order is permuted.
+
+    Every order of :func:`contract_orders`, scored through ``scorer`` after the others (so that any cache it
+    keeps has seen permutations of the same candidates) and in one ``score_batch``, equals the scores a scorer
+    from ``fresh()`` gives that order alone, slot by slot (a cache keyed on the candidate set, or results handed
+    back in the wrong order, fail here). ``position_free``: the scorer's score of a candidate does not depend on
+    its slot, so the score of each candidate must follow the candidate: ``score(permuted)[i]`` is the score of
+    ``permuted[i]`` in the first order."""
+    import numpy as np
+
+    orders = contract_orders(query)
+    alone = [_scores(fresh().score(query, o)) for o in orders]
+    seen = [_scores(scorer.score(query, o)) for o in orders]
+    batched = [_scores(r) for r in scorer.score_batch(query, orders[::-1])][::-1]
+    for o, a, s, b in zip(orders, alone, seen, batched):
+        where = f"order {[it.item_id for it in o]}"
+        _close(s, a, atol, f"{where} after its permutations")
+        _close(b, a, atol, f"{where} in a batch of its permutations")
+    if position_free:
+        first = {it.item_id: float(x) for it, x in zip(orders[0], alone[0])}
+        for o, a in zip(orders[1:], alone[1:]):
+            expected = np.array([first[it.item_id] for it in o], dtype=np.float64)
+            _close(a, expected, atol, f"candidates of order {[it.item_id for it in o]} (position-free scorer)")
+
+
+def check_prefix_stable(scorer: Any, query: Query, *, atol: float) -> None:
+    """For a scorer whose score of the candidate in slot ``i`` reads only the prompt up to that candidate (the
+    span scorer: causal attention): swapping the last two candidates leaves the scores of the other slots as they
+    are (scores handed back in another slot order, e.g. reversed, fail here)."""
+    c = list(query.candidates)
+    a = _scores(scorer.score(query, c))
+    b = _scores(scorer.score(query, c[:-2] + [c[-1], c[-2]]))
+    _close(a[:-2], b[:-2], atol, "the slots before a swap of the last two")
+
+
+def check_requests_across_queries(scorer: Any, fresh: Any, queries: Sequence[Query], *, atol: float = 0.0) -> None:
+    """``score_requests`` over the orders of several queries, interleaved, equals scoring each request alone on a
+    scorer from ``fresh()``, in order."""
+    per_query = [[(q, o) for o in contract_orders(q)] for q in queries]
+    interleaved = [r for group in zip(*per_query) for r in group]
+    got = scorer.score_requests(interleaved)
+    assert len(got) == len(interleaved), f"{len(got)} results for {len(interleaved)} requests"
+    for (q, o), res in zip(interleaved, got):
+        _close(_scores(res), _scores(fresh().score(q, o)), atol,
+               f"query {q.query_id}, order {[it.item_id for it in o]} in a window of {len(queries)} queries")
+
+
+def check_deterministic(scorer: Any, query: Query) -> None:
+    """The same order twice gives the same scores, bit for bit."""
+    import numpy as np
+
+    for o in contract_orders(query):
+        a, b = _scores(scorer.score(query, o)), _scores(scorer.score(query, o))
+        assert np.array_equal(a, b), f"order {[it.item_id for it in o]}: {a} then {b}"
+
+
+def check_scorer(fresh: Any, queries: Sequence[Query], *, atol: float = 0.0, position_free: bool = False) -> None:
+    """Every contract check on scorers from ``fresh()`` (a function building a new scorer; at least two queries
+    with at least four candidates each): what a new scorer kind must pass. ``atol``: 0 for a scorer that is exact
+    in any batch, a small float32 tolerance for a model scored in batches."""
+    assert len(queries) >= 2 and all(len(q.candidates) >= 4 for q in queries), "two queries of >= 4 candidates"
+    check_declares_batching(fresh())
+    check_deterministic(fresh(), queries[0])
+    check_aligned_under_permutation(fresh(), fresh, queries[0], atol=atol, position_free=position_free)
+    check_requests_across_queries(fresh(), fresh, queries, atol=atol)

@@ -10,9 +10,9 @@ Steps and drivers: every method is written once, as a generator of *steps* (``*_
 the list of items it wants scored next and receives their scores (float64, aligned with that list);
 its return value is the :class:`MethodResult`. :func:`drive` runs one generator against a scorer, one
 call per step (what the plain method functions do); :func:`drive_many` runs many generators in
-lockstep and sends each round's requests to the scorer as one batch (``score_batch`` where the scorer
-has it), so a GPU scorer can batch the M presented orders of a query; :func:`drive_window` does the same
-for a *window* of queries (every method × order of several queries in lockstep, each round one
+lockstep and sends each round's requests to the scorer as one batch (``score_batch``, see
+:func:`as_batch_scorer`), so a GPU scorer can batch the M presented orders of a query; :func:`drive_window` does
+the same for a *window* of queries (every method × order of several queries in lockstep, each round one
 ``score_requests`` call), so that the sequential tails of SGS and STELLA_LW of many queries fill one
 batch. All give the same results with a deterministic scorer: each generator sees exactly the scores it
 would have seen alone.
@@ -20,19 +20,19 @@ would have seen alone.
 
 from __future__ import annotations
 
-from typing import Callable, Generator, Sequence
+from typing import Any, Callable, Generator, Sequence
 
 import numpy as np
 
 from ..orders import rng_for
-from ..types import Item, Query, Scorer, ScoreResult
+from ..types import BatchScorer, Item, Query, Scorer, ScorerBase, ScoreResult
 from .result import MethodResult
 
 #: A method's steps: yields the items to score next, receives their scores, returns the result.
 Steps = Generator[list[Item], np.ndarray, MethodResult]
 
 __all__ = ["shuffle_positions", "score_items", "score_results", "score_items_batch", "batch_size_of", "Steps",
-           "drive", "drive_many", "drive_window", "score_request_results"]
+           "drive", "drive_many", "drive_window", "score_request_results", "as_batch_scorer", "ScoreOnly"]
 
 
 def shuffle_positions(k: int, seed: int, query_id: str, t: int, j: int) -> list[int]:
@@ -51,43 +51,54 @@ def score_items(scorer: Scorer, query: Query, items: Sequence[Item]) -> np.ndarr
     return _checked(scorer, scorer.score(query, list(items)).scores, len(items))
 
 
+class ScoreOnly(ScorerBase):
+    """A plain :class:`~invarirank.types.Scorer` (``score``, ``identity``, ``name`` only) as a
+    :class:`~invarirank.types.BatchScorer`: the defaults of :class:`~invarirank.types.ScorerBase`."""
+
+    def __init__(self, scorer: Scorer) -> None:
+        self.scorer = scorer
+        self.name = scorer.name
+
+    def score(self, query: Query, presented: Sequence[Item]) -> ScoreResult:
+        return self.scorer.score(query, presented)
+
+    def identity(self) -> dict[str, Any]:
+        return self.scorer.identity()
+
+
+def as_batch_scorer(scorer: Scorer) -> BatchScorer:
+    """``scorer`` itself when it is a :class:`~invarirank.types.BatchScorer` (a :class:`ScorerBase` or any class
+    with the protocol's members), else :class:`ScoreOnly` around it."""
+    if isinstance(scorer, (ScorerBase, BatchScorer)):
+        return scorer  # type: ignore[return-value]
+    return ScoreOnly(scorer)
+
+
 def batch_size_of(scorer: Scorer) -> int:
-    """How many passes ``scorer`` computes in one batch: its ``batch_size``, 1 when it has none."""
-    return max(1, int(getattr(scorer, "batch_size", 1) or 1))
+    """How many passes ``scorer`` computes in one batch (:attr:`BatchScorer.batch_size`; 1 for a plain scorer)."""
+    size = as_batch_scorer(scorer).batch_size
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"scorer {scorer.name!r}: batch_size {size!r}, expected an integer >= 1")
+    return size
 
 
-def score_results(scorer: Scorer, query: Query, requests: Sequence[Sequence[Item]]) -> list[ScoreResult]:
-    """Several scorer calls of one query: one ``score_batch`` call where the scorer has one, else one
-    ``score`` call per request, in order."""
-    batch = getattr(scorer, "score_batch", None)
-    if batch is None:
-        return [scorer.score(query, list(items)) for items in requests]
-    results = batch(query, [list(items) for items in requests])
-    if len(results) != len(requests):
-        raise ValueError(f"scorer {getattr(scorer, 'name', scorer)!r} answered {len(results)} of "
-                         f"{len(requests)} requests")
+def _answered(scorer: Scorer, results: Sequence[ScoreResult], n: int) -> list[ScoreResult]:
+    if len(results) != n:
+        raise ValueError(f"scorer {scorer.name!r} answered {len(results)} of {n} requests")
     return list(results)
 
 
+def score_results(scorer: Scorer, query: Query, requests: Sequence[Sequence[Item]]) -> list[ScoreResult]:
+    """Several scorer calls of one query, as one :meth:`BatchScorer.score_batch` call, in order."""
+    results = as_batch_scorer(scorer).score_batch(query, [list(items) for items in requests])
+    return _answered(scorer, results, len(requests))
+
+
 def score_request_results(scorer: Scorer, requests: Sequence[tuple[Query, Sequence[Item]]]) -> list[ScoreResult]:
-    """Scorer calls for (query, presented order) requests of several queries: one ``score_requests`` call where
-    the scorer has one, else :func:`score_results` per query (in first-seen query order); results in order."""
-    many = getattr(scorer, "score_requests", None)
-    if many is not None:
-        results = list(many([(q, list(items)) for q, items in requests]))
-        if len(results) != len(requests):
-            raise ValueError(f"scorer {getattr(scorer, 'name', scorer)!r} answered {len(results)} of "
-                             f"{len(requests)} requests")
-        return results
-    out: list[ScoreResult | None] = [None] * len(requests)
-    by_query: dict[str, list[int]] = {}
-    for i, (q, _) in enumerate(requests):
-        by_query.setdefault(q.query_id, []).append(i)
-    for idxs in by_query.values():
-        query = requests[idxs[0]][0]
-        for i, res in zip(idxs, score_results(scorer, query, [requests[i][1] for i in idxs])):
-            out[i] = res
-    return out  # type: ignore[return-value]
+    """Scorer calls for (query, presented order) requests of several queries, as one
+    :meth:`BatchScorer.score_requests` call; results in order."""
+    results = as_batch_scorer(scorer).score_requests([(q, list(items)) for q, items in requests])
+    return _answered(scorer, results, len(requests))
 
 
 def score_items_batch(scorer: Scorer, query: Query, requests: Sequence[Sequence[Item]]) -> list[np.ndarray]:
@@ -99,7 +110,7 @@ def score_items_batch(scorer: Scorer, query: Query, requests: Sequence[Sequence[
 def _checked(scorer: Scorer, raw: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
     scores = np.asarray(raw, dtype=np.float64)
     if scores.shape != (n,):
-        raise ValueError(f"scorer {getattr(scorer, 'name', scorer)!r} returned {scores.shape} scores "
+        raise ValueError(f"scorer {scorer.name!r} returned {scores.shape} scores "
                          f"for {n} candidates")
     return scores
 

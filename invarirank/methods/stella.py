@@ -44,7 +44,7 @@ from ..errors import InvariRankError
 from ..io import atomic_write_json, read_json
 from ..orders import rng_for
 from ..types import Item, Query, Scorer, rank_by_scores
-from ._common import Steps, batch_size_of, drive, score_items_batch, shuffle_positions
+from ._common import Steps, as_batch_scorer, batch_size_of, drive, score_items_batch, shuffle_positions
 from .result import MethodResult
 
 __all__ = ["stella", "stella_steps", "posterior_update", "entropy", "calibrate", "calibration_counts",
@@ -265,8 +265,7 @@ def load_or_calibrate(scorer: Scorer, validation_queries: Sequence[Query], k: in
     where the scorer has one: model weights, tokenizer, dtype, device type, scorer kind, template,
     options), K, the probing queries and the settings (:func:`calibration_key`)."""
     queries = select_calibration_queries(validation_queries, k, n_queries, seed)
-    key_fn = getattr(scorer, "key_identity", None)     # real scorers: what determines the scores only
-    identity = dict(key_fn()) if callable(key_fn) else dict(scorer.identity())
+    identity = dict(as_batch_scorer(scorer).key_identity())   # what determines the scores only
     key = calibration_key(identity, k, queries, n_queries, repeats, seed)
     if cache_dir is None:
         from ..assets import cache_dir as default_cache_dir

@@ -58,7 +58,11 @@ def resolve_device(device: str | None) -> torch.device:
     """``None`` → CUDA when available, else CPU."""
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        from ..errors import InvariRankError
+        raise InvariRankError(f"--device {device!r}: not a device name; expected cpu, cuda or cuda:N") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         from ..errors import InvariRankError
         raise InvariRankError(f"--device {device}: CUDA is not available on this machine; expected cpu")

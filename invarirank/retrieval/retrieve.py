@@ -42,6 +42,10 @@ __all__ = ["RETRIEVERS", "RetrievalResult", "retrieve", "train_retriever", "mode
            "STATS_SCHEMA_VERSION", "CODE_VERSION"]
 
 RETRIEVERS = ("lightgcn", "als", "popularity")
+#: the most LightGCN epochs / ALS iterations ``--epochs`` may ask for (the protocol uses 100 / 20)
+MAX_EPOCHS = 10_000
+#: seeds are unsigned 32-bit integers (implicit's ALS and numpy's legacy seeding take no more)
+MAX_SEED = 2**32 - 1
 STATS_SCHEMA_VERSION = 1
 # bump when a change alters trained embeddings or candidates, so old cache entries are not reused
 CODE_VERSION = 1
@@ -78,8 +82,10 @@ def model_settings(retriever: str, *, seed: int = 42, epochs: int | None = None,
     ALS iterations; ``threads`` is LightGCN's resolved CPU thread count (floating-point sums may
     depend on it)."""
     _check_retriever(retriever)
-    if epochs is not None and int(epochs) < 1:
-        raise InvariRankError(f"--epochs {epochs}: expected a positive integer")
+    if epochs is not None and not 1 <= int(epochs) <= MAX_EPOCHS:
+        raise InvariRankError(f"--epochs {epochs}: expected a positive integer, at most the limit {MAX_EPOCHS:,}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
+        raise InvariRankError(f"--seed {seed}: expected an integer from 0 to {MAX_SEED} (2^32 - 1)")
     settings: dict[str, Any] = {"retriever": retriever, "positive_threshold": float(positive_threshold),
                                 "code_version": CODE_VERSION}
     if retriever == "lightgcn":
@@ -158,6 +164,15 @@ def _resolve_data_dir(data_dir: str | Path) -> Path:
     except InvariRankError as exc:
         raise InvariRankError(f"--data {data_dir}: not a prepared data folder, and as a dataset name: "
                               f"{exc}") from None
+
+
+def prepared_threshold(folder: Path) -> float:
+    """The positive threshold the folder was prepared with (its ``stats.json``, checked), so the first stage trains
+    on the same positives the queries use; 4.0 (the protocol's) for a folder without ``stats.json``."""
+    if not (folder / "stats.json").is_file():
+        return 4.0
+    from ..data.prepared import read_stats
+    return float(read_stats(folder).get("positive_threshold", 4.0))
 
 
 def _exclusions(data: RetrievalData, row: dict) -> np.ndarray:
@@ -274,7 +289,11 @@ def retrieve(data_dir: str | Path, retriever: str = "lightgcn", k: int = 25, see
         raise InvariRankError(f"--k {k}: expected a positive integer")
     k = int(k)
     ks = tuple(sorted(set(DEFAULT_KS) | {k}))
-    data = load_retrieval_data(_resolve_data_dir(data_dir))
+    folder = _resolve_data_dir(data_dir)
+    if out is not None and folder.is_dir() and Path(out).resolve() == folder.resolve():
+        raise InvariRankError(f"--out {out} is the prepared data folder --data {data_dir}: its stats.json would be "
+                              f"replaced; expected another folder")
+    data = load_retrieval_data(folder, prepared_threshold(folder))
 
     device_type, threads = "cpu", None
     if retriever == "lightgcn":
@@ -319,6 +338,9 @@ def retrieve(data_dir: str | Path, retriever: str = "lightgcn", k: int = 25, see
     ranked = rank_queries(data, users, items, k, ks, selected, progress=progress)
     test_metrics, test_kept = _split_stats(data, ranked["test"], k, ks)
     val_metrics, val_kept = _split_stats(data, ranked["validation"], k, ks)
+    if not test_kept:
+        raise InvariRankError(f"--k {k}: no test query of {data.data_dir} keeps a ground-truth item in its top-{k} "
+                              f"({len(ranked['test'])} test queries); the candidates file would be empty")
     test_queries = [_make_query(data, e, k) for e in test_kept]
     val_queries = [_make_query(data, e, k) for e in val_kept]
 

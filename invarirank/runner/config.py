@@ -27,23 +27,29 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import InvariRankError
-from ..io import read_utf8
+from ..io import load_yaml, read_utf8
 from ..llm.factory import DEFAULT_MODEL, SCORER_KINDS, check_scorer_options
 from ..methods.registry import METHODS
 
-__all__ = ["RunConfig", "DEFAULT_K", "ALIASES", "slug", "simple_name", "check_lists"]
+__all__ = ["RunConfig", "DEFAULT_K", "ALIASES", "MAX_BOOTSTRAP", "slug", "simple_name", "check_lists"]
 
 #: K of a first-stage run when none is given (a candidates file keeps its own lists)
 DEFAULT_K = 25
 #: other names of a setting, as grid files / notebooks (K, M, n_queries) and flags / YAML (k, m, queries) use them
 ALIASES = {"k": "K", "m": "M", "queries": "n_queries", "run_name": "name"}
-#: grid and run names become folder names: letters, digits, '.', '_' and '-' only
-_SIMPLE_NAME = re.compile(r"[A-Za-z0-9._-]+")
+#: grid and run names become folder names: letters, digits, '.', '_' and '-' only, not starting with '.' (so not
+#: ``.`` or ``..``, which would leave the results folder, nor a hidden name such as ``.work``)
+_SIMPLE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+#: a device: ``auto`` or a torch device type, optionally with an index (checked before torch sees it)
+_DEVICE = re.compile(r"auto|(cpu|cuda|mps|xpu|xla|meta|hpu|mtia|npu|hip|privateuseone)(:[0-9]+)?")
+#: the most bootstrap resamples a run or ``invarirank evaluate`` computes (more would run for days)
+MAX_BOOTSTRAP = 100_000
 _IDENTITY = {"identity": True}
 
 
 def simple_name(text: str) -> bool:
-    """Whether ``text`` may name a grid or run folder (letters, digits, '.', '_', '-')."""
+    """Whether ``text`` may name a grid or run folder (letters, digits, '.', '_', '-'; not starting with '.', so
+    never ``.`` or ``..``)."""
     return bool(_SIMPLE_NAME.fullmatch(text))
 
 
@@ -160,16 +166,12 @@ class RunConfig:
     @classmethod
     def from_yaml(cls, path: str | os.PathLike) -> "RunConfig":
         """Read a ``--config`` YAML file (a mapping of settings)."""
-        import yaml
         p = Path(path)
         if not p.is_file():
             raise InvariRankError(f"{p}: no such config file")
-        try:
-            data = yaml.safe_load(read_utf8(p, "config file")) or {}
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = f":{mark.line + 1}" if mark is not None else ""
-            raise InvariRankError(f"{p}{line}: malformed YAML ({getattr(exc, 'problem', exc)})") from None
+        data = load_yaml(read_utf8(p, "config file"), str(p), "malformed YAML")
+        if data is None:
+            data = {}
         return cls.from_mapping(data, str(p))
 
     @classmethod
@@ -315,7 +317,18 @@ class RunConfig:
         for name in ("grid", "name"):
             value = getattr(self, name)
             if value is not None and not simple_name(value):
-                raise InvariRankError(f"{where}: {name} {value!r} may hold only letters, digits, '.', '_' and '-'")
+                raise InvariRankError(f"{where}: {name} {value!r} may hold only letters, digits, '.', '_' and '-', "
+                                      f"and may not start with '.'")
+        for name in ("seed", "retrieval_seed"):             # seeds reach numpy, torch and implicit: 32 bits
+            if getattr(self, name) > 2**32 - 1:
+                raise InvariRankError(f"{where}: setting {name!r} = {getattr(self, name)}, expected an integer from 0 "
+                                      f"to 4294967295 (2^32 - 1)")
+        if not _DEVICE.fullmatch(self.device):
+            raise InvariRankError(f"{where}: setting 'device' = {self.device!r}, expected auto, cpu, cuda, cuda:N, "
+                                  f"mps or another torch device name")
+        if self.n_bootstrap > MAX_BOOTSTRAP:
+            raise InvariRankError(f"{where}: setting 'n_bootstrap' = {self.n_bootstrap} is above the limit "
+                                  f"{MAX_BOOTSTRAP:,}; expected at most {MAX_BOOTSTRAP:,} resamples")
 
 
     def check_k(self, where: str = "config", list_k: int | None = None, source: str = "") -> None:

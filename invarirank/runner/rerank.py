@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvariRankError
-from ..methods import METHODS, PassCache, batch_size_of, drive, drive_many, drive_window, method_steps
+from ..methods import METHODS, QueryPassCache, batch_size_of, drive, drive_many, drive_window, method_steps
 from ..orders import PresentedOrder, presented_orders
 from ..types import Query, Scorer
 from .records import ObservationRow
@@ -100,7 +100,7 @@ def rerank_query(scorer: Scorer, query: Query, *, methods: Sequence[str] = DEFAU
 
     ``scorer`` is any :class:`~invarirank.types.Scorer` (``invarirank.make_scorer(...)`` or your own object with
     ``name``, ``score`` and ``identity``). Passes are shared between the methods of the query through a pass cache
-    (:class:`~invarirank.methods.PassCache`) that is emptied before and after the query; a ``PassCache`` given as
+    (:class:`~invarirank.methods.QueryPassCache`) that is emptied before and after the query; one given as
     ``scorer`` is used as it is (the runner keeps one per run, for its counters), any other scorer is wrapped in a
     new one. The presented orders are drawn from ``seed`` (:func:`invarirank.orders.presented_orders`) and never
     include the retrieval order; every method-internal shuffle is seeded from ``(seed, query, t)``, so equal
@@ -119,7 +119,7 @@ def rerank_query(scorer: Scorer, query: Query, *, methods: Sequence[str] = DEFAU
     otherwise order by order, method by method. Both request the same passes and, with a deterministic scorer,
     give the same rows; the noise floor always goes order by order, each copy scored afresh.
     """
-    cache = scorer if isinstance(scorer, PassCache) else PassCache(scorer)
+    cache = scorer if isinstance(scorer, QueryPassCache) else QueryPassCache(scorer)
     names = _methods(methods, calibrations)
     work = _QueryRows(query, names, M, seed, noise_floor, _model_name(scorer) if model is None else model,
                       dataset, calibrations)
@@ -152,7 +152,7 @@ def rerank_window(scorer: Scorer, queries: Sequence[Query], *, methods: Sequence
     the rows equal :func:`rerank_query`'s. There is no noise floor here (its copies are scored one by one).
 
     Stability: caller (the runner's ``query_window``)."""
-    cache = scorer if isinstance(scorer, PassCache) else PassCache(scorer)
+    cache = scorer if isinstance(scorer, QueryPassCache) else QueryPassCache(scorer)
     names = _methods(methods, calibrations)
     name = _model_name(scorer) if model is None else model
     works = [_QueryRows(q, names, M, seed, False, name, dataset, calibrations) for q in queries]

@@ -53,8 +53,8 @@ def make_run_scorer(config: RunConfig, *, pass_cache_dir: str | None = None) -> 
 def scorer_key_identity(scorer: Any) -> dict[str, Any]:
     """What determines a scorer's scores: ``key_identity()`` where the scorer has one (real scorers: weights,
     tokenizer, dtype, device type, template, options — not cache locations), else ``identity()``."""
-    fn = getattr(scorer, "key_identity", None)
-    return dict(fn()) if callable(fn) else dict(scorer.identity())
+    from ..methods import as_batch_scorer
+    return dict(as_batch_scorer(scorer).key_identity())
 
 
 def scorer_settings(config: RunConfig) -> dict[str, Any]:
@@ -181,7 +181,7 @@ class ShardWorker:
                                                   dataset=task.dataset, calibrations=task.calibrations), 1):
             records.append(record)
             self._maybe_die(n)
-        self.scorer_stats = dict(getattr(self.scorer, "stats", {}) or {})
+        self.scorer_stats = dict(self.cache.stats)
         return ShardResult(task.run, task.shard, records, {**self.info, "scorer_stats": self.scorer_stats},
                            round(time.perf_counter() - t0, 3))
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DiskPassCache", "pass_key", "default_cache_path"]
+__all__ = ["PersistentPassCache", "pass_key", "default_cache_path"]
 
 SCHEMA_VERSION = 1
 
@@ -46,8 +46,9 @@ def default_cache_path(cache_dir: str | Path | None = None) -> Path:
     return Path(cache_dir).expanduser() / "passes.sqlite3"
 
 
-class DiskPassCache:
-    """Scores by pass key, in memory and (when ``path`` is given) in a SQLite file."""
+class PersistentPassCache:
+    """Scores by pass key, in memory and (when ``path`` is given) in a SQLite file that outlives the process
+    (the per-query in-memory cache of a run is :class:`invarirank.methods.QueryPassCache`)."""
 
     def __init__(self, path: str | Path | None = None, *, memory_limit: int = 1_000_000):
         self.path = Path(path) if path is not None else None

@@ -1,4 +1,5 @@
-"""A shared pass cache in front of a scorer, for one run.
+"""The per-query pass cache: an in-memory cache in front of a scorer that the runner drops between queries (or
+windows of queries).
 
 Every method's first pass on a presented order is the presented order itself, and bootstrapping's
 shuffles are STELLA's first updates, so within one query the same serialised order is asked for many
@@ -6,7 +7,8 @@ times. :class:`PassCache` answers a repeated (query, presented ids) from memory 
 ``requests`` (calls the methods made), ``hits`` (answered from memory), ``misses`` (sent to the
 scorer) and ``tokens`` (token positions the scorer reported for the misses), in all and per query
 (:meth:`PassCache.counters` with a query id: the same numbers whether the query ran alone or in a
-window of queries). The wrapped scorer may keep its own persistent cache too (counted in its ``stats``).
+window of queries). The wrapped scorer may keep its own persistent cache too (counted in its ``stats``;
+:class:`invarirank.llm.persistent_cache.PersistentPassCache` for the real scorers).
 """
 
 from __future__ import annotations
@@ -15,18 +17,22 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..types import Item, Query, Scorer, ScoreResult
-from ._common import batch_size_of, score_request_results
+from typing import Mapping
 
-__all__ = ["PassCache"]
+from ..types import Item, Query, Scorer, ScorerBase, ScoreResult
+from ._common import as_batch_scorer, score_request_results
+
+__all__ = ["QueryPassCache", "PassCache"]
 
 
-class PassCache:
-    """Scorer wrapper with an in-memory pass cache (see the module docstring). ``clear()`` drops the
-    stored passes (the runner clears it between queries); counters keep running."""
+class QueryPassCache(ScorerBase):
+    """Scorer wrapper with an in-memory pass cache (see the module docstring), itself a
+    :class:`~invarirank.types.BatchScorer`. ``clear()`` drops the stored passes (the runner clears it between
+    queries); counters keep running. ``scorer`` is the wrapped scorer as given."""
 
     def __init__(self, scorer: Scorer) -> None:
         self.scorer = scorer
+        self._inner = as_batch_scorer(scorer)
         self.name = scorer.name
         self._store: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}
         self.requests = 0
@@ -38,9 +44,13 @@ class PassCache:
     def identity(self) -> dict[str, Any]:
         return self.scorer.identity()
 
-    @property
-    def stats(self) -> dict[str, Any]:
-        return dict(getattr(self.scorer, "stats", {}) or {})
+    def key_identity(self) -> dict[str, Any]:
+        return self._inner.key_identity()
+
+    @property  # type: ignore[override]
+    def stats(self) -> Mapping[str, Any]:
+        """A copy of the wrapped scorer's work counters."""
+        return dict(self._inner.stats)
 
     def counters(self, query_id: str | None = None) -> dict[str, int]:
         """The counters in all, or those of one query."""
@@ -56,10 +66,10 @@ class PassCache:
     def clear(self) -> None:
         self._store.clear()
 
-    @property
+    @property  # type: ignore[override]
     def batch_size(self) -> int:
         """The wrapped scorer's batch size (1 when it does not batch)."""
-        return batch_size_of(self.scorer)
+        return self._inner.batch_size
 
     def score(self, query: Query, presented: Sequence[Item]) -> ScoreResult:
         return self.score_batch(query, [presented])[0]
@@ -70,14 +80,13 @@ class PassCache:
 
     def score_batch(self, query: Query, orders: Sequence[Sequence[Item]]) -> list[ScoreResult]:
         """Answer each order from memory or, for the orders not seen before (each distinct one once,
-        in first-seen order), from the wrapped scorer's ``score_batch`` (or ``score`` one by one).
+        in first-seen order), from the wrapped scorer's ``score_requests``.
         Counters: a repeat inside the batch counts as a hit, as it would one call at a time."""
         return self.score_requests([(query, presented) for presented in orders])
 
     def score_requests(self, requests: Sequence[tuple[Query, Sequence[Item]]]) -> list[ScoreResult]:
         """:meth:`score_batch` for requests of one or several queries: the distinct new ones go to the wrapped
-        scorer's ``score_requests`` in one call where it has one (a window of queries batched together), else
-        per query through ``score_batch``."""
+        scorer's ``score_requests`` in one call (a window of queries batched together)."""
         out: list[ScoreResult | None] = [None] * len(requests)
         todo: dict[tuple[str, tuple[str, ...]], list[int]] = {}
         for i, (query, presented) in enumerate(requests):
@@ -94,7 +103,7 @@ class PassCache:
                 todo[key] = [i]
         if todo:
             firsts = [requests[idxs[0]] for idxs in todo.values()]
-            results = score_request_results(self.scorer, firsts)
+            results = score_request_results(self._inner, firsts)
             for (key, idxs), res in zip(todo.items(), results):
                 scores = np.array(res.scores, dtype=np.float32, copy=True)
                 scores.flags.writeable = False
@@ -106,3 +115,7 @@ class PassCache:
                 for i in idxs[1:]:
                     out[i] = ScoreResult(scores=scores, tokens=0, cached=True)
         return out  # type: ignore[return-value]
+
+
+#: the name the runner and the benchmarks import (the per-query pass cache)
+PassCache = QueryPassCache

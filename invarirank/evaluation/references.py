@@ -1,0 +1,228 @@
+"""Reference rows beside the methods: the first stage's own order and a uniformly random order.
+
+A method's numbers mean little without a scale: HR@5 on queries that were *sampled* among those whose first stage
+already holds a relevant candidate in its top few is high for any ranking, and a PPI of 0.4 is only good or bad
+against what a ranker that ignores the candidates would give at the same K, M and buckets. The two references:
+
+* ``first_stage`` — the retriever's own ranking of the same candidates, written as the output of every presented
+  order of the query (the rows of the run's first method give the orders). Its consistency is perfect by
+  construction (PPI = 0, GPI = 0, LOC = 1: the output never depends on the presented order); its effectiveness is
+  what reranking must beat. The orders come from the run's ``first_stage.jsonl.gz`` (one line per query:
+  ``{"query_id": ..., "ranking": [item ids, best first]}``, written from the candidates file, no scorer pass).
+* ``random`` — a ranker whose output is a uniformly random permutation of the candidates, independent of the
+  presented order. HR@k, nDCG@k, recall@k and MRR@k are its **exact** expectations per query (g relevant
+  candidates among K, ground truth of n ids, k' = min(k, K)):
+
+  - HR@k = 1 - C(K - g, k') / C(K, k'),
+  - nDCG@k = (g / K) * sum_{i=1..k'} 1 / log2(i + 1) / IDCG(n, k),
+  - recall@k = g k' / (K n),
+  - MRR@k = sum_{r=1..k'} (1 / r) C(K - r, g - 1) / C(K, g);
+
+  PPI, GPI and LOC have no closed form here: they are estimated per query as the mean over ``replicates``
+  independent draws of M random outputs on the query's own presented orders, each draw seeded from
+  ``(seed, replicate, query id)``, so the same observations and settings give the same numbers.
+
+Each reference block has the shape of a method's block (``overall`` with ``ci``, ``per_query``) plus
+``comparisons``: every method against the reference, paired over queries, differences *method - reference*
+(:func:`invarirank.evaluation.compare_methods`; the records of ``metrics.json``'s ``comparisons``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvariRankError
+from ..io import atomic_write_text
+from . import bootstrap
+from .comparisons import PerQuery, compare_methods
+from .effectiveness import ideal_dcg
+
+__all__ = ["FIRST_STAGE", "RANDOM", "REFERENCE_REPLICATES", "random_expectations", "reference_inputs",
+           "first_stage_rows", "random_rows", "random_block", "reference_comparisons", "read_first_stage",
+           "write_first_stage", "FIRST_STAGE_FILE"]
+
+FIRST_STAGE = "first_stage"
+RANDOM = "random"
+#: random draws of M outputs per query behind the random order's PPI, GPI and LOC
+REFERENCE_REPLICATES = 20
+#: the file of a run folder holding the first stage's rankings
+FIRST_STAGE_FILE = "first_stage.jsonl.gz"
+
+
+def random_expectations(K: int, g: int, n_relevant: int, ks: Sequence[int]) -> dict[str, float]:
+    """Exact expected HR@k, nDCG@k, recall@k and MRR@k of a uniformly random ranking of ``K`` candidates of which
+    ``g`` are relevant, for a ground truth of ``n_relevant`` ids (the formulas of the module docstring)."""
+    if not 0 <= g <= K or n_relevant < max(g, 1):
+        raise InvariRankError(f"random reference: expected 0 <= g <= K and n_relevant >= max(g, 1), got K={K}, "
+                              f"g={g}, n_relevant={n_relevant}")
+    out: dict[str, float] = {}
+    for k in ks:
+        kk = min(k, K)
+        out[f"hr@{k}"] = 1.0 - math.comb(K - g, kk) / math.comb(K, kk) if g else 0.0
+    for k in ks:
+        kk = min(k, K)
+        out[f"ndcg@{k}"] = (g / K) * sum(1.0 / math.log2(i + 1) for i in range(1, kk + 1)) / ideal_dcg(n_relevant, k)
+    for k in ks:
+        out[f"recall@{k}"] = g * min(k, K) / (K * n_relevant)
+    for k in ks:
+        kk = min(k, K)
+        out[f"mrr@{k}"] = (sum(math.comb(K - r, g - 1) / r for r in range(1, kk + 1)) / math.comb(K, g)) if g else 0.0
+    return out
+
+
+def reference_inputs(grouped: Mapping[str, Mapping[str, list[dict]]]) -> dict[str, list[dict]]:
+    """The rows whose presented orders the references take: per query, those of the first method (in method
+    order) that holds the query."""
+    out: dict[str, list[dict]] = {}
+    for queries in grouped.values():
+        for qid, rows in queries.items():
+            out.setdefault(qid, rows)
+    return out
+
+
+def first_stage_rows(inputs: Mapping[str, list[dict]], rankings: Mapping[str, Sequence[str]]) -> dict[str, list[dict]]:
+    """Rows of the first-stage order: each presented order of each query with the first stage's ranking as its
+    output. A query without a ranking, or a ranking that is not a permutation of the query's candidates, is an
+    error naming the query."""
+    out: dict[str, list[dict]] = {}
+    for qid, rows in inputs.items():
+        if qid not in rankings:
+            raise InvariRankError(f"first-stage order: no ranking for query {qid!r}")
+        ranking = [str(x) for x in rankings[qid]]
+        if sorted(ranking) != sorted(rows[0]["input"]):
+            raise InvariRankError(f"first-stage order of query {qid!r}: expected a permutation of its "
+                                  f"{len(rows[0]['input'])} candidates, got {len(ranking)} ids that differ")
+        out[qid] = [{**r, "method": FIRST_STAGE, "output": ranking} for r in rows]
+    return out
+
+
+def _rng(seed: int, replicate: int, query_id: str) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, replicate, zlib.crc32(query_id.encode("utf-8"))]))
+
+
+def random_rows(inputs: Mapping[str, list[dict]], seed: int, replicate: int) -> dict[str, list[dict]]:
+    """One draw of the random order: each presented order of each query with a uniformly random output."""
+    out: dict[str, list[dict]] = {}
+    for qid, rows in inputs.items():
+        rng = _rng(seed, replicate, qid)
+        out[qid] = [{**r, "method": RANDOM, "output": [r["input"][i] for i in rng.permutation(len(r["input"]))]}
+                    for r in rows]
+    return out
+
+
+def random_block(inputs: Mapping[str, list[dict]], settings: Mapping[str, Any], evaluate_method: Any, *,
+                 seed: int, replicates: int) -> tuple[dict, PerQuery]:
+    """The random order's block and its per-query values: exact effectiveness, and PPI / GPI / LOC averaged over
+    ``replicates`` draws (``evaluate_method(queries, settings)`` is the engine's per-method evaluation)."""
+    if replicates < 1:
+        raise InvariRankError(f"reference replicates: expected an integer >= 1, got {replicates!r}")
+    ks = settings["ks"]
+    qids = list(inputs)
+    cons = ("ppi", "gpi", "loc")
+    sums = {name: np.zeros(len(qids)) for name in cons}
+    seen = {name: np.zeros(len(qids)) for name in cons}
+    quiet = {**settings, "bootstrap": 0, "exact_kemeny_max_k": None}
+    for rep in range(replicates):
+        block, _ = evaluate_method(random_rows(inputs, seed, rep), quiet)
+        for i, q in enumerate(qids):
+            for name in cons:
+                v = block["per_query"][q][name]
+                if v is not None:
+                    sums[name][i] += v
+                    seen[name][i] += 1
+    values: dict[str, np.ndarray] = {}
+    per_query: dict[str, dict[str, Any]] = {qid: {} for qid in qids}
+    eff = [random_expectations(len(inputs[q][0]["input"]),
+                               len(set(inputs[q][0]["relevant"]) & set(inputs[q][0]["input"])),
+                               len(set(inputs[q][0]["relevant"])), ks) for q in qids]
+    for name in eff[0]:
+        values[name] = np.array([e[name] for e in eff])
+    for name in cons:
+        values[name] = np.divide(sums[name], seen[name], out=np.full(len(qids), np.nan), where=seen[name] > 0)
+    n_rows = np.array([len(inputs[q]) for q in qids], dtype=np.float64)
+    for i, q in enumerate(qids):
+        for name, v in values.items():
+            per_query[q][name] = None if v[i] != v[i] else float(v[i])
+        per_query[q]["rows"], per_query[q]["candidates"] = int(n_rows[i]), len(inputs[q][0]["input"])
+    overall: dict[str, Any] = {}
+    columns: list[np.ndarray] = [n_rows]
+    stats = {}
+    for name, v in values.items():
+        has = ~np.isnan(v)
+        if name in cons:
+            overall[name] = float(v[has].mean()) if has.any() else None
+            columns += [np.where(has, v, 0.0), has.astype(np.float64)]
+            stats[name] = bootstrap.ratio(len(columns) - 2, len(columns) - 1)
+        else:
+            overall[name] = float((v * n_rows).sum() / n_rows.sum())
+            columns.append(v * n_rows)
+            stats[name] = bootstrap.ratio(len(columns) - 1, 0)
+    overall["queries"], overall["rows"] = len(qids), int(n_rows.sum())
+    ci: dict[str, list[float]] = {}
+    if settings["bootstrap"] > 0:
+        reps = bootstrap.collect(len(qids), settings["bootstrap"], settings["seed"], np.column_stack(columns), stats)
+        for name in stats:
+            interval = bootstrap.percentile_interval(reps[name], settings["ci_level"])
+            if interval is not None and overall.get(name) is not None:
+                ci[name] = interval
+    overall["ci"] = ci
+    return {"overall": overall, "per_query": per_query}, PerQuery(tuple(qids), values, None)
+
+
+def reference_comparisons(methods: Mapping[str, PerQuery], reference: str, values: PerQuery,
+                          settings: Mapping[str, Any]) -> dict:
+    """Every method against ``reference``, paired over queries: ``{metric: {method: record}}`` with differences
+    method - reference (the records of :func:`invarirank.evaluation.compare_methods`)."""
+    if settings["permutations"] <= 0 or not methods:
+        return {}
+    out: dict[str, dict] = {}
+    for m, pq in methods.items():
+        both = compare_methods({m: pq, reference: values}, seed=settings["seed"], n_bootstrap=settings["bootstrap"],
+                               n_permutations=settings["permutations"], ci_level=settings["ci_level"])
+        for metric, table in both.items():
+            rec = (table.get(m) or {}).get(reference)
+            if rec is not None:
+                out.setdefault(metric, {})[m] = rec
+    return out
+
+
+def write_first_stage(path: str | os.PathLike, rankings: Mapping[str, Sequence[str]]) -> None:
+    """Write ``first_stage.jsonl.gz`` (query order kept; deterministic gzip, written atomically)."""
+    text = "".join(json.dumps({"query_id": q, "ranking": list(r)}, ensure_ascii=False) + "\n"
+                   for q, r in rankings.items())
+    atomic_write_text(path, text, compress=str(path).endswith(".gz"))
+
+
+def read_first_stage(path: str | os.PathLike) -> dict[str, list[str]]:
+    """``first_stage.jsonl(.gz)``: query id -> the first stage's ranking (item ids, best first). Errors name the
+    file and line."""
+    p = Path(path)
+    try:
+        raw = gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
+        text = raw.decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise InvariRankError(f"{p}: unreadable first-stage file ({exc})") from None
+    out: dict[str, list[str]] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except ValueError as exc:
+            raise InvariRankError(f"{p}:{n}: not JSON ({exc})") from None
+        if (not isinstance(d, dict) or set(d) != {"query_id", "ranking"} or not isinstance(d["query_id"], str)
+                or not isinstance(d["ranking"], list) or not all(isinstance(x, str) for x in d["ranking"])):
+            raise InvariRankError(f'{p}:{n}: expected {{"query_id": str, "ranking": [str, ...]}}')
+        if d["query_id"] in out:
+            raise InvariRankError(f"{p}:{n}: query {d['query_id']!r} appears twice")
+        out[d["query_id"]] = d["ranking"]
+    return out
