@@ -21,11 +21,13 @@ export MPLBACKEND ?= Agg
 
 STAMP := $(VENV)/.invarirank-installed
 
-.PHONY: help venv setup system test book bench notebooks grid clean-book
+.PHONY: help venv setup system lint test test-fast book bench notebooks grid clean-book
 
 help:
 	@echo "make book   — set up, run the default grid (ML-100K, SmolLM2-135M) and build the Jupyter Book"
-	@echo "make test   — set up and run the whole test suite (includes a smoke build of the book)"
+	@echo "make test   — set up, lint, and run the whole test suite (includes a smoke build of the book)"
+	@echo "make test-fast — no root, no model: the venv only, then the tests that need no model, browser or book"
+	@echo "make lint   — ruff over the code and mypy over invarirank/evaluation and invarirank/runner"
 	@echo "make setup  — only the set-up (venv, data, models, browser, MathJax); idempotent"
 	@echo "make bench  — the benchmark scripts (ratios measured in one run)"
 	@echo "make notebooks — sync notebooks/*.py (source) to their paired .ipynb"
@@ -49,8 +51,18 @@ setup: venv system
 
 # INVARIRANK_REQUIRE_ALL=1: a missing prerequisite (torch, transformers, MathJax, Chromium) fails its tests with a
 # clear message instead of skipping them (tests/conftest.py), so `make test` never passes by testing less
-test: setup
+test: setup lint
 	INVARIRANK_REQUIRE_ALL=1 $(PY) -m pytest -q
+
+# ruff (rules and line length in pyproject.toml) over every Python source, mypy over the packages it has started on
+lint: venv
+	$(VENV)/bin/ruff check invarirank tests benchmarks scripts notebooks
+	$(VENV)/bin/mypy
+
+# for contributors without root: no apt-get, no npm, no model preparation; the tests marked `slow` (real models,
+# the book build) are left out, and a test whose prerequisite is missing is skipped rather than failed
+test-fast: venv
+	$(PY) -m pytest -q -m "not slow"
 
 bench: setup
 	$(PY) -m pip install -q --disable-pip-version-check -e ".[bench]" "torch==$(TORCH_VERSION)"

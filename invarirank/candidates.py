@@ -26,8 +26,9 @@ import json
 import math
 import os
 import unicodedata
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from .errors import InvariRankError
 from .io import atomic_write_text, loads_json
@@ -203,14 +204,6 @@ def write_candidates(path: str | os.PathLike, queries: Iterable[Query]) -> None:
     atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
 
 
-def iter_candidates(path: str | os.PathLike) -> Iterator[Query]:
-    """The queries of a candidates file, one by one, each line checked (:func:`query_from_json`); errors name
-    ``FILE:LINE`` (1-based physical lines; blank lines are skipped). Whole-file checks are
-    :func:`read_candidates`'s."""
-    for _, query in _numbered_queries(Path(path)):
-        yield query
-
-
 def _numbered_queries(p: Path) -> Iterator[tuple[int, Query]]:
     if not p.is_file():
         raise InvariRankError(f"{p}: no such candidates file")
@@ -231,8 +224,13 @@ def _numbered_queries(p: Path) -> Iterator[tuple[int, Query]]:
 
 
 def read_candidates(path: str | os.PathLike) -> list[Query]:
-    """Read and check a whole candidates file, up front (in file order): every line field by field, then the file
-    (a ``query_id`` on two lines is an error naming both lines), so bad input is reported before any scoring."""
+    """Read and check a whole candidates file, up front (in file order): every line field by field (types, not
+    coercion: see the module docstring), then the file (a ``query_id`` on two lines is an error naming both lines),
+    so bad input is reported before any scoring. Returns the queries, test and validation lines alike (``split``);
+    errors name ``FILE:LINE`` (1-based physical lines; blank lines are skipped).
+
+    Stability: full (the package's front door).
+    """
     queries: list[Query] = []
     first_line: dict[str, int] = {}
     forms: dict[str, tuple[str, int]] = {}

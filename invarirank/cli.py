@@ -9,7 +9,8 @@ One exit-code rule, here only: **0** success; **2** bad input (a usage error, or
 :class:`~invarirank.errors.InvariRankError`: one line ``invarirank: error: ...`` naming the file, field or
 parameter); **1** a failed run (:class:`~invarirank.errors.RunFailed`, e.g. a notebook that raised); 130
 interrupted. A file-system error that names a path (a read-only folder, a file where a folder is expected, a
-full disk) is bad input or environment too: one line naming the path, exit 2. Command modules import heavy libraries (torch, transformers) only inside their run functions, so
+full disk) is bad input or environment too: one line naming the path, exit 2. Command modules import heavy
+libraries (torch, transformers) only inside their run functions, so
 ``invarirank evaluate`` starts fast and works without torch.
 """
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -77,8 +76,3 @@ def presented_orders(query_id: str, k: int, m: int, seed: int, *, noise_floor: b
         first = draw_order(k, seed, query_id, 0)
         return [PresentedOrder(t, 0, first) for t in range(m)]
     return [PresentedOrder(t, t, draw_order(k, seed, query_id, t)) for t in range(m)]
-
-
-def apply_order(items: Sequence, positions: Sequence[int]) -> list:
-    """``[items[i] for i in positions]``."""
-    return [items[i] for i in positions]

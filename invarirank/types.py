@@ -11,9 +11,10 @@ Conventions used everywhere in the package:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -35,12 +36,6 @@ class Item:
 
     def to_json(self) -> dict[str, Any]:
         return {"item_id": self.item_id, "title": self.title, "year": self.year, "genres": list(self.genres)}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Item":
-        year = d.get("year")
-        return cls(str(d["item_id"]), str(d.get("title", "")), None if year is None else int(year),
-                   tuple(str(g) for g in (d.get("genres") or ())))
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +58,25 @@ def simulated_run(tmp_path_factory):
     run = live_run("primacy", 2.0, K=6, M=4, n_queries=5, calibration_queries=4, calibration_repeats=1, seed=3,
                    out=tmp_path_factory.mktemp("simulated"), n_bootstrap=100)
     return compendium.load_run(run.path)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+#: what pytest itself may leave in the repository root
+_TOOL_FOLDERS = {".pytest_cache", "__pycache__"}
+
+
+def _footprint() -> tuple[set[str], set[str]]:
+    top = {p.name for p in ROOT.iterdir()}
+    package = {str(p.relative_to(ROOT)) for p in (ROOT / "invarirank").rglob("*") if "__pycache__" not in p.parts}
+    return top, package
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _nothing_written_into_the_repository():
+    """No test writes into the repository root or the package (temporary folders are for that): checked once,
+    after the last test of the session."""
+    top, package = _footprint()
+    yield
+    now_top, now_package = _footprint()
+    new = sorted((now_top - top - _TOOL_FOLDERS) | (now_package - package))
+    assert not new, f"tests wrote into the repository root or the package: {', '.join(new)}"

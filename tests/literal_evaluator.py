@@ -1,4 +1,4 @@
-"""A literal implementation of PROTOCOL §5 — short, slow, obviously right, written straight from the text.
+"""A literal implementation of the metrics chapter — short, slow, obviously right, written straight from the text.
 
 It is the oracle of ``tests/test_evaluation_*.py`` and the same-run baseline of ``benchmarks/evaluation.py``
 (which imports it as ``tests.literal_evaluator``; both run from the repository root). It shares no code with

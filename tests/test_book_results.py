@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 
 from invarirank.evaluation import evaluate
-from invarirank.grid import RESULT_FILES, _lab_runs, complete_runs, load_grid, run_status
+from invarirank.grid import RESULT_FILES, complete_runs, lab_runs, load_grid, run_status
 from invarirank.runner.shards import Shard
 from invarirank.store import SHARD_FILES, SHARDS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
+
+pytestmark = pytest.mark.committed_results
 RUNS = complete_runs(RESULTS)
 
 
@@ -37,7 +39,7 @@ def test_results_folders_hold_only_finished_runs_or_committed_shards():
 
 @pytest.mark.parametrize("run", SHARDED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_committed_shards_are_whole_and_of_one_run(run: Path):
-    """A run still being computed (issue 13) commits its finished shards: each is whole (its files, the records
+    """A run still being computed commits its finished shards: each is whole (its files, the records
     of exactly its queries, an id made of its index and its query ids), all of one configuration (one
     fingerprint), of a run that a committed grid file names, and no query is in two shards."""
     folders = sorted((run / SHARDS_DIR).iterdir())
@@ -87,7 +89,7 @@ def test_manifest_describes_the_committed_run(run: Path):
 
 def test_every_run_of_the_default_grid_and_the_lab_is_committed():
     grid = load_grid(ROOT / "configs" / "grid-default.yaml")
-    missing = [s.run_name for s in [*grid.runs, *_lab_runs(grid.lab)] if run_status(s, RESULTS) != "complete"]
+    missing = [s.run_name for s in [*grid.runs, *lab_runs(grid.lab)] if run_status(s, RESULTS) != "complete"]
     assert not missing, f"not committed under results/ (run `make grid`): {missing}"
 
 

@@ -52,7 +52,7 @@ def test_ml100k_cli_reports_the_known_numbers(tmp_path, capsys, ml100k_raw):
     data = load_prepared(out)
     assert len(data.items) == 1682 and data.items["item_id"].tolist()[:3] == ["1", "2", "3"]
     assert data.items.loc[0, "title"] == "Toy Story" and data.items.loc[0, "year"] == 1995
-    assert stats["test_queries"] == (data.queries["split"] == "test").sum() == 911        # as the README states
+    assert stats["test_queries"] == (data.queries["split"] == "test").sum() == 911        # as the book states
     assert stats["validation_queries"] == (data.queries["split"] == "validation").sum() == 861
     assert all(len(h) <= 20 for h in data.queries["history_item_ids"])
     # every query's exclusions are disjoint from its ground truth

@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 
 from invarirank.data import load_prepared, prepare
-
 from tests.data_support import write_atomic_layout, write_csv_layout
-
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -30,7 +28,7 @@ def _random_ratings(seed: int, n_users: int = 30, n_items: int = 60, id_style: s
 
 
 def _sizes_by_hand(n: int, split: str) -> tuple[int, int]:
-    """PROTOCOL §1 written out independently of the package's ``split_sizes``: leave-one-out keeps the last two
+    """The split written out independently of the package's ``split_sizes``: leave-one-out keeps the last two
     ratings for validation and test; temporal takes floor(0.7 n) / floor(0.1 n) (each at least 1) and leaves the
     test part at least one rating. E.g. n = 10 -> 7 / 1 (/ 2), n = 12 -> 8 / 1 (/ 3), n = 20 -> 14 / 2 (/ 4)."""
     if split == "loo":
@@ -47,7 +45,7 @@ def test_reference_sizes_are_the_protocol_by_hand():
 
 
 def _reference(rows, min_n: int, key, split="temporal", history_len=20, thr=4.0):
-    """Straightforward per-user implementation of PROTOCOL §1."""
+    """Straightforward per-user implementation of the protocol chapter's split."""
     by_user: dict[str, list] = {}
     for u, i, r, t in rows:
         by_user.setdefault(u, []).append((u, i, r, t))

@@ -1,4 +1,4 @@
-"""Per-user split sizes (PROTOCOL §1) and segment assignment."""
+"""Per-user split sizes (the protocol chapter) and segment assignment."""
 
 from __future__ import annotations
 

@@ -12,9 +12,22 @@ import numpy as np
 import pytest
 
 from invarirank.cli import main
-from invarirank.evaluation import (PAPER_CLAIMS, PerQuery, compare_methods, comparison, evaluate, exposure,
-                                   format_comparisons, holm, judge_claim, judge_claims, per_query_from_block,
-                                   queries_for_power, sign_flip_p, write_observations)
+from invarirank.evaluation import (
+    PAPER_CLAIMS,
+    PerQuery,
+    compare_methods,
+    comparison,
+    evaluate,
+    exposure,
+    format_comparisons,
+    holm,
+    judge_claim,
+    judge_claims,
+    per_query_from_block,
+    queries_for_power,
+    sign_flip_p,
+    write_observations,
+)
 from invarirank.evaluation.claims import Claim, ordering_claim
 from invarirank.evaluation.engine import dumps_metrics
 from tests.literal_evaluator import literal_evaluate

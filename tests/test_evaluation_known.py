@@ -1,4 +1,5 @@
-"""PROTOCOL §6 public known answers, edge cases of §5, the per-metric API on lists and frames, file formats."""
+"""Known answers (the metrics chapter's worked examples), edge cases, the per-metric API on lists and frames,
+file formats."""
 
 from __future__ import annotations
 
@@ -13,8 +14,22 @@ import pandas as pd
 import pytest
 
 from invarirank.errors import InvariRankError
-from invarirank.evaluation import (evaluate, exposure, format_table, gpi, gpi_exact, hit_rate, loc, ndcg, ppi,
-                                   read_observations, recall, reciprocal_rank, win_counts, write_observations)
+from invarirank.evaluation import (
+    evaluate,
+    exposure,
+    format_table,
+    gpi,
+    gpi_exact,
+    hit_rate,
+    loc,
+    ndcg,
+    ppi,
+    read_observations,
+    recall,
+    reciprocal_rank,
+    win_counts,
+    write_observations,
+)
 from invarirank.evaluation.engine import dumps_metrics
 from tests.literal_evaluator import literal_evaluate
 
@@ -253,3 +268,15 @@ def test_percentile_interval_matches_numpy():
         assert percentile_interval(r) == np.percentile(r, [2.5, 97.5]).tolist()
         assert percentile_interval(np.append(r, np.nan)) == np.percentile(r, [2.5, 97.5]).tolist()
     assert percentile_interval(np.array([np.nan])) is None
+
+
+def test_a_metrics_file_of_another_schema_version_is_one_clear_error():
+    from invarirank.evaluation import check_metrics_version
+    from invarirank.evaluation.engine import METRICS_SCHEMA_VERSION
+    current = {"schema_version": METRICS_SCHEMA_VERSION, "methods": {}}
+    assert check_metrics_version(current, "m.json") is current
+    for bad, found in (({"schema_version": 1}, "schema_version 1"), ({}, "schema_version None"),
+                       ({"schema_version": True}, "schema_version True"), ([], "not a metrics object")):
+        with pytest.raises(InvariRankError, match=rf"^run/metrics.json: {found}, expected schema_version "
+                                                  rf"{METRICS_SCHEMA_VERSION} .*invarirank evaluate"):
+            check_metrics_version(bad, "run/metrics.json")

@@ -7,7 +7,6 @@ import math
 from fractions import Fraction
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +15,7 @@ from invarirank.evaluation.consistency import contradiction_mass, gpi_local_sear
 from invarirank.evaluation.kemeny import kemeny_mass
 from tests.evaluation_families import families
 from tests.literal_evaluator import literal_evaluate, literal_local_search, loc_identity
+
 
 def examples(n: int) -> settings:
     return settings(max_examples=n, deadline=None,

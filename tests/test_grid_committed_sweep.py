@@ -1,4 +1,4 @@
-"""The default grid's committed K sweep is a real sweep (issue 14, family 11): at least two list lengths of the same
+"""The default grid's committed K sweep is a real sweep: at least two list lengths of the same
 setting are committed as finished runs, and they rerank exactly the same, non-empty set of users (queries sampled
 once among those kept at the sweep's smallest K). ``tests/test_book_results.py`` checks that finished runs agree;
 this test fails when there is nothing to compare."""
@@ -9,10 +9,14 @@ import gzip
 import json
 from pathlib import Path
 
+import pytest
+
 from invarirank.grid import load_grid, run_status
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
+
+pytestmark = pytest.mark.committed_results
 
 
 def _observed_ids(folder: Path) -> set[str]:

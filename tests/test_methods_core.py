@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from invarirank.errors import InvariRankError
 from invarirank.llm.simulated import SimulatedScorer
-from invarirank.methods import METHODS, PassCache, borda, run_method
+from invarirank.methods import METHODS, PassCache, run_method
 from invarirank.methods._common import shuffle_positions
+from invarirank.methods.borda import borda
 from invarirank.methods.stella import posterior_update
 from invarirank.orders import draw_order, presented_orders, stable_seed
 from invarirank.types import Item, Query, ScoreResult, rank_by_scores
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def make_query(k: int, qid: str = "u1", truth=("3",)) -> Query:
@@ -53,7 +58,7 @@ def test_passes_per_method_per_order(k):
         presented = [q.candidates[i] for i in o.positions]
         for name in METHODS:
             sim = SimulatedScorer(seed=1)
-            scorer = Scripted(lambda ids: sim.score(q, [q.candidates[int(i)] for i in ids]).scores)
+            scorer = Scripted(lambda ids, sim=sim: sim.score(q, [q.candidates[int(i)] for i in ids]).scores)
             res = run_method(name, scorer, q, presented, seed=3, t=o.key, **({"matrix": T} if name == "stella" else {}))
             assert res.passes == len(scorer.calls)
             expected = {"zero_shot": (1, 1), "bootstrapping": (3, 3), "sgs": (k, k), "stella": (4, 10)}[name]
@@ -174,8 +179,11 @@ def test_orders_small_k_and_noise_floor():
 
 def test_stable_seed_is_not_python_hash():
     assert stable_seed(1, "u1", 2) == stable_seed("1|u1|2")
-    out = subprocess.run([sys.executable, "-c", "from invarirank.orders import stable_seed;print(stable_seed(1,'u1',2))"],
-                         capture_output=True, text=True, env={"PYTHONHASHSEED": "123"}, check=True)
+    # the same environment (this checkout first on the path) with another hash seed than this process's
+    env = dict(os.environ, PYTHONHASHSEED="123" if os.environ.get("PYTHONHASHSEED") != "123" else "7",
+               PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    code = "from invarirank.orders import stable_seed; print(stable_seed(1, 'u1', 2))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert int(out.stdout) == stable_seed(1, "u1", 2)
 
 
@@ -188,7 +196,8 @@ def test_pass_cache_shares_first_passes_across_methods():
     T = uniform(5)
     total = 0
     for name in METHODS:
-        total += run_method(name, cache, q, presented, seed=0, t=0, **({"matrix": T} if name == "stella" else {})).passes
+        options = {"matrix": T} if name == "stella" else {}
+        total += run_method(name, cache, q, presented, seed=0, t=0, **options).passes
     c = cache.counters()
     assert c["requests"] == total
     # exactly 5 hits, by hand: the presented order is scored once and reused by the other three methods (3), and

@@ -12,10 +12,10 @@ import pytest
 from invarirank.candidates import write_candidates
 from invarirank.errors import InvariRankError
 from invarirank.llm.simulated import SimulatedScorer
+from invarirank.llm.testing import toy_query, toy_split_queries
 from invarirank.methods import METHODS, PassCache, drive_many, method_steps, run_method
 from invarirank.methods.stella import calibration_counts
 from invarirank.orders import presented_orders
-from invarirank.llm.testing import toy_query, toy_split_queries
 from invarirank.runner import RunConfig, run_experiment
 from invarirank.types import ScorerBase
 

@@ -10,8 +10,16 @@ import pytest
 from invarirank.errors import InvariRankError
 from invarirank.llm.simulated import SimulatedScorer
 from invarirank.methods import run_method
-from invarirank.methods.stella import (calibrate, calibration_counts, calibration_key, calibration_pass_count,
-                                       entropy, load_or_calibrate, posterior_update, select_calibration_queries)
+from invarirank.methods.stella import (
+    calibrate,
+    calibration_counts,
+    calibration_key,
+    calibration_pass_count,
+    entropy,
+    load_or_calibrate,
+    posterior_update,
+    select_calibration_queries,
+)
 from invarirank.types import Item, Query, ScoreResult
 
 T_HAND = np.array([[.6, .2, .2], [.2, .6, .2], [.1, .1, .8]])

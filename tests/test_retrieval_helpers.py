@@ -16,7 +16,7 @@ def write_prepared(folder: Path, interactions: list[tuple], items: list[tuple] |
 
     ``interactions``: (user_id, item_id, rating, timestamp, split) tuples; ``items``: (item_id, title,
     year, genres) tuples (default: every item id seen, numeric order); ``queries``: rows of
-    queries.parquet (default: derived per PROTOCOL §1 from the interactions).
+    queries.parquet (default: derived as the protocol chapter says from the interactions).
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

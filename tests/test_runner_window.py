@@ -4,8 +4,6 @@ with fewer forward calls, one prefix forward per query and no more tokens comput
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -52,8 +50,9 @@ def test_window_with_a_token_budget_on_a_tiny_llama(tiny_llama):
                                          seed=2))
     alone = SpanScorer(tiny_llama, pass_cache=False, batch_size=8)
     packed = SpanScorer(tiny_llama, pass_cache=False, batch_size=8, max_batch_tokens=4096)
-    one_by_one = [rerank_query(PassCache(alone), q, config, model="tiny", dataset="toy") for q in queries]
-    together = rerank_window(PassCache(packed), queries, config, model="tiny", dataset="toy")
+    settings = dict(methods=config.methods, M=config.M, seed=config.seed, model="tiny", dataset="toy")
+    one_by_one = [rerank_query(PassCache(alone), q, **settings) for q in queries]
+    together = rerank_window(PassCache(packed), queries, **settings)
     for a_rows, b_rows in zip(one_by_one, together):
         for a, b in zip(a_rows, b_rows):
             assert (a.query_id, a.method, a.permutation, a.input) == (b.query_id, b.method, b.permutation, b.input)
@@ -65,7 +64,7 @@ def test_window_with_a_token_budget_on_a_tiny_llama(tiny_llama):
     assert sb["tokens_computed"] <= sa["tokens_computed"]
     # a small budget packs smaller batches, never changes the scores
     small = SpanScorer(tiny_llama, pass_cache=False, batch_size=8, max_batch_tokens=64)
-    again = rerank_window(PassCache(small), queries, config, model="tiny", dataset="toy")
+    again = rerank_window(PassCache(small), queries, **settings)
     assert all(np.allclose(a.scores, b.scores, atol=1e-4, rtol=0)
                for ra, rb in zip(together, again) for a, b in zip(ra, rb))
     assert small.stats["forward_passes"] > sb["forward_passes"]

@@ -1,8 +1,8 @@
 """The house's import rules, read from the source with ``ast`` (module-level AND function-level imports; the
 ``if __name__ == "__main__":`` alias blocks of entry points are not imports of the package):
 
-* core = ``types``, ``orders``, ``io``, ``errors``, ``locks``, ``candidates`` (the candidates file format every stage hands
-  on) and ``assets`` (cache locations of the embedded data and models): they import only the core;
+* core = ``types``, ``orders``, ``io``, ``errors``, ``locks``, ``candidates`` (the candidates file format every stage
+  hands on) and ``assets`` (cache locations of the embedded data and models): they import only the core;
 * ``data``, ``llm``, ``methods``, ``evaluation`` import only the core; ``retrieval`` also ``data``;
 * ``store`` imports the core and ``evaluation``; ``runner`` every layer below plus ``store``;
 * ``grid`` imports the core, ``runner`` and ``store``; ``compendium`` (with the lab) the core, ``store``,
@@ -67,6 +67,10 @@ def _is_main_block(node: ast.AST) -> bool:
             and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__")
 
 
+def _is_type_checking_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+
+
 def imports_of(path: Path) -> set[str]:
     """Every invarirank module ``path`` imports (anywhere but an ``if __name__ == ...`` block), resolved to the
     module file that is imported (``from pkg import sub`` → ``pkg.sub`` when that is a module)."""
@@ -74,9 +78,10 @@ def imports_of(path: Path) -> set[str]:
     me = module_name(path)
     package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
     out: set[str] = set()
+    front_door = me == "invarirank"           # its names load lazily; its TYPE_CHECKING imports never run
 
     def visit(node: ast.AST) -> None:
-        if _is_main_block(node):
+        if _is_main_block(node) or (front_door and _is_type_checking_block(node)):
             return
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.startswith("invarirank"))
@@ -150,7 +155,7 @@ def test_the_rules_are_checked_on_real_imports():
     assert layer("invarirank.runner.lab") == "runner"
 
 
-@pytest.mark.parametrize("module", ["invarirank.evaluation", "invarirank.compendium",
+@pytest.mark.parametrize("module", ["invarirank", "invarirank.evaluation", "invarirank.compendium",
                                     "invarirank.compendium.lab", "invarirank.runner.lab",
                                     "invarirank.store", "invarirank.methods", "invarirank.runner.config"])
 def test_torch_free_parts_import_without_torch(module):
@@ -168,3 +173,57 @@ def test_torch_free_parts_import_without_torch(module):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+MAX_LINES = 500
+#: TEMPORARY: the modules over the limit while they are being split by job; the list only shrinks, and the test
+#: below fails both when another module crosses the limit and when a listed one no longer needs its place
+STILL_TO_SPLIT: set[str] = set()
+
+
+def test_no_module_over_500_lines():
+    lines = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
+             for p in sorted(PKG.rglob("*.py")) if "__pycache__" not in p.parts}
+    over = {path for path, n in lines.items() if n > MAX_LINES}
+    assert over - STILL_TO_SPLIT == set(), {p: lines[p] for p in sorted(over - STILL_TO_SPLIT)}
+    assert STILL_TO_SPLIT - over == set(), f"split already: drop from STILL_TO_SPLIT {sorted(STILL_TO_SPLIT - over)}"
+
+
+#: TEMPORARY: the runner internals the grid still reaches for, (grid module, runner module, name); the list only
+#: shrinks (the test fails when a new one appears and when a listed one is gone)
+GRID_REACHES_IN = {
+    ("invarirank.grid.build", "invarirank.runner.config", "slug"),
+    ("invarirank.grid.build", "invarirank.runner.run", "resume_committed_shards"),
+    ("invarirank.grid.build", "invarirank.runner.run", "reuse_or_prepare"),
+    ("invarirank.grid.build", "invarirank.runner.run", "work_config"),
+    ("invarirank.grid.build", "invarirank.runner.sharded", "run_sharded"),
+    ("invarirank.grid.spec", "invarirank.runner.config", "RunConfig"),
+    ("invarirank.grid.spec", "invarirank.runner.config", "simple_name"),
+}
+
+
+def _runner_names_imported(path: Path) -> set[tuple[str, str]]:
+    """``(runner module, name)`` of every ``from ... import name`` of the runner in ``path``."""
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - (node.level - 1)] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+            if target == "invarirank.runner" or target.startswith("invarirank.runner."):
+                out |= {(target, a.name) for a in node.names}
+        elif isinstance(node, ast.Import):
+            assert not any(a.name.startswith("invarirank.runner") for a in node.names), path
+    return out
+
+
+def test_the_grid_imports_only_names_the_runner_exports():
+    import invarirank.runner as runner
+    found = set()
+    for path in sorted((PKG / "grid").rglob("*.py")):
+        for target, name in _runner_names_imported(path):
+            if target == "invarirank.runner" and name in runner.__all__:
+                continue
+            found.add((module_name(path), target, name))
+    assert found - GRID_REACHES_IN == set(), f"the grid reaches into the runner: {sorted(found - GRID_REACHES_IN)}"
+    assert GRID_REACHES_IN - found == set(), f"no longer imported: drop {sorted(GRID_REACHES_IN - found)}"

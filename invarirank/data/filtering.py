@@ -1,6 +1,6 @@
 """Raw ratings → clean, encoded interactions: duplicates, the per-user minimum, integer codes.
 
-Rules (PROTOCOL §1 plus the documented choices here):
+Rules (the protocol chapter plus the documented choices here):
 
 1. **Raw counts** (``raw_users``, ``raw_items``, ``raw_interactions``) are taken on the rating rows as
    read, before anything is removed.

@@ -1,4 +1,4 @@
-"""Test and validation queries (PROTOCOL §1), built with numpy and Arrow list arrays.
+"""Test and validation queries (the protocol chapter), built with numpy and Arrow list arrays.
 
 * **Test query** ``u<user_id>``: history = the user's train + validation interactions, newest first,
   the first ``history_len`` (20) of them, each with the user's own rating (low ratings included);

@@ -1,4 +1,4 @@
-"""Per-user chronological split (PROTOCOL §1), vectorised with numpy.
+"""Per-user chronological split (the protocol chapter), vectorised with numpy.
 
 Temporal split of a user with ``n`` interactions, ordered by (timestamp, item id) ascending:
 

@@ -1,4 +1,4 @@
-"""Title and genre clean-up rules for MovieLens (PROTOCOL §1).
+"""Title and genre clean-up rules for MovieLens (the protocol chapter).
 
 * **Year**: a trailing ``(YYYY)`` (four digits in parentheses at the very end of the title, after
   stripping white space) is removed from the title and becomes the item's ``year``. A title without

@@ -1,4 +1,4 @@
-"""Evaluation core: observations file → effectiveness, preference consistency, exposure (PROTOCOL §5).
+"""Evaluation core: observations file → effectiveness, preference consistency, exposure (the book's metrics chapter).
 
 Torch-free and light (numpy only; pandas/pyarrow are imported only for DataFrames and Parquet), so
 ``invarirank evaluate`` starts fast and works on logs from any reranker.
@@ -26,14 +26,14 @@ from .claims import PAPER_CLAIMS, Claim, holm, judge_claim, judge_claims
 from .comparisons import PerQuery, compare_methods, comparison, per_query_from_block, queries_for_power, sign_flip_p
 from .consistency import gpi, loc, ppi, win_counts
 from .effectiveness import hit_rate, ndcg, recall, reciprocal_rank
-from .engine import METRICS_SCHEMA_VERSION, evaluate
+from .engine import METRICS_SCHEMA_VERSION, check_metrics_version, evaluate
 from .exposure import exposure
 from .kemeny import gpi_exact
 from .observations import SCHEMA_VERSION, read_observations, write_observations
 from .report import format_comparisons, format_table
 
 __all__ = ["evaluate", "read_observations", "write_observations", "format_table", "SCHEMA_VERSION",
-           "METRICS_SCHEMA_VERSION", "hit_rate", "ndcg", "recall", "reciprocal_rank", "ppi", "gpi", "gpi_exact",
-           "loc", "win_counts", "exposure", "format_comparisons", "PerQuery", "compare_methods", "comparison",
-           "per_query_from_block", "queries_for_power", "sign_flip_p", "PAPER_CLAIMS", "Claim", "holm", "judge_claim",
-           "judge_claims"]
+           "METRICS_SCHEMA_VERSION", "check_metrics_version", "hit_rate", "ndcg", "recall", "reciprocal_rank", "ppi",
+           "gpi", "gpi_exact", "loc", "win_counts", "exposure", "format_comparisons", "PerQuery", "compare_methods",
+           "comparison", "per_query_from_block", "queries_for_power", "sign_flip_p", "PAPER_CLAIMS", "Claim", "holm",
+           "judge_claim", "judge_claims"]

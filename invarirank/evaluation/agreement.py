@@ -6,8 +6,8 @@ labels both hold: +1 the same order, -1 reversed (tau-a: no ties within an order
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from itertools import combinations
-from typing import Hashable, Sequence
 
 __all__ = ["kendall_tau"]
 

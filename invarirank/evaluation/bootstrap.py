@@ -14,7 +14,7 @@ The interval is [2.5th, 97.5th] percentile of the replicates (numpy's linear int
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 

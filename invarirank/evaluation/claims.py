@@ -19,7 +19,8 @@ Method names are the package's: ``zero_shot``, ``bootstrapping``, ``sgs``, ``ste
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from .comparisons import ALPHA, comparison
 
@@ -66,7 +67,7 @@ def below_claim(name: str, metric: str, methods: Sequence[str], reference: str, 
                  f"{', '.join(methods)} < {reference}", source)
 
 
-_CONSISTENCY_ORDER = ("sgs", "bootstrapping", "zero_shot", "stella")       # best first; PROTOCOL §7 too
+_CONSISTENCY_ORDER = ("sgs", "bootstrapping", "zero_shot", "stella")       # best first; the paper's claims too
 PAPER_CLAIMS: tuple[Claim, ...] = (
     ordering_claim("loc_order", "loc", _CONSISTENCY_ORDER, True,
                    "§5 Results, 'Output consistency' (all six model-dataset cells, K = 25)"),
@@ -111,8 +112,9 @@ def judge_claim(claim: Claim, comparisons: Mapping[str, Any], alpha: float = ALP
                     "p_holm": ..., "direction": "as claimed" | "reversed" | "tie", "resolved": bool,
                     "queries_80": int | None (unresolved pairs only)}, ...]}
     """
-    records = [comparison(comparisons, claim.metric, better, worse) for better, worse in claim.pairs]
-    if not records or any(r is None for r in records):
+    found = [comparison(comparisons, claim.metric, better, worse) for better, worse in claim.pairs]
+    records = [r for r in found if r is not None]
+    if not records or len(records) != len(found):
         return None
     adjusted = holm([r["p"] for r in records])
     pairs = []

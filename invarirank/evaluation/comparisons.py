@@ -43,7 +43,8 @@ Deterministic: the same per-query values and settings give the same dictionary.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -98,7 +99,7 @@ def queries_for_power(mean_diff: float, sd: float | None, alpha: float = ALPHA, 
     ``None`` when ``mean_diff`` is 0 or not finite, or ``sd`` is None."""
     if sd is None or not math.isfinite(mean_diff) or mean_diff == 0 or not math.isfinite(sd):
         return None
-    from statistics import NormalDist        # here, not at module level: evaluate's start-up stays lean
+    from statistics import NormalDist  # here, not at module level: evaluate's start-up stays lean
 
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     return max(1, math.ceil((z * sd / abs(mean_diff)) ** 2))
@@ -199,9 +200,10 @@ def compare_methods(methods: Mapping[str, PerQuery], *, seed: int = 0, n_bootstr
     n_valid = valid.sum(axis=0)
     exact_lin = np.full(len(lin_keys), exact)
     if not exact:                             # columns with few paired queries: enumerate their own sign vectors
-        for j in np.flatnonzero(n_valid <= EXACT_MAX_QUERIES):
-            p_lin[j] = _permutation_p(int(n_valid[j]), D[valid[:, j], j][:, None], [], n_permutations, seed)[0][0]
-            exact_lin[j] = True
+        for few in np.flatnonzero(n_valid <= EXACT_MAX_QUERIES):
+            p_lin[few] = _permutation_p(int(n_valid[few]), D[valid[:, few], few][:, None], [], n_permutations,
+                                        seed)[0][0]
+            exact_lin[few] = True
     ci_lin, ci_pool, se_pool = _bootstrap_intervals(Q, D0, valid, pooled, n_bootstrap, seed, ci_level)
 
     out: dict[str, dict] = {}
@@ -264,7 +266,7 @@ def _flip_blocks(n: int, n_permutations: int, seed: int) -> tuple[Iterator[np.nd
         return iter([((codes >> np.arange(n)) & 1).astype(np.float64)]), 1 << n, True
 
     def draw() -> Iterator[np.ndarray]:
-        from ..orders import rng_for          # (hashlib) only when flips are drawn
+        from ..orders import rng_for  # (hashlib) only when flips are drawn
 
         rng = rng_for(seed, "sign flips")
         rows = max(1, _CHUNK_CELLS // n)

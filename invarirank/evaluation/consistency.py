@@ -1,4 +1,4 @@
-"""Preference consistency of one query's rows (PROTOCOL §5): win counts, PPI, GPI (local search) and LOC.
+"""Preference consistency of one query's rows (the book's metrics chapter): win counts, PPI, GPI (local search) and LOC.
 
 Conventions: a query has K candidates and M rows (presented orders), each with a complete output ranking.
 ``W[i, j]`` is the **integer** number of rows whose output puts candidate i above candidate j, so
@@ -19,13 +19,14 @@ M·D(σ) = sum_{a<b} W[σ_b, σ_a]. Let A = W - Wᵀ and P[a, c] = A[σ_a, σ_c]
 an exact int64 expression; all swaps of a query cost O(K²) per step (numpy, over all queries at once). The best
 swap is the first minimum of Δ in row-major order over a < b (a outer, b inner, both ascending), applied while it
 is negative. ``tests/test_evaluation_oracle.py`` checks the formula against recomputing D for every swap, and the
-whole search against the literal O(K⁴)-per-step version of PROTOCOL §5.
+whole search against the literal O(K⁴)-per-step version of the definition.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

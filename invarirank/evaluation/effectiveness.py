@@ -1,4 +1,4 @@
-"""Effectiveness of one ranking (PROTOCOL §5): HR@k, nDCG@k, recall@k, MRR@k.
+"""Effectiveness of one ranking (the book's metrics chapter): HR@k, nDCG@k, recall@k, MRR@k.
 
 Conventions: ``output`` is a complete ranking, best first; rank r is 1-based; top-k = ``output[:k]`` (the whole
 list when k > K); the ground truth is the **set** of relevant ids and may hold ids that are not candidates, which
@@ -11,7 +11,7 @@ The scalar functions work on plain lists; :func:`effectiveness_from_ranks` is th
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

@@ -1,4 +1,4 @@
-"""``evaluate``: observations → the metrics dictionary written as ``metrics.json`` (the protocol chapter's metrics).
+"""``evaluate``: observations → the metrics dictionary written as ``metrics.json`` (the book's metrics chapter).
 
 Shape (``METRICS_SCHEMA_VERSION`` = 3)::
 
@@ -39,32 +39,42 @@ same input and settings give the same dictionary (so byte-identical JSON).
 ``references`` (schema 3) holds the reference rows of :mod:`.references`: the first stage's own order (only when
 its rankings are given) and a uniformly random order (exact effectiveness; PPI/GPI/LOC over
 ``settings["reference_replicates"]`` seeded draws; absent when that is 0), each compared with every method.
-Schema 2 is the same without ``references`` and ``settings["reference_replicates"]``.
-Schema 1 (before ``comparisons``, ``claims`` and ``settings["permutations"]``) is the same without those keys;
-readers take either (:func:`invarirank.evaluation.report.format_comparisons` prints nothing for a schema-1 file).
+Schema 2 was the same without ``references`` and ``settings["reference_replicates"]``, schema 1 also without
+``comparisons``, ``claims`` and ``settings["permutations"]``; no committed run has either. A metrics dictionary
+read back from a file is checked with :func:`check_metrics_version`: another schema version is one clear error
+naming the file and the version.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
-
 import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..errors import InvariRankError
 from . import bootstrap
+from .claims import judge_claims
+from .comparisons import PERMUTATIONS, PerQuery, compare_methods
 from .consistency import gpi_local_search, inverse_permutations, loc_from_wins, pair_statistics, win_matrix
 from .effectiveness import effectiveness_from_ranks
 from .exposure import deviation_statistics, exposure_summary, position_hits
-from .claims import judge_claims
-from .comparisons import PERMUTATIONS, PerQuery, compare_methods
 from .kemeny import MAX_EXACT_K, kemeny_mass
 from .observations import as_rows, gc_paused
-from .references import (FIRST_STAGE, RANDOM, REFERENCE_REPLICATES, first_stage_rows, random_block, read_first_stage,
-                         reference_comparisons, reference_inputs)
+from .references import (
+    FIRST_STAGE,
+    RANDOM,
+    REFERENCE_REPLICATES,
+    first_stage_rows,
+    random_block,
+    read_first_stage,
+    reference_comparisons,
+    reference_inputs,
+)
 
-__all__ = ["METRICS_SCHEMA_VERSION", "evaluate", "evaluate_rows", "check_settings", "dumps_metrics"]
+__all__ = ["METRICS_SCHEMA_VERSION", "evaluate", "evaluate_rows", "check_settings", "check_metrics_version",
+           "dumps_metrics"]
 
 METRICS_SCHEMA_VERSION = 3
 CI_LEVEL = 0.95
@@ -110,14 +120,21 @@ def evaluate(data: Any, ks: Sequence[int] = (1, 5, 10), exposure_k: int = 5, buc
              exact_kemeny_max_k: int | None = 10, n_bootstrap: int = 1000, seed: int = 0,
              n_permutations: int = PERMUTATIONS, *, first_stage: Any = None,
              reference_replicates: int = REFERENCE_REPLICATES) -> dict:
-    """Metrics of observations (see the module docstring for the shape and the protocol chapter for the semantics).
+    """Metrics of observations: the ``metrics.json`` dictionary (its shape in :mod:`invarirank.evaluation.engine`'s
+    docstring and the book's file formats page; the definitions in the book's metrics chapter).
 
-    ``data``: a path to an observations file (.jsonl, .jsonl.gz, .parquet), a pandas DataFrame, or a list of row
-    dicts (validated like a file; errors name the 1-based row). ``exact_kemeny_max_k=None`` switches the exact
-    Kemeny search off; ``n_bootstrap=0`` switches the intervals off; ``n_permutations=0`` the comparisons and claims
-    (both then empty). ``first_stage`` (query id -> the first stage's ranking, or the path of a
-    ``first_stage.jsonl.gz``) adds the first-stage-order reference; ``reference_replicates`` random draws per query
-    estimate the random order's consistency (0: no random reference). See :mod:`.references`.
+    Stability: full (the package's front door).
+
+    ``data``: a path to an observations file (.jsonl, .jsonl.gz, .parquet), a pandas DataFrame, or a list of rows:
+    dicts, or row objects with ``to_json()`` such as the ``ObservationRow`` objects that
+    :func:`invarirank.rerank_query` returns (validated like a file; errors name the 1-based row). ``ks``: the cut-offs
+    of HR, nDCG, recall and MRR; ``exposure_k``: the top-k of exposure by presented position; ``buckets``: the
+    number of position cells of PPI. ``exact_kemeny_max_k=None`` switches the exact Kemeny search off;
+    ``n_bootstrap=0`` switches the intervals off; ``n_permutations=0`` the comparisons and claims (both then empty).
+    ``seed`` seeds the bootstrap and the permutations, so equal arguments give an equal dictionary.
+    ``first_stage`` (query id -> the first stage's ranking, or the path of a ``first_stage.jsonl.gz``) adds the
+    first-stage-order reference; ``reference_replicates`` random draws per query estimate the random order's
+    consistency (0: no random reference). See :mod:`.references`.
     """
     settings = check_settings(ks, exposure_k, buckets, exact_kemeny_max_k, n_bootstrap, seed, n_permutations,
                               reference_replicates=reference_replicates)
@@ -205,8 +222,8 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
         starts = np.concatenate([[0], np.cumsum(M)])
         row_group = np.repeat(np.arange(len(qi)), M)
 
-        for name, values in effectiveness_from_ranks(rank, rel[row_group], n_rel[row_group], ks).items():
-            eff_sums[name][qi] = np.add.reduceat(values, starts[:-1])
+        for name, per_row in effectiveness_from_ranks(rank, rel[row_group], n_rel[row_group], ks).items():
+            eff_sums[name][qi] = np.add.reduceat(per_row, starts[:-1])
         hits[qi, :K] = position_hits(pos, rank, starts, E)
 
         w_up, ppi_sum, ppi_pairs = pair_statistics(pos, rank, starts, B)
@@ -293,6 +310,18 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
     per_query_values = {**{name: v / n_rows for name, v in eff_sums.items()}, **values}
     exposure_sums = (f"exposure_mad@{E}", hits, rows_at, expected_at) if exposure_defined else None
     return {"overall": overall, "per_query": per_query}, PerQuery(tuple(qids), per_query_values, exposure_sums)
+
+
+def check_metrics_version(metrics: Any, where: str) -> dict:
+    """``metrics`` (a parsed ``metrics.json``) when it has this version's schema; otherwise raise
+    :class:`InvariRankError` naming ``where`` and the version found, and saying how to make a new one."""
+    version = metrics.get("schema_version") if isinstance(metrics, dict) else None
+    if version != METRICS_SCHEMA_VERSION or isinstance(version, bool):
+        found = "not a metrics object" if not isinstance(metrics, dict) else f"schema_version {version!r}"
+        raise InvariRankError(f"{where}: {found}, expected schema_version {METRICS_SCHEMA_VERSION} (a metrics.json "
+                              f"of an older invarirank; recompute it with `invarirank evaluate OBSERVATIONS "
+                              f"--output {where}`)")
+    return metrics
 
 
 def dumps_metrics(metrics: dict) -> str:

@@ -1,4 +1,5 @@
-"""Positional exposure (PROTOCOL §5): how often the item shown at presented position p reaches the output top-k.
+"""Positional exposure (the book's metrics chapter): how often the item shown at presented position p reaches the
+output top-k.
 
 E_k(p) = over every row with K > p (pooled over queries and orders), the share whose item at presented position p
 lands in the output top-k. The expected value at p is the mean over those same rows of min(k, K)/K (what a ranker
@@ -13,7 +14,8 @@ Figure 1's band (:func:`exposure_band`) resamples queries with the one bootstrap
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +56,7 @@ def deviation_statistics(h_cols: slice, n_cols: slice, x_cols: slice
     permutation) whose columns ``h_cols``/``n_cols``/``x_cols`` hold the pooled per-position sums of
     :func:`exposure_summary` (hits, rows, expected). Each returns one deviation per row; positions without rows in a
     row are left out (NaN when none is left)."""
-    def dev(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def dev(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         h, n, x = Y[:, h_cols], Y[:, n_cols], Y[:, x_cols]
         seen = n > 0
         d = np.abs(np.divide(h - x, n, out=np.zeros_like(h), where=seen))

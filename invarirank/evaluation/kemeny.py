@@ -1,4 +1,4 @@
-"""Exact weighted Kemeny aggregation for small K: the minimum of D(σ) over all K! orders (PROTOCOL §5's D).
+"""Exact weighted Kemeny aggregation for small K: the minimum of D(σ) over all K! orders (the metrics chapter's D).
 
 Dynamic programming over subsets, in exact integer win counts: let f(S) be the least contradicting mass among the
 pairs inside S when the items of S fill the top |S| places. Putting item j directly below S adds the rows that

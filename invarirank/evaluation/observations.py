@@ -28,6 +28,7 @@ Parquet files and in-memory rows, the 1-based row number), which the CLI prints 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import gzip
 import json
@@ -35,9 +36,10 @@ import math
 import os
 import sys
 import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from ..errors import InvariRankError
 from ..io import atomic_path, atomic_write_text
@@ -141,10 +143,10 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
             _fail(where, line, f"field 'input' repeats item id(s) {_short(dup)}, expected distinct ids")
         if len(out) != len(inp) or in_set != frozenset(out):     # (input is distinct, so out is too)
             out_set = set(out)
-            missing, extra = in_set - out_set, out_set - in_set
+            absent, extra = in_set - out_set, out_set - in_set
             detail = []
-            if missing:
-                detail.append(f"missing {_short(missing)}")
+            if absent:
+                detail.append(f"missing {_short(absent)}")
             if extra:
                 detail.append(f"not in input: {_short(extra)}")
             if len(out_set) != len(out):
@@ -163,12 +165,13 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
         elif rel != prev[2] and prev[0] != frozenset(rel):       # (same list: same set, no set needed)
             _fail(where, line, f"field 'relevant' of query {qid!r} differs from line {prev[1]} "
                                f"(the ground truth must be the same set on every line of a query)")
-        prev = input_of.get((qid, method))
-        if prev is None:
+        seen_input = input_of.get((qid, method))
+        if seen_input is None:
             input_of[(qid, method)] = (in_set, line)
-        elif prev[0] != in_set:
+        elif seen_input[0] != in_set:
             _fail(where, line, f"field 'input' of query {qid!r}, method {method!r} is a different set of "
-                               f"candidates than on line {prev[1]} (every presented order must hold the same items)")
+                               f"candidates than on line {seen_input[1]} "
+                               f"(every presented order must hold the same items)")
         other = lists_of.setdefault(qid, (in_set, method, line))
         if other[0] != in_set:              # methods are compared paired over queries: the same candidates
             _fail(where, line, f"query {qid!r}: method {method!r} ranks other candidates ({len(in_set)}) than method "
@@ -186,14 +189,18 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()
-        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        key = ""
+        for key, _ in pairs:                # the first key met a second time
+            if key in seen:
+                break
+            seen.add(key)
         raise ValueError(f"key {key!r} appears twice in one object; expected each key once")
     return out
 
 
 def _iter_json_lines(text: str, where: str) -> Iterable[tuple[int, Any]]:
     decoder = json.JSONDecoder(object_pairs_hook=_unique_keys)
-    scan = decoder.scan_once                  # the C scanner without json.loads' per-call Python wrapper
+    scan = decoder.scan_once  # type: ignore[attr-defined]   # the C scanner without json.loads' Python wrapper
     # split on "\n" only: JSON strings may legally hold U+2028 etc., which str.splitlines() would cut.
     for line, raw in enumerate(text.split("\n"), 1):
         if not raw or raw.isspace():
@@ -268,6 +275,8 @@ def read_observations(path: str | os.PathLike) -> list[dict]:
 
     Returns one dict per row, in file order, with ids as strings (see the module docstring for the schema and
     the checks). Raises :class:`InvariRankError` naming ``FILE:LINE`` on the first problem.
+
+    Stability: full (the package's front door).
     """
     p = Path(path)
     if not p.is_file():
@@ -300,15 +309,29 @@ def rows_from_frame(frame: Any) -> list[tuple[int, Any]]:
     return out
 
 
+def _record(row: Any) -> Any:
+    """A row as a JSON object: dicts as they are, a row object through its ``to_json()`` (e.g. the runner's
+    ``ObservationRow``) or, for another dataclass, its fields; anything else is left for the check to reject."""
+    if type(row) is dict:
+        return row
+    to_json = getattr(row, "to_json", None)
+    if callable(to_json):
+        return to_json()
+    if dataclasses.is_dataclass(row) and not isinstance(row, type):
+        return dataclasses.asdict(row)
+    return row
+
+
 def as_rows(data: Any, where: str | None = None) -> list[dict]:
-    """Validated rows from a path, a pandas DataFrame, or an iterable of dicts (1-based row numbers in errors)."""
+    """Validated rows from a path, a pandas DataFrame, or an iterable of rows: dicts or row objects (see
+    :func:`_record`); 1-based row numbers in errors."""
     if isinstance(data, (str, os.PathLike)):
         return read_observations(data)
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(data, pd.DataFrame):
         rows = validate_rows(rows_from_frame(data), where or "<DataFrame>")
     else:
-        rows = validate_rows(enumerate(data, 1), where or "<rows>")
+        rows = validate_rows(((n, _record(r)) for n, r in enumerate(data, 1)), where or "<rows>")
     if not rows:
         raise InvariRankError(f"{where or '<rows>'}: no observations (no rows given)")
     return rows
@@ -341,7 +364,10 @@ def _ordered(row: dict) -> dict:
 
 
 def write_observations(path: str | os.PathLike, rows: Iterable[Mapping] | Any) -> Path:
-    """Validate ``rows`` (dicts, or a pandas DataFrame) and write them atomically as an observations file.
+    """Validate ``rows`` (dicts, row objects such as :func:`invarirank.rerank_query`'s, or a pandas DataFrame) and
+    write them atomically as an observations file.
+
+    Stability: full (the package's front door).
 
     The format follows the suffix: ``.parquet`` → Parquet; ``.gz`` → gzip-compressed JSON Lines
     (deterministic: mtime 0); anything else → JSON Lines. Every row carries ``schema_version`` 1 first, then the

@@ -34,8 +34,9 @@ import json
 import math
 import os
 import zlib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,8 @@ from .comparisons import PerQuery, compare_methods
 from .effectiveness import ideal_dcg
 
 __all__ = ["FIRST_STAGE", "RANDOM", "REFERENCE_REPLICATES", "random_expectations", "reference_inputs",
-           "first_stage_rows", "random_rows", "random_block", "reference_comparisons", "read_first_stage", "write_first_stage", "FIRST_STAGE_FILE"]
+           "first_stage_rows", "random_rows", "random_block", "reference_comparisons", "read_first_stage",
+           "write_first_stage", "FIRST_STAGE_FILE"]
 
 FIRST_STAGE = "first_stage"
 RANDOM = "random"

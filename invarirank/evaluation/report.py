@@ -108,7 +108,8 @@ def format_references(metrics: dict, digits: int = 4) -> str:
                 cells = []
                 for m in shown:
                     rec = comp.get(m, {}).get(meth)
-                    cells.append("-" if rec is None else f"{_fmt(rec['mean_diff'], digits, '+')} (p {_fmt_p(rec['p'])})")
+                    cells.append("-" if rec is None
+                                 else f"{_fmt(rec['mean_diff'], digits, '+')} (p {_fmt_p(rec['p'])})")
                 lines.append(f"  {meth:<{wm}}  " + "".join(f"{c:<{cell}}" for c in cells).rstrip())
         lines.append("")
     return "\n".join(lines).rstrip() + ("\n" if lines else "")
@@ -116,7 +117,7 @@ def format_references(metrics: dict, digits: int = 4) -> str:
 
 def format_comparisons(metrics: dict, digits: int = 4) -> str:
     """The ``comparisons`` (one line per metric and pair) and ``claims`` (a verdict line, then one line per pair) of a
-    metrics dictionary; the empty string when it has none (one method, comparisons off, or a schema-1 file).
+    metrics dictionary; the empty string when it has none (one method, or comparisons off).
 
     Example (abridged)::
 

@@ -18,11 +18,7 @@ from .build import build, compute_runs
 from .spec import Grid, lab_runs, load_grid, main_run
 
 __all__ = ["Grid", "load_grid", "lab_runs", "main_run", "build", "compute_runs", "run_status", "ensure_run",
-           "complete_runs", "project_root", "RESULT_FILES", "RunSpec"]
-
-#: the former name of a grid entry, which is now simply a run config (kept for callers that still use it)
-RunSpec = RunConfig
-_lab_runs = lab_runs
+           "complete_runs", "project_root", "RESULT_FILES"]
 
 
 def run_status(config: RunConfig, results_dir: str | Path) -> str:

@@ -1,5 +1,5 @@
-"""Reranking methods (PROTOCOL §4): each turns one presented order into one complete ranking through
-the :class:`~invarirank.types.Scorer` interface.
+"""Reranking methods (the protocol chapter's "Methods"): each turns one presented order into one complete ranking
+through the :class:`~invarirank.types.Scorer` interface.
 
 ``run_method(name, scorer, query, presented, *, seed, t, **options) -> MethodResult`` with ``name`` in
 :data:`METHODS`; ``method_steps(name, query, presented, *, seed, t, **options)`` is the same method as a
@@ -10,28 +10,27 @@ bootstrapping 3, SGS K, STELLA 4–10. The first pass of every method is the pre
 :class:`QueryPassCache` (the per-query pass cache, also importable as ``PassCache``) serves it once for all
 methods. STELLA needs ``matrix=`` (from
 :func:`invarirank.methods.stella.calibrate` or :func:`~invarirank.methods.stella.load_or_calibrate`).
+
+Each method's own function lives in its module (``invarirank.methods.sgs.sgs``, ...): the package re-exports no
+name that would hide a module of the same name.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import InvariRankError
 from ..types import Item, Query, Scorer
 from ._common import ScoreOnly, Steps, as_batch_scorer, batch_size_of, drive, drive_many, drive_window
-from .bootstrapping import bootstrapping
-from .borda import borda
 from .query_cache import PassCache, QueryPassCache
 from .registry import METHOD_LABELS, METHODS, REGISTRY, Method, method, passes_per_order
 from .result import MethodResult
-from .sgs import sgs
-from .stella import calibrate, load_or_calibrate, stella
-from .zero_shot import zero_shot
+from .stella import calibrate, load_or_calibrate
 
 __all__ = ["METHODS", "METHOD_LABELS", "REGISTRY", "Method", "method", "MethodResult", "QueryPassCache", "PassCache",
            "run_method", "method_steps", "drive", "drive_many", "drive_window", "as_batch_scorer", "ScoreOnly",
-           "batch_size_of", "zero_shot", "bootstrapping", "sgs", "stella", "borda", "calibrate", "load_or_calibrate",
-           "passes_per_order"]
+           "batch_size_of", "calibrate", "load_or_calibrate", "passes_per_order"]
 
 
 def run_method(name: str, scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int, t: int,

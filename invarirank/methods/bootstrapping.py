@@ -5,7 +5,7 @@ the presented order as the first pass, as here."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..types import Item, Query, Scorer, rank_by_scores
 from ._common import Steps, drive, shuffle_positions

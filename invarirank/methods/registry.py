@@ -4,7 +4,7 @@ Every other place that needs the methods (the run schema's default, the dry run'
 and order, the CLI choices) reads them from :data:`REGISTRY`. ``REGISTRY`` is in the paper's order of
 presentation (zero-shot, bootstrapping, STELLA_LW, SGS), which is also the order a run computes them in.
 
-Passes per presented order of K candidates (PROTOCOL §4), counted as scorer calls *requested* by the method
+Passes per presented order of K candidates (the protocol chapter), counted as scorer calls *requested* by the method
 (before the shared pass cache removes repeats): zero-shot 1, bootstrapping 3 (the presented order and two seeded
 shuffles), SGS K (one pass per selection step; the last step's list has one item left and is still requested),
 STELLA_LW between 4 and 10 (stops early once the ranking is stable; ``stella_updates`` = the number it made).
@@ -12,8 +12,8 @@ STELLA_LW between 4 and 10 (stops early once the ranking is stable; ``stella_upd
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ._common import Steps
 from .bootstrapping import bootstrapping_steps
@@ -42,7 +42,7 @@ REGISTRY: tuple[Method, ...] = (
     Method("stella", "STELLA_LW", stella_steps, lambda k, u: u, "4-10"),
     Method("sgs", "SGS", sgs_steps, lambda k, u: k, "K"),
 )
-#: method names, in the registry's (the paper's) order
+#: method names, in the registry's (the paper's) order (stability: full, the package's front door)
 METHODS: tuple[str, ...] = tuple(m.name for m in REGISTRY)
 #: display labels by name
 METHOD_LABELS: dict[str, str] = {m.name: m.label for m in REGISTRY}

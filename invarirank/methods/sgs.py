@@ -5,7 +5,7 @@ still sent to the scorer, so ``passes`` equals the paper's K)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..orders import rng_for
 from ..types import Item, Query, Scorer, rank_by_scores

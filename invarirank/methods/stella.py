@@ -1,4 +1,4 @@
-"""STELLA_LW: position-transition calibration and Bayesian listwise inference (PROTOCOL §4).
+"""STELLA_LW: position-transition calibration and Bayesian listwise inference (the protocol chapter).
 
 Calibration (:func:`calibrate`, :func:`load_or_calibrate`)
     On up to ``n_queries`` (150) validation queries, sampled with the seed among those whose first ``k``
@@ -32,9 +32,10 @@ import json
 import math
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

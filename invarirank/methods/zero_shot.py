@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..types import Item, Query, Scorer, rank_by_scores
 from ._common import Steps, drive

@@ -1,6 +1,6 @@
 """Implicit ALS (Hu, Koren & Volinsky, 2008) through the ``implicit`` package, seeded.
 
-Settings (PROTOCOL §2, the defaults of :class:`ALSConfig`): 64 factors, regularization 0.01,
+Settings (the protocol chapter, the defaults of :class:`ALSConfig`): 64 factors, regularization 0.01,
 20 iterations, alpha 40 — on the same binary training positives as LightGCN, so the confidence of a
 positive is ``1 + alpha`` (implicit multiplies the input by ``alpha``). The factors are initialised
 from ``random_state = seed``; BLAS is limited to one thread around the fit (as implicit asks), and the
@@ -20,7 +20,7 @@ __all__ = ["ALSConfig", "train_als"]
 
 @dataclass(frozen=True)
 class ALSConfig:
-    """Implicit-ALS hyper-parameters; the defaults are PROTOCOL §2."""
+    """Implicit-ALS hyper-parameters; the defaults are the protocol chapter's."""
 
     factors: int = 64
     regularization: float = 0.01

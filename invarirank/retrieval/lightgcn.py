@@ -1,6 +1,6 @@
 """LightGCN (He et al., 2020) on the training positives, hand-written on torch sparse tensors.
 
-Settings (PROTOCOL §2, the defaults of :class:`LightGCNConfig`): 64 dimensions, 3 layers, final
+Settings (the protocol chapter, the defaults of :class:`LightGCNConfig`): 64 dimensions, 3 layers, final
 embedding = mean of layers 0..3, Adam (lr 1e-3), batches of 2048 positives, BPR loss with one uniform
 negative per positive that is never a training positive of that user, L2 1e-4 on the batch's layer-0
 rows (sum of squares of the user, positive and negative rows, divided by the batch size), 100 epochs,
@@ -40,7 +40,7 @@ __all__ = ["LightGCNConfig", "SMALL_GRAPH_EDGES", "resolve_threads", "resolve_de
 
 @dataclass(frozen=True)
 class LightGCNConfig:
-    """LightGCN hyper-parameters; the defaults are PROTOCOL §2."""
+    """LightGCN hyper-parameters; the defaults are the protocol chapter's."""
 
     dim: int = 64
     layers: int = 3

@@ -8,7 +8,7 @@ For a query with ground truth G (a set of item ids) and a retrieved list L (best
   name coverage (it decides which queries are kept) and the reranking metrics use HR.
 * ``recall@K`` = |G ∩ top-K| / |G|.
 * ``ndcg@K``: binary gains, DCG = sum over hits of 1/log2(r + 1), ideal DCG = sum_{i=1..min(|G|,K)}
-  1/log2(i + 1) (PROTOCOL §5).
+  1/log2(i + 1) (the book's metrics chapter).
 * ``hr@K`` = 1 if any hit in the top-K.
 
 Queries with an empty ground truth are not allowed (the prepared queries never have one).

@@ -1,38 +1,82 @@
-"""The study's core step: every configured method on every presented order of one query → observation rows.
+"""The study's core step: every method on every presented order of one query → observation rows.
 
-:func:`rerank_query` is what the protocol chapter describes (PROTOCOL §3-4): the query's M presented orders are
-drawn from the seed (:func:`invarirank.orders.presented_orders`), each method turns each presented order into one
+:func:`rerank_query` is the one function that reranks a query, for a user at the package top
+(``invarirank.rerank_query(scorer, query)``) and for the runner alike: the query's M presented orders are drawn
+from the seed (:func:`invarirank.orders.presented_orders`), each method turns each presented order into one
 complete ranking through the scorer, and every (method, order) becomes one :class:`ObservationRow`.
+:func:`rerank_window` is the same for several queries in lockstep (the runner's ``query_window``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from ..methods import PassCache, batch_size_of, drive, drive_many, drive_window, method_steps
+import numpy as np
+
+from ..errors import InvariRankError
+from ..methods import METHODS, QueryPassCache, batch_size_of, drive, drive_many, drive_window, method_steps
 from ..orders import PresentedOrder, presented_orders
-from ..types import Query
-from .config import RunConfig
+from ..types import Query, Scorer
 from .records import ObservationRow
 
-__all__ = ["rerank_query", "rerank_window"]
+__all__ = ["rerank_query", "rerank_window", "DEFAULT_METHODS"]
+
+#: the methods :func:`rerank_query` runs when none are named: every registered method but STELLA_LW, which needs
+#: a calibration and joins them when calibrations are given
+DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in METHODS if m != "stella")
+
+
+def _methods(methods: Sequence[str], calibrations: Mapping[int, Any] | None) -> list[str]:
+    """The methods to run, in the registry's (the paper's) order; STELLA_LW added when calibrations are given."""
+    if isinstance(methods, str):
+        methods = [methods]
+    names = list(methods) + (["stella"] if calibrations else [])
+    unknown = [m for m in names if m not in METHODS]
+    if unknown:
+        raise InvariRankError(f"rerank_query: unknown method {unknown[0]!r} in 'methods'; expected some of "
+                              f"{', '.join(METHODS)}")
+    if not names:
+        raise InvariRankError(f"rerank_query: 'methods' is empty; expected some of {', '.join(METHODS)}")
+    return [m for m in METHODS if m in names]
+
+
+def _matrix(calibrations: Mapping[int, Any] | None, k: int) -> np.ndarray:
+    """STELLA_LW's K×K matrix for lists of ``k``: ``calibrations[k]`` is a calibration (``.matrix``) or the
+    matrix itself."""
+    if not calibrations or k not in calibrations:
+        raise InvariRankError(f"rerank_query: method 'stella' needs calibrations[{k}] (STELLA_LW's calibration for "
+                              f"lists of K={k}; see invarirank.methods.stella.calibrate)")
+    cal = calibrations[k]
+    matrix = np.asarray(getattr(cal, "matrix", cal), dtype=np.float64)
+    if matrix.shape != (k, k):
+        raise InvariRankError(f"rerank_query: calibrations[{k}] is a {matrix.shape} matrix, expected {k}×{k}")
+    return matrix
+
+
+def _model_name(scorer: Scorer) -> str:
+    identity = scorer.identity()
+    return str(identity.get("model") or identity.get("name") or scorer.name)
 
 
 class _QueryRows:
     """One query's presented orders, each (order, method)'s steps, and the rows as they finish."""
 
-    def __init__(self, query: Query, config: RunConfig, model: str, dataset: str,
-                 calibrations: Mapping[int, Any] | None) -> None:
-        self.query, self.config, self.model, self.dataset = query, config, model, dataset
-        self.calibrations = calibrations
-        self.orders = presented_orders(query.query_id, query.k, config.M, config.seed, noise_floor=config.noise_floor)
-        self.by_method: dict[str, list[ObservationRow]] = {name: [] for name in config.methods}
-        self.pairs = [(o, name) for o in self.orders for name in config.methods]
+    def __init__(self, query: Query, methods: list[str], M: int, seed: int, noise_floor: bool, model: str,
+                 dataset: str, calibrations: Mapping[int, Any] | None) -> None:
+        if not isinstance(M, (int, np.integer)) or isinstance(M, bool) or M < 1:
+            raise InvariRankError(f"rerank_query: M = {M!r}, expected an integer >= 1 (presented orders per query)")
+        M = int(M)
+        self.query, self.methods, self.seed, self.model, self.dataset = query, methods, seed, model, dataset
+        self.matrix = _matrix(calibrations, query.k) if "stella" in methods else None
+        self.orders = presented_orders(query.query_id, query.k, M, seed, noise_floor=noise_floor)
+        self.by_method: dict[str, list[ObservationRow]] = {name: [] for name in methods}
+        self.pairs = [(o, name) for o in self.orders for name in methods]
 
     def steps(self, o: PresentedOrder, name: str) -> Any:
         q = self.query
-        opts = {"matrix": self.calibrations[q.k].matrix} if name == "stella" and self.calibrations else {}
-        return method_steps(name, q, [q.candidates[i] for i in o.positions], seed=self.config.seed, t=o.key, **opts)
+        opts = {"matrix": self.matrix} if name == "stella" else {}
+        return method_steps(name, q, [q.candidates[i] for i in o.positions], seed=self.seed, t=o.key, **opts)
 
     def record(self, o: PresentedOrder, name: str, res: Any) -> None:
         q = self.query
@@ -42,60 +86,80 @@ class _QueryRows:
             scores=[float(s) for s in res.scores], passes=res.passes))
 
     def rows(self) -> list[ObservationRow]:
-        return [row for name in self.config.methods for row in self.by_method[name]]
+        return [row for name in self.methods for row in self.by_method[name]]
 
 
-def rerank_query(scorer: PassCache, query: Query, config: RunConfig, *, model: str, dataset: str,
-                 calibrations: Mapping[int, Any] | None = None,
+def rerank_query(scorer: Scorer, query: Query, *, methods: Sequence[str] = DEFAULT_METHODS, M: int = 20,
+                 seed: int = 42, calibrations: Mapping[int, Any] | None = None, noise_floor: bool = False,
+                 model: str | None = None, dataset: str = "",
                  on_order: Callable[[int], None] | None = None) -> list[ObservationRow]:
-    """All ``config.methods`` on all ``config.M`` presented orders of ``query`` → rows, by method (registry
-    order), then order t = 0..M-1.
+    """Every method in ``methods`` on ``M`` presented orders of ``query`` → one observation row per
+    (method, presented order), by method (the registry's order), then order t = 0..M-1.
 
-    ``scorer`` is the run's shared pass cache (:class:`invarirank.methods.PassCache` around the scorer): it is
-    cleared before and after the query, so passes are shared between the methods of one query only. ``model`` and
-    ``dataset`` are written into every row; ``calibrations[K]`` is STELLA_LW's calibration for lists of K (needed
-    when the run has STELLA_LW). ``on_order(t)`` is called after order ``t`` (progress display).
+    Stability: full (the package's front door).
+
+    ``scorer`` is any :class:`~invarirank.types.Scorer` (``invarirank.make_scorer(...)`` or your own object with
+    ``name``, ``score`` and ``identity``). Passes are shared between the methods of the query through a pass cache
+    (:class:`~invarirank.methods.QueryPassCache`) that is emptied before and after the query; one given as
+    ``scorer`` is used as it is (the runner keeps one per run, for its counters), any other scorer is wrapped in a
+    new one. The presented orders are drawn from ``seed`` (:func:`invarirank.orders.presented_orders`) and never
+    include the retrieval order; every method-internal shuffle is seeded from ``(seed, query, t)``, so equal
+    arguments give equal rows.
+
+    ``calibrations[K]`` is STELLA_LW's calibration for lists of K (a
+    :class:`~invarirank.methods.stella.Calibration` or its K×K matrix, e.g. from
+    :func:`invarirank.methods.stella.calibrate`); when calibrations are given STELLA_LW runs too. ``noise_floor``
+    presents the first order M times, each copy scored afresh (the scorer's own noise). ``model`` and ``dataset``
+    are written into every row (``model`` defaults to the scorer's identity). ``on_order(t)`` is called after
+    order ``t`` (progress display). Rows are :class:`~invarirank.runner.records.ObservationRow` objects;
+    :func:`invarirank.evaluate` and :func:`invarirank.write_observations` take them as they are.
 
     With a scorer that batches (``batch_size`` > 1: the GPU default), all (order, method) pairs of the query run
     in lockstep and each round's requests go to the scorer as one batch (:func:`invarirank.methods.drive_many`);
     otherwise order by order, method by method. Both request the same passes and, with a deterministic scorer,
-    give the same rows; the noise floor (M copies of one order) always goes order by order, each copy scored
-    afresh.
+    give the same rows; the noise floor always goes order by order, each copy scored afresh.
     """
-    scorer.clear()
-    work = _QueryRows(query, config, model, dataset, calibrations)
-    if batch_size_of(scorer) > 1 and not config.noise_floor:
-        results = drive_many([work.steps(o, name) for o, name in work.pairs], scorer, query)
+    cache = scorer if isinstance(scorer, QueryPassCache) else QueryPassCache(scorer)
+    names = _methods(methods, calibrations)
+    work = _QueryRows(query, names, M, seed, noise_floor, _model_name(scorer) if model is None else model,
+                      dataset, calibrations)
+    cache.clear()
+    if batch_size_of(cache) > 1 and not noise_floor:
+        results = drive_many([work.steps(o, name) for o, name in work.pairs], cache, query)
         for (o, name), res in zip(work.pairs, results):
             work.record(o, name, res)
         if on_order is not None and work.orders:
             on_order(work.orders[-1].t)          # every order finished in the same round
     else:
         for o in work.orders:
-            if config.noise_floor:
-                scorer.clear()                  # copies share nothing: each one is scored afresh
-            for name in config.methods:
-                work.record(o, name, drive(work.steps(o, name), scorer, query))
+            if noise_floor:
+                cache.clear()                   # copies share nothing: each one is scored afresh
+            for name in names:
+                work.record(o, name, drive(work.steps(o, name), cache, query))
             if on_order is not None:
                 on_order(o.t)
-    scorer.clear()
+    cache.clear()
     return work.rows()
 
 
-def rerank_window(scorer: PassCache, queries: Sequence[Query], config: RunConfig, *, model: str, dataset: str,
-                  calibrations: Mapping[int, Any] | None = None) -> list[list[ObservationRow]]:
-    """:func:`rerank_query` for a window of queries in lockstep: every method × order of every query of the window
-    advances one step per round, and each round's pending requests of all queries go to the scorer as one call
-    (:func:`invarirank.methods.drive_window`; a real scorer packs them by its ``max_batch_tokens``). Each query
-    keeps its own passes (the pass cache is keyed by query), so the rows equal :func:`rerank_query`'s; the noise
-    floor is refused (its copies must be scored afresh, one by one)."""
-    if config.noise_floor:
-        raise ValueError("rerank_window: the noise floor is computed query by query")
-    scorer.clear()
-    works = [_QueryRows(q, config, model, dataset, calibrations) for q in queries]
-    plan = [(w, o, name) for w in works for o, name in w.pairs]
-    results = drive_window([(w.query, w.steps(o, name)) for w, o, name in plan], scorer)
-    for (w, o, name), res in zip(plan, results):
-        w.record(o, name, res)
-    scorer.clear()
+def rerank_window(scorer: Scorer, queries: Sequence[Query], *, methods: Sequence[str] = DEFAULT_METHODS,
+                  M: int = 20, seed: int = 42, calibrations: Mapping[int, Any] | None = None,
+                  model: str | None = None, dataset: str = "") -> list[list[ObservationRow]]:
+    """:func:`rerank_query` for a window of queries in lockstep (same arguments, one list of rows per query):
+    every method × order of every query of the window advances one step per round, and each round's pending
+    requests of all queries go to the scorer as one call (:func:`invarirank.methods.drive_window`; a real scorer
+    packs them by its ``max_batch_tokens``). Each query keeps its own passes (the pass cache is keyed by query), so
+    the rows equal :func:`rerank_query`'s. There is no noise floor here (its copies are scored one by one).
+
+    Stability: caller (the runner's ``query_window``)."""
+    cache = scorer if isinstance(scorer, QueryPassCache) else QueryPassCache(scorer)
+    names = _methods(methods, calibrations)
+    name = _model_name(scorer) if model is None else model
+    works = [_QueryRows(q, names, M, seed, False, name, dataset, calibrations) for q in queries]
+    cache.clear()
+    plan = [(w, o, m) for w in works for o, m in w.pairs]
+    results = drive_window([(w.query, w.steps(o, m)) for w, o, m in plan], cache)
+    for (w, o, m), res in zip(plan, results):
+        w.record(o, m, res)
+    cache.clear()
     return [w.rows() for w in works]

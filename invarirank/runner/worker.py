@@ -76,11 +76,13 @@ def rerank_records(cache: Any, queries: Sequence[Query], config: RunConfig, *, m
         tq = time.perf_counter()
         for q in chunk:
             cache.clear_counters(q.query_id)
+        settings: dict[str, Any] = dict(methods=config.methods, M=config.M, seed=config.seed,
+                                        calibrations=calibrations, model=model, dataset=dataset)
         if window == 1:
-            all_rows = [rerank_query(cache, chunk[0], config, model=model, dataset=dataset,
-                                     calibrations=calibrations, on_order=on_order)]
+            all_rows = [rerank_query(cache, chunk[0], noise_floor=config.noise_floor, on_order=on_order,
+                                     **settings)]
         else:
-            all_rows = rerank_window(cache, chunk, config, model=model, dataset=dataset, calibrations=calibrations)
+            all_rows = rerank_window(cache, chunk, **settings)
         seconds = round((time.perf_counter() - tq) / len(chunk), 4)
         for q, rows in zip(chunk, all_rows):
             counters = cache.counters(q.query_id)
