@@ -95,7 +95,8 @@ def test_single_row_and_k1_have_no_consistency_but_count_for_effectiveness():
     ov = res["overall"]
     assert ov["hr@1"] == 1.0 and ov["rows"] == 3 and ov["queries"] == 2
     assert ov["ppi"] is None and ov["gpi"] is None and ov["loc"] is None and ov["gpi_exact"] is None
-    assert ov["exposure@5"] == [1.0, 1.0, 1.0] and ov["exposure_mad@5"] == 0.0
+    # every list is shorter than the cut-off: each item reaches the top-5, so no deviation is defined (not "no bias")
+    assert ov["exposure@5"] == [1.0, 1.0, 1.0] and ov["exposure_mad@5"] is None
 
 
 def test_effectiveness_definitions():
@@ -195,7 +196,9 @@ def test_metrics_shape_deterministic_and_nan_free(tmp_path):
     assert text == dumps_metrics(b)
     _reject_nan(text)
     assert json.loads(text) == a
-    assert a["schema_version"] == 2 and a["settings"]["bootstrap"] == 1000 and a["settings"]["permutations"] == 10000
+    assert a["schema_version"] == 3 and a["settings"]["bootstrap"] == 1000 and a["settings"]["permutations"] == 10000
+    assert a["settings"]["reference_replicates"] == 20 and set(a["references"]) == {"random"}
+    assert set(a["references"]["random"]) == {"overall", "per_query", "comparisons"}
     ov = a["methods"]["zs"]["overall"]
     for k in (1, 5, 10):
         for m in ("hr", "ndcg", "recall", "mrr"):
