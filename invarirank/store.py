@@ -53,7 +53,7 @@ from .evaluation.references import FIRST_STAGE_FILE
 from .evaluation.observations import read_text
 from .io import atomic_write_json, atomic_write_text, read_json
 
-__all__ = ["RESULT_FILES", "RUN_FILES", "VOLATILE_FILE", "read_volatile", "Run", "load_run", "complete_runs",
+__all__ = ["RESULT_FILES", "OPTIONAL_RESULT_FILES", "RUN_FILES", "VOLATILE_FILE", "read_volatile", "Run", "load_run", "complete_runs",
            "publish_run", "find_observations", "run_status",
            "identity_difference", "project_root", "RunStatus", "refresh_metrics", "SHARDS_DIR", "SHARD_FILES",
            "export_shards", "import_shards", "committed_shards", "committed_queries"]
@@ -67,6 +67,8 @@ RUN_FILES = ("observations.jsonl.gz", "manifest.json", "metrics.json")
 VOLATILE_FILE = "run.json"
 #: The files of a published run folder: :data:`RUN_FILES` and the volatile file.
 RESULT_FILES = (*RUN_FILES, VOLATILE_FILE)
+#: Files a published run folder may hold beside them: the first stage's rankings (the reference rows' input)
+OPTIONAL_RESULT_FILES = (FIRST_STAGE_FILE,)
 #: The folder of a results folder that holds the committed shards of a run still being computed.
 SHARDS_DIR = "shards"
 #: The files of one finished shard (:mod:`invarirank.runner.shards`).

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from invarirank.evaluation import evaluate
+from invarirank.store import OPTIONAL_RESULT_FILES
 from invarirank.grid import RESULT_FILES, complete_runs, lab_runs, load_grid, run_status
 from invarirank.runner.shards import Shard
 from invarirank.store import SHARD_FILES, SHARDS_DIR
@@ -34,7 +35,7 @@ SHARDED = [run for run in _run_folders() if (run / SHARDS_DIR).is_dir()]
 def test_results_folders_hold_only_finished_runs_or_committed_shards():
     for run in _run_folders():
         names = sorted(f.name for f in run.iterdir())
-        assert names in (sorted(RESULT_FILES), [SHARDS_DIR]), run
+        assert names in (sorted(RESULT_FILES), sorted((*RESULT_FILES, *OPTIONAL_RESULT_FILES)), [SHARDS_DIR]), run
 
 
 @pytest.mark.parametrize("run", SHARDED, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -62,8 +63,11 @@ def test_committed_shards_are_whole_and_of_one_run(run: Path):
 def test_metrics_equal_evaluate_on_committed_observations(run: Path):
     stored = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
     st = stored["settings"]
+    first_stage = run / "first_stage.jsonl.gz"
     again = evaluate(run / "observations.jsonl.gz", ks=st["ks"], exposure_k=st["exposure_k"], buckets=st["buckets"],
-                     exact_kemeny_max_k=st["exact_kemeny_max_k"], n_bootstrap=st["bootstrap"], seed=st["seed"])
+                     exact_kemeny_max_k=st["exact_kemeny_max_k"], n_bootstrap=st["bootstrap"], seed=st["seed"],
+                     reference_replicates=st["reference_replicates"],
+                     first_stage=first_stage if first_stage.is_file() else None)
     assert json.loads(json.dumps(again)) == stored
 
 
