@@ -84,10 +84,12 @@ def _out_read_only(tmp_path, finished, monkeypatch):
     return [run, "--out", tmp_path / "ro"], tmp_path / "ro", ["--out", "ro", "not writable"]
 
 
-def _run_read_only(tmp_path, finished, monkeypatch):
+def _cwd_read_only(tmp_path, finished, monkeypatch):
     run = _run(tmp_path, finished)
-    read_only(monkeypatch, run)
-    return [run], run, ["RUN_DIR (the figures' folder)", "not writable"]
+    (tmp_path / "cwd").mkdir()
+    read_only(monkeypatch, tmp_path / "cwd")
+    monkeypatch.chdir(tmp_path / "cwd")
+    return [run], tmp_path / "cwd", ["./report", "not writable"]
 
 
 def _no_runs(tmp_path, finished, monkeypatch):
@@ -95,10 +97,21 @@ def _no_runs(tmp_path, finished, monkeypatch):
 
 
 CASES = [_missing, _no_metrics, _metrics_malformed, _metrics_not_utf8, _manifest_missing, _out_is_file,
-         _out_under_file, _out_read_only, _run_read_only, _no_runs]
+         _out_under_file, _out_read_only, _cwd_read_only, _no_runs]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__.strip("_") for c in CASES])
 def test_bad_run_folders_and_places(case, finished, tmp_path, capsys, monkeypatch):
     args, out, needles = case(tmp_path, finished, monkeypatch)
     expect_rejected(capsys, ["report", *args], needles, out)
+
+
+def test_report_never_writes_into_a_run_folder_unless_named(finished, tmp_path, monkeypatch, capsys):
+    from invarirank.cli import main
+
+    run = _run(tmp_path, finished)
+    before = sorted(p.name for p in run.iterdir())
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", str(run)]) == 0
+    assert sorted(p.name for p in run.iterdir()) == before
+    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == ["exposure_by_position.png", "metric_vs_k.png"]

@@ -4,7 +4,8 @@ Prints, for every run folder, a one-line description and the metrics table of it
 (:func:`invarirank.evaluation.format_table`), then one summary table over all runs, then each run's paired method
 comparisons and the paper's claims' verdicts (:func:`invarirank.evaluation.format_comparisons`; nothing for a run
 whose ``metrics.json`` has none: one method, or schema 1); writes two figures into
-``--out`` (default: the first RUN_DIR), drawn by the book's figure module (:mod:`invarirank.compendium.figures`):
+``--out`` (default: ``report/`` in the working directory — a run folder is written only when ``--out`` names it),
+drawn by the book's figure module (:mod:`invarirank.compendium.figures`):
 
 * ``exposure_by_position.png`` — top-5 exposure E_5(p) by 0-based presented position, one panel per run, one
   line per method with its 95% bootstrap band over queries, and the position-blind expectation (dashed);
@@ -27,6 +28,8 @@ __all__ = ["register", "run", "report", "draw_figures", "FIGURE_EXPOSURE", "FIGU
 
 FIGURE_EXPOSURE = "exposure_by_position.png"
 FIGURE_METRIC_VS_K = "metric_vs_k.png"
+#: the figures' folder when ``--out`` is not given (relative to the working directory, never a run folder)
+DEFAULT_OUT = "report"
 
 
 def register(subparsers: Any) -> None:
@@ -35,7 +38,7 @@ def register(subparsers: Any) -> None:
         description="Print the metrics table of each run folder (written by `invarirank rerank`) and write "
                     f"{FIGURE_EXPOSURE} and {FIGURE_METRIC_VS_K} into --out (default: the first run).")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders (each with metrics.json)")
-    p.add_argument("--out", metavar="DIR", help="folder for the figures (default: the first RUN_DIR)")
+    p.add_argument("--out", metavar="DIR", help="folder for the figures (default: ./report; a run folder only when named here)")
     p.add_argument("--no-figures", action="store_true", help="only print the tables")
     p.set_defaults(func=run)
 
@@ -148,15 +151,15 @@ def report(run_dirs: Sequence[str | Path], out: str | Path | None = None, figure
         comparisons = format_comparisons(r.metrics)
         if comparisons:
             parts += ["", f"== {r.path}: paired comparisons", comparisons.rstrip()]
-    paths = draw_figures(runs, Path(out) if out else runs[0].path) if figures else []
+    paths = draw_figures(runs, Path(out) if out else Path(DEFAULT_OUT)) if figures else []
     return "\n".join(parts) + "\n", paths
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    """Before any work: the figures' folder (``--out``, else the first RUN_DIR) must be a writable folder."""
+    """Before any work: the figures' folder (``--out``, else ``./report``) must be a writable folder."""
     from ..io import check_output_dir
     if not args.no_figures:
-        check_output_dir(args.out or args.runs[0], "--out" if args.out else "RUN_DIR (the figures' folder)")
+        check_output_dir(args.out or DEFAULT_OUT, "--out" if args.out else "the figures' folder ./report (--out)")
 
 
 def run(args: argparse.Namespace) -> int:
