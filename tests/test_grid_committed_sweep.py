@@ -9,7 +9,7 @@ import gzip
 import json
 from pathlib import Path
 
-from invarirank.grid import load_grid, run_status
+from invarirank.grid import load_grid, run_folder, run_status
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -29,7 +29,8 @@ def test_default_k_sweep_has_two_committed_runs_on_the_same_queries():
     ids: dict[int, list[str]] = {}
     for config in sweep:
         folder = RESULTS / config.grid / config.run_name
-        assert run_status(config, RESULTS) == "complete", f"{folder}: not a finished run of the grid's settings"
+        assert run_status(config, run_folder(config, RESULTS)) == "complete", \
+            f"{folder}: not a finished run of the grid's settings"
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
         ids[config.effective_k] = list(manifest["queries"]["ids"])
         assert ids[config.effective_k] and set(ids[config.effective_k]) == _observed_ids(folder), folder

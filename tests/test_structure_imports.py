@@ -67,6 +67,15 @@ def _is_main_block(node: ast.AST) -> bool:
             and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__")
 
 
+def from_target(node: ast.ImportFrom, package: str) -> str:
+    """The module a ``from X import ...`` in ``package`` imports from (relative imports resolved)."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def imports_of(path: Path) -> set[str]:
     """Every invarirank module ``path`` imports (anywhere but an ``if __name__ == ...`` block), resolved to the
     module file that is imported (``from pkg import sub`` → ``pkg.sub`` when that is a module)."""
@@ -81,12 +90,7 @@ def imports_of(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.startswith("invarirank"))
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = from_target(node, package)
             if target.startswith("invarirank"):
                 for a in node.names:
                     sub = f"{target}.{a.name}"
@@ -145,9 +149,41 @@ def test_no_import_cycle():
 
 def test_the_rules_are_checked_on_real_imports():
     assert "invarirank.store" in GRAPH["invarirank.runner.run"]
-    assert "invarirank.runner.config" in GRAPH["invarirank.grid.spec"]
+    assert "invarirank.runner" in GRAPH["invarirank.grid.spec"]
     assert layer("invarirank.compendium.lab") == layer("invarirank.compendium") == "compendium"
     assert layer("invarirank.runner.lab") == "runner"
+
+
+def runner_names_imported(source: str, module: str) -> list[str]:
+    """What the module ``module`` (source ``source``) imports from the runner that is not the runner's exported
+    API: a runner submodule (``from ..runner.run import x``, ``import invarirank.runner.shards``), or a name
+    missing from ``invarirank.runner.__all__``."""
+    import invarirank.runner as runner
+    package = module.rsplit(".", 1)[0]
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            target = from_target(node, package)
+            names = [a.name for a in node.names]
+            if target == "invarirank":
+                bad += [f"invarirank.{n}" for n in names if n == "runner"]
+            elif target == "invarirank.runner":
+                bad += [f"invarirank.runner.{n}" for n in names if n not in runner.__all__]
+            elif target.startswith("invarirank.runner."):
+                bad += [f"{target}.{n}" for n in names]
+        elif isinstance(node, ast.Import):
+            bad += [a.name for a in node.names if a.name.startswith("invarirank.runner.")]
+    return bad
+
+
+def test_the_grid_imports_only_what_the_runner_exports():
+    bad = {module_name(p): runner_names_imported(p.read_text(encoding="utf-8"), module_name(p))
+           for p in sorted((PKG / "grid").rglob("*.py"))}
+    assert not {m: b for m, b in bad.items() if b}
+    # the check itself catches what the grid used to do
+    old = "from ..runner.run import reuse_or_prepare\nfrom ..runner import RunConfig, status_of\n"
+    assert runner_names_imported(old, "invarirank.grid.build") == ["invarirank.runner.run.reuse_or_prepare",
+                                                                    "invarirank.runner.status_of"]
 
 
 @pytest.mark.parametrize("module", ["invarirank.evaluation", "invarirank.compendium",

@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..grid import build, load_grid
-    from ..grid.build import statuses
+    from ..runner import run_folder, run_status
     from ..grid.spec import check_paths
     from ..runner.plan import find_bench, format_grid_cost, format_grid_estimate
     from ..store import project_root
@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
         results = Path(args.results_dir) if args.results_dir else project_root() / "results"
         from ..store import committed_queries
         committed = [committed_queries(results / str(c.grid) / c.run_name) for c in grid.runs]
-        print(format_grid_estimate(grid.runs, statuses(grid.runs, results), args.seconds_per_pass, committed))
+        statuses = [run_status(c, run_folder(c, results)) for c in grid.runs]
+        print(format_grid_estimate(grid.runs, statuses, args.seconds_per_pass, committed))
         if grid.raw.get("estimate"):
             print()
             print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=find_bench(args.bench)))

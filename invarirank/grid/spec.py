@@ -22,7 +22,7 @@ import yaml
 
 from ..errors import InvariRankError
 from ..io import read_utf8
-from ..runner.config import RunConfig, simple_name
+from ..runner import RunConfig, simple_name
 
 __all__ = ["Grid", "load_grid", "lab_runs", "main_run", "check_paths"]
 
