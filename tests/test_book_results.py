@@ -16,6 +16,8 @@ from invarirank.grid import RESULT_FILES, _lab_runs, complete_runs, load_grid, r
 from invarirank.runner.shards import Shard
 from invarirank.store import SHARD_FILES, SHARDS_DIR
 
+pytestmark = pytest.mark.committed
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 RUNS = complete_runs(RESULTS)

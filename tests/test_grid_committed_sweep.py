@@ -9,7 +9,11 @@ import gzip
 import json
 from pathlib import Path
 
+import pytest
+
 from invarirank.grid import load_grid, run_folder, run_status
+
+pytestmark = pytest.mark.committed
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = complete_runs(ROOT / "results")
 
 
+@pytest.mark.committed
 @pytest.mark.parametrize("run", COMMITTED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_committed_manifests_read_as_their_own_run(run: Path):
     manifest = read_json(run / "manifest.json")
@@ -27,6 +28,7 @@ def test_committed_manifests_read_as_their_own_run(run: Path):
     assert RunConfig.from_mapping(RunConfig.canonical(manifest["config"], strict=False)).identity() == config.identity()
 
 
+@pytest.mark.committed
 def test_the_default_grid_matches_what_is_committed():
     grid = load_grid(ROOT / "configs" / "grid-default.yaml")
     for config in [*grid.runs, *lab_runs(grid.lab)]:
@@ -45,6 +47,7 @@ def test_identity_leaves_defaults_and_locations_out():
     assert a.replace(calibration_queries=3).identity() != a.identity()
 
 
+@pytest.mark.committed
 def test_a_setting_added_later_with_its_default_keeps_a_run(tmp_path: Path):
     run = COMMITTED[0]
     manifest = read_json(run / "manifest.json")
@@ -76,6 +79,7 @@ def test_aliases_fill_the_same_schema():
     assert json.loads(json.dumps(grid.to_json()))["run_name"] == grid.run_name
 
 
+@pytest.mark.committed
 def test_a_scorer_or_template_version_change_makes_a_run_outdated_and_old_metrics_are_re_evaluated(tmp_path: Path):
     run = next(r for r in COMMITTED if r.parent.name == "lab")
     config = RunConfig.from_manifest(read_json(run / "manifest.json"))
