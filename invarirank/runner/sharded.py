@@ -42,6 +42,7 @@ class _Run:
     size: int
     index: int
     wall_seconds: float = 0.0
+    workers: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
     stats: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
 
 
@@ -120,6 +121,7 @@ def _compute(config: RunConfig, executor: Executor, tasks: list[ShardTask], runs
                  "tokens": sum(int(r["tokens"]) for r in res.records), "worker": res.worker}
         run.folders.write(res.shard, res.records, facts)
         run.shards.append(facts)
+        run.workers[_worker_key(res.worker)] = {k: v for k, v in res.worker.items() if k != "scorer_stats"}
         run.stats[_worker_key(res.worker)] = dict(res.worker.get("scorer_stats") or {})
         for rec in res.records:
             run.done[rec["query_id"]] = rec
@@ -146,21 +148,24 @@ def _worker_key(worker: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _volatile(executor: Executor, run: _Run) -> dict[str, Any]:
-    """This session's part of ``run.json``: executor, shards and their workers, model loads, and the scorer's
-    counters (each worker's last report, summed over the workers)."""
-    workers = {}
-    for facts in [*({"worker": w} for w in executor.worker_facts()), *run.shards]:
+    """This session's part of ``run.json``: executor, shards (each naming its worker by host, pid and slot),
+    the workers (once each), model loads, and the scorer's counters (each worker's last report, summed over the
+    workers)."""
+    workers = {_worker_key(w): w for w in executor.worker_facts()}
+    for facts in run.shards:                               # workers of earlier sessions, from their shards
         w = facts.get("worker") or {}
         if w:
-            workers[_worker_key(w)] = {k: v for k, v in w.items() if k != "scorer_stats"}
+            workers.setdefault(_worker_key(w), {k: v for k, v in w.items() if k != "scorer_stats"})
+    workers.update(run.workers)
     stats: dict[str, Any] = {}
     for one in run.stats.values():
         for key, value in one.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 stats[key] = stats.get(key, 0) + value
+    shards = [{**facts, "worker": {k: (facts.get("worker") or {}).get(k) for k in ("host", "pid", "slot")}}
+              for facts in sorted(run.shards, key=lambda s: s["id"])]
     return {"timings": {"rerank_seconds_this_session": run.wall_seconds},
             "execution": {**executor.info(), "shard_queries": run.size},
             "queries_resumed_from_checkpoint": run.resumed,
-            "scorer_stats": stats,
-            "shards": sorted(run.shards, key=lambda s: s["id"]),
+            "scorer_stats": stats, "shards": shards,
             "model_loads": len(workers), "workers": list(workers.values())}
