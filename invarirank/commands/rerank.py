@@ -129,8 +129,8 @@ def check_executor_flags(args: argparse.Namespace) -> None:
 
 
 def executor_from_args(args: argparse.Namespace) -> Any:
-    """The executor the flags ask for (None: the local executor's one-process path); a Ray cluster is started or
-    joined here."""
+    """The executor the flags ask for (None: the runner's own local executor, in this process); a Ray cluster is
+    started or joined here."""
     from ..runner.executors import make_executor
     check_executor_flags(args)
     executor = make_executor(args.executor, address=args.address, gpus_per_shard=args.gpus_per_shard,

@@ -54,7 +54,7 @@ class Executor(Protocol):
 
     name: str
 
-    def __enter__(self) -> "Executor": ...
+    def __enter__(self) -> Executor: ...
 
     def __exit__(self, *exc: Any) -> None: ...
 
@@ -94,7 +94,7 @@ class _Executor:
 
     name = "?"
 
-    def __enter__(self) -> "_Executor":
+    def __enter__(self) -> _Executor:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -34,7 +34,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..errors import InvariRankError
 from ..io import read_json
@@ -110,7 +110,7 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
         _drop_old_checkpoint(target)
         return _Place(config, config, target, target)
     root = project_root()
-    work = Path(work_dir or root / "runs") / config.grid / config.run_name   # type: ignore[operator]
+    work = Path(work_dir or root / "runs") / str(config.grid) / config.run_name
     if run_status(config, work) in ("mismatch", "outdated"):
         print(f"grid: removing {work}: a finished run with another configuration or scorer version",
               file=sys.stderr)
@@ -148,7 +148,7 @@ def _resume_committed_shards(config: RunConfig, target: Path, work: Path) -> Run
     return config
 
 
-def ensure_runs(configs: list[RunConfig] | tuple[RunConfig, ...], executor: Executor | None = None, *,
+def ensure_runs(configs: Sequence[RunConfig], executor: Executor | None = None, *,
                 results_dir: str | Path | None = None, work_dir: str | Path | None = None, allow_run: bool = True,
                 progress: bool = True, queries: QuerySet | None = None, scorer: Scorer | None = None,
                 on_shard_done: Callable[[int], None] | None = None) -> list[Path]:
