@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..runner import Executor, RunConfig, ensure_runs, run_folder, run_status, slug
-from ..store import complete_runs, project_root
+from ..store import RunFolder, complete_runs, project_root
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, lab_runs, load_grid, main_run
 
@@ -105,7 +105,8 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
             execute("data.ipynb", out, _data_parameters(entry, grid, root), [])
     run_pages = [pages / "rerank" / f"{c.run_name}.ipynb" for c in grid.runs]
     for config in selected:
-        run_files = [results / str(config.grid) / config.run_name / f for f in ("manifest.json", "metrics.json")]
+        folder = RunFolder(run_folder(config, results))
+        run_files = [folder.file(f) for f in (RunFolder.MANIFEST, RunFolder.METRICS)]
         execute("rerank.ipynb", pages / "rerank" / f"{config.run_name}.ipynb",
                 run_parameters(config, results, work), run_files, title=config.title())
     for folder, keep in ((pages / "rerank", run_pages), (pages / "data", data_pages)):
@@ -118,7 +119,8 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
                   "paper_table": str(root / "book" / "data" / "paper_table1.csv"),
                   "include_simulated": bool(grid.raw.get("include_simulated", False)),
                   "main_run": main_run(grid).run_name if grid.runs else None}
-        run_files = [f for d in complete_runs(results) for f in (d / "metrics.json", d / "manifest.json")]
+        run_files = [RunFolder(d).file(f) for d in complete_runs(results)
+                     for f in (RunFolder.METRICS, RunFolder.MANIFEST)]
         run_files += sorted(results.glob("*/*/shards/*/shard.json"))     # its sentence counts committed shards
         execute("results.ipynb", pages / "results.ipynb", params,
                 [Path(grid_path), Path(params["paper_table"]), *run_files])
