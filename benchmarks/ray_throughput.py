@@ -3,7 +3,7 @@
     python -m benchmarks.ray_throughput [--queries 2000] [--k 25] [--m 20] [--shard-queries 50] [--json FILE]
 
 The same run (synthetic candidates, all four methods) is computed three times into fresh folders: by the local
-executor (one process, a checkpoint per query), by a local Ray with 2 workers and with 1 worker (shards of
+executor (this process, one query per shard), by a local Ray with 2 workers and with 1 worker (shards of
 ``--shard-queries``). STELLA_LW's calibration is computed once beforehand and read from its cache by all three, so
 the figures compare the reranking phase only: queries per second of wall time from the first shard sent to the
 last one written (``rerank_seconds_this_session`` of each run's ``run.json``). Ray's start-up (a few seconds) is

@@ -11,9 +11,9 @@ process on this host is simply taken over. A lock file whose holder is another h
 file once that run is known to be gone. The lock file stays after a clean exit (its ``flock`` is released), so the
 folder records who wrote it last; it is not one of a run's result files.
 
-Where it is held: the run folder, for as long as a process writes it — :func:`invarirank.runner.run_experiment`
-in one process, and :func:`invarirank.runner.sharded.run_sharded` from before a run's first shard until its merge
-(the shards of a run are written only by the workers of the driver that holds its lock).
+Where it is held: the run folder, for as long as a process writes it — :func:`invarirank.runner.ensure_runs`, from
+before a run's first shard until its merge (the shards of a run are written only by the workers of the driver that
+holds its lock).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ published beside them as the record of how long it took and where, and is never 
 
 A work folder (``runs/<grid>/<run>/``, or any ``invarirank rerank --out`` folder) holds the same files with the
 observations uncompressed (``observations.jsonl``) while the run is computed, plus ``.work/`` until it finishes
-(``.work/checkpoint.jsonl``: finished queries of a one-process run; ``.work/shards/<shard>/``: finished shards, see
-:mod:`invarirank.runner.shards`), plus the **volatile file** ``run.json``.
+(``.work/shards/<shard>/``: the finished shards, the one resume record, see :mod:`invarirank.runner.shards`), plus
+the **volatile file** ``run.json``. :class:`RunFolder` owns this layout: every other module asks it for the paths.
 
 **Deterministic and volatile** (defined here, once): ``manifest.json`` holds only what equal runs share, so two
 runs of one configuration write the same manifest whichever executor, shard size, thread count, machine or
@@ -33,7 +33,7 @@ folder before computing (:func:`import_shards`), so only the missing shards are 
 fingerprint), ``records.jsonl`` and ``volatile.json`` (its worker and timings; no machine path); a shard of
 another configuration is refused when the run resumes (:class:`invarirank.runner.shards.ShardFolders`).
 
-:func:`run_status` is the one reuse check: a folder's status against a run's identity (the settings that change
+:meth:`RunFolder.status` is the one reuse check: a folder's status against a run's identity (the settings that change
 its results, :meth:`invarirank.runner.RunConfig.identity`). This module knows the folder, not how a run is
 computed (``invarirank.runner``) or shown (``invarirank.compendium``). It imports only the core modules and
 ``invarirank.evaluation``.
@@ -52,13 +52,14 @@ from .evaluation.engine import METRICS_SCHEMA_VERSION, evaluate
 from .evaluation.references import FIRST_STAGE_FILE
 from .evaluation.observations import read_text
 from .io import atomic_write_json, atomic_write_text, read_json
+from .locks import LOCK_NAME
 
-__all__ = ["RESULT_FILES", "OPTIONAL_RESULT_FILES", "RUN_FILES", "VOLATILE_FILE", "read_volatile", "Run", "load_run", "complete_runs",
-           "publish_run", "find_observations", "run_status",
+__all__ = ["RESULT_FILES", "OPTIONAL_RESULT_FILES", "RUN_FILES", "VOLATILE_FILE", "read_volatile", "Run", "load_run",
+           "complete_runs", "publish_run", "find_observations", "RunFolder",
            "identity_difference", "project_root", "RunStatus", "refresh_metrics", "SHARDS_DIR", "SHARD_FILES",
            "export_shards", "import_shards", "committed_shards", "committed_queries"]
 
-#: a run folder's status against a run's identity (see :func:`run_status`)
+#: a run folder's status against a run's identity (see :meth:`RunFolder.status`)
 RunStatus = Literal["complete", "missing", "incomplete", "mismatch", "outdated", "old-metrics"]
 
 #: The files that are a finished run: deterministic (equal runs give equal bytes); all three make a folder complete.
@@ -73,6 +74,113 @@ OPTIONAL_RESULT_FILES = (FIRST_STAGE_FILE,)
 SHARDS_DIR = "shards"
 #: The files of one finished shard (:mod:`invarirank.runner.shards`).
 SHARD_FILES = ("shard.json", "records.jsonl", "volatile.json")
+
+
+class RunFolder:
+    """One run folder — a work folder (``runs/<grid>/<run>/``, an ``invarirank rerank --out`` folder) or a
+    published one (``results/<grid>/<run>/``) — and the one owner of its layout (see the module docstring):
+
+    * the run's files: :data:`WORK_FILES` while it is computed (observations uncompressed), :data:`RESULT_FILES`
+      once published;
+    * ``.work/`` (:attr:`work`) while a run is in progress, with the finished shards in ``.work/shards/``
+      (:attr:`shards`, :mod:`invarirank.runner.shards`);
+    * ``shards/`` (:attr:`committed`): the shards of a run still being computed, committed in a results folder;
+    * ``.lock`` (:attr:`lock`): the writer's lock (:func:`invarirank.locks.folder_lock`), never a run file.
+    """
+
+    OBSERVATIONS = "observations.jsonl"
+    METRICS = "metrics.json"
+    MANIFEST = "manifest.json"
+    CALIBRATION = "calibration.json"
+    #: the files a run writes into its (work) folder, manifest last
+    WORK_FILES = (OBSERVATIONS, METRICS, CALIBRATION, VOLATILE_FILE, MANIFEST)
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.path)!r})"
+
+    @property
+    def work(self) -> Path:
+        """``.work/``: present while a run is in progress in this folder."""
+        return self.path / ".work"
+
+    @property
+    def shards(self) -> Path:
+        """``.work/shards/``: the finished shards of the run in progress (the one resume record)."""
+        return self.work / "shards"
+
+    @property
+    def committed(self) -> Path:
+        """``shards/``: shards committed in a results folder before the run is finished."""
+        return self.path / SHARDS_DIR
+
+    @property
+    def lock(self) -> Path:
+        """``.lock``: the writer's lock file."""
+        return self.path / LOCK_NAME
+
+    def file(self, name: str) -> Path:
+        """The path of one of the run's files (e.g. :attr:`MANIFEST`)."""
+        return self.path / name
+
+    def observations(self) -> Path | None:
+        """The observations file (``observations.jsonl`` or, published, ``observations.jsonl.gz``), or ``None``."""
+        return find_observations(self.path)
+
+    def is_published(self) -> bool:
+        """Whether the folder holds every one of :data:`RUN_FILES` (a published, finished run)."""
+        return all((self.path / f).is_file() for f in RUN_FILES)
+
+    def clear_run(self) -> None:
+        """Remove the run's files (:data:`WORK_FILES`) of a finished run that is to be computed again; ``.work/``
+        and the lock stay."""
+        for name in self.WORK_FILES:
+            (self.path / name).unlink(missing_ok=True)
+
+    def clear_work(self) -> None:
+        """Remove ``.work/`` (the run is finished: its files hold every record)."""
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def status(self, identity: Mapping[str, Any], identity_of: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+               versions: Mapping[str, Any] | None = None) -> RunStatus:
+        """The one reuse check of this folder against the run that is wanted:
+
+        * ``"missing"``: none of its files; ``"incomplete"``: some, an unreadable or unfinished manifest, or a run
+          in progress (``.work/``);
+        * ``"mismatch"``: complete, but made with other settings (another run's folder: never overwritten);
+        * ``"outdated"``: the same settings, but made by a scorer of other ``versions`` (the manifest's ``model``
+          section: scorer and prompt-template versions; a code change that alters scores): to be computed again;
+        * ``"old-metrics"``: up to date but its ``metrics.json`` is of an older schema: to be re-evaluated from its
+          observations (:func:`refresh_metrics`), nothing recomputed;
+        * ``"complete"``: to be reused as it is.
+
+        ``identity_of(manifest)`` reads the identity a stored manifest describes (the run schema's
+        :meth:`~invarirank.runner.RunConfig.identity_of_manifest`; it reads every manifest version written so far).
+        The runner's :func:`invarirank.runner.run_status` calls it with a run config's identity.
+        """
+        p = self.path
+        present = [self.observations() is not None, (p / self.MANIFEST).is_file(), (p / self.METRICS).is_file()]
+        if not any(present):
+            return "missing"
+        if not all(present) or self.work.exists():
+            return "incomplete"
+        try:
+            manifest = read_json(p / self.MANIFEST)
+            metrics = read_json(p / self.METRICS)
+        except (OSError, ValueError):
+            return "incomplete"
+        if not isinstance(manifest, dict) or not manifest.get("complete", True):
+            return "incomplete"
+        if dict(identity_of(manifest)) != dict(identity):
+            return "mismatch"
+        stored = manifest.get("model") or {}
+        if versions is not None and any(stored.get(k) != v for k, v in versions.items()):
+            return "outdated"
+        if not isinstance(metrics, dict) or int(metrics.get("schema_version", 1)) < METRICS_SCHEMA_VERSION:
+            return "old-metrics"
+        return "complete"
 
 
 @dataclass
@@ -162,7 +270,7 @@ def complete_runs(results_dir: str | os.PathLike, grids: Iterable[str] | None = 
         if wanted is not None and grid_dir.name not in wanted:
             continue
         for run in sorted(p for p in grid_dir.iterdir() if p.is_dir()):
-            if all((run / f).is_file() for f in RUN_FILES):
+            if RunFolder(run).is_published():
                 out.append(run)
     return out
 
@@ -175,46 +283,6 @@ def project_root(start: str | os.PathLike | None = None) -> Path:
         if (folder / "_toc.yml").is_file() and (folder / "configs").is_dir():
             return folder
     return Path(__file__).resolve().parents[1]
-
-
-def run_status(folder: str | os.PathLike, identity: Mapping[str, Any],
-               identity_of: Callable[[Mapping[str, Any]], Mapping[str, Any]],
-               versions: Mapping[str, Any] | None = None) -> RunStatus:
-    """The one reuse check of a run folder against the run that is wanted:
-
-    * ``"missing"``: none of its files; ``"incomplete"``: some, an unreadable or unfinished manifest, or a run in
-      progress (``.work/``);
-    * ``"mismatch"``: complete, but made with other settings (another run's folder: never overwritten);
-    * ``"outdated"``: the same settings, but made by a scorer of other ``versions`` (the manifest's ``model``
-      section: scorer and prompt-template versions; a code change that alters scores): to be computed again;
-    * ``"old-metrics"``: up to date but its ``metrics.json`` is of an older schema: to be re-evaluated from its
-      observations (:func:`refresh_metrics`), nothing recomputed;
-    * ``"complete"``: to be reused as it is.
-
-    ``identity_of(manifest)`` reads the identity a stored manifest describes (the run schema's
-    :meth:`~invarirank.runner.RunConfig.identity_of_manifest`; it reads every manifest version written so far).
-    """
-    p = Path(folder)
-    present = [find_observations(p) is not None, (p / "manifest.json").is_file(), (p / "metrics.json").is_file()]
-    if not any(present):
-        return "missing"
-    if not all(present) or (p / ".work").exists():
-        return "incomplete"
-    try:
-        manifest = read_json(p / "manifest.json")
-        metrics = read_json(p / "metrics.json")
-    except (OSError, ValueError):
-        return "incomplete"
-    if not isinstance(manifest, dict) or not manifest.get("complete", True):
-        return "incomplete"
-    if dict(identity_of(manifest)) != dict(identity):
-        return "mismatch"
-    stored = manifest.get("model") or {}
-    if versions is not None and any(stored.get(k) != v for k, v in versions.items()):
-        return "outdated"
-    if not isinstance(metrics, dict) or int(metrics.get("schema_version", 1)) < METRICS_SCHEMA_VERSION:
-        return "old-metrics"
-    return "complete"
 
 
 def refresh_metrics(folder: str | os.PathLike) -> Path:
@@ -275,7 +343,7 @@ def publish_run(work_dir: str | os.PathLike, target: str | os.PathLike, grid_run
     manifest["grid_run"] = dict(grid_run)
     manifest["complete"] = True
     atomic_write_json(target / "manifest.json", manifest)
-    shutil.rmtree(target / SHARDS_DIR, ignore_errors=True)    # the run's files now hold every record
+    shutil.rmtree(RunFolder(target).committed, ignore_errors=True)    # the run's files now hold every record
     return target
 
 
@@ -310,7 +378,7 @@ def _copy_shards(source: Path, dest: Path) -> list[str]:
 
 def committed_shards(target: str | os.PathLike) -> list[Path]:
     """The finished shard folders committed under a results folder (``<target>/shards/<shard>/``), sorted."""
-    return list(_finished_shards(Path(target) / SHARDS_DIR).values())
+    return list(_finished_shards(RunFolder(target).committed).values())
 
 
 def committed_queries(target: str | os.PathLike) -> int:
@@ -322,12 +390,12 @@ def export_shards(work_dir: str | os.PathLike, target: str | os.PathLike) -> lis
     """Copy the finished shards of a run's work folder (``<work>/.work/shards/``) into its results folder
     (``<target>/shards/``), to be committed before the run is finished; returns the shard names copied. A
     results folder that already holds the finished run gets none."""
-    if all((Path(target) / f).is_file() for f in RUN_FILES):
+    if RunFolder(target).is_published():
         return []
-    return _copy_shards(Path(work_dir) / ".work" / "shards", Path(target) / SHARDS_DIR)
+    return _copy_shards(RunFolder(work_dir).shards, RunFolder(target).committed)
 
 
 def import_shards(target: str | os.PathLike, work_dir: str | os.PathLike) -> list[str]:
     """Copy the shards committed under a results folder (``<target>/shards/``) into the run's work folder
     (``<work>/.work/shards/``) so that a resumed run computes only the others; returns the shard names copied."""
-    return _copy_shards(Path(target) / SHARDS_DIR, Path(work_dir) / ".work" / "shards")
+    return _copy_shards(RunFolder(target).committed, RunFolder(work_dir).shards)

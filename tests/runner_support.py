@@ -32,7 +32,7 @@ class Killed(Exception):
 
 
 def kill_after(n: int) -> Callable[[int], None]:
-    """A callback for ``on_query_done`` / ``on_shard_done`` that raises :class:`Killed` at its n-th call."""
+    """A callback for ``on_shard_done`` that raises :class:`Killed` at its n-th call."""
     def callback(done: int) -> None:
         if done == n:
             raise Killed

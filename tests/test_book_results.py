@@ -12,15 +12,16 @@ from pathlib import Path
 import pytest
 
 from invarirank.evaluation import evaluate
+from invarirank.grid import RESULT_FILES, complete_runs, lab_runs, load_grid, run_folder, run_status
 from invarirank.store import OPTIONAL_RESULT_FILES
-from invarirank.grid import RESULT_FILES, complete_runs, lab_runs, load_grid, run_status
 from invarirank.runner.shards import Shard
 from invarirank.store import SHARD_FILES, SHARDS_DIR
+
+pytestmark = pytest.mark.committed
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 
-pytestmark = pytest.mark.committed_results
 RUNS = complete_runs(RESULTS)
 
 
@@ -93,7 +94,8 @@ def test_manifest_describes_the_committed_run(run: Path):
 
 def test_every_run_of_the_default_grid_and_the_lab_is_committed():
     grid = load_grid(ROOT / "configs" / "grid-default.yaml")
-    missing = [s.run_name for s in [*grid.runs, *lab_runs(grid.lab)] if run_status(s, RESULTS) != "complete"]
+    missing = [s.run_name for s in [*grid.runs, *lab_runs(grid.lab)]
+               if run_status(s, run_folder(s, RESULTS)) != "complete"]
     assert not missing, f"not committed under results/ (run `make grid`): {missing}"
 
 
@@ -103,7 +105,7 @@ def test_a_k_sweep_reranks_the_same_users(grid_file):
     grid = load_grid(ROOT / "configs" / grid_file)
     ids: dict[tuple, dict[str, tuple]] = {}
     for spec in grid.runs:
-        if run_status(spec, RESULTS) == "complete":
+        if run_status(spec, run_folder(spec, RESULTS)) == "complete":
             manifest = json.loads((RESULTS / spec.grid / spec.run_name / "manifest.json").read_text())
             group = ids.setdefault((spec.n_queries, spec.sample_k, spec.dataset), {})
             group[spec.run_name] = tuple(manifest["queries"]["ids"])

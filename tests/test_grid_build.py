@@ -14,7 +14,7 @@ import pytest
 
 from invarirank.errors import InvariRankError
 from invarirank.cli import main
-from invarirank.grid import RESULT_FILES, complete_runs, ensure_run, load_grid, run_status
+from invarirank.grid import RESULT_FILES, complete_runs, ensure_run, load_grid, run_folder, run_status
 from invarirank.grid.notebooks import execute_notebook
 from invarirank.runner import RunConfig
 from invarirank.runner.plan import estimate_run, format_grid_cost, format_grid_estimate
@@ -136,11 +136,11 @@ def test_ensure_run_runs_publishes_then_reuses(tmp_path, monkeypatch):
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
     results, work = tmp_path / "results", tmp_path / "runs"
     spec = _tiny()
-    assert run_status(spec, results) == "missing"
+    assert run_status(spec, run_folder(spec, results)) == "missing"
     folder = ensure_run(spec, results, work)
     assert folder == results / "t" / "tiny"
     assert sorted(p.name for p in folder.iterdir()) == sorted(RESULT_FILES)
-    assert run_status(spec, results) == "complete"
+    assert run_status(spec, run_folder(spec, results)) == "complete"
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["complete"] is True and manifest["grid_run"]["run_name"] == "tiny"
     with gzip.open(folder / "observations.jsonl.gz", "rt") as fh:
@@ -157,7 +157,7 @@ def test_run_with_other_settings_is_never_overwritten(tmp_path, monkeypatch):
     results, work = tmp_path / "results", tmp_path / "runs"
     ensure_run(_tiny(), results, work)
     other = _tiny(M=4)
-    assert run_status(other, results) == "mismatch"
+    assert run_status(other, run_folder(other, results)) == "mismatch"
     with pytest.raises(InvariRankError, match="other settings \\(M\\)"):
         ensure_run(other, results, work)
 
@@ -174,9 +174,9 @@ def test_incomplete_folder_is_recomputed(tmp_path, monkeypatch):
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
     folder = ensure_run(_tiny(), tmp_path / "r", tmp_path / "w")
     (folder / "metrics.json").unlink()
-    assert run_status(_tiny(), tmp_path / "r") == "incomplete"
+    assert run_status(_tiny(), run_folder(_tiny(), tmp_path / "r")) == "incomplete"
     ensure_run(_tiny(), tmp_path / "r", tmp_path / "w")
-    assert run_status(_tiny(), tmp_path / "r") == "complete"
+    assert run_status(_tiny(), run_folder(_tiny(), tmp_path / "r")) == "complete"
 
 
 def test_shards_are_committed_as_they_finish_and_a_fresh_clone_resumes_from_them(tmp_path, monkeypatch):
@@ -203,7 +203,7 @@ def test_shards_are_committed_as_they_finish_and_a_fresh_clone_resumes_from_them
     shards = committed_shards(target)
     assert len(shards) == 1 and exported == [[shards[0].name]]
     assert sorted(p.name for p in shards[0].iterdir()) == sorted(SHARD_FILES)
-    assert run_status(spec, results) == "missing" and complete_runs(results) == []
+    assert run_status(spec, run_folder(spec, results)) == "missing" and complete_runs(results) == []
 
     shutil.rmtree(work)                                    # a fresh clone: only the committed shard is there
     monkeypatch.setattr(run_module, "export_shards", lambda w, t: exported.append(real_export(w, t)))
@@ -324,5 +324,5 @@ def test_rerank_notebook_with_new_parameters_computes_its_missing_run(tmp_path, 
     monkeypatch.setenv("PYTHONPATH", str(ROOT))            # the kernel imports this checkout's package
     execute_notebook(ROOT / "notebooks" / "rerank.ipynb", tmp_path / "out.ipynb", params, cwd=ROOT / "notebooks")
     config = RunConfig.from_mapping({k: v for k, v in params.items() if k not in ("results_dir", "work_dir")})
-    assert run_status(config, results) == "complete"
+    assert run_status(config, run_folder(config, results)) == "complete"
     assert sorted(p.name for p in (results / "nb" / "tiny-nb").iterdir()) == sorted(RESULT_FILES)

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from invarirank.grid import load_grid, run_status
+from invarirank.grid import load_grid, run_folder, run_status
+
+pytestmark = pytest.mark.committed
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 
-pytestmark = pytest.mark.committed_results
 
 
 def _observed_ids(folder: Path) -> set[str]:
@@ -33,7 +34,8 @@ def test_default_k_sweep_has_two_committed_runs_on_the_same_queries():
     ids: dict[int, list[str]] = {}
     for config in sweep:
         folder = RESULTS / config.grid / config.run_name
-        assert run_status(config, RESULTS) == "complete", f"{folder}: not a finished run of the grid's settings"
+        assert run_status(config, run_folder(config, RESULTS)) == "complete", \
+            f"{folder}: not a finished run of the grid's settings"
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
         ids[config.effective_k] = list(manifest["queries"]["ids"])
         assert ids[config.effective_k] and set(ids[config.effective_k]) == _observed_ids(folder), folder

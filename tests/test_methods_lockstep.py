@@ -4,12 +4,10 @@ the same rankings, pass counts, cache counters and run files."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from invarirank.candidates import write_candidates
 from invarirank.errors import InvariRankError
 from invarirank.llm.simulated import SimulatedScorer
 from invarirank.llm.testing import toy_query, toy_split_queries
@@ -18,6 +16,7 @@ from invarirank.methods.stella import calibration_counts
 from invarirank.orders import presented_orders
 from invarirank.runner import RunConfig, run_experiment
 from invarirank.types import ScorerBase
+from invarirank.llm.testing import toy_query, toy_split_queries
 
 
 class Batching(ScorerBase):
@@ -98,24 +97,3 @@ def test_calibration_counts_are_the_same_in_batches():
     batched = calibration_counts(batching, queries, 6, repeats=2, seed=4)
     assert np.array_equal(sequential, batched)
     assert max(batching.batches) == 5
-
-
-def test_runner_in_lockstep_writes_the_same_files(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
-    cands = tmp_path / "cands.jsonl"
-    write_candidates(cands, toy_split_queries())
-
-    def cfg(out: str) -> RunConfig:
-        return RunConfig.from_mapping(dict(candidates=str(cands), scorer="simulated", k=6, m=4,
-                                           calibration_queries=3, calibration_repeats=2, n_bootstrap=20,
-                                                  out=str(tmp_path / out), seed=7))
-
-    plain = run_experiment(cfg("plain"), progress=False, scorer=SimulatedScorer(seed=7))
-    batching = Batching(SimulatedScorer(seed=7), batch_size=8)
-    locked = run_experiment(cfg("lockstep"), progress=False, scorer=batching)
-    for name in ("observations.jsonl", "metrics.json", "calibration.json"):
-        assert (tmp_path / "plain" / name).read_bytes() == (tmp_path / "lockstep" / name).read_bytes(), name
-    assert plain.manifest["passes"] == locked.manifest["passes"]
-    # one order asks at most 2 distinct passes a round (bootstrapping's shuffle = STELLA's update, SGS's
-    # step), so calls of 8 distinct passes span the query's M = 4 orders
-    assert max(batching.batches) == 8

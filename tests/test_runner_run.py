@@ -85,28 +85,45 @@ def test_identical_configs_give_identical_files(cands, tmp_path):
         run_experiment(config(cands, tmp_path / "a", seed=8), progress=False)
 
 
-def test_killed_and_resumed_run_equals_uninterrupted(cands, tmp_path):
+def test_killed_and_resumed_run_equals_uninterrupted(cands, tmp_path, capsys):
+    """A one-process run writes one shard folder per query (the one resume record): killed after two, it resumes
+    with the other four and gives the uninterrupted run's bytes."""
     run_experiment(config(cands, tmp_path / "full"), progress=False)
 
     part = tmp_path / "part"
     with pytest.raises(Killed):
-        run_experiment(config(cands, part), progress=False, on_query_done=kill_after(2))
+        run_experiment(config(cands, part), progress=False, on_shard_done=kill_after(2))
     assert not any((part / name).exists() for name in FINAL + ("manifest.json",))   # nothing half-final
-    ckpt = part / ".work" / "checkpoint.jsonl"
-    assert len(ckpt.read_text().splitlines()) == 3            # header + 2 queries
-    with open(ckpt, "a") as fh:                               # a kill in the middle of a write
-        fh.write('{"query_id": "u2", "rows": [{"schema_ver')
+    shards = part / ".work" / "shards"
+    assert [len(read_json(d / "shard.json")["query_ids"]) for d in sorted(shards.iterdir())] == [1, 1]
+    torn = shards / ".00002-0123456789ab.tmp-1"                # a kill in the middle of a shard's write
+    torn.mkdir()
+    (torn / "records.jsonl").write_text('{"query_id": "u2", "rows": [{"schema_ver')
     # a changed configuration may not reuse the unfinished work
-    with pytest.raises(InvariRankError, match="different configuration"):
+    with pytest.raises(InvariRankError, match="shard of another configuration"):
         run_experiment(config(cands, part, m=5), progress=False)
     calls = []
-    res = run_experiment(config(cands, part), progress=False, on_query_done=calls.append)
+    res = run_experiment(config(cands, part), progress=False, on_shard_done=calls.append)
     assert calls == [1, 2, 3, 4]                              # only the 4 missing queries (of 6) were reranked
     assert res.volatile["queries_resumed_from_checkpoint"] == 2
+    assert res.volatile["execution"]["shard_queries"] == 1 and len(res.volatile["shards"]) == 6
     for name in FINAL:
         assert (part / name).read_bytes() == (tmp_path / "full" / name).read_bytes(), name
     assert comparable_manifest(part) == comparable_manifest(tmp_path / "full")
     assert not (part / ".work").exists()
+
+
+def test_a_checkpoint_of_an_older_version_is_not_read(cands, tmp_path, capsys):
+    """``.work/checkpoint.jsonl`` of an older invarirank is no resume record any more: one line says so, the
+    queries are computed, the files equal a fresh run's."""
+    run_experiment(config(cands, tmp_path / "fresh"), progress=False)
+    old = tmp_path / "old" / ".work" / "checkpoint.jsonl"
+    old.parent.mkdir(parents=True)
+    old.write_text('{"checkpoint_version": 1, "fingerprint": "x"}\n')
+    run_experiment(config(cands, tmp_path / "old"), progress=False)
+    assert "checkpoint of an older invarirank is not read" in capsys.readouterr().err
+    for name in FINAL:
+        assert (tmp_path / "old" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes(), name
 
 
 def test_noise_floor_gives_loc_one_and_gpi_zero(cands, tmp_path):

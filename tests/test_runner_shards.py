@@ -9,7 +9,6 @@ import pytest
 
 from invarirank.cli import main as cli_main
 from invarirank.errors import InvariRankError
-from invarirank.io import read_json
 from invarirank.runner import plan_shards, run_experiment
 from invarirank.store import read_volatile
 from tests.runner_support import Killed, kill_after, toy_candidates
@@ -31,20 +30,6 @@ def test_plan_is_consecutive_slices_in_run_order():
     assert plan_shards(["a", "b", "c", "d", "e"], 2) == shards          # deterministic
     with pytest.raises(InvariRankError, match="shard_queries"):
         plan_shards(["a"], 0)
-
-
-@pytest.mark.parametrize("size", [1, 4])
-def test_sharded_run_equals_the_one_process_run(cands, tmp_path, size):
-    plain = run_experiment(config(cands, tmp_path / "plain"), progress=False)
-    sharded = run_experiment(config(cands, tmp_path / "sharded", shard_queries=size), progress=False)
-    for name in FILES:
-        assert (tmp_path / "plain" / name).read_bytes() == (tmp_path / "sharded" / name).read_bytes(), name
-    n = len(plain.manifest["queries"]["ids"])
-    vol = read_json(tmp_path / "sharded" / "run.json")
-    assert vol["execution"] == {"executor": "local", "workers": 1, "shard_queries": size, "query_window": None}
-    assert len(vol["shards"]) == -(-n // size) and sum(s["queries"] for s in vol["shards"]) == n
-    assert "shard_queries" not in sharded.manifest["config"] and "shard_queries" not in plain.manifest["config"]
-    assert not (tmp_path / "sharded" / ".work").exists()
 
 
 def test_a_killed_driver_resumes_with_its_finished_shards(cands, tmp_path):

@@ -4,35 +4,16 @@ with fewer forward calls, one prefix forward per query and no more tokens comput
 
 from __future__ import annotations
 
+
 import numpy as np
 import pytest
 
-from invarirank.candidates import write_candidates
-from invarirank.llm.testing import toy_query, toy_split_queries
+from invarirank.llm.testing import toy_query
 from invarirank.methods import PassCache
-from invarirank.runner import RunConfig, run_experiment
+from invarirank.runner import RunConfig
 from invarirank.runner.rerank import rerank_query, rerank_window
 
 FILES = ("observations.jsonl", "metrics.json", "calibration.json", "manifest.json")
-
-
-def test_window_of_queries_gives_the_same_files_with_the_simulated_scorer(tmp_path, monkeypatch):
-    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
-    cands = tmp_path / "cands.jsonl"
-    write_candidates(cands, toy_split_queries())
-
-    def cfg(out: str, **kw) -> RunConfig:
-        return RunConfig.from_mapping(dict(candidates=str(cands), scorer="simulated", k=6, m=4,
-                                           calibration_queries=3, calibration_repeats=2, n_bootstrap=20,
-                                           out=str(tmp_path / out), seed=7, **kw))
-
-    run_experiment(cfg("plain"), progress=False)
-    windowed = run_experiment(cfg("window", query_window=4), progress=False)
-    sharded = run_experiment(cfg("window-shards", query_window=3, shard_queries=4), progress=False)
-    for name in FILES:
-        plain = (tmp_path / "plain" / name).read_bytes()
-        assert plain == (tmp_path / "window" / name).read_bytes() == (tmp_path / "window-shards" / name).read_bytes()
-    assert windowed.volatile["execution"]["query_window"] == 4 and sharded.volatile["execution"]["query_window"] == 3
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""The one reuse check (invarirank.store.run_status with the run schema's identity): committed manifests still
-read as complete; a setting added with its default never changes a run's identity; other settings mismatch."""
+"""The one reuse check (invarirank.runner.run_status: invarirank.store.RunFolder.status with the run schema's
+identity): committed manifests still read as complete; a setting added with its default never changes a run's identity; other settings mismatch."""
 
 from __future__ import annotations
 
@@ -10,29 +10,29 @@ import pytest
 
 from invarirank.grid import lab_runs, load_grid
 from invarirank.io import atomic_write_json, read_json
-from invarirank.runner import RunConfig, status_of
+from invarirank.runner import RunConfig, run_status
 from invarirank.store import complete_runs, identity_difference, refresh_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = complete_runs(ROOT / "results")
 
 
-@pytest.mark.committed_results
+@pytest.mark.committed
 @pytest.mark.parametrize("run", COMMITTED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_committed_manifests_read_as_their_own_run(run: Path):
     manifest = read_json(run / "manifest.json")
     config = RunConfig.from_manifest(manifest)
     assert config.run_name == run.name and config.grid == run.parent.name
-    assert status_of(config, run) == "complete"
+    assert run_status(config, run) == "complete"
     # the older `config` section (flag names: k, m, queries, k_sweep) describes the same run
     assert RunConfig.from_mapping(RunConfig.canonical(manifest["config"], strict=False)).identity() == config.identity()
 
 
-@pytest.mark.committed_results
+@pytest.mark.committed
 def test_the_default_grid_matches_what_is_committed():
     grid = load_grid(ROOT / "configs" / "grid-default.yaml")
     for config in [*grid.runs, *lab_runs(grid.lab)]:
-        assert status_of(config, ROOT / "results" / config.grid / config.run_name) == "complete", config.run_name
+        assert run_status(config, ROOT / "results" / config.grid / config.run_name) == "complete", config.run_name
 
 
 def test_identity_leaves_defaults_and_locations_out():
@@ -47,7 +47,7 @@ def test_identity_leaves_defaults_and_locations_out():
     assert a.replace(calibration_queries=3).identity() != a.identity()
 
 
-@pytest.mark.committed_results
+@pytest.mark.committed
 def test_a_setting_added_later_with_its_default_keeps_a_run(tmp_path: Path):
     run = COMMITTED[0]
     manifest = read_json(run / "manifest.json")
@@ -58,15 +58,15 @@ def test_a_setting_added_later_with_its_default_keeps_a_run(tmp_path: Path):
         (folder / name).write_bytes((run / name).read_bytes())
     manifest["grid_run"]["a_future_setting"] = "its default"      # unknown to this version: ignored
     atomic_write_json(folder / "manifest.json", manifest)
-    assert status_of(config, folder) == "complete"
-    assert status_of(config.replace(seed=config.seed + 1), folder) == "mismatch"
+    assert run_status(config, folder) == "complete"
+    assert run_status(config.replace(seed=config.seed + 1), folder) == "mismatch"
     manifest["complete"] = False
     atomic_write_json(folder / "manifest.json", manifest)
-    assert status_of(config, folder) == "incomplete"
+    assert run_status(config, folder) == "incomplete"
     (folder / "metrics.json").unlink()
     (folder / "manifest.json").unlink()
     (folder / "observations.jsonl.gz").unlink()
-    assert status_of(config, folder) == "missing"
+    assert run_status(config, folder) == "missing"
 
 
 def test_aliases_fill_the_same_schema():
@@ -79,7 +79,7 @@ def test_aliases_fill_the_same_schema():
     assert json.loads(json.dumps(grid.to_json()))["run_name"] == grid.run_name
 
 
-@pytest.mark.committed_results
+@pytest.mark.committed
 def test_a_scorer_or_template_version_change_makes_a_run_outdated_and_old_metrics_are_re_evaluated(tmp_path: Path):
     run = next(r for r in COMMITTED if r.parent.name == "lab")
     config = RunConfig.from_manifest(read_json(run / "manifest.json"))
@@ -87,16 +87,16 @@ def test_a_scorer_or_template_version_change_makes_a_run_outdated_and_old_metric
     folder.mkdir()
     for name in ("observations.jsonl.gz", "metrics.json", "manifest.json"):
         (folder / name).write_bytes((run / name).read_bytes())
-    assert status_of(config, folder) == "complete"
+    assert run_status(config, folder) == "complete"
     manifest = read_json(folder / "manifest.json")
     manifest["model"]["version"] = -1                               # made by another simulated-scorer version
     atomic_write_json(folder / "manifest.json", manifest)
-    assert status_of(config, folder) == "outdated"
+    assert run_status(config, folder) == "outdated"
     (folder / "manifest.json").write_bytes((run / "manifest.json").read_bytes())
     metrics = read_json(folder / "metrics.json")
     old = {k: v for k, v in metrics.items() if k not in ("comparisons", "claims")}
     atomic_write_json(folder / "metrics.json", {**old, "schema_version": 1})
-    assert status_of(config, folder) == "old-metrics"
+    assert run_status(config, folder) == "old-metrics"
     refresh_metrics(folder)
-    assert status_of(config, folder) == "complete"
+    assert run_status(config, folder) == "complete"
     assert (folder / "metrics.json").read_bytes() == (run / "metrics.json").read_bytes()

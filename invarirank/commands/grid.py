@@ -50,7 +50,7 @@ def check_only(only: list[str], grid: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..grid import build, load_grid
-    from ..grid.build import statuses
+    from ..runner import run_folder, run_status
     from ..grid.spec import check_folders, check_paths
     from ..runner.plan import find_bench, format_grid_cost, format_grid_estimate
     from ..store import project_root
@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         from ..store import committed_queries
         committed = [committed_queries(results / str(c.grid) / c.run_name) for c in grid.runs]
-        print(format_grid_estimate(grid.runs, statuses(grid.runs, results), args.seconds_per_pass, committed))
+        statuses = [run_status(c, run_folder(c, results)) for c in grid.runs]
+        print(format_grid_estimate(grid.runs, statuses, args.seconds_per_pass, committed))
         if grid.raw.get("estimate"):
             print()
             print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=find_bench(args.bench)))

@@ -120,8 +120,8 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
       help="queries a worker drives in lockstep, their requests batched together (default 1; with a real scorer "
            "set --scorer-option max_batch_tokens=N to pack them by a token budget)")
     a("--shard-queries", type=int, metavar="N",
-      help="queries per shard (default: the run's or grid's setting; 50 with --executor ray; a local run without "
-           "it is one process with a checkpoint per query)")
+      help="queries per shard (default: the run's or grid's setting; 50 with --executor ray; 1 with the local "
+           "executor, the query window with --query-window)")
 
 
 def check_executor_flags(args: argparse.Namespace) -> None:
@@ -144,8 +144,8 @@ def check_executor_flags(args: argparse.Namespace) -> None:
 
 
 def executor_from_args(args: argparse.Namespace) -> Any:
-    """The executor the flags ask for (None: the local executor's one-process path); a Ray cluster is started or
-    joined here."""
+    """The executor the flags ask for (None: the runner's own local executor, in this process); a Ray cluster is
+    started or joined here."""
     from ..runner.executors import make_executor
     check_executor_flags(args)
     executor = make_executor(args.executor, address=args.address, gpus_per_shard=args.gpus_per_shard,
@@ -182,9 +182,8 @@ def check_arguments(args: argparse.Namespace, config: Any) -> None:
     from ..llm.models import allow, quiet_loading
 
     if not args.dry_run:
-        if not config.out:
-            raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in --config)")
-        check_output_dir(config.out, "--out")
+        from ..runner import run_folder
+        check_output_dir(run_folder(config), "--out" if config.out else "the run folder")
     from ..assets import cache_dir
     check_output_dir(config.cache_dir or cache_dir(),
                      "--cache-dir" if config.cache_dir else "the cache folder ($INVARIRANK_CACHE)")
@@ -194,7 +193,8 @@ def check_arguments(args: argparse.Namespace, config: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..runner import format_plan, plan_run, run_experiment
+    from ..runner import ensure_runs, format_plan, plan_run
+    from ..store import load_run
     check_executor_flags(args)
     config = config_from_args(args)
     check_arguments(args, config)
@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     executor = executor_from_args(args)
     try:
-        result = run_experiment(config, progress=not args.no_progress, executor=executor)
+        result = load_run(ensure_runs([config], executor, progress=not args.no_progress)[0])
     finally:
         if executor is not None:
             executor.close()
@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         pass
     m = result.manifest["passes"]
-    print(f"run folder: {result.out_dir} ({result.manifest['queries']['count']} queries; {m['requested']} passes "
+    print(f"run folder: {result.path} ({result.manifest['queries']['count']} queries; {m['requested']} passes "
           f"requested, {m['scorer_calls']} sent to the scorer, {m['shared_cache_hits']} shared-cache hits)",
           file=sys.stderr)
     return 0

@@ -9,18 +9,11 @@ seeded from the grid's ``seed``.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ..runner import RunConfig, ensure_run
-from ..runner import status_of as _status_of
+from ..runner import ensure_run, ensure_runs, run_folder, run_status
 from ..store import RESULT_FILES, complete_runs, project_root
 from .build import build, compute_runs
 from .spec import Grid, lab_runs, load_grid, main_run
 
-__all__ = ["Grid", "load_grid", "lab_runs", "main_run", "build", "compute_runs", "run_status", "ensure_run",
-           "complete_runs", "project_root", "RESULT_FILES"]
+__all__ = ["Grid", "load_grid", "lab_runs", "main_run", "build", "compute_runs", "run_status", "run_folder",
+           "ensure_run", "ensure_runs", "complete_runs", "project_root", "RESULT_FILES"]
 
-
-def run_status(config: RunConfig, results_dir: str | Path) -> str:
-    """The status of ``config``'s folder ``results_dir/<grid>/<run>/`` (:func:`invarirank.store.run_status`)."""
-    return _status_of(config, Path(results_dir) / str(config.grid) / config.run_name)

@@ -2,7 +2,7 @@
 
 1. **Runs first**, on the terminal with a progress bar: every run of the grid (and of its teaching-lab sweep) that
    is not complete under ``results/<grid>/<run>/`` is computed (or resumed) through the runner
-   (:func:`invarirank.runner.ensure_run`) and published; complete runs are reused as they are.
+   (:func:`invarirank.runner.ensure_runs`) and published; complete runs are reused as they are.
 2. **Notebooks**, into the build folder (default ``book/generated/``, which ``_toc.yml`` includes)::
 
        <build>/data/<dataset>.ipynb       notebooks/data.ipynb, once per data set (retrievers, Ks)
@@ -20,62 +20,33 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..runner import RunConfig, ensure_run, status_of
-from ..runner.config import slug
-from ..runner.run import resume_committed_shards, reuse_or_prepare, work_config
-from ..store import complete_runs, export_shards, project_root, publish_run
+from ..runner import Executor, RunConfig, ensure_runs, run_folder, run_status, slug
+from ..store import RunFolder, complete_runs, project_root
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, lab_runs, load_grid, main_run
 
-__all__ = ["build", "compute_runs", "statuses", "run_parameters"]
-
-
-def statuses(configs: Sequence[RunConfig], results_dir: Path) -> list[str]:
-    """Each run's status under ``results_dir`` (:func:`invarirank.store.run_status`)."""
-    return [status_of(c, results_dir / str(c.grid) / c.run_name) for c in configs]
+__all__ = ["build", "compute_runs", "run_parameters"]
 
 
 def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path,
-                 executor: Any = None) -> dict[str, str]:
-    """Compute and publish every run that is not complete; returns ``{"<grid>/<run>": "reused" |
-    "re-evaluated" | "ran"}`` (re-evaluated: only its metrics were rewritten for a newer metrics schema).
+                 executor: Executor | None = None) -> dict[str, str]:
+    """Compute and publish every run that is not complete, through :func:`invarirank.runner.ensure_runs`;
+    returns ``{"<grid>/<run>": "reused" | "re-evaluated" | "ran"}`` (re-evaluated: only its metrics were
+    rewritten for a newer metrics schema).
 
-    Without ``executor``: one run after the other in this process, with a progress bar over the runs (and the
-    runner's own per query). With one (:mod:`invarirank.runner.executors`): every missing run's shards go to its
-    workers together (:func:`invarirank.runner.sharded.run_sharded`, one progress bar over the grid's queries),
-    then each finished run is published.
-
-    Either way a run computed in shards copies each finished shard into ``results/<grid>/<run>/shards/`` as it
-    lands, to be committed before the run is finished, and a later call resumes from the committed shards
-    (:func:`invarirank.runner.run.resume_committed_shards`)."""
-    from tqdm.auto import tqdm
-
-    before = statuses(configs, results_dir)
+    Without ``executor`` the runs are computed by the local executor in this process; with one
+    (:mod:`invarirank.runner.executors`) every missing run's shards go to its workers together. Either way there is
+    one progress bar over the missing runs' queries; each finished shard is copied into
+    ``results/<grid>/<run>/shards/`` as it lands, to be committed before the run is finished, and a later call
+    resumes from the committed shards."""
+    before = [run_status(c, run_folder(c, results_dir)) for c in configs]
     todo = [c for c, s in zip(configs, before) if s != "complete"]
     done = {"complete": "reused", "old-metrics": "re-evaluated"}
     summary = {f"{c.grid}/{c.run_name}": done.get(s, "ran") for c, s in zip(configs, before)}
     print(f"grid: {len(configs) - len(todo)} runs complete, {len(todo)} to compute or re-evaluate", file=sys.stderr,
           flush=True)
-    if todo and executor is None:
-        with tqdm(todo, desc="grid runs", unit="run", file=sys.stderr, dynamic_ncols=True) as bar:
-            for config in bar:
-                bar.set_postfix_str(config.run_name)
-                ensure_run(config, results_dir, work_dir, progress=True)
-    elif todo:
-        from ..runner.sharded import run_sharded
-        folders = [(c, *reuse_or_prepare(c, results_dir, work_dir)) for c in todo]
-        to_run = [(c, target, work) for c, target, work in folders if work is not None]
-        missing = [(resume_committed_shards(c, target, work), work) for c, target, work in to_run
-                   if status_of(c, work) != "complete"]
-
-        def export(_n: int) -> None:                 # every finished shard is committable at once
-            for _, target, work in to_run:
-                export_shards(work, target)
-        if missing:
-            run_sharded([work_config(c, work) for c, work in missing], executor, progress=True,
-                        on_shard_done=export)
-        for config, target, work in to_run:
-            publish_run(work, target, config.to_json())
+    if todo:
+        ensure_runs(todo, executor, results_dir=results_dir, work_dir=work_dir, progress=True)
     return summary
 
 
@@ -101,7 +72,7 @@ def run_parameters(config: RunConfig, results_dir: Path, work_dir: Path) -> dict
 def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None = None,
           results_dir: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
           force: bool = False, only: Sequence[str] = (), skip_results: bool = False,
-          kernel: str = "python3", executor: Any = None,
+          kernel: str = "python3", executor: Executor | None = None,
           execution: dict[str, Any] | None = None) -> dict[str, Any]:
     """Compute a grid's missing runs, then execute its notebooks (see the module docstring). ``only`` limits
     the work to these runs/pages (a run name, ``data`` or ``rerank``); ``executor`` computes the runs in shards
@@ -134,7 +105,8 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
             execute("data.ipynb", out, _data_parameters(entry, grid, root), [])
     run_pages = [pages / "rerank" / f"{c.run_name}.ipynb" for c in grid.runs]
     for config in selected:
-        run_files = [results / str(config.grid) / config.run_name / f for f in ("manifest.json", "metrics.json")]
+        folder = RunFolder(run_folder(config, results))
+        run_files = [folder.file(f) for f in (RunFolder.MANIFEST, RunFolder.METRICS)]
         execute("rerank.ipynb", pages / "rerank" / f"{config.run_name}.ipynb",
                 run_parameters(config, results, work), run_files, title=config.title())
     for folder, keep in ((pages / "rerank", run_pages), (pages / "data", data_pages)):
@@ -147,7 +119,8 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
                   "paper_table": str(root / "book" / "data" / "paper_table1.csv"),
                   "include_simulated": bool(grid.raw.get("include_simulated", False)),
                   "main_run": main_run(grid).run_name if grid.runs else None}
-        run_files = [f for d in complete_runs(results) for f in (d / "metrics.json", d / "manifest.json")]
+        run_files = [RunFolder(d).file(f) for d in complete_runs(results)
+                     for f in (RunFolder.METRICS, RunFolder.MANIFEST)]
         run_files += sorted(results.glob("*/*/shards/*/shard.json"))     # its sentence counts committed shards
         execute("results.ipynb", pages / "results.ipynb", params,
                 [Path(grid_path), Path(params["paper_table"]), *run_files])

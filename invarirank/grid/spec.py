@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from ..errors import InvariRankError
 from ..io import load_yaml, read_utf8
-from ..runner.config import RunConfig, simple_name
+from ..runner import RunConfig, simple_name
 
 __all__ = ["Grid", "load_grid", "lab_runs", "main_run", "check_paths", "check_folders"]
 

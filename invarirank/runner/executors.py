@@ -1,11 +1,13 @@
 """Executors: who computes a run's shards. ``local`` (this process) and ``ray`` (a Ray cluster, or a local Ray).
 
-Both offer the same four calls to :mod:`invarirank.runner.sharded` and :func:`invarirank.runner.run.prepare_run`:
+Both are an :class:`Executor` (the protocol :func:`invarirank.runner.ensure_runs` computes runs with):
 ``describe(config)`` (the scorer's identity, from a worker that loaded it), ``calibrate(config, validation, k)``
 (STELLA_LW's calibration: one unit of work), ``map_shards(config, tasks, on_result)`` (compute
 :class:`~invarirank.runner.worker.ShardTask` s, handing each :class:`~invarirank.runner.worker.ShardResult` to
-``on_result`` in the driver as it arrives) and ``close()``. Workers are :class:`~invarirank.runner.worker.ShardWorker`
-s: one scorer each, loaded once and kept for every shard of every run with the same scorer settings.
+``on_result`` in the driver as it arrives), ``default_shard_queries(config)`` (the shard size of a run that sets
+none), ``info()`` and ``worker_facts()`` (for ``run.json``) and ``close()``; each is a context manager. Workers
+are :class:`~invarirank.runner.worker.ShardWorker` s: one scorer each, loaded once and kept for every shard of every
+run with the same scorer settings.
 
 **ray.** Without ``address`` it starts a local Ray (a laptop, or one machine with several GPUs; it stays on the
 loopback interface) and shuts it down at the end; with ``address`` (``auto``, or ``HOST:PORT`` of a head node started
@@ -26,13 +28,15 @@ import os
 import socket
 from collections import deque
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from ..errors import InvariRankError, RunFailed
+from ..types import Query, Scorer
 from .config import RunConfig
+from .shards import DEFAULT_SHARD_QUERIES
 from .worker import ShardResult, ShardTask, ShardWorker, scorer_settings
 
-__all__ = ["EXECUTORS", "LocalExecutor", "RayExecutor", "make_executor", "check_address"]
+__all__ = ["EXECUTORS", "Executor", "LocalExecutor", "RayExecutor", "make_executor", "check_address"]
 
 #: the executors' names (``--executor``)
 EXECUTORS = ("local", "ray")
@@ -42,13 +46,55 @@ def _settings_key(config: RunConfig) -> str:
     return json.dumps(scorer_settings(config), sort_keys=True, default=str)
 
 
+@runtime_checkable
+class Executor(Protocol):
+    """Who computes a run's shards: what :func:`invarirank.runner.ensure_runs` asks of an executor. The runs
+    handed to one ``map_shards`` call share their scorer settings
+    (:func:`~invarirank.runner.worker.scorer_settings`), so one pool of workers serves them all."""
+
+    name: str
+
+    def __enter__(self) -> Executor: ...
+
+    def __exit__(self, *exc: Any) -> None: ...
+
+    def describe(self, config: RunConfig) -> dict[str, Any]:
+        """The scorer's facts from a worker that loaded it (:meth:`~invarirank.runner.worker.ShardWorker.describe`)."""
+        ...
+
+    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int) -> Any:
+        """STELLA_LW's calibration for lists of ``k`` (a :class:`~invarirank.methods.stella.Calibration`)."""
+        ...
+
+    def map_shards(self, config: RunConfig, tasks: Sequence[ShardTask],
+                   on_result: Callable[[ShardResult], None]) -> None:
+        """Compute every task; hand each result to ``on_result`` in the driver's process as it arrives."""
+        ...
+
+    def default_shard_queries(self, config: RunConfig) -> int:
+        """Queries per shard of a run that sets no ``shard_queries`` (an execution setting: never in its
+        results)."""
+        ...
+
+    def info(self) -> dict[str, Any]:
+        """The executor's settings for the volatile file ``run.json``."""
+        ...
+
+    def worker_facts(self) -> list[dict[str, Any]]:
+        """What each current worker reported when it started (host, pid, slot, GPU ids, load), for ``run.json``."""
+        ...
+
+    def close(self) -> None:
+        """Release the workers (and a local Ray started here)."""
+        ...
+
+
 class _Executor:
-    """What both executors share: a context manager; ``describe``/``calibrate`` through the group's first
-    worker."""
+    """What both executors share: a context manager, nothing to release, no start-up facts of their own."""
 
     name = "?"
 
-    def __enter__(self) -> "_Executor":
+    def __enter__(self) -> _Executor:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -61,14 +107,22 @@ class _Executor:
         """The executor's settings for the volatile file."""
         return {"executor": self.name}
 
+    def worker_facts(self) -> list[dict[str, Any]]:
+        """Start-up facts of workers not seen in any shard's result (none here)."""
+        return []
+
+    def default_shard_queries(self, config: RunConfig) -> int:
+        return DEFAULT_SHARD_QUERIES
+
 
 class LocalExecutor(_Executor):
     """The driver's own process: one in-process :class:`ShardWorker` (``scorer``: use this scorer instead of
-    building one), shards one after the other."""
+    building one), shards one after the other. A run that sets no shard size is computed one query per shard
+    (``query_window`` queries with a window), so a killed run loses at most the query it was computing."""
 
     name = "local"
 
-    def __init__(self, scorer: Any = None) -> None:
+    def __init__(self, scorer: Scorer | None = None) -> None:
         self._scorer = scorer
         self._key: str | None = None
         self._worker: ShardWorker | None = None
@@ -84,7 +138,7 @@ class LocalExecutor(_Executor):
     def describe(self, config: RunConfig) -> dict[str, Any]:
         return self.worker(config).describe()
 
-    def calibrate(self, config: RunConfig, validation: Sequence[Any], k: int) -> Any:
+    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int) -> Any:
         return self.worker(config).calibrate(validation, k, n_queries=config.calibration_queries,
                                              repeats=config.calibration_repeats, seed=config.seed,
                                              cache_dir=config.cache_dir)
@@ -94,6 +148,12 @@ class LocalExecutor(_Executor):
         worker = self.worker(config)
         for task in tasks:
             on_result(worker.run_shard(task))
+
+    def default_shard_queries(self, config: RunConfig) -> int:
+        return max(1, int(config.query_window or 1))
+
+    def worker_facts(self) -> list[dict[str, Any]]:
+        return [dict(self._worker.info)] if self._worker is not None else []
 
     def info(self) -> dict[str, Any]:
         return {"executor": "local", "workers": 1}
@@ -270,7 +330,7 @@ class RayExecutor(_Executor):
         self.pool(config)
         return self._facts[0]
 
-    def calibrate(self, config: RunConfig, validation: Sequence[Any], k: int) -> Any:
+    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int) -> Any:
         first = self.pool(config)[0]
         return self._get(first.calibrate.remote(list(validation), k, n_queries=config.calibration_queries,
                                                 repeats=config.calibration_repeats, seed=config.seed,
@@ -295,7 +355,7 @@ class RayExecutor(_Executor):
 
 def make_executor(name: str, *, address: str | None = None, gpus_per_shard: float | None = None,
                   workers: int | None = None, cpus_per_worker: float = 1, threads_per_worker: int | None = None,
-                  connect_timeout: float = 10.0) -> _Executor:
+                  connect_timeout: float = 10.0) -> Executor:
     """The executor called ``name`` (:data:`EXECUTORS`); Ray options with ``local`` are an error."""
     if name not in EXECUTORS:
         raise InvariRankError(f"--executor {name!r}: expected one of {', '.join(EXECUTORS)}")

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from ..data.synthetic import write_synthetic_candidates
 from .config import RunConfig
-from .run import run_experiment
+from .run import ensure_run
 from ..methods.registry import METHODS
 from ..store import Run, load_run
 
@@ -45,5 +45,4 @@ def live_run(bias_shape: str = "primacy", bias_strength: float = 1.0, *, K: int 
         "m": M, "methods": list(methods), "seed": seed, "calibration_queries": calibration_queries,
         "calibration_repeats": calibration_repeats, "n_bootstrap": n_bootstrap,
         "out": str(folder / "run"), "cache_dir": str(folder / "cache")}, where="live_run")
-    run_experiment(config, progress=False)
-    return load_run(folder / "run")
+    return load_run(ensure_run(config, progress=False))

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import __version__
 from ..io import dumps_json, sha256_file
+from ..store import RunFolder
 from .config import RunConfig
 from .queries import QuerySet
 from .records import FilesSection, Manifest, PassesSection, QueriesSection
@@ -149,9 +150,9 @@ def build_manifest(config: RunConfig, *, out: Path, fingerprint: str, queries: Q
             shared_cache_hit_rate=round(hits / requests, 6) if requests else None,
             calibration={str(k): {"passes": c.passes, "queries": len(c.query_ids), "key": c.key}
                          for k, c in calibrations.items()}),
-        files=FilesSection(observations="observations.jsonl", metrics="metrics.json",
-                           calibration="calibration.json" if calibrations else None,
-                           observations_sha256=sha256_file(out / "observations.jsonl")),
+        files=FilesSection(observations=RunFolder.OBSERVATIONS, metrics=RunFolder.METRICS,
+                           calibration=RunFolder.CALIBRATION if calibrations else None,
+                           observations_sha256=sha256_file(RunFolder(out).file(RunFolder.OBSERVATIONS))),
         packages=package_versions())
 
 

@@ -1,31 +1,30 @@
 """A run's two phases around the reranking: :func:`prepare_run` (on the driver, once per run) and
-:func:`finish_run` (the merge: the run's files from its query records, in run order), plus :func:`status_of`,
-the one reuse check of a folder. Whoever reranks the queries in between — this process query by query
-(:mod:`invarirank.runner.run`) or workers in shards (:mod:`invarirank.runner.sharded`) — the files are the same.
+:func:`finish_run` (the merge: the run's files from its query records, in run order), plus :func:`run_status`,
+the one reuse check of a folder. Whoever reranks the queries in between — the driver's own process or workers on
+a cluster, in shards of any size (:mod:`invarirank.runner.sharded`) — the files are the same.
 """
 
 from __future__ import annotations
 
 import platform
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..candidates import queries_sha256
 from ..errors import InvariRankError
 from ..io import atomic_write_json
 from ..llm.factory import scoring_versions
-from ..store import run_status
-from .checkpoint import CHECKPOINT_VERSION
+from ..store import VOLATILE_FILE, RunFolder, RunStatus
 from .config import RunConfig
-from .manifest import build_manifest, git_info, sha256_json
+from .executors import Executor
+from .manifest import build_manifest, git_info
 from .queries import QuerySet, load_queries, synthetic_candidates_for
+from .shards import run_fingerprint
 
-__all__ = ["RunResult", "PreparedRun", "prepare_run", "finish_run", "status_of", "print_cost_notice"]
+__all__ = ["RunResult", "PreparedRun", "prepare_run", "finish_run", "run_status", "print_cost_notice"]
 
 
 @dataclass
@@ -75,21 +74,15 @@ def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any]) ->
         print(f"{config.run_name}: {line}", file=sys.stderr)
 
 
-def prepare_run(config: RunConfig, executor: Any, *, queries: QuerySet | None = None,
+def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | None = None,
                 progress: bool = True) -> PreparedRun:
-    """Everything before the queries are reranked, computed once per run on the driver: the run folder's checks,
-    the data and the first stage (:func:`load_queries`), the scorer's identity (``executor.describe``: a worker
-    loads the model), the fingerprint, the cost line of a long run (:func:`print_cost_notice`) and STELLA_LW's
-    calibration per K (``executor.calibrate``: one unit of work
+    """Everything before the queries are reranked, computed once per run on the driver (``config.out``: the run
+    folder, checked by :func:`invarirank.runner.ensure_runs`): the data and the first stage
+    (:func:`load_queries`), the scorer's identity (``executor.describe``: a worker loads the model), the
+    fingerprint (:func:`invarirank.runner.shards.run_fingerprint`), the cost line of a long run
+    (:func:`print_cost_notice`) and STELLA_LW's calibration per K (``executor.calibrate``: one unit of work
     each)."""
-    if not config.out:
-        raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in the config)")
-    out = Path(config.out)
-    if out.exists() and not out.is_dir():
-        raise InvariRankError(f"{out}: --out must be a folder")
-    if status_of(config, out) == "mismatch":
-        raise InvariRankError(f"{out}: holds a finished run with a different configuration; choose another --out "
-                              f"or remove that folder")
+    out = Path(str(config.out))
     config = synthetic_candidates_for(config, out)
     timings: dict[str, float] = {}
     t_start = t = time.perf_counter()
@@ -101,11 +94,7 @@ def prepare_run(config: RunConfig, executor: Any, *, queries: QuerySet | None = 
     model = str(identity.get("model") or identity.get("name") or config.model or config.scorer)
     test_sha256 = queries_sha256(qs.test)
     validation = queries_sha256(qs.validation) if "stella" in config.methods else None
-    whole = {"config": config.identity(), "identity": facts["key_identity"], "queries": test_sha256,
-             "validation": validation, "invarirank": __version__, "checkpoint": CHECKPOINT_VERSION}
-    parts = {"settings": sha256_json(whole["config"]), "queries": test_sha256, "validation": sha256_json(validation),
-             "scorer": sha256_json(whole["identity"]), "invarirank": __version__,
-             "checkpoint": str(CHECKPOINT_VERSION)}
+    fingerprint, parts = run_fingerprint(config.identity(), facts["key_identity"], test_sha256, validation)
     print_cost_notice(config, qs, facts)
     t = time.perf_counter()
     calibrations: dict[int, Any] = {}
@@ -119,30 +108,31 @@ def prepare_run(config: RunConfig, executor: Any, *, queries: QuerySet | None = 
                     f"validation queries")
             calibrations[k] = cal
     timings["calibration_seconds"] = round(time.perf_counter() - t, 3)
-    return PreparedRun(config, out, qs, facts, model, test_sha256, sha256_json(whole), parts, calibrations,
+    return PreparedRun(config, out, qs, facts, model, test_sha256, fingerprint, parts, calibrations,
                        timings, t_start)
 
 
 def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str, Any]) -> RunResult:
     """The merge: write the run's files from its query records (in run order) — observations, metrics,
     calibration, then the volatile ``run.json`` and last the deterministic ``manifest.json`` — and remove
-    ``.work``. ``volatile`` holds what the caller measured (timings, executor, shards, workers)."""
+    ``.work``. ``volatile`` holds what the caller measured (timings, executor, shards, workers); this is the one
+    place ``run.json`` is built."""
     from ..evaluation import evaluate, write_observations
-    from ..store import VOLATILE_FILE
     config, out, calibrations = p.config, p.out, p.calibrations
+    folder = RunFolder(out)
     timings = {**p.timings, **volatile.pop("timings", {})}
     all_rows = [row for rec in records for row in rec["rows"]]
-    write_observations(out / "observations.jsonl", all_rows)
+    write_observations(folder.file(folder.OBSERVATIONS), all_rows)
     t = time.perf_counter()
     metrics = evaluate(all_rows, ks=tuple(config.eval_ks), exposure_k=config.exposure_k,
                        n_bootstrap=config.n_bootstrap, seed=config.seed)
     timings["evaluation_seconds"] = round(time.perf_counter() - t, 3)
-    atomic_write_json(out / "metrics.json", metrics)
+    atomic_write_json(folder.file(folder.METRICS), metrics)
     if calibrations:
-        atomic_write_json(out / "calibration.json",
+        atomic_write_json(folder.file(folder.CALIBRATION),
                           {"method": "stella", "calibrations": {str(k): c.to_json() for k, c in calibrations.items()}})
     else:
-        (out / "calibration.json").unlink(missing_ok=True)
+        folder.file(folder.CALIBRATION).unlink(missing_ok=True)
     timings["rerank_seconds_all_sessions"] = round(sum(float(r.get("seconds", 0.0)) for r in records), 3)
     timings["total_seconds_this_session"] = round(time.perf_counter() - p.t_start, 3)
     moved: dict[str, str] = {}
@@ -157,13 +147,15 @@ def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str
            "execution": {"shard_queries": config.shard_queries, "query_window": config.query_window,
                          **volatile.pop("execution", {})},
            **volatile, "platform": platform.platform(), "git": git_info(), "paths": moved}
-    atomic_write_json(out / VOLATILE_FILE, run)
-    atomic_write_json(out / "manifest.json", manifest)
-    shutil.rmtree(out / ".work", ignore_errors=True)
+    atomic_write_json(folder.file(VOLATILE_FILE), run)
+    atomic_write_json(folder.file(folder.MANIFEST), manifest)
+    folder.clear_work()
     return RunResult(out, metrics, manifest, all_rows, run)
 
 
-def status_of(config: RunConfig, folder: str | Path) -> str:
-    """The one reuse check (:func:`invarirank.store.run_status`) of ``folder`` against ``config``'s identity and
-    the current scoring versions of its scorer kind (:func:`invarirank.llm.factory.scoring_versions`)."""
-    return run_status(folder, config.identity(), RunConfig.identity_of_manifest, scoring_versions(config.scorer))
+def run_status(config: RunConfig, folder: str | Path) -> RunStatus:
+    """The one reuse check (:meth:`invarirank.store.RunFolder.status`) of the run folder ``folder`` against
+    ``config``'s identity and the current scoring versions of its scorer kind
+    (:func:`invarirank.llm.factory.scoring_versions`): ``missing``, ``incomplete``, ``mismatch``, ``outdated``,
+    ``old-metrics`` or ``complete``."""
+    return RunFolder(folder).status(config.identity(), RunConfig.identity_of_manifest, scoring_versions(config.scorer))

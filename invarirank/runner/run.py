@@ -1,8 +1,18 @@
-"""Orchestration of one run: queries → scorer → STELLA_LW calibration → :func:`rerank_query` per query
-(checkpointed) → observations, metrics, calibration, manifest; and :func:`ensure_run`, which reuses a finished
-run or computes and publishes it.
+"""The one path from run configs to finished run folders: :func:`ensure_runs` (many runs, one executor);
+:func:`ensure_run` and :func:`run_experiment` are its one-element cases.
 
-``run_experiment(config)`` writes into ``config.out`` (RUN_DIR):
+Where a run lives (:func:`run_folder`): in ``config.out`` when it is given (``invarirank rerank --out``: the run is
+computed in that folder), else published as ``results/<grid>/<run>/`` (a grid, a notebook: computed in the work
+folder ``runs/<grid>/<run>/``, then :func:`invarirank.store.publish_run`). A folder that holds the finished run is
+reused (its metrics re-evaluated if of an older schema, :func:`invarirank.store.refresh_metrics`); one that holds a
+finished run of *another* identity is never overwritten (an error naming the folder and the settings that differ);
+one made by another scorer or template version is computed again.
+
+Every run is computed the same way (:mod:`invarirank.runner.sharded`): prepared once on the driver
+(:func:`~invarirank.runner.phases.prepare_run`: data, first stage, the scorer's identity from a worker,
+STELLA_LW's calibration), its queries reranked in shards by an executor — the local one (this process, one query
+per shard unless the run sets ``shard_queries``) or Ray — each finished shard written into ``.work/shards/`` (the
+one resume record), then merged in run order (:func:`~invarirank.runner.phases.finish_run`). The run folder holds
 
 * ``observations.jsonl`` — one :class:`~invarirank.runner.records.ObservationRow` per query × method × presented
   order (by query, then method, then order); no wall-clock times, so equal runs give byte-identical files;
@@ -11,189 +21,187 @@ run or computes and publishes it.
 * ``run.json`` — the volatile facts of the session (timings, executor, workers, shards, git, machine paths);
 * ``manifest.json`` — :func:`invarirank.runner.manifest.build_manifest`: deterministic content only.
 
-A run is prepared once on the driver (:func:`prepare_run`: data, first stage, the scorer's identity from a
-worker, STELLA_LW's calibration), its queries are reranked — in this process query by query, each checkpointed
-(:mod:`invarirank.runner.checkpoint`), or in shards by an executor (:mod:`invarirank.runner.sharded`) — and the
-records are merged in run order (:func:`finish_run`). Killed at any moment and rerun, a run gives the same
-observations, metrics, calibration and manifest bytes as an uninterrupted one, whichever executor, shard size or
-thread count computed it. The final files are written atomically, manifest last; ``.work`` is removed at the very
-end.
+Killed at any moment and rerun, a run gives the same observations, metrics, calibration and manifest bytes as an
+uninterrupted one, whichever executor, shard size or thread count computed it. A grid run copies each finished
+shard into ``results/<grid>/<run>/shards/`` as it lands (:func:`invarirank.store.export_shards`), to be committed
+before the run is finished; a later session — on a fresh clone too — resumes from them.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable, Sequence
 
 from ..errors import InvariRankError
+from ..io import read_json
 from ..llm.factory import scoring_versions
-from ..locks import folder_lock
-from ..store import (SHARDS_DIR, committed_shards, export_shards, identity_difference, import_shards, project_root,
-                     publish_run, refresh_metrics)
+from ..store import (RunFolder, committed_shards, export_shards, identity_difference, import_shards, project_root,
+                     publish_run, read_volatile, refresh_metrics)
 from ..types import Scorer
-from .checkpoint import Checkpoint
 from .config import RunConfig
-from .executors import LocalExecutor
-from .phases import PreparedRun, RunResult, finish_run, prepare_run, status_of
+from .executors import Executor, LocalExecutor
+from .phases import RunResult, run_status
 from .queries import QuerySet
-from .sharded import run_sharded
-from .worker import make_run_scorer, rerank_records, scorer_key_identity
+from .sharded import compute_runs_in_shards
 
-__all__ = ["RunResult", "PreparedRun", "prepare_run", "finish_run", "run_experiment", "make_run_scorer",
-           "scorer_key_identity", "status_of", "ensure_run", "reuse_or_prepare", "work_config",
-           "resume_committed_shards"]
+__all__ = ["ensure_runs", "ensure_run", "run_experiment", "run_folder", "run_status", "RunResult", "NO_RUN_FOLDER"]
 
-
-def _progress_bar(total: int, done: int, m: int, cache: Any) -> tuple[Any, Callable[[int], None]]:
-    from tqdm.auto import tqdm
-    bar = tqdm(total=total, initial=done, desc="rerank", unit="query", file=sys.stderr, dynamic_ncols=True)
-    last = [0.0]
-
-    def on_order(t: int) -> None:                # finer feedback inside a (long) real-model query
-        now = time.monotonic()
-        if now - last[0] >= 1.0:
-            last[0] = now
-            bar.set_postfix(order=f"{t + 1}/{m}", passes=cache.misses, shared_hits=cache.hits)
-    return bar, on_order
+#: the one error of a run with nowhere to go
+NO_RUN_FOLDER = "no run folder: give --out RUN_DIR (or 'out' in the config), or a 'grid' to publish it in"
 
 
-def run_experiment(config: RunConfig, *, progress: bool = True, on_query_done: Callable[[int], None] | None = None,
-                   queries: QuerySet | None = None, scorer: Scorer | None = None, executor: Any = None,
-                   on_shard_done: Callable[[int], None] | None = None) -> RunResult:
-    """Run (or resume) ``config`` into ``config.out``; see the module docstring. A finished run of *another*
-    identity in ``config.out`` is never overwritten (an error). ``queries``/``scorer`` may be given to skip
-    loading them.
-
-    Without ``executor`` and ``config.shard_queries`` the run is computed in this process, query by query, each
-    checkpointed; ``on_query_done(n)`` is called after the n-th query of this session is safely checkpointed
-    (tests use it to simulate a kill). With an ``executor`` (:mod:`invarirank.runner.executors`) or a shard size,
-    it is computed in shards (:func:`invarirank.runner.sharded.run_sharded`); ``on_shard_done(n)`` is called after
-    the n-th shard of this session is written. The run folder is locked while it is written
-    (:func:`invarirank.locks.folder_lock`): a second process on the same folder stops at once, naming the holder."""
-    if executor is None and config.shard_queries is None:
-        if not config.out:
-            raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in the config)")
-        with folder_lock(config.out, "run folder"), LocalExecutor(scorer=scorer) as local:   # one writer
-            p = prepare_run(config, local, queries=queries, progress=progress)
-            return _run_checkpointed(p, local.worker(p.config), progress, on_query_done)
-    if executor is not None:
-        return run_sharded([config], executor, progress=progress, queries=queries, on_shard_done=on_shard_done)[0]
-    with LocalExecutor(scorer=scorer) as local:
-        return run_sharded([config], local, progress=progress, queries=queries, on_shard_done=on_shard_done)[0]
-
-
-def _run_checkpointed(p: PreparedRun, worker: Any, progress: bool,
-                      on_query_done: Callable[[int], None] | None) -> RunResult:
-    """One process: the queries in run order, each checkpointed (``.work/checkpoint.jsonl``), then the merge."""
-    ckpt = Checkpoint(p.out / ".work" / "checkpoint.jsonl", p.fingerprint)
-    done = ckpt.load()
-    resumed = len(done)
-    cache = worker.cache
-    t = time.perf_counter()
-    todo = [q for q in p.qs.test if q.query_id not in done]
-    ckpt.ensure_header()
-    n_all = len(p.qs.test)
-    bar, on_order = _progress_bar(n_all, n_all - len(todo), p.config.M, cache) if progress else (None, None)
-    try:
-        for n, record in enumerate(rerank_records(cache, todo, p.config, model=p.model,
-                                                  dataset=p.config.effective_dataset, calibrations=p.calibrations,
-                                                  on_order=on_order), 1):
-            ckpt.append(record)
-            done[record["query_id"]] = record
-            if bar is not None:
-                bar.update(1)
-            if on_query_done is not None:
-                on_query_done(n)
-    finally:
-        if bar is not None:
-            bar.close()
-    volatile = {"timings": {"rerank_seconds_this_session": round(time.perf_counter() - t, 3)},
-                "queries_resumed_from_checkpoint": resumed,
-                "execution": {"executor": "local", "workers": 1},
-                "scorer_stats": dict(getattr(worker.scorer, "stats", {}) or {}),
-                "model_loads": 1, "workers": [worker.info]}
-    return finish_run(p, [done[q.query_id] for q in p.qs.test], volatile)
-
-
-# ---------------------------------------------------------------------------------------------
-# reuse: the grid's and the notebook's path to a finished run
-# ---------------------------------------------------------------------------------------------
-def reuse_or_prepare(config: RunConfig, results_dir: str | Path | None = None, work_dir: str | Path | None = None,
-                     *, allow_run: bool = True) -> tuple[Path, Path | None]:
-    """The reuse check of :func:`ensure_run`: ``(target, None)`` when ``results/<grid>/<run>/`` holds the
-    finished run (its metrics re-evaluated if of an older schema); else ``(target, work)``: the work folder to
-    compute it in, cleared of a finished run of another configuration. A results folder of *another* identity
-    is never overwritten (an error naming the folder and the settings that differ)."""
+def run_folder(config: RunConfig, results_dir: str | Path | None = None) -> Path:
+    """Where ``config``'s finished run lives: ``config.out`` when given, else ``<results_dir>/<grid>/<run>/``
+    (default: ``results/`` of the project). Neither an ``out`` nor a ``grid``: :data:`NO_RUN_FOLDER`."""
+    if config.out:
+        return Path(config.out)
     if not config.grid:
-        raise InvariRankError(f"run {config.run_name}: no 'grid' (results/<grid>/<run>/) to publish it in")
-    root = project_root()
-    target = Path(results_dir or root / "results") / config.grid / config.run_name
-    status = status_of(config, target)
+        raise InvariRankError(NO_RUN_FOLDER)
+    return Path(results_dir or project_root() / "results") / config.grid / config.run_name
+
+
+@dataclass
+class _Place:
+    """One run's folders: ``target`` (where it ends), ``work`` (where it is computed; ``None``: reused as it is,
+    the same as ``target`` for a run computed in place), ``config`` (computed with ``out`` = ``work``) and
+    ``given`` (as asked for: what is published)."""
+
+    given: RunConfig
+    config: RunConfig
+    target: Path
+    work: Path | None
+
+
+def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Path | None,
+           allow_run: bool) -> _Place:
+    """The reuse check of one run (see the module docstring)."""
+    target = run_folder(config, results_dir)
+    in_place = bool(config.out)
+    who = "rerank" if in_place else "grid"
+    if target.exists() and not target.is_dir():
+        raise InvariRankError(f"{target}: the run folder must be a folder")
+    status = run_status(config, target)
     if status == "old-metrics":
-        print(f"grid: re-evaluating {target}: its metrics.json is of an older schema", file=sys.stderr)
+        print(f"{who}: re-evaluating {target}: its metrics.json is of an older schema", file=sys.stderr)
         refresh_metrics(target)
         status = "complete"
     if status == "complete":
-        print(f"grid: reusing the finished run {target}", file=sys.stderr)
-        return target, None
-    if status == "outdated":
-        print(f"grid: computing {target} again: it was made by another version of the {config.scorer} scorer or "
-              f"its prompt template ({scoring_versions(config.scorer)} now)", file=sys.stderr)
+        print(f"{who}: reusing the finished run {target}", file=sys.stderr)
+        return _Place(config, config, target, None)
     if status == "mismatch":
-        from ..io import read_json
-        stored = RunConfig.identity_of_manifest(read_json(target / "manifest.json"))
-        diff = identity_difference(config.identity(), stored)
-        raise InvariRankError(f"{target}: a finished run with other settings ({', '.join(diff) or 'unknown'}) is "
-                              f"there; delete the folder or give this run another name")
+        stored = RunConfig.identity_of_manifest(read_json(RunFolder(target).file(RunFolder.MANIFEST)))
+        diff = ", ".join(identity_difference(config.identity(), stored)) or "unknown"
+        what = "choose another --out or remove that folder" if in_place else \
+            "delete the folder or give this run another name"
+        raise InvariRankError(f"{target}: holds a finished run with a different configuration, other settings "
+                              f"({diff}); {what}")
     if not allow_run:
         raise InvariRankError(f"{target}: run {status} and running is not allowed here")
-    work = Path(work_dir or root / "runs") / config.grid / config.run_name
-    if status_of(config, work) in ("mismatch", "outdated"):
+    if status == "outdated":
+        print(f"{who}: computing {target} again: it was made by another version of the {config.scorer} scorer or "
+              f"its prompt template ({scoring_versions(config.scorer)} now)", file=sys.stderr)
+    if in_place:
+        if status == "outdated":
+            RunFolder(target).clear_run()
+        _drop_old_checkpoint(target)
+        return _Place(config, config, target, target)
+    root = project_root()
+    work = Path(work_dir or root / "runs") / str(config.grid) / config.run_name
+    if run_status(config, work) in ("mismatch", "outdated"):
         print(f"grid: removing {work}: a finished run with another configuration or scorer version",
               file=sys.stderr)
-        for name in ("observations.jsonl", "metrics.json", "manifest.json", "calibration.json", "run.json"):
-            (work / name).unlink(missing_ok=True)
-    if status_of(config, work) == "old-metrics":
+        RunFolder(work).clear_run()
+    if run_status(config, work) == "old-metrics":
         refresh_metrics(work)
-    return target, work
+    _drop_old_checkpoint(work)
+    computed = config if run_status(config, work) == "complete" else _resume_committed_shards(config, target, work)
+    return _Place(config, computed.replace(out=str(work), raw_dir=config.resolved_raw_dir(root)), target, work)
 
 
-def work_config(config: RunConfig, work: Path) -> RunConfig:
-    """``config`` computed in the work folder ``work`` (its raw-data folder resolved against the project root)."""
-    return config.replace(out=str(work), raw_dir=config.resolved_raw_dir(project_root()))
+def _drop_old_checkpoint(folder: Path) -> None:
+    """An unfinished run of an older invarirank resumed from ``.work/checkpoint.jsonl``; shards are the one resume
+    record now, so its queries are computed again (one line says so)."""
+    old = RunFolder(folder).work / "checkpoint.jsonl"
+    if old.is_file():
+        print(f"{old}: the checkpoint of an older invarirank is not read; its queries are computed again",
+              file=sys.stderr)
+        old.unlink()
 
 
-def ensure_run(config: RunConfig, results_dir: str | Path | None = None, work_dir: str | Path | None = None, *,
-               allow_run: bool = True, progress: bool = True) -> Path:
-    """The finished run folder ``results/<grid>/<run>/`` of ``config``: reused when complete with the same
-    identity (:func:`reuse_or_prepare`); else computed (or resumed) in ``work/<grid>/<run>/`` in this process and
-    published there. (A grid on an executor computes its runs together: :func:`invarirank.grid.compute_runs`.)"""
-    target, work = reuse_or_prepare(config, results_dir, work_dir, allow_run=allow_run)
-    if work is None:
-        return target
-    if status_of(config, work) != "complete":
-        config = resume_committed_shards(config, target, work)
-        t0 = time.perf_counter()
-        run_experiment(work_config(config, work), progress=progress,
-                       on_shard_done=lambda _n: export_shards(work, target))
-        print(f"grid: ran {config.run_name} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    return publish_run(work, target, config.to_json())
-
-
-def resume_committed_shards(config: RunConfig, target: Path, work: Path) -> RunConfig:
+def _resume_committed_shards(config: RunConfig, target: Path, work: Path) -> RunConfig:
     """Bring the shards committed under ``target/shards/`` into the work folder (:func:`invarirank.store.
-    import_shards`) and return ``config`` computed in shards: with its own shard size, else — when shards were
-    committed — the size of the first of them, so that a resumed run reads them (a shard size is an execution
-    setting, never part of the run's identity; records of any shard plan count)."""
+    import_shards`) and return ``config`` computed with their shard size when it sets none, so that the resumed
+    run's shards line up with them (a shard size is an execution setting, never part of the run's identity;
+    records of any shard plan count)."""
     copied = import_shards(target, work)
     if copied:
-        print(f"grid: resuming {config.run_name} from {len(copied)} committed shard(s) in {target / SHARDS_DIR}",
-              file=sys.stderr)
+        print(f"grid: resuming {config.run_name} from {len(copied)} committed shard(s) in "
+              f"{RunFolder(target).committed}", file=sys.stderr)
     shards = committed_shards(target)
     if config.shard_queries is None and shards:
-        from ..io import read_json
         size = len(read_json(shards[0] / "shard.json").get("query_ids") or []) or None
         config = config.replace(shard_queries=size)
     return config
+
+
+def ensure_runs(configs: Sequence[RunConfig], executor: Executor | None = None, *,
+                results_dir: str | Path | None = None, work_dir: str | Path | None = None, allow_run: bool = True,
+                progress: bool = True, queries: QuerySet | None = None, scorer: Scorer | None = None,
+                on_shard_done: Callable[[int], None] | None = None) -> list[Path]:
+    """The finished run folder of every config (:func:`run_folder`), in the order of ``configs``: reused when
+    there, else computed (or resumed) and, for a grid's run, published (see the module docstring).
+
+    ``executor`` (:class:`~invarirank.runner.executors.Executor`) computes the missing runs' shards, all together
+    (it is not closed here); without one a :class:`~invarirank.runner.executors.LocalExecutor` computes them in
+    this process, with ``scorer`` when given instead of building one. ``allow_run=False`` makes a run that is not
+    there an error. ``queries`` (tests) replaces query loading for a single run. ``on_shard_done(n)`` is called
+    after the n-th shard of this session is written (and, for a grid's run, copied for committing)."""
+    if executor is not None and scorer is not None:
+        raise InvariRankError("ensure_runs: give a scorer (for the local executor) or an executor, not both")
+    places = [_place(c, results_dir, work_dir, allow_run) for c in configs]
+    todo = [pl for pl in places if pl.work is not None and run_status(pl.config, pl.work) != "complete"]
+    if todo:
+        def shard_done(n: int) -> None:            # every finished shard is committable at once
+            for pl in todo:
+                if pl.work != pl.target:
+                    export_shards(pl.work, pl.target)
+            if on_shard_done is not None:
+                on_shard_done(n)
+        t0 = time.perf_counter()
+        with ExitStack() as stack:
+            ex = executor if executor is not None else stack.enter_context(LocalExecutor(scorer=scorer))
+            compute_runs_in_shards([pl.config for pl in todo], ex, progress=progress, queries=queries,
+                                   on_shard_done=shard_done)
+        grid_runs = [pl.given.run_name for pl in todo if pl.work != pl.target]
+        if grid_runs:
+            print(f"grid: ran {', '.join(grid_runs)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    for pl in places:
+        if pl.work is not None and pl.work != pl.target:
+            publish_run(pl.work, pl.target, pl.given.to_json())
+    return [pl.target for pl in places]
+
+
+def ensure_run(config: RunConfig, results_dir: str | Path | None = None, work_dir: str | Path | None = None, *,
+               allow_run: bool = True, progress: bool = True, executor: Executor | None = None) -> Path:
+    """The finished run folder of ``config``: :func:`ensure_runs` of one run."""
+    return ensure_runs([config], executor, results_dir=results_dir, work_dir=work_dir, allow_run=allow_run,
+                       progress=progress)[0]
+
+
+def run_experiment(config: RunConfig, *, progress: bool = True, queries: QuerySet | None = None,
+                   scorer: Scorer | None = None, executor: Executor | None = None,
+                   on_shard_done: Callable[[int], None] | None = None) -> RunResult:
+    """:func:`ensure_runs` of one run, read back: its folder, metrics, manifest, observation rows and ``run.json``.
+    ``queries``/``scorer`` may be given to skip loading them; ``on_shard_done`` as in :func:`ensure_runs` (tests
+    use it to simulate a kill)."""
+    from ..evaluation import read_observations
+    folder = ensure_runs([config], executor, progress=progress, queries=queries, scorer=scorer,
+                         on_shard_done=on_shard_done)[0]
+    rf = RunFolder(folder)
+    obs = rf.observations()
+    return RunResult(folder, read_json(rf.file(rf.METRICS)),
+                     read_json(rf.file(rf.MANIFEST)), read_observations(obs) if obs else [], read_volatile(folder))

@@ -1,11 +1,13 @@
-"""Many runs in shards on one executor: prepare each run once, send every missing shard of every run to the
-workers together, write each shard's folder as it arrives, merge each run when all its queries are there.
+"""The computing half of :func:`invarirank.runner.ensure_runs`: many runs in shards on one executor. Prepare each
+run once, send every missing shard of every run to the workers together, write each shard's folder as it arrives,
+merge each run when all its queries are there. A one-process run is the same path on the local executor.
 
 Order of the work units: runs are grouped by scorer settings (one pool of workers, one model load per worker,
 per group); within a group each run is prepared on the driver first — data preparation and the first stage
 (cached, computed once whatever shards need them), the scorer's identity and STELLA_LW's calibration per K (one
 unit each, on a worker) — then all shards of the group's runs are in flight together, so every worker stays busy
-across runs. One progress bar on the driver counts queries done / total with passes per second and an ETA.
+across runs. The one progress bar on the driver counts queries done / total with passes per second and an ETA.
+The finished shards are the one resume record (:mod:`invarirank.runner.shards`).
 """
 
 from __future__ import annotations
@@ -13,19 +15,35 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..errors import InvariRankError
 from ..locks import folder_lock
-
-from .checkpoint import Checkpoint
 from .config import RunConfig
-from .queries import QuerySet
+from .executors import Executor
 from .phases import PreparedRun, RunResult, finish_run, prepare_run
-from .shards import DEFAULT_SHARD_QUERIES, Shard, ShardFolders, plan_shards
+from .queries import QuerySet
+from .shards import Shard, ShardFolders, plan_shards
 from .worker import ShardResult, ShardTask, scorer_settings
 
-__all__ = ["run_sharded"]
+__all__ = ["compute_runs_in_shards"]
+
+
+@dataclass
+class _Run:
+    """One run in flight: prepared, its shard folders, the records so far by query id, the facts of its
+    finished shards, the queries resumed from earlier sessions, its shard size and place among the configs."""
+
+    prepared: PreparedRun
+    folders: ShardFolders
+    done: dict[str, dict[str, Any]]
+    shards: list[dict[str, Any]]
+    resumed: int
+    size: int
+    index: int
+    wall_seconds: float = 0.0
+    workers: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
+    stats: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
 
 
 def _groups(configs: Sequence[RunConfig]) -> list[list[RunConfig]]:
@@ -35,67 +53,63 @@ def _groups(configs: Sequence[RunConfig]) -> list[list[RunConfig]]:
     return list(out.values())
 
 
-def run_sharded(configs: Sequence[RunConfig], executor: Any, *, progress: bool = True,
-                queries: QuerySet | None = None, on_shard_done: Callable[[int], None] | None = None,
-                ) -> list[RunResult]:
-    """Compute (or resume) every run of ``configs`` (each with its ``out`` folder) on ``executor``; results in
-    the order of ``configs``. Finished shards in a run folder are kept; a shard of another configuration there
-    is an error (:class:`~invarirank.runner.shards.ShardFolders`). ``queries`` (tests) replaces query loading for
-    a single run; ``on_shard_done(n)`` is called after the n-th shard of this session is written.
+def compute_runs_in_shards(configs: Sequence[RunConfig], executor: Executor, *, progress: bool = True,
+                           queries: QuerySet | None = None, on_shard_done: Callable[[int], None] | None = None,
+                           ) -> list[RunResult]:
+    """Compute (or resume) every run of ``configs`` (each with its ``out`` folder, checked by the caller) on
+    ``executor``; results in the order of ``configs``. Finished shards in a run folder are kept; a shard of
+    another configuration there is an error (:class:`~invarirank.runner.shards.ShardFolders`). ``queries``
+    (tests) replaces query loading for a single run; ``on_shard_done(n)`` is called after the n-th shard of this
+    session is written.
 
     Every run folder is locked (:func:`invarirank.locks.folder_lock`) from before its first shard until it is
     merged: a second process computing one of the same runs stops at once, naming the holder. The shards of a
     run are written only by the workers of the driver that holds its lock."""
     with ExitStack() as locks:
         for config in configs:
-            if not config.out:
-                raise InvariRankError("no run folder: give --out RUN_DIR (or 'out' in the config)")
-            locks.enter_context(folder_lock(config.out, "run folder"))
-        return _run_sharded(configs, executor, progress=progress, queries=queries, on_shard_done=on_shard_done)
+            locks.enter_context(folder_lock(str(config.out), "run folder"))
+        results: dict[int, RunResult] = {}
+        index = {id(c): i for i, c in enumerate(configs)}
+        written = [0]
+        for group in _groups(configs):
+            runs: dict[str, _Run] = {}
+            tasks: list[ShardTask] = []
+            for config in group:
+                run, todo = _plan(config, executor, queries, progress, index=index[id(config)])
+                runs[str(run.prepared.out)] = run
+                tasks += todo
+            _compute(group[0], executor, tasks, runs, progress, on_shard_done, written)
+            for run in runs.values():
+                records = [run.done[q.query_id] for q in run.prepared.qs.test]
+                results[run.index] = finish_run(run.prepared, records, _volatile(executor, run))
+        return [results[i] for i in range(len(configs))]
 
 
-def _run_sharded(configs: Sequence[RunConfig], executor: Any, *, progress: bool,
-                 queries: QuerySet | None, on_shard_done: Callable[[int], None] | None) -> list[RunResult]:
-    results: dict[int, RunResult] = {}
-    index = {id(c): i for i, c in enumerate(configs)}
-    written = [0]
-    for group in _groups(configs):
-        runs: dict[str, dict[str, Any]] = {}
-        tasks: list[ShardTask] = []
-        for config in group:
-            p = prepare_run(config, executor, queries=queries, progress=progress)
-            folders = ShardFolders(p.out, p.config.run_name, p.fingerprint, p.parts)
-            done, shard_facts = folders.finished()
-            resumed = dict(done)
-            ckpt = p.out / ".work" / "checkpoint.jsonl"
-            if ckpt.exists():                    # queries of an earlier one-process session count too
-                resumed.update(Checkpoint(ckpt, p.fingerprint).load())
-            by_id = {q.query_id: q for q in p.qs.test}
-            size = p.config.shard_queries or DEFAULT_SHARD_QUERIES
-            for shard in plan_shards([q.query_id for q in p.qs.test], size):
-                missing = tuple(qid for qid in shard.query_ids if qid not in resumed)
-                if missing:
-                    tasks.append(ShardTask(str(p.out), Shard(shard.index, missing).id, [by_id[q] for q in missing],
-                                           p.config.to_dict(), p.model, p.config.effective_dataset,
-                                           dict(p.calibrations)))
-            runs[str(p.out)] = {"prepared": p, "folders": folders, "done": resumed, "shards": shard_facts,
-                                "resumed": len(resumed), "index": index[id(config)], "size": size}
-        _compute(group[0], executor, tasks, runs, progress, on_shard_done, written)
-        for key, run in runs.items():
-            p: PreparedRun = run["prepared"]
-            records = [run["done"][q.query_id] for q in p.qs.test]
-            results[run["index"]] = finish_run(p, records, _volatile(executor, run))
-    return [results[i] for i in range(len(configs))]
+def _plan(config: RunConfig, executor: Executor, queries: QuerySet | None, progress: bool,
+          index: int) -> tuple[_Run, list[ShardTask]]:
+    """Prepare one run, read its finished shards and plan the shards that still miss queries."""
+    p = prepare_run(config, executor, queries=queries, progress=progress)
+    folders = ShardFolders(p.out, p.config.run_name, p.fingerprint, p.parts)
+    done, shard_facts = folders.finished()
+    by_id = {q.query_id: q for q in p.qs.test}
+    size = p.config.shard_queries or executor.default_shard_queries(p.config)
+    tasks = []
+    for shard in plan_shards([q.query_id for q in p.qs.test], size):
+        missing = tuple(qid for qid in shard.query_ids if qid not in done)
+        if missing:
+            tasks.append(ShardTask(str(p.out), Shard(shard.index, missing).id, [by_id[q] for q in missing],
+                                   p.config.to_dict(), p.model, p.config.effective_dataset, dict(p.calibrations)))
+    return _Run(p, folders, dict(done), list(shard_facts), len(done), size, index), tasks
 
 
-def _compute(config: RunConfig, executor: Any, tasks: list[ShardTask], runs: dict[str, dict[str, Any]],
+def _compute(config: RunConfig, executor: Executor, tasks: list[ShardTask], runs: dict[str, _Run],
              progress: bool, on_shard_done: Callable[[int], None] | None, written: list[int]) -> None:
     """Send ``tasks`` to the executor; write each result's shard folder and count it on the progress bar."""
-    total = sum(len(r["prepared"].qs.test) for r in runs.values())
+    total = sum(len(r.prepared.qs.test) for r in runs.values())
     bar = None
     if progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=total, initial=total - sum(len(t.queries) for t in tasks), desc="shards", unit="query",
+        bar = tqdm(total=total, initial=total - sum(len(t.queries) for t in tasks), desc="rerank", unit="query",
                    file=sys.stderr, dynamic_ncols=True)
     t0 = time.perf_counter()
     passes = [0]
@@ -105,11 +119,12 @@ def _compute(config: RunConfig, executor: Any, tasks: list[ShardTask], runs: dic
         facts = {"id": res.shard, "queries": len(res.records), "seconds": res.seconds,
                  "passes": sum(int(r["misses"]) for r in res.records),
                  "tokens": sum(int(r["tokens"]) for r in res.records), "worker": res.worker}
-        run["folders"].write(res.shard, res.records, facts)
-        run["shards"].append(facts)
+        run.folders.write(res.shard, res.records, facts)
+        run.shards.append(facts)
+        run.workers[_worker_key(res.worker)] = {k: v for k, v in res.worker.items() if k != "scorer_stats"}
+        run.stats[_worker_key(res.worker)] = dict(res.worker.get("scorer_stats") or {})
         for rec in res.records:
-            run["done"][rec["query_id"]] = rec
-        run["seconds"] = run.get("seconds", 0.0) + res.seconds
+            run.done[rec["query_id"]] = rec
         passes[0] += facts["passes"]
         written[0] += 1
         if bar is not None:
@@ -125,20 +140,32 @@ def _compute(config: RunConfig, executor: Any, tasks: list[ShardTask], runs: dic
         if bar is not None:
             bar.close()
     for run in runs.values():
-        run["wall_seconds"] = round(time.perf_counter() - t0, 3)
+        run.wall_seconds = round(time.perf_counter() - t0, 3)
 
 
-def _volatile(executor: Any, run: dict[str, Any]) -> dict[str, Any]:
-    """The sharded session's part of ``run.json``: executor, shards and their workers, model loads."""
-    shards = run["shards"]
-    workers = {}
-    for facts in [*([{"worker": w} for w in getattr(executor, "worker_facts", lambda: [])()]), *shards]:
+def _worker_key(worker: dict[str, Any]) -> tuple[Any, ...]:
+    return worker.get("host"), worker.get("pid"), worker.get("loaded_at")
+
+
+def _volatile(executor: Executor, run: _Run) -> dict[str, Any]:
+    """This session's part of ``run.json``: executor, shards (each naming its worker by host, pid and slot),
+    the workers (once each), model loads, and the scorer's counters (each worker's last report, summed over the
+    workers)."""
+    workers = {_worker_key(w): w for w in executor.worker_facts()}
+    for facts in run.shards:                               # workers of earlier sessions, from their shards
         w = facts.get("worker") or {}
         if w:
-            workers[(w.get("host"), w.get("pid"), w.get("loaded_at"))] = {k: v for k, v in w.items()
-                                                                          if k != "scorer_stats"}
-    return {"timings": {"rerank_seconds_this_session": run.get("wall_seconds", 0.0)},
-            "execution": {**executor.info(), "shard_queries": run["size"]},
-            "queries_resumed_from_checkpoint": run["resumed"],
-            "shards": sorted(shards, key=lambda s: s["id"]),
+            workers.setdefault(_worker_key(w), {k: v for k, v in w.items() if k != "scorer_stats"})
+    workers.update(run.workers)
+    stats: dict[str, Any] = {}
+    for one in run.stats.values():
+        for key, value in one.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                stats[key] = stats.get(key, 0) + value
+    shards = [{**facts, "worker": {k: (facts.get("worker") or {}).get(k) for k in ("host", "pid", "slot")}}
+              for facts in sorted(run.shards, key=lambda s: s["id"])]
+    return {"timings": {"rerank_seconds_this_session": run.wall_seconds},
+            "execution": {**executor.info(), "shard_queries": run.size},
+            "queries_resumed_from_checkpoint": run.resumed,
+            "scorer_stats": stats, "shards": shards,
             "model_loads": len(workers), "workers": list(workers.values())}

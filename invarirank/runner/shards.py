@@ -12,9 +12,22 @@ renamed into place) by the driver — workers on other machines write nothing of
     records.jsonl  one QueryRecord per query, in the shard's query order
     volatile.json  the worker (host, pid, slot, GPU ids, model load), seconds: merged into the run's run.json
 
-``fingerprint`` is the run's fingerprint; ``parts`` are the hashes it is made of (settings = the run's identity,
-queries = sha256 of the test queries, validation, scorer = the scorer's key identity, package version,
-checkpoint version), so that a shard of another configuration is refused with the parts that differ named.
+``fingerprint`` is the run's fingerprint (:func:`run_fingerprint`); ``parts`` are the hashes it is made of
+(settings = the run's identity, queries = sha256 of the test queries, validation, scorer = the scorer's key
+identity — weights, tokenizer, dtype, device type, options, and the scorer and prompt-template versions — and the
+two format versions), so that a shard of another configuration is refused with the parts that differ named.
+
+**Fingerprint versions.** What may change a shard's records is in the fingerprint: the settings, the queries, the
+scorer's key identity (its ``scorer_version``/``template_version`` included) and :data:`RECORD_VERSION`, the format
+of a query's record (bump it when records change). The package version is *not*: a release that changes no result
+keeps every committed shard resumable. Shards written before it was taken out recorded the package version of the
+time, ``0.1.0``, under the part ``invarirank``; that part is now the fixed :data:`FINGERPRINT_SCHEME` (``"0.1.0"``,
+the meaning of the fingerprint, never a release number), so those shards' fingerprints — and the manifests'
+``fingerprint`` — are the same bytes as before.
+
+**One resume record.** Every run is computed in shards, a one-process run too (one query per shard by default,
+:meth:`invarirank.runner.executors.LocalExecutor.default_shard_queries`): a finished shard is the only record a
+killed run resumes from.
 
 **Merge.** The run is finished when every query has a record; the merge (:func:`invarirank.runner.run.finish_run`)
 takes the records in run order, so the files equal a one-process run's whatever the shard size or executor. A
@@ -34,12 +47,34 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import InvariRankError
 from ..io import atomic_write_json, dumps_json
+from ..store import RunFolder
+from .manifest import sha256_json
 
-__all__ = ["Shard", "plan_shards", "ShardFolders", "SHARD_VERSION", "DEFAULT_SHARD_QUERIES"]
+__all__ = ["Shard", "plan_shards", "ShardFolders", "run_fingerprint", "SHARD_VERSION", "RECORD_VERSION",
+           "FINGERPRINT_SCHEME", "DEFAULT_SHARD_QUERIES"]
 
 SHARD_VERSION = 1
+#: the format of a query's record (``records.jsonl``; the part ``checkpoint`` of the fingerprint): bump it when a
+#: change of the code changes records
+RECORD_VERSION = 1
+#: the fingerprint's part ``invarirank``: fixed at the package version it held when the package version was taken
+#: out of the fingerprint (see the module docstring); never bumped with a release
+FINGERPRINT_SCHEME = "0.1.0"
 #: queries per shard when a sharded executor is asked for none (500 queries → 10 shards per run)
 DEFAULT_SHARD_QUERIES = 50
+
+
+def run_fingerprint(identity: Mapping[str, Any], key_identity: Mapping[str, Any], test_sha256: str,
+                    validation_sha256: str | None) -> tuple[str, dict[str, str]]:
+    """A run's fingerprint and the hashes it is made of (``parts``): from its identity
+    (:meth:`~invarirank.runner.RunConfig.identity`), the scorer's key identity, the test queries' sha256 and the
+    validation queries' (``None`` without STELLA_LW), and the two format versions (see the module docstring)."""
+    whole = {"config": dict(identity), "identity": dict(key_identity), "queries": test_sha256,
+             "validation": validation_sha256, "invarirank": FINGERPRINT_SCHEME, "checkpoint": RECORD_VERSION}
+    parts = {"settings": sha256_json(whole["config"]), "queries": test_sha256,
+             "validation": sha256_json(validation_sha256), "scorer": sha256_json(whole["identity"]),
+             "invarirank": FINGERPRINT_SCHEME, "checkpoint": str(RECORD_VERSION)}
+    return sha256_json(whole), parts
 
 
 @dataclass(frozen=True)
@@ -68,7 +103,7 @@ class ShardFolders:
     ``parts`` (name → hash)."""
 
     def __init__(self, run_dir: Path, run: str, fingerprint: str, parts: Mapping[str, str]) -> None:
-        self.root = Path(run_dir) / ".work" / "shards"
+        self.root = RunFolder(run_dir).shards
         self.run = run
         self.fingerprint = fingerprint
         self.parts = dict(parts)

@@ -1,0 +1,87 @@
+"""The shards committed under ``results/*/*/shards/`` stay resumable: the run fingerprint no longer holds the
+package version (a release changes no fingerprint), yet equals the one the committed shards were written with;
+``invarirank grid configs/grid-evidence.yaml --dry-run`` counts the committed queries; a resumed run accepts the
+committed shards of ``results/evidence/gemma3-span-k10/``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import invarirank
+from invarirank.cli import main
+from invarirank.io import read_json
+from invarirank.runner.manifest import sha256_json
+from invarirank.runner.shards import RECORD_VERSION, ShardFolders, run_fingerprint
+
+ROOT = Path(__file__).resolve().parents[1]
+EVIDENCE = ROOT / "configs" / "grid-evidence.yaml"
+RUN = "gemma3-span-k10"
+
+
+def test_the_fingerprint_holds_no_package_version_and_keeps_its_old_value(monkeypatch):
+    identity, key = {"K": 10, "scorer": "span"}, {"model": "m", "scorer_version": 3, "template_version": 2}
+    before = run_fingerprint(identity, key, "q" * 64, "v" * 64)
+    monkeypatch.setattr(invarirank, "__version__", "9.9.9")            # a release
+    assert run_fingerprint(identity, key, "q" * 64, "v" * 64) == before
+    # the formula the committed shards were written with (package version 0.1.0 in it)
+    old = {"config": identity, "identity": key, "queries": "q" * 64, "validation": "v" * 64,
+           "invarirank": "0.1.0", "checkpoint": 1}
+    assert before[0] == sha256_json(old) and before[1]["invarirank"] == "0.1.0" and RECORD_VERSION == 1
+    # what changes results changes it: the scorer's or the template's version, the settings, the record format
+    assert run_fingerprint(identity, {**key, "template_version": 3}, "q" * 64, "v" * 64)[0] != before[0]
+    assert run_fingerprint({**identity, "K": 5}, key, "q" * 64, "v" * 64)[0] != before[0]
+
+
+@pytest.mark.committed
+def test_the_evidence_grid_dry_run_counts_the_committed_shards(capsys):
+    assert main(["grid", str(EVIDENCE), "--dry-run"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if re.match(r"^\S+\s+(complete|missing|incomplete)",
+                                                                              line)]
+    rows = {line.split()[0]: line for line in lines}
+    assert len(rows) == 6
+    assert re.match(rf"^{RUN}\s+missing\s+20\s+10\s+", rows[RUN]), rows[RUN]          # 10 of 20 queries in shards
+    assert all(line.split()[1] == "complete" for name, line in rows.items() if name != RUN), rows
+
+
+@pytest.mark.committed
+@pytest.mark.slow
+def test_a_resumed_run_accepts_the_committed_shards(tmp_path):
+    """The fingerprint a resumed run computes now (settings, queries, the scorer's key identity from a loaded
+    Gemma 3) is made of the committed shards' parts — the run would compute only the 10 other queries — and a
+    shard it writes holds the same ``parts`` as theirs (byte-compatible).
+
+    The queries' part hashes the candidates file, first-stage scores included; a machine whose LightGCN training
+    gives other floating-point scores (the same candidates) has another one, for the committed finished runs'
+    manifests too, and cannot resume these shards whatever the fingerprint's versions: the test then checks the
+    other parts and says so."""
+    pytest.importorskip("torch")
+    from invarirank.candidates import queries_sha256
+    from invarirank.grid import load_grid, run_folder
+    from invarirank.runner import LocalExecutor, load_queries
+    from invarirank.store import committed_shards, import_shards
+
+    config = next(c for c in load_grid(EVIDENCE).runs if c.run_name == RUN)
+    target = run_folder(config, ROOT / "results")
+    shards = committed_shards(target)
+    assert len(shards) == 2
+    config = config.replace(raw_dir=config.resolved_raw_dir(ROOT))
+    qs = load_queries(config, progress=False)                 # the data and first stage, from their caches
+    with LocalExecutor() as ex:
+        key_identity = ex.describe(config)["key_identity"]
+    fingerprint, parts = run_fingerprint(config.identity(), key_identity, queries_sha256(qs.test),
+                                         queries_sha256(qs.validation))
+    heads = [read_json(shard / "shard.json") for shard in shards]
+    for head in heads:                                        # what the change of the fingerprint is about
+        assert {k: head["parts"][k] for k in ("settings", "scorer", "invarirank", "checkpoint")} == \
+            {k: parts[k] for k in ("settings", "scorer", "invarirank", "checkpoint")}
+        assert set(head["query_ids"]) < {q.query_id for q in qs.test}
+    if heads[0]["parts"]["queries"] != parts["queries"]:
+        pytest.skip("this machine's first stage gives other candidate scores than the machine that committed the "
+                    "shards (the same candidates; queries sha256 differs), so no run here can resume them")
+    assert import_shards(target, tmp_path) == [s.name for s in shards]
+    done, _ = ShardFolders(tmp_path, RUN, fingerprint, parts).finished()
+    assert len(done) == 10
+    assert all(head["fingerprint"] == fingerprint and head["parts"] == parts for head in heads)
