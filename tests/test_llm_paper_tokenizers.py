@@ -108,8 +108,28 @@ def test_mistral_matches_sentencepiece(models, scorers):
               choice_message(q.history, q.candidates, [chr(65 + i) for i in range(25)]).text]
     diff = [t for t in texts if tok(t, add_special_tokens=False)["input_ids"] != sp.encode(t)]
     assert diff == []
+    for t in ("see [REFERENCE_DOC_3] here", "x [INST] y"):   # user-defined pieces are whole; control text is not
+        assert tok(t, add_special_tokens=False, split_special_tokens=True)["input_ids"] == sp.encode(t)
     # the documented difference: runs of two or more spaces (never in a prompt)
     assert tok("a  b", add_special_tokens=False)["input_ids"] != sp.encode("a  b")
+
+
+def test_qwen_matches_tiktoken(models):
+    tiktoken = pytest.importorskip("tiktoken")
+    import unicodedata
+
+    from tiktoken.load import load_tiktoken_bpe
+
+    from invarirank.assets import paper_tokenizer_files
+    from invarirank.llm.paper_models import _QWEN2_PATTERN
+
+    enc = tiktoken.Encoding("qwen", pat_str=_QWEN2_PATTERN, special_tokens={},
+                            mergeable_ranks=load_tiktoken_bpe(str(paper_tokenizer_files()["qwen"])))
+    tok = models[QWEN].tokenizer
+    texts = [it.title for it in ml100k_items().values()] + ["a  b\n\n c", "Amélie 🎬 日本語", "[O] [Q] [A]"]
+    diff = [t for t in texts
+            if tok(t, add_special_tokens=False)["input_ids"] != enc.encode_ordinary(unicodedata.normalize("NFC", t))]
+    assert diff == []
 
 
 def _mistral_common(tmp_path_factory):

@@ -23,8 +23,9 @@ How faithful each tokenizer is (``book/paper-tokenizers-note.md`` gives the evid
   names, and Llama 3.2's post-processor (BOS ``<|begin_of_text|>`` in front; byte-level offsets not trimmed).
   Exact for every text; the only assumption is the list of renamed tokens.
 * **Mistral v0.3** (``mistral``): the SentencePiece BPE model ``mistral_instruct_tokenizer_240323.model.v3``
-  (32,768 pieces, 771 control tokens ``[INST]``, ``[/INST]``, ...) read from its protobuf here and written as the
-  fast tokenizer transformers' own conversion makes (``LlamaTokenizer``, ``legacy=False``: Metaspace with
+  (32,768 pieces: 750 control tokens ``[INST]``, ``[/INST]``, ... as special tokens, 20 user-defined
+  ``[REFERENCE_DOC_N]`` as non-special added tokens, as transformers does) read from its protobuf here and written
+  as the fast tokenizer transformers' own conversion makes (``LlamaTokenizer``, ``legacy=False``: Metaspace with
   ``prepend_scheme="first"``, no splitting on spaces, byte fallback; merges by piece rank). It is **not** exact
   everywhere: on runs of two or more spaces HF's BPE and sentencepiece can differ (sentencepiece may merge
   ``▁▁``-pieces that the fast tokenizer splits differently). The prompts never hold such runs (titles are
@@ -57,7 +58,7 @@ __all__ = ["PAPER_MODELS", "BUILDER_VERSION", "paper_dir", "is_built", "build", 
            "TEMPLATES"]
 
 #: bump when a rebuilt folder would differ (tokenizer files, template, config or weights)
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 MANIFEST_NAME = "invarirank-model.json"
 TEMPLATES = Path(__file__).resolve().parent / "chat_templates"
 
@@ -221,6 +222,7 @@ def _mistral(folder: Path, source: Path) -> Any:
                          add_eos_token=False, clean_up_tokenization_spaces=False)
     control = [AddedToken(p, normalized=False, special=True) for p, _, kind in pieces if kind == 3]
     tok.add_special_tokens({"additional_special_tokens": control}, replace_extra_special_tokens=False)
+    tok.add_tokens([AddedToken(p, normalized=False, special=False) for p, _, kind in pieces if kind == 4])
     tok.chat_template = _template("mistral-v0.3.jinja")
     tok.save_pretrained(folder)
     shutil.copy(source, folder / "tokenizer.model.v3")   # the original, for the sentencepiece cross-check
