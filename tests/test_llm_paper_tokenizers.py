@@ -277,8 +277,10 @@ def test_empty_candidate_line_is_named_first(models):
     cands = list(q.candidates)
     cands[2] = Item(cands[2].item_id, "  ", None, ())
     bad = replace(q, candidates=tuple(cands))
-    with pytest.raises(InvariRankError, match=rf"position 3 \(item {cands[2].item_id}\) renders as an empty line"):
-        ChoiceScorer(models[LLAMA], pass_cache=False).plan(bad, bad.candidates)
+    for n in (LLAMA, QWEN):
+        for cls in (SpanScorer, ChoiceScorer):
+            with pytest.raises(InvariRankError, match=rf"position 3 \(item {cands[2].item_id}\) renders as an empty"):
+                cls(models[n], pass_cache=False).plan(bad, bad.candidates)
 
 
 # -- end to end -----------------------------------------------------------------------------------------------------
@@ -300,3 +302,26 @@ def test_rerank_end_to_end(models, name, tmp_path):
             assert code == 0, (name, scorer, k)
             manifest = json.loads((out / "manifest.json").read_text())
             assert manifest["model"]["scorer"] == scorer
+
+
+def test_llama_choice_run_is_the_same_on_two_days(models, tmp_path):
+    import datetime
+
+    from invarirank.candidates import write_candidates
+    from invarirank.cli import main
+    from invarirank.store import find_observations
+
+    cands = tmp_path / "cands.jsonl"
+    write_candidates(cands, ml100k_queries(1, 10, 10, seed=12))
+    got = []
+    for day in (datetime.datetime(2026, 12, 1, 9), datetime.datetime(2027, 6, 30, 23)):
+        out = tmp_path / f"run-{day.year}"
+        with _clock(day):
+            assert main(["rerank", "--candidates", str(cands), "--model", str(paper_models.paper_dir(LLAMA)),
+                         "--scorer", "choice", "--m", "2", "--methods", "zero_shot", "--n-bootstrap", "0",
+                         "--cache-dir", str(tmp_path / f"passes-{day.year}"), "--out", str(out),
+                         "--no-progress"]) == 0
+        obs = find_observations(out)
+        got.append((obs.read_bytes(), json.loads((out / "manifest.json").read_text())["model"]["options"]))
+    assert got[0] == got[1]
+    assert got[0][1]["label_scheme"] == "merged" and "frame_sha256" in got[0][1]
