@@ -325,3 +325,27 @@ def test_llama_choice_run_is_the_same_on_two_days(models, tmp_path):
         got.append((obs.read_bytes(), json.loads((out / "manifest.json").read_text())["model"]["options"]))
     assert got[0] == got[1]
     assert got[0][1]["label_scheme"] == "merged" and "frame_sha256" in got[0][1]
+
+
+def test_committed_smollm2_choice_identity_is_unchanged(scorers, models):
+    """The committed SmolLM2 choice runs were made with these options; the scorer still writes exactly them."""
+    root = Path(__file__).resolve().parents[1] / "results"
+    stored = [json.loads(p.read_text())["model"] for p in sorted(root.glob("*/*/manifest.json"))]
+    stored = [m for m in stored if m.get("scorer") == "choice" and m.get("model") == "smollm2-135m"]
+    assert stored, "no committed SmolLM2 choice run found"
+    sc = ChoiceScorer(models["smollm2"], pass_cache=False)
+    for m in stored:
+        assert m["options"] == sc.score_options()
+        assert (m["scorer_version"], m["template_version"]) == (sc.VERSION, sc.key_identity()["template_version"])
+
+
+def test_data_special_that_cannot_be_text_is_rejected(models):
+    from invarirank.llm.tokens import PromptTokenizer
+
+    enc = PromptTokenizer(models[MISTRAL].tokenizer, "mistral")
+    enc.frame = ("[INST]", "[/INST]")
+    ok = enc.tokenize("[INST] Hello [INST] there[/INST]")
+    assert [enc.decode([i]) for i in ok.ids[:6]] == ["[INST]", "Hello", "[", "INST", "]", "there"]
+    assert enc.data_special_tokens("[INST] Hello [INST] there[/INST]") == [(13, "[INST]")]
+    with pytest.raises(InvariRankError, match=r"special token '\[INST\]' at character offset 12 .* remove it"):
+        enc.tokenize("[INST]Hello [INST] there[/INST]")   # "Hello" alone would get Mistral's dummy "▁"
