@@ -349,3 +349,15 @@ def test_data_special_that_cannot_be_text_is_rejected(models):
     assert enc.data_special_tokens("[INST] Hello [INST] there[/INST]") == [(13, "[INST]")]
     with pytest.raises(InvariRankError, match=r"special token '\[INST\]' at character offset 12 .* remove it"):
         enc.tokenize("[INST]Hello [INST] there[/INST]")   # "Hello" alone would get Mistral's dummy "▁"
+
+
+def test_models_paper_command(models, capsys):
+    from invarirank.cli import main
+
+    assert main(["models", "paper"]) == 0                     # built already: returns at once
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == list(PAPER)
+    for name in PAPER:
+        manifest = json.loads((paper_models.paper_dir(name) / "invarirank-model.json").read_text())
+        assert manifest["builder_version"] == paper_models.BUILDER_VERSION and manifest["seed"] == 0
+        assert models[name].weights_sha256 == manifest["weights_sha256"]
