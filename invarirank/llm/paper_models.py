@@ -21,7 +21,8 @@ How faithful each tokenizer is (``book/paper-tokenizers-note.md`` gives the evid
   3.1 renamed three reserved special tokens (128004 ``<|finetune_right_pad_id|>``, 128008 ``<|eom_id|>``, 128010
   ``<|python_tag|>``) and renumbered the remaining ``<|reserved_special_token_N|>``; this builder applies those
   names, and Llama 3.2's post-processor (BOS ``<|begin_of_text|>`` in front; byte-level offsets not trimmed).
-  Exact for every text; the only assumption is the list of renamed tokens.
+  Exact (equal to tiktoken with Meta's own ranks, ``tokenizer.model`` of the same package, on every ML-100K
+  title and the hostile strings of the tests); the only assumption is the list of renamed tokens.
 * **Mistral v0.3** (``mistral``): the SentencePiece BPE model ``mistral_instruct_tokenizer_240323.model.v3``
   (32,768 pieces: 750 control tokens ``[INST]``, ``[/INST]``, ... as special tokens, 20 user-defined
   ``[REFERENCE_DOC_N]`` as non-special added tokens, as transformers does) read from its protobuf here and written
