@@ -380,3 +380,34 @@ def test_models_paper_command(models, capsys):
         manifest = json.loads((paper_models.paper_dir(name) / "invarirank-model.json").read_text())
         assert manifest["builder_version"] == paper_models.BUILDER_VERSION and manifest["seed"] == 0
         assert models[name].weights_sha256 == manifest["weights_sha256"]
+
+
+def test_committed_shards_keep_their_scorer_fingerprint():
+    """Every shard committed under results/*/*/shards/ stays resumable: the scorer part of its fingerprint is the
+    hash of today's scorer key identity (SmolLM2 / Gemma 3 tokenizers around a tiny model carrying the prepared
+    weights' hash: the key identity reads the weights only through that hash)."""
+    import dataclasses
+
+    from invarirank.grid import load_grid
+    from invarirank.llm.models import prepared_dir
+    from invarirank.runner.manifest import sha256_json
+
+    root = Path(__file__).resolve().parents[1]
+    runs = {(c.grid, c.run_name): c for f in sorted((root / "configs").glob("grid-*.yaml"))
+            for c in load_grid(f).runs}
+    shards = sorted((root / "results").glob("*/*/shards/*/shard.json"))
+    if not shards:
+        pytest.skip("no committed shards under results/*/*/shards/")
+    built: dict[tuple, str] = {}
+    for path in shards:
+        shard = json.loads(path.read_text())
+        config = runs[(path.parents[3].name, shard["run"])]
+        key = (config.scorer, config.model_name, json.dumps(config.scorer_options, sort_keys=True))
+        if key not in built:
+            weights = json.loads((prepared_dir(config.model_name) / "invarirank-model.json").read_text())
+            arch = "gemma3" if config.model_name.startswith("gemma") else "llama"
+            lm = tiny_model(arch, load_tokenizer(config.model_name), init_std=0.02)
+            lm = dataclasses.replace(lm, weights_sha256=weights["weights_sha256"])
+            cls = SpanScorer if config.scorer == "span" else ChoiceScorer
+            built[key] = sha256_json(cls(lm, pass_cache=False, **config.scorer_options).key_identity())
+        assert shard["parts"]["scorer"] == built[key], path
