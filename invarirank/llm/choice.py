@@ -61,6 +61,10 @@ class ChoiceScorer(CausalLMScorer):
         self.template = template or ChoiceTemplate(labels=labels)
         if template is not None and template.labels != labels and labels != "upper":
             raise InvariRankError("choice scorer: give labels either through the template or the labels option")
+        fmt = self.template.label_format
+        if "{}" not in fmt or fmt[:fmt.index("{}")] != self.template.answer_prefix:
+            raise InvariRankError(f"choice scorer: the template's answer_prefix {self.template.answer_prefix!r} must "
+                                  f"be the label's opening in label_format {fmt!r}")
         super().__init__(model, **options)
         has_template = bool(self.loaded.has_chat_template)
         self.use_chat_template = has_template if use_chat_template is None else bool(use_chat_template)

@@ -133,7 +133,10 @@ LABEL_SETS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class ChoiceTemplate:
-    """The choice prompt as data. The label ``L`` of a candidate prints as ``label_format.format(L)``."""
+    """The choice prompt as data. The label ``L`` of a candidate prints as ``label_format.format(L)``.
+    ``answer_prefix`` is the label's opening (the text of ``label_format`` before ``{}``); where the prompt ends —
+    after it, or before it when the tokenizer merges it with the label — follows from the model's chat template and
+    tokenizer (:mod:`invarirank.llm.frames`)."""
 
     instruction: str = INSTRUCTION
     history_header: str = "User history:"

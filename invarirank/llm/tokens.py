@@ -274,12 +274,3 @@ class PromptTokenizer:
             f"model {self.model_name}, {where}: the prompt's token ids differ from the canonical tokenisation of its "
             f"text at token {k} (character offset {offset}, in {segment}; text there {text[offset:offset + 24]!r}): "
             f"the scorer has {got!r}, tokenizer(prompt) has {want!r} ({len(ids)} vs {len(canonical)} ids)")
-
-    def single_token_after(self, context: str, piece: str) -> int | None:
-        """The id ``t`` with ``encode(context + piece) == encode(context) + [t]``, or None when ``piece`` is not
-        one token in that context."""
-        ctx = self._raw(context)
-        full = self._raw(context + piece)
-        if len(full) == len(ctx) + 1 and full[:len(ctx)] == ctx:
-            return int(full[-1])
-        return None
