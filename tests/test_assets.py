@@ -60,3 +60,22 @@ def test_embedded_ml100k_is_fetched_and_verified():
     assert assets.sha256_file(inter) == assets._ML100K["ml-100k.inter"].sha256
     header = inter.read_text(encoding="utf-8").splitlines()[0]
     assert header.split("\t")[:3] == ["user_id:token", "item_id:token", "rating:float"]
+
+
+def test_paper_tokenizer_files_are_fetched_and_verified():
+    files = assets.paper_tokenizer_files()
+    assert set(files) == {"llama3", "mistral", "qwen"}
+    for name, path in files.items():
+        assert assets.sha256_file(path) == assets.PAPER_TOKENIZERS[name].sha256, name
+    assert files["mistral"].name == "mistral_instruct_tokenizer_240323.model.v3"
+
+
+def test_spm_pieces_are_read_without_sentencepiece():
+    from invarirank.llm.paper_models import read_spm_pieces
+
+    pieces = read_spm_pieces(assets.paper_tokenizer_files()["mistral"])
+    assert len(pieces) == 32768
+    assert [p for p, _, _ in pieces[:5]] == ["<unk>", "<s>", "</s>", "[INST]", "[/INST]"]
+    assert sum(1 for _, _, kind in pieces if kind == 3) == 750          # control tokens
+    assert sum(1 for _, _, kind in pieces if kind == 4) == 20           # user-defined [REFERENCE_DOC_N]
+    assert sum(1 for _, _, kind in pieces if kind == 6) == 256          # byte fallback pieces

@@ -1,5 +1,6 @@
-"""``invarirank models prepare|list``: convert the registry's GGUF models into cached float32 folders once, or
-list them (:mod:`invarirank.llm.models`)."""
+"""``invarirank models prepare|list|paper``: convert the registry's GGUF models into cached float32 folders once, list
+them (:mod:`invarirank.llm.models`), or build the paper's three tokenizers as tiny local model folders
+(:mod:`invarirank.llm.paper_models`)."""
 
 from __future__ import annotations
 
@@ -14,17 +15,26 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser("models", help="prepare (convert once) or list the registry models",
                               description="Prepare (convert once) or list the registry models.")
-    sub = p.add_subparsers(dest="models_command", required=True, metavar="{prepare,list}")
+    sub = p.add_subparsers(dest="models_command", required=True, metavar="{prepare,list,paper}")
     prep = sub.add_parser("prepare", help="convert registry GGUFs into cached float32 folders (idempotent)")
     prep.add_argument("names", nargs="*", help=f"models (default: all of {', '.join(REGISTRY)})")
     prep.add_argument("--force", action="store_true", help="convert again even when a folder exists")
     sub.add_parser("list", help="list registry models and whether they are prepared")
+    paper = sub.add_parser("paper", help="build the paper models' real tokenizers with tiny random weights as local "
+                                         "folders (idempotent)")
+    paper.add_argument("--force", action="store_true", help="build again even when a folder exists")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..llm.models import REGISTRY, is_prepared, prepare, prepared_dir
 
+    if args.models_command == "paper":
+        from ..llm.paper_models import build_all
+
+        for name, path in build_all(force=args.force).items():
+            print(f"{name}: {path}")
+        return 0
     if args.models_command == "list":
         for name, entry in REGISTRY.items():
             state = "prepared" if is_prepared(name) else "not prepared"

@@ -256,6 +256,9 @@ class CausalLMScorer(ScorerBase):
         plan = self._plan(query, history, presented)
         self.encoder.check_canonical(plan.text, plan.full_ids, plan.bos, plan.segments,
                                      f"{self.kind} prompt of query {query.query_id}")
+        shared = plan.text[:plan.segments[0][2]] if plan.segments else plan.text  # hook (issue 19)
+        self.encoder.check_prefix(shared, plan.prefix, plan.full_ids, f"{self.kind} prompt of query "  # hook (issue 19)
+                                  f"{query.query_id}")  # hook (issue 19)
         if plan.full_length > self.max_length:
             dropped = len(query.history) - len(history)
             how = (f"even after dropping {dropped} of {len(query.history)} history items" if self.truncate_history

@@ -38,7 +38,9 @@ whole text at once and cut its ids at these character offsets (:mod:`invarirank.
 exactly the ids its tokenizer gives for the prompt; the newlines around a candidate line belong to the delimiters.
 
 Choice prompt (``choice`` scorer): one user message (rendered with the model's chat template, generation prompt
-added) followed by the answer prefix ``[``, so that the next token is a candidate's label::
+added, fixed template variables: :mod:`invarirank.llm.frames`) followed by where the model writes its answer — the
+template's answer lead and, where the tokenizer keeps the bracket apart, ``[`` — so that the next token is a
+candidate's label (or, for Llama 3 / Qwen 2.5, the merged ``[L``; :mod:`invarirank.llm.choice`)::
 
     Given the user's interaction history, rank the candidate items according to the user's preferences.
 
@@ -131,7 +133,10 @@ LABEL_SETS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class ChoiceTemplate:
-    """The choice prompt as data. The label ``L`` of a candidate prints as ``label_format.format(L)``."""
+    """The choice prompt as data. The label ``L`` of a candidate prints as ``label_format.format(L)``.
+    ``answer_prefix`` is the label's opening (the text of ``label_format`` before ``{}``); where the prompt ends —
+    after it, or before it when the tokenizer merges it with the label — follows from the model's chat template and
+    tokenizer (:mod:`invarirank.llm.frames`)."""
 
     instruction: str = INSTRUCTION
     history_header: str = "User history:"

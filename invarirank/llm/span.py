@@ -102,7 +102,7 @@ class SpanScorer(CausalLMScorer):
         of its characters. Those tokens must lie between the end of ``[ITEM]`` (character ``lo``) and the start of
         ``[/ITEM]`` (``hi``) and after the ``cut`` tokens of the history prefix."""
         i, j = tok.covering(a, b)
-        if j == i:
+        if a == b or j == i:  # an empty line first: on Llama 3 / Qwen its newlines merge with "]" (issue 19)
             raise InvariRankError(f"query {query.query_id}: the candidate at {where} renders as an empty line "
                                   f"(no title, year or genres)")
         first, last = tok.char_range(i, j)
