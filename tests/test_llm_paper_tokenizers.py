@@ -30,7 +30,7 @@ from invarirank.llm.frames import TEMPLATE_VARIABLES, _clock  # noqa: E402
 from invarirank.llm.models import load_model, load_tokenizer  # noqa: E402
 from invarirank.llm.prompts import choice_message, render_item  # noqa: E402
 from invarirank.llm.span import SpanScorer  # noqa: E402
-from invarirank.llm.testing import tiny_model  # noqa: E402
+from invarirank.llm.testing import reference_logits, tiny_model  # noqa: E402
 from invarirank.types import HistoryEntry, Item, Query  # noqa: E402
 
 LLAMA, MISTRAL, QWEN = paper_models.PAPER_MODELS
@@ -245,7 +245,7 @@ def test_prefix_reuse_equals_naive_forward(models):
             assert fast.stats["prefix_passes"] == 1
     ch = ChoiceScorer(models[LLAMA], pass_cache=False)
     plan = ch.plan(q, c)
-    logits = ch.reference_logits(plan.full_ids)
+    logits = reference_logits(ch, plan.full_ids)
     lp = torch.log_softmax(logits[-2:], dim=-1)
     want = [float(lp[0][r[0]]) + (float(lp[1][r[1]]) if len(r) == 2 else 0.0) for r in plan.extra["reads"]]
     assert np.abs(ch.score(q, c).scores - np.array(want)).max() <= TOL   # "[O]" = log p("[") + log p("O" | "[")

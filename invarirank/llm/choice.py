@@ -39,7 +39,8 @@ import numpy as np
 from invarirank.errors import InvariRankError
 from invarirank.types import HistoryEntry, Item, Query
 
-from .engine import CausalLMScorer, Plan, _string
+from .engine import CausalLMScorer, PassPlan
+from .options import CAUSAL_LM_OPTIONS, CHOICE_OPTIONS, own_options
 from .frames import Frame, LabelScheme, chat_frame, label_scheme
 from .prompts import LABEL_SETS, ChoiceTemplate, choice_message, render_item
 
@@ -50,12 +51,14 @@ class ChoiceScorer(CausalLMScorer):
     """Label log-prob scorer; see the module docstring and :class:`CausalLMScorer` for the options."""
 
     kind = "choice"
-    OPTIONS = {**CausalLMScorer.OPTIONS, "labels": (_string, "a label set name such as upper"),
-               "use_chat_template": (lambda v: v is None or isinstance(v, bool), "true or false")}
+    OPTIONS = CHOICE_OPTIONS
     VERSION = "1"
 
-    def __init__(self, model: Any = "smollm2-135m", *, labels: str = "upper", template: ChoiceTemplate | None = None,
-                 use_chat_template: bool | None = None, **options: Any):
+    def __init__(self, model: Any = "smollm2-135m", *, seed: int = 0, cache_dir: Any = None, **options: Any):
+        """Options: :data:`invarirank.llm.options.CHOICE_OPTIONS` (``labels``, ``use_chat_template``, ``template``:
+        a :class:`~invarirank.llm.prompts.ChoiceTemplate`, and those of :class:`CausalLMScorer`)."""
+        own, options = own_options(CHOICE_OPTIONS, CAUSAL_LM_OPTIONS, options, "choice scorer")
+        labels, template, use_chat_template = own["labels"], own["template"], own["use_chat_template"]
         if labels not in LABEL_SETS:
             raise InvariRankError(f"choice scorer: labels={labels!r}; expected one of {', '.join(LABEL_SETS)}")
         self.template = template or ChoiceTemplate(labels=labels)
@@ -65,7 +68,7 @@ class ChoiceScorer(CausalLMScorer):
         if "{}" not in fmt or fmt[:fmt.index("{}")] != self.template.answer_prefix:
             raise InvariRankError(f"choice scorer: the template's answer_prefix {self.template.answer_prefix!r} must "
                                   f"be the label's opening in label_format {fmt!r}")
-        super().__init__(model, **options)
+        super().__init__(model, seed=seed, cache_dir=cache_dir, **options)
         has_template = bool(self.loaded.has_chat_template)
         self.use_chat_template = has_template if use_chat_template is None else bool(use_chat_template)
         if self.use_chat_template and not has_template:
@@ -126,7 +129,7 @@ class ChoiceScorer(CausalLMScorer):
         return list(presented)[: max(1, self.max_k)]
 
     # -- plans --------------------------------------------------------------------------------------------------
-    def _plan(self, query: Query, history: Sequence[HistoryEntry], presented: Sequence[Item]) -> Plan:
+    def _plan(self, query: Query, history: Sequence[HistoryEntry], presented: Sequence[Item]) -> PassPlan:
         for i, it in enumerate(presented):  # before anything tokenizer-specific can fail
             if not render_item(it, self.template.attribute_label):
                 raise InvariRankError(f"query {query.query_id}: the candidate at position {i + 1} (item "
@@ -149,14 +152,14 @@ class ChoiceScorer(CausalLMScorer):
         suffix = list(tok.ids[cut:])
         # read positions: the prompt's last token (and the appended bracket when a label is written apart)
         needed = [len(suffix) - 2, len(suffix) - 1] if split else [len(suffix) - 1]
-        plan = Plan(text=text, prefix=tuple(self._bos_ids) + tok.ids[:cut], suffix=suffix, tail=[], needed=needed,
+        plan = PassPlan(text=text, prefix=tuple(self._bos_ids) + tok.ids[:cut], suffix=suffix, tail=[], needed=needed,
                     bos=tuple(self._bos_ids), segments=tuple(segments),
                     extra={"label_ids": self.label_ids[:len(presented)], "reads": [r.ids for r in reads],
                            "label_scheme": self.scheme.name})
         self._check_reads(query, plan, base, labels, split)
         return plan
 
-    def _check_reads(self, query: Query, plan: Plan, base: str, labels: Sequence[str], split: bool) -> None:
+    def _check_reads(self, query: Query, plan: PassPlan, base: str, labels: Sequence[str], split: bool) -> None:
         """Every label's read ids must be what ``tokenizer(prompt + answer)`` gives after the prompt's ids: checked
         on the text from the frame's last special token on (special tokens cut the tokenisation, so this tail is
         tokenised as in the whole text; verified), else on the whole text."""
@@ -197,7 +200,7 @@ class ChoiceScorer(CausalLMScorer):
                 return int(tok.starts[t])
         return 0
 
-    def _reduce(self, plan: Plan, logits: Any) -> np.ndarray:
+    def _reduce(self, plan: PassPlan, logits: Any) -> np.ndarray:
         import torch
 
         reads = plan.extra["reads"]

@@ -46,7 +46,6 @@ from .accounting import flop_counts, new_counters
 from .batching import group_by_prefix, packed_batches, per_prefix_batches
 from .forward import Forwards
 from .options import CAUSAL_LM_OPTIONS, Option, resolve_options
-from .options import _flag, _positive_int, _string  # noqa: F401  (the checks span.py and choice.py import here)
 from .persistent_cache import PersistentPassCache, default_cache_path, pass_key
 from .prefix import PrefixStore, UnsupportedCache
 from .prompts import TEMPLATE_VERSION
@@ -84,10 +83,6 @@ class PassPlan:
     @property
     def full_length(self) -> int:
         return len(self.prefix) + len(self.suffix) + len(self.tail)
-
-
-#: the name span.py and choice.py build their plans under
-Plan = PassPlan
 
 
 class CausalLMScorer(ScorerBase):
@@ -256,9 +251,9 @@ class CausalLMScorer(ScorerBase):
         plan = self._plan(query, history, presented)
         self.encoder.check_canonical(plan.text, plan.full_ids, plan.bos, plan.segments,
                                      f"{self.kind} prompt of query {query.query_id}")
-        shared = plan.text[:plan.segments[0][2]] if plan.segments else plan.text  # hook (issue 19)
-        self.encoder.check_prefix(shared, plan.prefix, plan.full_ids, f"{self.kind} prompt of query "  # hook (issue 19)
-                                  f"{query.query_id}")  # hook (issue 19)
+        shared = plan.text[:plan.segments[0][2]] if plan.segments else plan.text
+        self.encoder.check_prefix(shared, plan.prefix, plan.full_ids, f"{self.kind} prompt of query "
+                                  f"{query.query_id}")
         if plan.full_length > self.max_length:
             dropped = len(query.history) - len(history)
             how = (f"even after dropping {dropped} of {len(query.history)} history items" if self.truncate_history
