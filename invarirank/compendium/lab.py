@@ -17,13 +17,14 @@ import pandas as pd
 from ..evaluation.comparisons import ALPHA, comparison
 from ..store import Run
 
-from .figures import method_colors
+from .figures import DPI, method_colors, method_markers
 from .labels import METHODS, RUN_METRICS, method_label, metric_label
 from .select import collect_runs
 from .tables import metrics_frame
-from .verdicts import fewest_queries
+from .verdicts import fewest_queries, queries_needed
 
-__all__ = ["sweep_frame", "figure_sweep", "planned_queries", "resolution_table"]
+__all__ = ["sweep_frame", "sweep_settings", "figure_sweep", "slide_panel", "planned_queries", "resolution_table",
+           "inversion_table", "student_notebook"]
 
 
 def sweep_frame(results_dir: str | Path, grid: str = "lab", metrics: Sequence[str] = RUN_METRICS) -> pd.DataFrame:
@@ -43,6 +44,23 @@ def sweep_frame(results_dir: str | Path, grid: str = "lab", metrics: Sequence[st
                                                            ignore_index=True)
 
 
+def sweep_settings(results_dir: str | Path, grid: str = "lab") -> dict[str, float]:
+    """The simulated scorer's noise σ (``noise_sd``) and relevance bonus r (``relevance``) of the sweep's runs, read
+    from the scorer identity in their manifests (one value each when the runs agree; an error otherwise)."""
+    from ..errors import InvariRankError
+
+    runs = collect_runs(results_dir, grids=[grid], exclude=())
+    if not runs:
+        raise InvariRankError(f"lab sweep: no finished runs under {results_dir}/{grid}")
+    out: dict[str, float] = {}
+    for key in ("noise_sd", "relevance"):
+        values = {float((r.manifest.get("model") or {}).get(key, -1.0)) for r in runs}
+        if len(values) != 1 or -1.0 in values:
+            raise InvariRankError(f"lab sweep under {results_dir}/{grid}: runs differ in {key} ({sorted(values)})")
+        out[key] = values.pop()
+    return out
+
+
 def figure_sweep(frame: pd.DataFrame, metrics: Sequence[str] = ("ppi", "gpi", "loc", "hr@5", "exposure_mad@5"),
                  shapes: Sequence[str] | None = None):
     """One row of panels per bias shape, one column per metric: the metric against the bias strength,
@@ -50,9 +68,9 @@ def figure_sweep(frame: pd.DataFrame, metrics: Sequence[str] = ("ppi", "gpi", "l
     import matplotlib.pyplot as plt
 
     shapes = list(shapes or dict.fromkeys(frame["shape"]))
-    colors = method_colors()
-    fig, axes = plt.subplots(len(shapes), len(metrics), figsize=(3.3 * len(metrics), 2.7 * len(shapes)),
-                             squeeze=False, sharex=True)
+    colors, markers = method_colors(), method_markers()
+    fig, axes = plt.subplots(len(shapes), len(metrics), figsize=(2.2 * len(metrics), 2.0 * len(shapes)),
+                             squeeze=False, sharex=True, dpi=DPI)
     for i, shape in enumerate(shapes):
         for j, metric in enumerate(metrics):
             ax = axes[i][j]
@@ -61,7 +79,8 @@ def figure_sweep(frame: pd.DataFrame, metrics: Sequence[str] = ("ppi", "gpi", "l
                 s = sub[sub.method == method].sort_values("strength")
                 if s.empty:
                     continue
-                ax.plot(s.strength, s.value, marker="o", ms=3, color=colors[method], label=method_label(method))
+                ax.plot(s.strength, s.value, marker=markers[method], ms=4, color=colors[method],
+                        label=method_label(method))
                 ax.fill_between(s.strength, s.low, s.high, color=colors[method], alpha=0.15, lw=0)
             if i == 0:
                 ax.set_title(metric_label(metric), fontsize=10)
@@ -78,6 +97,32 @@ def figure_sweep(frame: pd.DataFrame, metrics: Sequence[str] = ("ppi", "gpi", "l
                  f"M = {'/'.join(map(str, m))}, {'/'.join(map(str, q))} queries per point)", fontsize=11)
     fig.tight_layout()
     plt.close(fig)   # shown once: by the cell's value, not again by the inline backend
+    return fig
+
+
+def slide_panel(frame: pd.DataFrame, metric: str = "ppi", shape: str = "primacy"):
+    """One metric against the bias strength for one bias shape, alone on a 16:9 figure with 14-point text: a
+    slide of the lab (one line and marker per method, its 95% interval as a band)."""
+    import matplotlib.pyplot as plt
+
+    colors, markers = method_colors(), method_markers()
+    sub = frame[(frame["shape"] == shape) & (frame.metric == metric)]
+    with plt.rc_context({"font.size": 14}):
+        fig, ax = plt.subplots(figsize=(8, 4.5), dpi=DPI)
+        for method in METHODS:
+            s = sub[sub.method == method].sort_values("strength")
+            if s.empty:
+                continue
+            ax.plot(s.strength, s.value, marker=markers[method], ms=7, lw=2, color=colors[method],
+                    label=method_label(method))
+            ax.fill_between(s.strength, s.low, s.high, color=colors[method], alpha=0.15, lw=0)
+        ax.set_xlabel("bias strength (utility s.d.)")
+        ax.set_ylabel(metric_label(metric))
+        ax.set_title(f"Simulated {shape} bias: {metric_label(metric)}")
+        ax.grid(alpha=0.3)
+        ax.legend(frameon=False)
+        fig.tight_layout()
+    plt.close(fig)
     return fig
 
 
@@ -99,10 +144,60 @@ def resolution_table(runs: Mapping[float, Mapping[str, Run]], metric: str, bette
         for label, run in labelled.items():
             rec = comparison(run.metrics["comparisons"], metric, better, worse)
             ci = rec.get("ci")
+            need = queries_needed(rec, 1) if rec["p"] >= ALPHA else None
             records.append({
                 "bias strength": strength, "run": label, "queries": rec["n"],
                 f"{method_label(better)} − {method_label(worse)}": f"{rec['mean_diff']:+.3f}"
                 + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""),
-                "p": round(rec["p"], 4), f"resolved (p < {ALPHA})": rec["p"] < ALPHA,
-                "queries for 80% power": rec["queries_80"]})
+                "p": f"{rec['p']:.4f}", f"p < {ALPHA}?": "resolved" if rec["p"] < ALPHA else "not resolved",
+                "queries for 80% power": "–" if need is None else f"{need:,}"})
     return pd.DataFrame.from_records(records).set_index(["bias strength", "run"])
+
+
+def inversion_table(frame: pd.DataFrame, shape: str = "primacy") -> pd.DataFrame:
+    """At every bias strength of ``shape``: bootstrapping's and SGS's PPI, GPI and LOC, and which of the two is
+    better on each (lower PPI and GPI, higher LOC). The paper and our real runs find SGS better on all three."""
+    records = []
+    sub = frame[frame["shape"] == shape]
+    for strength in sorted(set(sub.strength)):
+        row: dict[str, object] = {"bias strength": strength}
+        for metric, higher in (("ppi", False), ("gpi", False), ("loc", True)):
+            vals = {m: sub[(sub.strength == strength) & (sub.metric == metric) & (sub.method == m)].value
+                    for m in ("bootstrapping", "sgs")}
+            if any(v.empty for v in vals.values()):
+                continue
+            b, g = float(vals["bootstrapping"].iloc[0]), float(vals["sgs"].iloc[0])
+            row[f"{metric_label(metric)} bootstrapping / SGS"] = f"{b:.3f} / {g:.3f}"
+            better = (b > g) if higher else (b < g)
+            row[f"better on {metric_label(metric)}"] = method_label("bootstrapping" if better else "sgs")
+        records.append(row)
+    return pd.DataFrame.from_records(records).set_index("bias strength")
+
+
+def student_notebook(nb: dict) -> dict:
+    """The lab notebook for students: a copy of ``nb`` (nbformat JSON) without the worked answers — every
+    ``{admonition} Worked answer`` block of a markdown cell and every code cell tagged ``hide-cell`` (the cells
+    that compute the answers) are removed, outputs cleared, and a note heads the notebook."""
+    import copy
+    import re
+
+    out = copy.deepcopy(nb)
+    cells = []
+    block = re.compile(r"```\{admonition\} Worked answer.*?\n```[ \t]*\n?", re.S)
+    for cell in out.get("cells", []):
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.get("cell_type") == "code" and "hide-cell" in tags:
+            continue
+        if cell.get("cell_type") == "markdown":
+            text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            text = block.sub("*Your answer:*\n", text)
+            cell["source"] = text.replace("Each exercise has a worked answer, hidden until you open it.",
+                                          "Write your answers below each exercise.")
+        if cell.get("cell_type") == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+        cells.append(cell)
+    note = {"cell_type": "markdown", "id": "student-note", "metadata": {},
+            "source": "*Student version of the teaching lab: the worked answers are removed (the book's lab page "
+                      "has them).*"}
+    out["cells"] = [note] + cells
+    return out
