@@ -84,7 +84,7 @@ print(f"precomputed sweep: {sweep[['shape', 'strength']].drop_duplicates().shape
 # the grid file). Each panel shows one metric against the bias strength, one line per method, with its
 # 95% bootstrap interval over queries.
 
-# %% mystnb={"image": {"alt": "A grid of small line charts: one row per bias shape, one column per metric (PPI, GPI, LOC, HR@5, exposure MAD), each metric against the bias strength, one line and marker per method with a shaded 95% band.", "width": "100%"}}
+# %% mystnb={"image": {"alt": "A grid of small line charts: one column per bias shape, one row per metric (PPI, GPI, LOC, HR@5, exposure MAD), each metric against the bias strength, one line and marker per method with a shaded 95% band.", "width": "100%"}}
 lab.figure_sweep(sweep)
 
 # %% [markdown]

@@ -100,6 +100,8 @@ def _finish(fig: Any, axes: Sequence[Any], title: str) -> Any:
             handles.setdefault(lab, h)
         if ax.get_legend() is not None:
             ax.get_legend().remove()
+    # the methods first, in their order; reference lines (the position-blind expectation) last
+    handles = dict(sorted(handles.items(), key=lambda kv: kv[0].startswith("position-blind")))
     ncol = min(len(handles), 5)
     rows = -(-len(handles) // max(ncol, 1))
     fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=_RC["legend.fontsize"],
@@ -142,7 +144,8 @@ def figure_exposure(runs: Sequence[Run], k: int = 5, n_bootstrap: int = 1000, se
         raise InvariRankError("figure_exposure: no runs")
     runs = [r for r in runs if r.K > k] or runs
     one_setting = len({_setting(r) for r in runs}) == 1
-    fig, axes = _panels(len(runs), 5.0 if len(runs) == 1 else 2.6, 3.0, sharey=True)
+    fig, axes = _panels(len(runs), 5.0 if len(runs) == 1 else PAGE_WIDTH / min(len(runs), _MAX_COLUMNS), 3.0,
+                        sharey=True)
     for ax, run in zip(axes, runs):
         bands = exposure_bands(run, k=k, n_bootstrap=n_bootstrap, seed=seed)
         _draw_exposure(ax, run, bands, k)

@@ -63,16 +63,20 @@ def sweep_settings(results_dir: str | Path, grid: str = "lab") -> dict[str, floa
 
 def figure_sweep(frame: pd.DataFrame, metrics: Sequence[str] = ("ppi", "gpi", "loc", "hr@5", "exposure_mad@5"),
                  shapes: Sequence[str] | None = None):
-    """One row of panels per bias shape, one column per metric: the metric against the bias strength,
-    one line per method with its 95% interval as a band."""
+    """One column of panels per bias shape, one row per metric: the metric against the bias strength, one line
+    and marker per method with its 95% interval as a band; sized for the page width (a slide takes
+    :func:`slide_panel`)."""
     import matplotlib.pyplot as plt
+
+    from .figures import PAGE_WIDTH
 
     shapes = list(shapes or dict.fromkeys(frame["shape"]))
     colors, markers = method_colors(), method_markers()
-    fig, axes = plt.subplots(len(shapes), len(metrics), figsize=(2.2 * len(metrics), 2.0 * len(shapes)),
-                             squeeze=False, sharex=True, dpi=DPI)
-    for i, shape in enumerate(shapes):
-        for j, metric in enumerate(metrics):
+    with plt.rc_context({"font.size": 8.5}):
+        fig, axes = plt.subplots(len(metrics), len(shapes), figsize=(PAGE_WIDTH, 1.75 * len(metrics) + 0.9),
+                                 squeeze=False, sharex=True, dpi=DPI)
+    for i, metric in enumerate(metrics):
+        for j, shape in enumerate(shapes):
             ax = axes[i][j]
             sub = frame[(frame["shape"] == shape) & (frame.metric == metric)]
             for method in METHODS:
@@ -83,19 +87,21 @@ def figure_sweep(frame: pd.DataFrame, metrics: Sequence[str] = ("ppi", "gpi", "l
                         label=method_label(method))
                 ax.fill_between(s.strength, s.low, s.high, color=colors[method], alpha=0.15, lw=0)
             if i == 0:
-                ax.set_title(metric_label(metric), fontsize=10)
+                ax.set_title(f"{shape} bias", fontsize=9.5)
             if j == 0:
-                ax.set_ylabel(f"{shape} bias", fontsize=10)
-            if i == len(shapes) - 1:
-                ax.set_xlabel("bias strength (utility s.d.)")
+                ax.set_ylabel(metric_label(metric), fontsize=9)
+            if i == len(metrics) - 1:
+                ax.set_xlabel("bias strength (utility s.d.)", fontsize=9)
+            ax.tick_params(labelsize=8)
             ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8.5, frameon=False)
     k = sorted(set(frame.K)) if "K" in frame else []
     m = sorted(set(frame.M)) if "M" in frame else []
     q = sorted(set(frame.queries)) if "queries" in frame else []
     fig.suptitle(f"Simulated scorer: metrics against position-bias strength (K = {'/'.join(map(str, k))}, "
-                 f"M = {'/'.join(map(str, m))}, {'/'.join(map(str, q))} queries per point)", fontsize=11)
-    fig.tight_layout()
+                 f"M = {'/'.join(map(str, m))}, {'/'.join(map(str, q))} queries per point)", fontsize=9.5)
+    fig.tight_layout(rect=(0, 0.35 / fig.get_size_inches()[1], 1, 1))
     plt.close(fig)   # shown once: by the cell's value, not again by the inline backend
     return fig
 
@@ -120,7 +126,7 @@ def slide_panel(frame: pd.DataFrame, metric: str = "ppi", shape: str = "primacy"
         ax.set_ylabel(metric_label(metric))
         ax.set_title(f"Simulated {shape} bias: {metric_label(metric)}")
         ax.grid(alpha=0.3)
-        ax.legend(frameon=False)
+        ax.legend(frameon=True, framealpha=0.85, fontsize=12)
         fig.tight_layout()
     plt.close(fig)
     return fig

@@ -116,7 +116,7 @@ def _verdict_pairs_text(verdict: Mapping[str, Any]) -> str:
         state = "unresolved" if not p["resolved"] else "resolved" if p["direction"] == "as claimed" else "against"
         out.append(f"{MARKS[state]} {method_label(p['better'])}{BETTER}{method_label(p['worse'])} "
                    f"(Δ {_signed(p['mean_diff'])}, Holm p {p['p_holm']:.2g})")
-    return "; ".join(out)
+    return SEP.join(out)
 
 
 def _of_claim(name: str, runs: Sequence[Run]) -> tuple[str, str, str, list[tuple[str, str, str]]]:
@@ -160,8 +160,8 @@ def section5_rows(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = (
         *_of_claim("hr5_stella_best", claim_runs), short="STELLA_LW best on HR@5")
     add("Effectiveness", "“The best nDCG@5 varies across methods” (SGS, STELLA_LW or bootstrapping, by setting).",
         "–", NOT_TESTABLE,
-        f"a statement across six model–dataset settings; we have one data set and {n_models} model(s) with all "
-        f"four methods, so there is nothing to vary")
+        f"a statement across six model–dataset settings, and we have one data set and {n_models} "
+        f"model{'s' if n_models > 1 else ''} with all four methods: there is nothing to vary")
     for name, metric in (("ppi_order", "PPI"), ("gpi_order", "GPI")):
         add("Preference consistency", f"“PPI and GPI exhibit the same method ordering … SGS produces the lowest PPI "
             f"and GPI throughout … STELLA_LW produces the highest” ({metric}).", *_of_claim(name, claim_runs),
@@ -216,10 +216,10 @@ def section5_rows(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = (
             "scorer passes per presented order, counted in the run", "reproduced (by construction)",
             f"K = {main.K}: {shown}", short="the passes per order")
     add("Datasets", "Every result “on both datasets” (MovieLens-32M and Amazon Books).", "–", NOT_TESTABLE,
-        "Amazon Books is not embedded (the package reads it; the paper-scale chapter runs it); MovieLens-100K "
-        "stands in for MovieLens-32M")
+        "Amazon Books is not embedded (the package reads it, and the paper-scale chapter runs it), and "
+        "MovieLens-100K stands in for MovieLens-32M")
     add("Models", "Every result “for all three models” (Llama-3.2-3B, Mistral-7B, Qwen2.5-7B).", "–", NOT_TESTABLE,
-        "3–7 B models need a GPU (the paper-scale chapter); the runs here use 135 M and 270 M models on a CPU")
+        "3–7 B models need a GPU (the paper-scale chapter), and the runs here use 135 M and 270 M models on a CPU")
     add("List length", "The four methods at K = 50 (Figures 1 and 2).", "–", NOT_TESTABLE,
         "SGS needs K passes per presented order: about 45,000 passes at K = 50, days on two CPU cores")
     return rows
@@ -243,6 +243,7 @@ def section5_table(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = 
         df["the paper"] = [html.escape(t) for t in df["the paper"]]
         df["tested here (better ≻ worse)"] = [html.escape(t) for t in df["tested here (better ≻ worse)"]]
     df = df.set_index("§5")
+    df.index.name = None          # the paragraph names speak for themselves: no header row of their own
     caption = (f"The paper's §5 claim by claim, on {model_label(main.model)} ({main.n_queries} queries, "
                f"M = {main.M}, K = {main.K}; the K sweep at K = {', '.join(str(r.K) for r in sweep)}). "
                f"A ≻ B: A is better than B (higher HR@5, nDCG@5, LOC; lower PPI, GPI, exposure MAD). "
