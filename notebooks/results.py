@@ -36,6 +36,7 @@ evidence_grid_file = None   # None: <project>/configs/grid-evidence.yaml; an emp
 
 # %% tags=["remove-cell"]
 # %matplotlib inline
+import re
 from pathlib import Path
 
 from IPython.display import HTML, Markdown, display
@@ -84,7 +85,8 @@ paper = compendium.paper_table(paper_table)
 observations = {r.name: read_observations(r.observations) for r in sweep}
 claim_rows = section5.section5_rows(main, sweep, [r for r in table_runs if r.K == main.K], observations)
 headline = section5.headline_sentence(main, claim_rows)
-glue("headline", Markdown(headline), display=False)   # the introduction quotes it
+bold = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", compendium.html_escape(headline))
+glue("headline", HTML(f"<p>{bold}</p>"), display=False)   # the introduction quotes it
 
 # %% [markdown]
 # ## In one paragraph

@@ -36,9 +36,10 @@ _PROBE = r"""
 (function () {
   function report() {
     var out = {wide_tables: [], bad_images: [], raw_math: []};
-    var main = document.querySelector("main") || document.querySelector("article") || document.body;
+    var main = document.querySelector("article.bd-article") || document.querySelector("article") ||
+               document.querySelector("main") || document.body;
     var width = main.getBoundingClientRect().width;
-    document.querySelectorAll("main table, article table").forEach(function (t) {
+    main.querySelectorAll("table").forEach(function (t) {
       var w = Math.max(t.scrollWidth, t.getBoundingClientRect().width);
       if (w > width + 2) out.wide_tables.push({width: Math.round(w), page: Math.round(width),
                                                head: (t.innerText || "").slice(0, 80)});
@@ -150,7 +151,7 @@ def check_page(page: Path, html_dir: Path, browser: str, profile: Path) -> list[
 def check_site(html_dir: str | Path, browser: str | None = None) -> dict[str, list[str]]:
     """``{page (relative): [problems]}`` for every page of the built book with a problem, and the number of pages
     checked under the key ``""`` (as a one-element list)."""
-    html_dir = Path(html_dir)
+    html_dir = Path(html_dir).resolve()
     browser = browser or chromium()
     if browser is None:
         raise RuntimeError("chromium is not installed")

@@ -160,6 +160,13 @@ def test_no_error_output_in_any_page(built_book: Path):
         text = page.read_text(encoding="utf-8")
         assert "Traceback (most recent call last)" not in text, page
         assert 'class="output error' not in text, page
+        assert "IPython.core.display" not in text, page        # a glued object pasted as its repr
+
+
+def test_the_intro_states_the_headline_result(built_book: Path):
+    intro = _page(built_book, "book/intro.html")
+    assert re.search(r"<strong>\d+ of the \d+ claims</strong> of the paper", intro)
+    assert "cannot be tested with this data and these models" in intro
 
 
 def test_worked_answers_are_hidden_by_default(built_book: Path):

@@ -236,7 +236,8 @@ def scorer_comparison(runs: Sequence[Run], metrics: Sequence[str] = RUN_METRICS,
                 records.append(rec)
     if not records:
         return None
-    df = pd.DataFrame.from_records(records).set_index(["dataset", "model", "K", "M", "queries", "method", "scorer"])
+    df = drop_constant_levels(pd.DataFrame.from_records(records).set_index(
+        ["dataset", "model", "K", "M", "queries", "method", "scorer"]))      # the caption states the constant ones
     caption = f"Span vs choice scorer: {setting_caption(used)}. Value [95% bootstrap interval over queries]."
     return with_caption(df, caption) if styled else df
 
