@@ -223,14 +223,20 @@ def test_mathjax_is_served_from_the_book(built_book: Path):
     assert (built_book / "_static" / "mathjax" / "tex-chtml.js").is_file()
 
 
-def test_chromium_shows_rendered_math(built_book: Path):
+def _flags(tmp_path: Path) -> list[str]:
+    """The browser checks' flags (tests/test_book_browser.py) with a fresh profile folder."""
+    from tests.test_book_browser import CHROMIUM_FLAGS
+
+    return [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"]
+
+
+def test_chromium_shows_rendered_math(built_book: Path, tmp_path: Path):
     chromium = _chromium()
     _need(chromium is not None, "chromium is not installed")
     for rel in ("book/metrics.html", "book/intro.html"):
         url = (built_book / rel).as_uri()
-        proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                               "--disable-background-networking", "--virtual-time-budget=15000", "--dump-dom", url],
-                              capture_output=True, text=True, timeout=180)
+        proc = subprocess.run([chromium, *_flags(tmp_path), "--dump-dom", url], capture_output=True, text=True,
+                              timeout=180)
         assert proc.returncode == 0, proc.stderr[-2000:]
         dom = proc.stdout
         assert dom.count("<mjx-container") >= 3, f"{rel}: MathJax did not render"
@@ -246,9 +252,9 @@ def test_screenshot_of_results_page_is_not_blank(built_book: Path, tmp_path: Pat
     _need(chromium is not None, "chromium is not installed")
     shot = tmp_path / "results.png"
     url = (built_book / "book" / "generated" / "results.html").as_uri()
-    proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                           "--hide-scrollbars", "--window-size=1280,2400", "--virtual-time-budget=15000",
-                           f"--screenshot={shot}", url], capture_output=True, text=True, timeout=180)
+    flags = [f for f in _flags(tmp_path) if not f.startswith("--window-size")]
+    proc = subprocess.run([chromium, *flags, "--window-size=1280,2400", f"--screenshot={shot}", url],
+                          capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
     import numpy as np
     from PIL import Image

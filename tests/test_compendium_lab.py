@@ -52,7 +52,7 @@ def test_observed_versus_resolved_helpers(simulated_run):
     assert lab.planned_queries(simulated_run, "loc", "sgs", "zero_shot", cap=6) == 6
     table = lab.resolution_table({2.0: {"five": simulated_run}}, "loc", "sgs", "zero_shot")
     row = table.loc[(2.0, "five")]
-    assert row["queries"] == 5 and row["p"] == f"{record['p']:.4f}" and row["p < 0.05?"] == "not resolved"
+    assert row["queries"] == 5 and row["p"] == f"{record['p']:.4f} (not resolved)"
     assert row["SGS − zero-shot"].startswith(f"{record['mean_diff']:+.3f} [")
     # an unresolved pair never plans fewer queries than the exact test needs to reach p < 0.05 at all (6)
     if record["queries_80"]:
@@ -92,5 +92,5 @@ def test_sweep_settings_and_the_inversion_table():
             continue
         ppi = {m: run.metrics["methods"][m]["overall"]["ppi"] for m in ("bootstrapping", "sgs")}
         row = table.loc[float(opts["bias_strength"])]
-        assert row["PPI bootstrapping / SGS"] == f"{ppi['bootstrapping']:.3f} / {ppi['sgs']:.3f}"
-        assert row["better on PPI"] == ("bootstrapping" if ppi["bootstrapping"] < ppi["sgs"] else "SGS")
+        better = "bootstrapping" if ppi["bootstrapping"] < ppi["sgs"] else "SGS"
+        assert row["PPI: bootstrapping / SGS"] == f"{ppi['bootstrapping']:.3f} / {ppi['sgs']:.3f} ({better} better)"
