@@ -36,7 +36,6 @@ evidence_grid_file = None   # None: <project>/configs/grid-evidence.yaml; an emp
 
 # %% tags=["remove-cell"]
 # %matplotlib inline
-import re
 from pathlib import Path
 
 from IPython.display import HTML, Markdown, display
@@ -85,8 +84,7 @@ paper = compendium.paper_table(paper_table)
 observations = {r.name: read_observations(r.observations) for r in sweep}
 claim_rows = section5.section5_rows(main, sweep, [r for r in table_runs if r.K == main.K], observations)
 headline = section5.headline_sentence(main, claim_rows)
-bold = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", compendium.html_escape(headline))
-glue("headline", HTML(f"<p>{bold}</p>"), display=False)   # the introduction quotes it
+glue("headline", HTML(section5.markdown_to_html(headline)), display=False)   # the introduction quotes it
 
 # %% [markdown]
 # ## In one paragraph
@@ -98,9 +96,9 @@ display(Markdown(shown_sentence))
 # %% [markdown]
 # ## What was run, and what was scaled down
 #
-# The paper reranks 500 queries per setting with 3–7 B models on a GPU. Here one forward pass of SmolLM2-135M over
-# the candidates of one presented order takes about a second on a CPU core (the user's history before them is
-# computed once per query and reused), so the budget is spent as follows:
+# The paper reranks with 3–7 B models on a GPU, 500 queries per setting in the authors' configuration. Here one
+# forward pass of SmolLM2-135M over the candidates of one presented order takes about a second on a CPU core (the
+# user's history before them is computed once per query and reused), so the budget is spent as follows:
 #
 # - **Model**: SmolLM2-135M-Instruct, small enough for a CPU (and, where its run is complete, Gemma 3 270M beside
 #   it). Both are far weaker rankers than the paper's models, so absolute values, HR@5 in particular, are not

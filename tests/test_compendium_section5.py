@@ -112,3 +112,8 @@ def test_table_puts_one_pair_per_line(simulated_run):
     html = styled.to_html()
     assert "<br>" in html and "not testable here" in html
     assert list(styled.data.columns) == ["the paper", "tested here (better ≻ worse)", "verdict", "evidence"]
+
+
+def test_markdown_to_html_escapes_and_keeps_bold():
+    assert S.markdown_to_html("**8 of 9** claims <of> the paper's") == \
+        "<p><strong>8 of 9</strong> claims &lt;of&gt; the paper&#x27;s</p>"

@@ -26,7 +26,8 @@ from .tables import with_caption
 from .verdicts import MARKS, claim_label, run_claims, smallest_p
 
 __all__ = ["BETTER", "Pair", "judge_pairs", "exposure_skew", "section5_rows", "section5_table",
-           "figure1_sentence", "figure2_sentence", "choice_sentence", "headline_sentence", "verdict_counts"]
+           "figure1_sentence", "figure2_sentence", "choice_sentence", "headline_sentence", "verdict_counts",
+           "markdown_to_html"]
 
 #: the one ordering notation of the book: "A ≻ B" = A is better than B on the metric named
 BETTER = " ≻ "
@@ -279,6 +280,15 @@ def headline_sentence(main: Run, rows: Sequence[Mapping[str, str]]) -> str:
         if counts.get(word):
             text += f"; {counts[word]} {'is' if counts[word] == 1 else 'are'} {word} ({names(word)})"
     return text + f"; {counts.get(NOT_TESTABLE, 0)} cannot be tested with this data and these models."
+
+
+def markdown_to_html(text: str) -> str:
+    """A generated sentence (plain text with ``**bold**``) as one HTML paragraph, escaped, for a glue that another
+    page pastes (a pasted Markdown object would show as its repr)."""
+    import html
+    import re
+
+    return "<p>" + re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", html.escape(text)) + "</p>"
 
 
 def _exposure(run: Run, method: str) -> list[float]:

@@ -116,15 +116,17 @@ def scale_table(runs: Sequence[Run], styled: bool = True) -> Any:
     rows = {
         "models": ("Llama-3.2-3B, Mistral-7B-v0.3, Qwen2.5-7B (Instruct)", uniq(model_label(r.model) for r in runs)),
         "datasets": ("MovieLens-32M, Amazon Books", uniq(dataset_label(r.dataset) for r in runs)),
-        "scorer": ("log-probabilities, one pass per order", uniq(r.scorer for r in runs)),
+        "scorer": ("log-probabilities of candidate markers, one pass per order (the authors' code: span "
+                   "log-probabilities)", uniq(r.scorer for r in runs)),
         "list lengths K": ("15, 25, 50", uniq(r.K for r in runs)),
         "presented orders M": ("20", uniq(r.M for r in runs)),
-        "queries per run": ("500", uniq(r.n_queries for r in runs)),
+        "queries per run": ("500 (the authors' configuration; the paper does not say)",
+                            uniq(r.n_queries for r in runs)),
         "STELLA_LW calibration queries": ("up to 150", uniq(cal_q) if cal_q else "–"),
         "STELLA_LW calibration repeats": ("5", uniq(cal_r) if cal_r else "–"),
     }
     df = pd.DataFrame.from_dict(rows, orient="index", columns=["paper", "this book"])
-    df.index.name = "setting"
+    df.index.name = None
     return with_caption(df, "What the runs shown here used, beside the paper's setting.") if styled else df
 
 
