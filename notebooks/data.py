@@ -54,5 +54,5 @@ glue("coverage", compendium.coverage_table(stats, dataset=label or dataset))
 # %% [markdown]
 # ## Training curves
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"image": {"alt": "Line chart: the first stage's training loss per epoch, one line per retriever.", "width": "100%"}}
 compendium.figure_training_loss({r: stats[(r, K_values[0])] for r in retrievers}, dataset=label or dataset)

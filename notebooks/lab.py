@@ -19,7 +19,20 @@
 # Real language models mix position bias with everything else they do. Here the "model" is a
 # **simulated scorer** whose position bias we choose, so we can watch what each metric and each
 # mitigation does as the bias grows. All results on this page are simulated; none of them appear in the
-# experiments chapter.
+# results chapter.
+#
+# **Learning goals.** After the lab a student can (1) say what PPI, GPI, LOC and the exposure curve each measure
+# and why they can disagree; (2) predict what a primacy, recency or U-shaped bias does to the exposure curve;
+# (3) tell an *observed* difference between two methods from a *resolved* one, and plan how many queries a
+# comparison needs; (4) name a way in which a simulation can mislead about real models.
+#
+# **A 45-minute session.** 5 min: the scorer's formula below and the metrics chapter's first worked example.
+# 10 min: the precomputed sweep (section 1) and its three things to notice. 10 min: the live run (section 2),
+# each pair of students with another bias shape. 15 min: Exercises 1, 2 and 5 in pairs, then Exercise 6 in the
+# whole group. 5 min: what carries over to the real runs of the results chapter and what does not.
+#
+# **For students:** <a href="../_static/lab-student.ipynb" download>lab-student.ipynb</a> is this notebook
+# without the worked answers (generated from it when the book is built).
 #
 # The simulated score of the candidate $i$ shown at input position $p$ of a list of length $K$ is
 #
@@ -32,7 +45,9 @@
 # for the ground truth $G_q$, a position effect of strength $\beta$ and shape
 # $f(x) = 1 - x$ (*primacy*: early positions win), $f(x) = x$ (*recency*), $f(x) = (2x-1)^2$ (*u*: both ends
 # win) or $f = 0$ (*none*), and noise $\varepsilon_t(i) \sim \mathcal{N}(0,1)$ that depends on the whole
-# presented order (the same input always gets the same scores, as with a real model). The scorer needs no
+# presented order (the same input always gets the same scores, as with a real model). The values of $\sigma$
+# and $r$ of the precomputed sweep are printed below, read from its runs; the live runs use the same. The
+# scorer needs no
 # model and no torch: this notebook runs on any laptop with the package's core install (`pip install -e .`
 # without the `models` extra), and on Binder.
 
@@ -56,8 +71,10 @@ from invarirank.runner.lab import live_run
 
 results_dir = Path(results_dir) if results_dir else project_root() / "results"
 sweep = lab.sweep_frame(results_dir, grid=lab_grid)
+settings = lab.sweep_settings(results_dir, grid=lab_grid)
 print(f"precomputed sweep: {sweep[['shape', 'strength']].drop_duplicates().shape[0]} (shape, strength) runs, "
-      f"methods {', '.join(sorted(sweep.method.unique()))}")
+      f"methods {', '.join(sorted(sweep.method.unique()))}; noise σ = {settings['noise_sd']:g}, "
+      f"relevance bonus r = {settings['relevance']:g} (utility s.d. = 1)")
 
 # %% [markdown]
 # ## 1. The precomputed sweep
@@ -67,8 +84,14 @@ print(f"precomputed sweep: {sweep[['shape', 'strength']].drop_duplicates().shape
 # the grid file). Each panel shows one metric against the bias strength, one line per method, with its
 # 95% bootstrap interval over queries.
 
-# %%
+# %% mystnb={"image": {"alt": "A grid of small line charts: one column per bias shape, one row per metric (PPI, GPI, LOC, HR@5, exposure MAD), each metric against the bias strength, one line and marker per method with a shaded 95% band.", "width": "100%"}}
 lab.figure_sweep(sweep)
+
+# %% [markdown]
+# For a slide, one panel at a time (any metric and shape):
+
+# %% mystnb={"image": {"alt": "One line chart for a slide: PPI against the strength of a simulated primacy bias, one line and marker per method with a shaded 95% band.", "width": "100%"}}
+lab.slide_panel(sweep, "ppi", "primacy")
 
 # %% [markdown]
 # Things to notice:
@@ -91,7 +114,7 @@ lab.figure_sweep(sweep)
 live = live_run(shape, strength, K=K, M=M, n_queries=n_queries)
 compendium.run_table(live)
 
-# %%
+# %% mystnb={"image": {"alt": "Line chart of the live run: top-5 exposure against input position, one line and marker per method with a shaded 95% band, and the dashed position-blind line.", "width": "100%"}}
 compendium.figure_exposure([live])
 
 # %%
@@ -136,7 +159,7 @@ strongest = sweep[(sweep["shape"] == "primacy") & (sweep.strength == sweep.stren
 for metric in ("exposure_mad@5", "ppi"):
     s = strongest[strongest.metric == metric].sort_values("value")
     print(f"{compendium.METRIC_LABELS[metric]} (lower is better): "
-          + " < ".join(f"{compendium.METHOD_LABELS[m]} {v:.3f}" for m, v in zip(s.method, s.value)))
+          + " ≻ ".join(f"{compendium.METHOD_LABELS[m]} {v:.3f}" for m, v in zip(s.method, s.value)))
 
 # %% [markdown]
 # **Exercise 3.** The best-fitting ranking can never contradict more than half of the preference mass:
@@ -170,7 +193,7 @@ print("GPI of abc, cba returned unchanged:", gpi([["a", "b", "c"], ["c", "b", "a
 # candidates keep getting new positions and the curve flattens. The cell below runs it.
 # ```
 
-# %% tags=["hide-cell"]
+# %% tags=["hide-cell"] mystnb={"image": {"alt": "Line chart: top-5 exposure against input position under a U-shaped bias, for zero-shot, bootstrapping and SGS.", "width": "100%"}}
 u = live_run("u", 2.0, K=K, M=M, n_queries=n_queries, methods=("zero_shot", "bootstrapping", "sgs"))
 compendium.figure_exposure([u])
 
@@ -217,3 +240,27 @@ for bias in (0.5, 1.0, 2.0):
                   "fresh run of the planned size": live_run(shape, bias, K=K, M=M, n_queries=need, methods=methods,
                                                             seed=2)}
 lab.resolution_table(runs, metric, *pair)
+
+# %% [markdown]
+# **Exercise 6 (when the simulation disagrees with the real runs).** In the paper, and in our real runs of the
+# results chapter, SGS is more consistent than bootstrapping: lower PPI and GPI, higher LOC. The table below
+# reads the same comparison from the precomputed sweep, for the primacy bias. What does the simulation say, and
+# why might it differ from a real model?
+#
+# ```{admonition} Worked answer
+# :class: dropdown
+# In the simulation bootstrapping beats SGS on PPI, GPI and LOC at every strength: the opposite of the paper and
+# of the real runs. The simulated scorer's order-dependence is a smooth position effect plus noise that is
+# independent for every presented order. Bootstrapping's Borda count averages three independent draws of that
+# noise for every pair of candidates, which shrinks it; SGS decides each place of its ranking from one pass, and
+# a candidate once placed is never revisited, so one noisy pick early on is locked into the output. A real model's
+# sensitivity to order is not independent noise: it is structured (some positions are read more carefully, the
+# candidates around a candidate change what it scores), and SGS's repeated top-1 choices over ever shorter lists
+# avoid much of it. The lesson: a simulation shows what follows from its assumptions — here, that averaging
+# beats sequential picking when order effects are independent noise — and a method ranking learned from it must
+# be checked on real models before it is taught as a fact.
+# ```
+
+# %% tags=["hide-cell"]
+lab.inversion_table(sweep, "primacy")
+

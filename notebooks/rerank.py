@@ -16,22 +16,21 @@
 # %% [markdown]
 # # Reranking run
 #
-# One reranking run: one data set, one first stage, one model and scorer, one list length $K$, and the
-# configured methods, each applied to the same $M$ presented orders of every sampled query. The grid
-# (`invarirank grid`) computes every missing run first and then executes this notebook once per run with
-# papermill, so here the finished run is only read. You can also execute it yourself with other parameters,
-# for example
+# One reranking run: one data set, one first stage, one model and scorer, one list length $K$, and its methods,
+# each applied to the same $M$ presented orders of every sampled query. The grid (`invarirank grid`) computes every
+# missing run first and then executes this notebook once per run with papermill, so here the finished run is only
+# read. To execute it yourself with other parameters (the results chapter's section *Adding a run* gives the
+# commands and their cost):
 #
 # ```bash
-# papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15
+# papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15 -p methods "[zero_shot, bootstrapping]"
 # ```
 #
-# A finished run with the same settings under `results/<grid>/<run>/` is **reused**; otherwise the run is
-# computed through the same runner (or resumed after an interruption: every finished query is checkpointed)
-# and then published there, where the results chapter finds it. The parameters fill the one run schema
-# (`invarirank.runner.RunConfig`: every setting it has is a parameter here). The defaults are the default grid's
-# scaled-down settings (the same sampled users, so a new K joins Figure 2); the paper's values are in the
-# comments.
+# A finished run with the same settings under `results/<grid>/<run>/` is **reused**; otherwise the run is computed
+# through the same runner (or resumed after an interruption: every finished query is checkpointed) and published
+# there, where the results chapter finds it. The parameters fill the one run schema (`invarirank.runner.RunConfig`:
+# every setting it has is a parameter here); their defaults are the default grid's scaled-down settings (the
+# paper's values are in the comments).
 
 # %% tags=["parameters", "hide-cell"]
 grid = "default"            # results/<grid>/<run>/
@@ -60,11 +59,13 @@ eval_ks = [1, 5, 10]
 exposure_k = 5
 n_bootstrap = 1000
 cache_dir = None            # None: $INVARIRANK_CACHE
-results_dir = None          # None: <repository>/results
-work_dir = None             # None: <repository>/runs
+results_dir = None          # None: <project>/results
+work_dir = None             # None: <project>/runs
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 # %matplotlib inline
+from IPython.display import Markdown, display
+
 from invarirank import compendium
 from invarirank.runner import RunConfig, ensure_run
 
@@ -72,36 +73,51 @@ config = RunConfig.from_mapping({k: v for k, v in dict(globals()).items() if k i
                                 "notebook parameters")
 run_dir = ensure_run(config, results_dir, work_dir)
 run = compendium.load_run(run_dir)
-print(f"run folder: {run_dir.name} ({compendium.run_setting(run)})")
+
+# %% tags=["remove-input"]
+smoke = compendium.smallest_p(run.n_queries) >= 0.05 or run.scorer == "simulated"
+lines = [f"**Run `{run.grid}/{run.name}`**: {compendium.run_setting(run)}; methods "
+         f"{', '.join(compendium.METHOD_LABELS.get(m, m) for m in run.methods)}."]
+if smoke:
+    lines.append("**This is a smoke run**: it checks that the pipeline works end to end and resolves nothing. "
+                 + compendium.resolution_sentence(run)
+                 + (" Its scorer is simulated, so its numbers say nothing about language models."
+                    if run.scorer == "simulated" else ""))
+display(Markdown("\n\n".join(lines)))
+
+# %% [markdown]
+# ## Settings
+
+# %% tags=["remove-input"]
+compendium.run_settings_table(run)
 
 # %% [markdown]
 # ## Metrics
 #
-# HR@5 and nDCG@5 measure effectiveness; PPI, GPI and LOC the consistency of the induced preferences
-# across the $M$ presented orders; the exposure MAD how far the top-5 exposure by input position is from
-# flat (see the metrics chapter). Each value comes with its 95% bootstrap interval over queries.
+# HR@5 and nDCG@5 measure effectiveness; PPI, GPI and LOC the consistency of the induced preferences across the
+# $M$ presented orders; the exposure MAD how far the top-5 exposure by input position is from flat (see the
+# metrics chapter). Each value comes with its 95% bootstrap interval over queries.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 compendium.run_table(run)
 
 # %% [markdown]
 # ## Top-5 exposure by input position
-#
-# The share of rows in which the candidate shown at input position $p$ reached the top 5, per method,
-# with a 95% bootstrap band over queries. A reranker that ignores positions stays near the dashed line
-# $5/K$.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"] mystnb={"image": {"alt": "Line chart of this run: the share of rows in which the candidate shown at each input position reaches the top 5, one line and marker per method with a shaded 95% band, and a dashed position-blind line at 5/K.", "width": "100%"}}
 compendium.figure_exposure([run])
 
 # %% [markdown]
-# ## Method orderings and cost
+# The share of rows in which the candidate shown at input position $p$ reached the top 5, per method, with a 95%
+# bootstrap band over queries. A reranker that ignores positions stays near the dashed line $5/K$.
+#
+# ## Method orderings (better ≻ worse)
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 compendium.orderings(run)
 
-# %% tags=["hide-input"]
-print(compendium.paper_ordering_sentence(run))
+# %% [markdown]
+# ## Cost
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 compendium.cost_table([run])

@@ -16,35 +16,34 @@
 # %% [markdown]
 # # Results
 #
-# This notebook collects every finished run under `results/<grid>/<run>/` (the teaching lab's simulated
-# sweep excepted) and builds the paper's Table 1, Figure 1 and Figure 2 from them, with the paired comparisons
-# that say which of the paper's claims our runs reproduce, contradict or leave unresolved; it puts the paper's own
-# Table 1 beside ours, compares the method orderings under each metric, compares the two scorers, and reports what
-# each method cost. Every value is read from a run's `metrics.json` or `manifest.json` (or, for the exposure
-# bands, its observations); the experiments chapter glues the tables, figures and sentences from here.
+# This page is the results section of our re-implementation: what was run, the verdict on every claim of the
+# paper's §5, the paper's Table 1, Figure 1 and Figure 2 on our runs, and what each method cost. Every table,
+# figure, number and sentence below is computed, when the book is built, from the finished runs under
+# `results/<grid>/<run>/` (their `metrics.json`, `manifest.json` and observations); none is typed. The teaching
+# lab's simulated runs are not used here. Each run shown has its own page after this one.
 #
-# **Which runs set Table 1 and the figures.** The evidence grid (`configs/grid-evidence.yaml`: 40 queries, M = 20)
-# once its main run and its K sweep are complete under `results/evidence/`; until then the grid this page was
-# executed for (the default grid of `make book`: a handful of queries, M = 8). A run folder that does not hold all
-# of a finished run's files (for example one with only `shards/`) is never shown.
+# **Notation.** "A ≻ B" reads "A is better than B" on the metric named: a higher HR@5, nDCG@5 or LOC, a lower
+# PPI, GPI or exposure deviation. An ordering lists methods best first, A ≻ B ≻ C.
 
-# %% tags=["parameters", "hide-cell"]
-grid = "default"            # the grid whose runs are the main results (until the evidence grid is complete)
-results_dir = None          # None: <repository>/results
-paper_table = None          # None: <repository>/book/data/paper_table1.csv
+# %% tags=["parameters", "remove-cell"]
+grid = "default"            # the grid executed (`invarirank grid FILE`); shown only until the evidence grid is complete
+results_dir = None          # None: <project>/results
+paper_table = None          # None: <project>/book/data/paper_table1.csv
 include_simulated = False   # simulated runs belong to the teaching lab; True only for smoke builds and tests
 main_run = None             # the run that sets Table 1 (None: the one with the most methods)
 grid_file = None            # informational: the grid file that was executed
-evidence_grid_file = None   # None: <repository>/configs/grid-evidence.yaml; an empty string: never switch
+evidence_grid_file = None   # None: <project>/configs/grid-evidence.yaml; an empty string: never switch
 
-# %% tags=["hide-input"]
+# %% tags=["remove-cell"]
 # %matplotlib inline
 from pathlib import Path
 
-from IPython.display import HTML, display
+from IPython.display import HTML, Markdown, display
 from myst_nb import glue
 
 from invarirank import compendium
+from invarirank.compendium import section5
+from invarirank.evaluation import read_observations
 from invarirank.grid import load_grid, project_root
 from invarirank.grid import main_run as grid_main_run
 
@@ -74,7 +73,6 @@ progress = {c.run_name: (compendium.committed_queries(results_dir, c.grid, c.run
 shown_sentence = compendium.shown_grid_sentence(shown, preferred, grid, needed, missing,
                                                 grid_file=Path(evidence_path).name if evidence else "",
                                                 progress=progress)
-glue("shown_grid", HTML(f"<p>{compendium.html_escape(shown_sentence)}</p>"))
 
 main_runs = [r for r in runs if r.grid == shown]
 if not main_runs:
@@ -83,157 +81,192 @@ main = compendium.main_run(main_runs, main_run)  # the Table 1 setting
 table_runs = [r for r in main_runs if r.scorer == main.scorer]  # span vs choice: further below
 sweep = compendium.sweep_runs(main_runs, main)  # same data set, model and scorer at every K
 paper = compendium.paper_table(paper_table)
-print(f"{len(runs)} finished runs ({len(main_runs)} of grid {shown!r}); main run: {compendium.run_setting(main)}")
-print("K sweep:", ", ".join(f"K = {r.K} ({', '.join(r.methods)})" for r in sweep))
+observations = {r.name: read_observations(r.observations) for r in sweep}
+claim_rows = section5.section5_rows(main, sweep, [r for r in table_runs if r.K == main.K], observations)
+headline = section5.headline_sentence(main, claim_rows)
+glue("headline", HTML(section5.markdown_to_html(headline)), display=False)   # the introduction quotes it
 
 # %% [markdown]
-# ## What was run
-#
-# The paper's setting beside the one of the runs shown here. Both of our grids are scaled down to two CPU
-# cores: the default grid so that `make book` finishes in about 20 minutes, the evidence grid (computed on
-# purpose, run by run) so that the paired comparisons can tell the methods apart; the reproducing chapter shows
-# how to run the paper's own grid on a GPU.
+# ## In one paragraph
 
-# %% tags=["hide-input"]
-scale = compendium.scale_table(main_runs)
-glue("scale_table", scale)
-glue("main_setting", compendium.run_setting(main), display=False)
-glue("main_queries", main.n_queries, display=False)
-glue("main_K", main.K, display=False)
-glue("main_M", main.M, display=False)
+# %% tags=["remove-input"]
+display(Markdown(headline))
+display(Markdown(shown_sentence))
 
 # %% [markdown]
-# ## Table 1: effectiveness and consistency
+# ## What was run, and what was scaled down
 #
-# HR@5 and nDCG@5 (higher is better), PPI and GPI (lower is better) and LOC (Kendall's $\tau$, higher is
-# better) per model and method, per data set, at the main run's $K$, with 95% bootstrap intervals over
-# queries. Each cell of a metric the paper makes a claim about also marks the claimed pairs on the row of the
-# method the paper finds better: ● resolved in the paper's direction, ✗ resolved against it, ○ unresolved.
+# The paper reranks with 3–7 B models on a GPU, 500 queries per setting in the authors' configuration. Here one
+# forward pass of SmolLM2-135M over the candidates of one presented order takes about a second on a CPU core (the
+# user's history before them is computed once per query and reused), so the budget is spent as follows:
+#
+# - **Model**: SmolLM2-135M-Instruct, small enough for a CPU (and, where its run is complete, Gemma 3 270M beside
+#   it). Both are far weaker rankers than the paper's models, so absolute values, HR@5 in particular, are not
+#   comparable with the paper's.
+# - **Data**: MovieLens-100K, the embedded data set, instead of MovieLens-32M and Amazon Books.
+# - **One main list length** for all four methods, shorter than the paper's $K = 25$, because SGS needs $K$
+#   passes per presented order and STELLA_LW up to ten plus its calibration.
+# - **A cheaper sweep over $K$** for Figures 1 and 2: only zero-shot and bootstrapping (1 and 3 passes per order)
+#   at the other list lengths, on the same users (queries are sampled once among those kept at the smallest $K$).
+# - **Fewer queries** and a **smaller STELLA_LW calibration** (fewer validation queries and repeats). Whether that
+#   is enough to tell the methods apart is not assumed: the paired comparisons decide it, claim by claim.
 
-# %% tags=["hide-input"]
-t1 = compendium.table1(table_runs, K=main.K)
-glue("table1", t1)
+# %% tags=["remove-input"]
+compendium.scale_table(main_runs)
+
+# %% [markdown]
+# ## The paper's claims, one by one
+#
+# The methods of a run see the same queries under the same presented orders, so each claimed pair of methods is
+# compared **paired**, query by query: the mean per-query difference Δ and a two-sided paired sign-flip p-value
+# (every sign vector when there are at most 16 queries, else 10,000 seeded ones), Holm-adjusted over the pairs of
+# one claim. A pair is **resolved** when its adjusted p is below 0.05. A claim is **reproduced** when every pair is
+# resolved in the paper's direction, **contradicted** when some pair is resolved the other way, and **unresolved**
+# otherwise; a claim our data or models cannot address is **not testable here**, with the reason. The table
+# lists every claim of the paper's §5 in the paper's order, in the paper's words.
+
+# %% tags=["remove-input"]
+section5.section5_table(main, sweep, [r for r in table_runs if r.K == main.K], observations)
+
+# %% [markdown]
+# ## Table 1
+#
+# HR@5 and nDCG@5 (higher is better), PPI and GPI (lower is better) and LOC (Kendall's $\tau$, higher is better)
+# per model and method at the main run's $K$, each with its 95% bootstrap interval over queries. The marks name
+# the claimed pairs on the row of the method the paper finds better: ● resolved in the paper's direction,
+# ✗ resolved against it, ○ unresolved.
+
+# %% tags=["remove-input"]
+display(compendium.table1(table_runs, K=main.K))
 models = list(dict.fromkeys(compendium.model_label(r.model) for r in table_runs if r.K == main.K))
-second = (f"Table 1 shows {len(models)} models side by side: {', '.join(models)}, each with its own queries "
-          f"(see the caption) and its own verdicts below." if len(models) > 1 else
-          f"Table 1 shows one model, {models[0]}; a second model's run at K = {main.K} joins it (and the verdicts) "
-          f"once it is complete.")
-glue("second_model", HTML(f"<p>{compendium.html_escape(second)}</p>"))
+display(Markdown(f"Table 1 shows {len(models)} models side by side ({', '.join(models)}), each with its own "
+                 f"queries." if len(models) > 1 else f"Table 1 shows one model, {models[0]}; a second model's run at "
+                 f"K = {main.K} joins it (and the claims' table) once it is complete."))
 
 # %% [markdown]
-# ## The paper's claims: reproduced, contradicted or unresolved?
-#
-# The methods of a run see the same queries under the same presented orders, so they are compared *paired*, query
-# by query: for each claimed pair, the mean per-query difference with a paired bootstrap interval and a paired
-# sign-flip p-value, Holm-corrected over the pairs of one claim. A claim is **reproduced** when every pair is
-# resolved (adjusted p < 0.05) in the paper's direction, **contradicted** when some pair is resolved the other
-# way, and **unresolved** otherwise. Everything below is computed from the runs' `metrics.json`.
+# Beside the paper's own Table 1 (its $K = 25$, its three 3–7 B models, MovieLens-32M): the absolute values are
+# not comparable with ours, the orderings of the methods are.
 
-# %% tags=["hide-input"]
-verdict_runs = [r for r in table_runs if r.K == main.K]
-glue("verdicts", HTML(compendium.verdicts_html(verdict_runs)))
-claims = compendium.claims_table(verdict_runs)
-glue("claims_table", claims if claims is not None else HTML("<p>No run shown here has verdicts.</p>"))
-
-# %% tags=["hide-input"]
-pairs = compendium.pairwise_table(main)
-glue("pairwise", pairs if pairs is not None else HTML("<p>The main run has no paired comparisons.</p>"))
-
-# %% [markdown]
-# ### Beside the paper's Table 1
-#
-# The paper's values are at $K = 25$ with 3–7 B models on MovieLens-32M and Amazon Books; ours come from
-# a far smaller model and data set, so the absolute values are not comparable. What can be compared is
-# the *ordering* of the methods, below.
-
-# %% tags=["hide-input"]
-t1p = compendium.beside_paper(table_runs, paper, K=main.K)
-glue("table1_paper", t1p)
+# %% tags=["remove-input"]
+compendium.beside_paper(table_runs, paper, K=main.K)
 
 # %% [markdown]
 # ## Figure 1: top-5 exposure by input position
-#
-# For each $K$ of the sweep, the share of rows in which the candidate shown at input position $p$ reached
-# the top 5, one line per method with a 95% bootstrap band over queries; the dashed line is what a
-# position-blind reranker gets ($5/K$).
 
-# %% tags=["hide-input"]
-fig1 = compendium.figure_exposure(sweep)
-glue("figure1", fig1)
+# %% tags=["remove-input"] mystnb={"image": {"alt": "Line charts, one panel per list length K: the share of rows in which the candidate shown at each input position reaches the top 5, one line per method with a shaded 95% band, and a dashed position-blind line at 5/K.", "width": "100%"}}
+compendium.figure_exposure(sweep)
 
 # %% [markdown]
-# ## Figure 2: PPI and GPI across $K$
-#
-# One line per method at the list lengths where it was run, with 95% bootstrap intervals over queries.
+# **Figure 1.** Share of rows in which the candidate shown at input position $p$ (0-based) reaches the output
+# top 5, one line and marker per method with a 95% bootstrap band over queries, one panel per list length; the
+# dashed line is the position-blind value $5/K$. The paper's Figure 1 shows the same curves for Llama-3.2-3B on
+# MovieLens-32M.
 
-# %% tags=["hide-input"]
-fig2 = compendium.figure_k_sweep(sweep)
-glue("figure2", fig2)
-
-# %% [markdown]
-# ## Method orderings and their agreement
-#
-# Under each metric, the methods best first as *observed* (whether each step is resolved is the business of the
-# verdicts above); then Kendall's $\tau$ between every two of these orderings. The paper finds SGS >
-# bootstrapping > zero-shot > STELLA_LW on LOC, the same methods best first on PPI and GPI (lower values), while
-# HR@5 and the exposure deviation order the methods differently.
-
-# %% tags=["hide-input"]
-ords = compendium.orderings(main)
-glue("orderings", ords)
-
-# %% tags=["hide-input"]
-agree = compendium.ordering_agreement(main)
-glue("agreement", agree)
-
-# %% tags=["hide-input"]
-sentence = compendium.paper_ordering_sentence(main)
-glue("paper_ordering", HTML(f"<p>{compendium.html_escape(sentence)}</p>"))
-
-# %% tags=["hide-input"]
-summary = compendium.summary_sentence(main)
-glue("summary_sentence", HTML(f"<p>{compendium.html_escape(summary)}</p>"))
+# %% tags=["remove-input"]
+display(Markdown(section5.figure1_sentence(sweep)))
 
 # %% [markdown]
-# ## Scorer comparison: span vs choice
-#
-# The span scorer (the authors' template: mean log-probability of each candidate's own tokens) against
-# the choice scorer (the paper's wording: next-token log-probability of each candidate's label), on the
-# same data, model and $K$.
+# ## Figure 2: PPI and GPI across list lengths
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"] mystnb={"image": {"alt": "Two line charts against the list length K: PPI (left) and GPI (right), lower is better, one line and marker per method with 95% interval bars.", "width": "100%"}}
+compendium.figure_k_sweep(sweep)
+
+# %% [markdown]
+# **Figure 2.** PPI and GPI (lower is better) at each list length, one line and marker per method, with 95%
+# bootstrap intervals over queries; methods appear at the list lengths where they were run.
+
+# %% tags=["remove-input"]
+display(Markdown(section5.figure2_sentence(sweep)))
+
+# %% [markdown]
+# ## Every claimed pair, and the queries it would need
+#
+# The pairs of the main run's claims with their 95% paired bootstrap interval, and for an unresolved pair the
+# number of queries that would resolve its observed difference with 80% power (from the observed mean and
+# spread, by the normal approximation: a planning figure, not a promise).
+
+# %% tags=["remove-input"]
+pairs = compendium.pairwise_table(main)
+display(pairs if pairs is not None else Markdown("The main run has no paired comparisons."))
+display(Markdown(compendium.resolution_sentence(main)))
+
+# %% [markdown]
+# ## Do the metrics agree?
+#
+# Under each metric, the methods best first as observed (whether each step is resolved is the business of the
+# claims' table above); then Kendall's $\tau$ between every two of these orderings (1: the same ordering, −1:
+# reversed). The paper's finding is a block of agreement among PPI, GPI and LOC that need not extend to HR@5,
+# nDCG@5 or the exposure deviation.
+
+# %% tags=["remove-input"]
+display(compendium.orderings(main))
+display(compendium.ordering_agreement(main))
+display(Markdown(compendium.summary_sentence(main)))
+
+# %% [markdown]
+# ## Span vs choice scorer
+#
+# The span scorer (the authors' template: mean log-probability of each candidate's own tokens) against the
+# choice scorer (the paper's wording: next-token log-probability of each candidate's label), on the same data,
+# model, queries and $K$.
+
+# %% tags=["remove-input"]
 cmp = compendium.scorer_comparison(main_runs)
-if cmp is None:
-    cmp = HTML("<p>No pair of span and choice runs on the same data set, model and K in this grid.</p>")
-glue("scorer_comparison", cmp)
+display(cmp if cmp is not None else
+        Markdown("No pair of span and choice runs on the same data set, model and K in this grid."))
+choice = next((r for r in main_runs if r.scorer == "choice" and r.K == main.K), None)
+display(Markdown(section5.choice_sentence(choice, main)))
 
 # %% [markdown]
 # ## Cost per method
+#
+# Zero-shot needs one pass per presented order, bootstrapping three, SGS $K$ and STELLA_LW up to ten plus its
+# one-off calibration. The methods of a run share a pass cache, so the first pass of every method is computed
+# once and a run's distinct passes are fewer than the sum over methods.
 
-# %% tags=["hide-input"]
-cost = compendium.cost_table(main_runs)
-glue("cost", cost)
+# %% tags=["remove-input"]
+compendium.cost_table(main_runs)
+
+# %% [markdown]
+# ## Adding a run
+#
+# A run executed with the reranking notebook lands under `results/<grid>/<run>/` and gets its own page at the
+# next `make book`. Which part of this page it joins depends on its grid:
+#
+# - **A quick variant (the default grid).** `papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15 -p
+#   methods "[zero_shot, bootstrapping]"` reranks the default grid's 5 queries × M = 8 orders at $K = 15$: 160
+#   passes, a few minutes on one core. All four methods (no `-p methods`) need $5 \cdot 8 \cdot (1 + 3 + 15 + 10)$
+#   passes plus STELLA_LW's calibration, about a quarter of an hour. The run is published to
+#   `results/default/ml-100k-lightgcn-smollm2-135m-span-k15/`; while the evidence grid is shown it appears under
+#   *Other grids* below and on its own run page, not in Figures 1–2.
+# - **A run of the evidence grid** (it joins Figures 1–2 and the claims on $K$): give it the evidence grid's
+#   settings, `papermill notebooks/rerank.ipynb /tmp/ev-k20.ipynb -p grid evidence -p name smollm2-span-k20
+#   -p K 20 -p M 20 -p n_queries 40 -p sample_k 5 -p calibration_queries 30 -p calibration_repeats 2 -p methods
+#   "[zero_shot, bootstrapping]"`: 40 queries × 20 orders × (1 + 3) passes, of which the cache serves the
+#   bootstrapping's first pass, so about 2,400 distinct passes (the cost table above gives the seconds per pass
+#   measured at each $K$). To compute it in resumable shards instead, add the same entry to a grid file and run
+#   `invarirank grid FILE --only smollm2-span-k20 --shard-queries 5 --skip-results`. Then `make book`.
+#
+# Commit the published folder if the run should stay in the book; `invarirank grid FILE --dry-run` prices any
+# run before it starts.
 
 # %% [markdown]
 # ## Other grids
 #
-# Finished runs of other grids (the default grid once the evidence grid is shown, the evidence grid's finished
-# runs before that, the paper-scale grid once someone has run it on a GPU) are shown here with the same tables.
+# Finished runs of other grids (the default grid while the evidence grid is shown, the paper-scale grid once
+# someone has run it on a GPU) are shown here with the same tables. A grid of a handful of queries is a **smoke
+# run**: it checks that the pipeline works end to end, and cannot resolve any claim, for the reason its first
+# sentence gives.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 others = compendium.other_grids(runs, shown)
 if not others:
-    print("No finished runs of other grids.")
+    display(Markdown("No finished runs of other grids."))
 for name, group in others.items():
-    display(HTML(f"<h3>Grid {compendium.html_escape(name)}</h3>"))
-    display(compendium.table1(group, K=compendium.main_k(group)))
-    group_claims = compendium.claims_table([r for r in group if r.K == compendium.main_k(group)])
-    if group_claims is not None:
-        display(group_claims)
-    display(compendium.beside_paper(group, paper, K=compendium.main_k(group)))
-    for setting, sweep_group in compendium.setting_groups(group).items():
-        display(HTML(f"<h4>{compendium.html_escape(setting)}</h4>"))
-        display(compendium.figure_exposure(sweep_group))
-        display(compendium.figure_k_sweep(sweep_group))
-        sentence = compendium.paper_ordering_sentence(compendium.main_run(sweep_group))
-        display(HTML(f"<p>{compendium.html_escape(sentence)}</p>"))
+    k = compendium.main_k(group)
+    group_main = compendium.main_run(group)
+    display(Markdown(f"### Grid {name}"))
+    display(Markdown(compendium.resolution_sentence(group_main)))
+    display(compendium.table1(group, K=k))
+    display(section5.section5_table(group_main, compendium.sweep_runs(group, group_main),
+                                    [r for r in group if r.K == k], mark=False))

@@ -1,7 +1,9 @@
 """CI's book smoke build: the tiny grid (configs/grid-smoke.yaml) through the grid runner and Jupyter Book
 into a temporary folder, then checks of the HTML: the results page holds the table and the figures as
-images, headless Chromium shows rendered math (MathJax served from the book itself, so offline), and a
-screenshot of the results page is not blank.
+images, headless Chromium shows rendered math (MathJax served from the book itself, so offline), a
+screenshot of the results page is not blank, and every page passes the browser checks of
+tests/test_book_browser.py (local links and download buttons, images and their alt text, no placeholder,
+no table wider than the page, no raw math).
 
 Under ``CI=true`` or ``INVARIRANK_REQUIRE_ALL=1`` (``make test``) a missing Chromium (or missing offline MathJax)
 fails the test instead of skipping it.
@@ -46,11 +48,9 @@ work_dir: {work}
 
 
 def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
+    from tests.test_book_browser import chromium
+
+    return chromium()
 
 
 def _need(condition: bool, message: str) -> None:
@@ -123,7 +123,7 @@ def _content_images(html: Path, rel: str) -> list[Path]:
 
 def test_every_chapter_is_built(built_book: Path):
     for rel in ("book/intro.html", "book/protocol.html", "book/metrics.html", "book/first_stage.html",
-                "book/experiments.html", "book/generated/results.html", "notebooks/lab.html",
+                "book/generated/results.html", "notebooks/lab.html",
                 "book/paper_scale.html", "book/references.html", "book/generated/data/ml-100k.html"):
         _page(built_book, rel)
     runs = list((built_book / "book" / "generated" / "rerank").glob("*.html"))
@@ -135,11 +135,12 @@ def test_a_run_added_with_papermill_appears_in_the_results(built_book: Path):
     assert "0 computed" in log and "1 notebooks executed" in log, log[-2000:]
     assert "executing results.ipynb" in log
     results = _page(built_book, "book/generated/results.html")
-    assert "K = 10 (zero_shot, bootstrapping)" in results
+    assert "at K = 6, 8, 10:" in results           # Figure 2's sentence: the new K joins the sweep
 
 
 def test_results_page_holds_the_table_and_the_figures_as_images(built_book: Path):
-    for rel in ("book/generated/results.html", "book/experiments.html"):
+    assert not (built_book / "book" / "experiments.html").exists()     # one results page, not two
+    for rel in ("book/generated/results.html",):
         text = _page(built_book, rel)
         assert text.count("<table") >= 3, rel
         assert "HR@5" in text and "PPI" in text and "LOC" in text
@@ -147,7 +148,7 @@ def test_results_page_holds_the_table_and_the_figures_as_images(built_book: Path
         assert len(set(images)) >= 2, f"{rel}: expected Figure 1 and Figure 2 as images, found {images}"
         for img in images:
             assert img.is_file() and img.stat().st_size > 1000
-    exp = _page(built_book, "book/experiments.html")
+    exp = _page(built_book, "book/generated/results.html")
     # every table states model, dataset, K, M and the number of queries
     for needle in ("K = ", "M = ", "queries"):
         assert needle in exp
@@ -159,6 +160,13 @@ def test_no_error_output_in_any_page(built_book: Path):
         text = page.read_text(encoding="utf-8")
         assert "Traceback (most recent call last)" not in text, page
         assert 'class="output error' not in text, page
+        assert "IPython.core.display" not in text, page        # a glued object pasted as its repr
+
+
+def test_the_intro_states_the_headline_result(built_book: Path):
+    intro = _page(built_book, "book/intro.html")
+    assert re.search(r"<strong>\d+ of the \d+ claims</strong> of the paper", intro)
+    assert "cannot be tested with this data and these models" in intro
 
 
 def test_worked_answers_are_hidden_by_default(built_book: Path):
@@ -167,15 +175,45 @@ def test_worked_answers_are_hidden_by_default(built_book: Path):
     assert "tag_hide-cell" in lab
 
 
-def test_binder_buttons_open_committed_notebooks(built_book: Path):
-    """Launch links are plain links (no network at build time) to notebooks that exist in the repository:
-    executed pages point at the notebook they were executed from."""
-    for rel, target in (("notebooks/lab.html", "notebooks/lab.ipynb"),
-                        ("book/generated/results.html", "notebooks/results.ipynb"),
-                        ("book/generated/data/ml-100k.html", "notebooks/data.ipynb")):
-        links = re.findall(r'https://mybinder\.org/v2/gh/[^"]+', _page(built_book, rel))
-        assert links and all(link.endswith(f"urlpath=lab/tree/{target}") for link in links), (rel, links)
-        assert (ROOT / target).is_file()
+def test_no_launch_buttons_without_a_repository_url(built_book: Path):
+    """Built without INVARIRANK_REPOSITORY_URL: no Binder or repository link at all (never a placeholder); the
+    download buttons of executed pages give their executed notebook, which is in the build."""
+    for rel in ("notebooks/lab.html", "book/generated/results.html", "book/generated/data/ml-100k.html"):
+        text = _page(built_book, rel)
+        assert "mybinder.org" not in text and "PLACEHOLDER" not in text and "github.com/" not in text, rel
+        downloads = re.findall(r'href="([^"]+\.ipynb)"', text)
+        assert downloads, rel
+        for href in downloads:
+            assert (built_book / rel).parent.joinpath(href).resolve().is_file(), (rel, href)
+
+
+def test_the_lab_page_offers_the_students_notebook(built_book: Path):
+    import json
+
+    lab = _page(built_book, "notebooks/lab.html")
+    assert 'href="../_static/lab-student.ipynb"' in lab
+    student = json.loads((built_book / "_static" / "lab-student.ipynb").read_text(encoding="utf-8"))
+    assert "Worked answer" not in json.dumps(student) and "Worked answer" in lab
+
+
+def test_no_page_shows_a_machine_path_or_a_file_readers_do_not_have(built_book: Path):
+    for page in built_book.rglob("*.html"):
+        if "_static" in page.parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        assert "PROTOCOL.md" not in text and "PROTOCOL §" not in text, page
+        assert str(built_book.parents[1]) not in text, page        # the build folder, e.g. results_dir=/tmp/...
+
+
+def test_every_page_passes_the_browser_checks(built_book: Path):
+    from tests.test_book_browser import check_site, chromium
+
+    browser = chromium()
+    _need(browser is not None, "chromium is not installed")
+    report = check_site(built_book, browser)
+    checked = int(report.pop("")[0])
+    assert checked >= 10
+    assert not report, "\n".join(f"{page}: {p}" for page, problems in report.items() for p in problems)
 
 
 def test_mathjax_is_served_from_the_book(built_book: Path):
@@ -185,14 +223,20 @@ def test_mathjax_is_served_from_the_book(built_book: Path):
     assert (built_book / "_static" / "mathjax" / "tex-chtml.js").is_file()
 
 
-def test_chromium_shows_rendered_math(built_book: Path):
+def _flags(tmp_path: Path) -> list[str]:
+    """The browser checks' flags (tests/test_book_browser.py) with a fresh profile folder."""
+    from tests.test_book_browser import CHROMIUM_FLAGS
+
+    return [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"]
+
+
+def test_chromium_shows_rendered_math(built_book: Path, tmp_path: Path):
     chromium = _chromium()
     _need(chromium is not None, "chromium is not installed")
     for rel in ("book/metrics.html", "book/intro.html"):
         url = (built_book / rel).as_uri()
-        proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                               "--disable-background-networking", "--virtual-time-budget=15000", "--dump-dom", url],
-                              capture_output=True, text=True, timeout=180)
+        proc = subprocess.run([chromium, *_flags(tmp_path), "--dump-dom", url], capture_output=True, text=True,
+                              timeout=180)
         assert proc.returncode == 0, proc.stderr[-2000:]
         dom = proc.stdout
         assert dom.count("<mjx-container") >= 3, f"{rel}: MathJax did not render"
@@ -208,9 +252,9 @@ def test_screenshot_of_results_page_is_not_blank(built_book: Path, tmp_path: Pat
     _need(chromium is not None, "chromium is not installed")
     shot = tmp_path / "results.png"
     url = (built_book / "book" / "generated" / "results.html").as_uri()
-    proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                           "--hide-scrollbars", "--window-size=1280,2400", "--virtual-time-budget=15000",
-                           f"--screenshot={shot}", url], capture_output=True, text=True, timeout=180)
+    flags = [f for f in _flags(tmp_path) if not f.startswith("--window-size")]
+    proc = subprocess.run([chromium, *flags, "--window-size=1280,2400", f"--screenshot={shot}", url],
+                          capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
     import numpy as np
     from PIL import Image

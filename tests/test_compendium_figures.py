@@ -35,8 +35,9 @@ def test_k_sweep_lines_plot_the_metrics_of_metrics_json(simulated_run):
     # here straight from the file's dictionary (not through the compendium's metrics frame)
     fig = C.figure_k_sweep([simulated_run])
     for ax, metric in zip(fig.axes, ("ppi", "gpi")):
-        lines = {c.get_label(): c.lines[0] for c in ax.containers}          # an errorbar container each
-        assert len(lines) == len(simulated_run.methods)
+        lines = {line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")}
+        assert len(lines) == len(simulated_run.methods)                     # a seaborn line each
+        assert len(ax.containers) == len(simulated_run.methods)             # and its interval bars
         for method in simulated_run.methods:
             expected = simulated_run.metrics["methods"][method]["overall"][metric]
             line = lines[C.METHOD_LABELS[method]]
@@ -47,7 +48,7 @@ def test_k_sweep_lines_plot_the_metrics_of_metrics_json(simulated_run):
 def test_exposure_figure_plots_the_bands(simulated_run):
     bands = C.exposure_bands(simulated_run, n_bootstrap=30, seed=1)
     ax = C.figure_exposure([simulated_run], n_bootstrap=30, seed=1).axes[0]
-    lines = {line.get_label(): line for line in ax.get_lines()}
+    lines = {line.get_label(): line for line in ax.get_lines() if len(line.get_ydata())}   # not legend proxies
     for method in simulated_run.methods:
         b = bands[bands.method == method]
         assert list(lines[C.METHOD_LABELS[method]].get_ydata()) == pytest.approx(b.exposure.tolist())
@@ -62,8 +63,29 @@ def test_k_sweep_gives_each_setting_its_own_line_style(simulated_run):
     fig = C.figure_k_sweep([simulated_run, other], metrics=("ppi",))
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "zero-shot (simulated scorer)" in texts and "zero-shot (choice scorer)" in texts
-    styles = {c.lines[0].get_linestyle() for c in fig.axes[0].containers}
+    styles = {line.get_linestyle() for line in fig.axes[0].get_lines() if not line.get_label().startswith("_")}
     assert len(styles) == 2
+
+
+def test_methods_get_colour_blind_safe_colours_and_distinct_markers(simulated_run):
+    import seaborn as sns
+
+    colors, markers = C.method_colors(), C.figures.method_markers()
+    assert len(set(map(tuple, colors.values()))) == len(colors) == len(set(markers.values()))
+    assert all(tuple(c) in {tuple(x) for x in sns.color_palette("colorblind", 10)} for c in colors.values())
+    ax = C.figure_exposure([simulated_run], n_bootstrap=20).axes[0]
+    drawn = {line.get_label(): line.get_marker() for line in ax.get_lines()}
+    for method in simulated_run.methods:
+        assert drawn[C.METHOD_LABELS[method]] == markers[method]
+
+
+def test_figures_fit_the_page_and_slides_are_single_panels(simulated_run):
+    from invarirank.compendium.figures import PAGE_WIDTH, slide_figure
+
+    for fig in (C.figure_exposure([simulated_run] * 3, n_bootstrap=10), C.figure_k_sweep([simulated_run])):
+        assert fig.get_size_inches()[0] <= PAGE_WIDTH + 1e-9
+    slide = slide_figure(simulated_run, n_bootstrap=10)
+    assert len(slide.axes) == 1 and slide.get_size_inches()[0] / slide.get_size_inches()[1] == pytest.approx(16 / 9)
 
 
 def test_report_writes_both_figures_with_the_figure_module(simulated_run, tmp_path):

@@ -59,7 +59,7 @@ def test_paper_ordering_sentence(simulated_run):
     good = _with_values(good, "gpi", {"sgs": 0.05, "bootstrapping": 0.08, "zero_shot": 0.1, "stella": 0.3})
     text = C.paper_ordering_sentence(good)
     assert "shows the paper's ordering on all three consistency measures" in text
-    assert "SGS > bootstrapping > zero-shot > STELLA_LW" in text and "overlap" not in text
+    assert "SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW" in text and "overlap" not in text
     bad = _with_values(good, "gpi", {"sgs": 0.3, "bootstrapping": 0.08, "zero_shot": 0.1, "stella": 0.05})
     assert "on 2 of the three consistency measures" in C.paper_ordering_sentence(bad)
     worse = _with_values(bad, "loc", {"sgs": 0.1, "bootstrapping": 0.7, "zero_shot": 0.6, "stella": 0.8})

@@ -51,7 +51,7 @@ def test_five_queries_cannot_resolve_and_the_page_says_why(simulated_run):
 
 def test_verdict_sentences_follow_the_pairs(simulated_run):
     sentence = C.verdict_sentence(C.run_claims(simulated_run)["loc_order"])
-    assert sentence.startswith("LOC: SGS > bootstrapping > zero-shot > STELLA_LW — unresolved: 0 of 3 pairs")
+    assert sentence.startswith("LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW — unresolved: 0 of 3 pairs")
     good = C.run_claims(_resolve(simulated_run, "loc_order", "as claimed"))["loc_order"]
     assert "— reproduced: 3 of 3 pairs resolved in the paper's direction (SGS vs bootstrapping" in C.verdict_sentence(
         good)
@@ -81,7 +81,7 @@ def test_claim_tables_hold_the_stored_verdicts_and_pairs(simulated_run):
     pairs = C.pairwise_table(simulated_run, styled=False)
     assert len(pairs) == sum(len(v["pairs"]) for v in claims.values())
     first = claims["loc_order"]["pairs"][0]
-    row = pairs.loc[("LOC: SGS > bootstrapping > zero-shot > STELLA_LW", "SGS vs bootstrapping")]
+    row = pairs.loc[("LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW", "SGS vs bootstrapping")]
     assert row["difference [95% CI]"].startswith(f"{first['mean_diff']:+.3f} [")
     assert row["Holm p"] == f"{first['p_holm']:.3g}" and row["state"] == "○ unresolved"
     assert row["queries for 80% power"] == f"{max(first['queries_80'], 7):,}"    # never below what 3 pairs need

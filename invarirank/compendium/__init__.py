@@ -17,9 +17,11 @@ Modules, in the order they build on each other:
 - :mod:`.setup_tables` — what the runs used and cost; the data set and first stage;
 - :mod:`.orderings` — methods best first per metric, and the agreement between two metrics' orderings;
 - :mod:`.claim_tables` — the verdict of each claim per run, and one run's claimed pairs with their comparisons;
+- :mod:`.section5` — every claim of the paper's §5 on our runs (reproduced / contradicted / unresolved / not
+  testable here), the headline, and the sentences that interpret Figures 1 and 2 and the choice scorer;
 - :mod:`.prose` — generated sentences (does a run show the paper's ordering? which grid is shown?);
 - :mod:`.figures` — exposure by position (Figure 1), metrics against K (Figure 2), training loss;
-- :mod:`.lab` — the teaching lab's precomputed sweep (table and figure).
+- :mod:`.lab` — the teaching lab's precomputed sweep (tables, figure, slide panels) and its students' notebook.
 
 Conventions: methods in the paper's order (zero-shot, bootstrapping, STELLA_LW, SGS); "better" is higher for
 HR@k, nDCG@k and LOC, lower for PPI, GPI and the exposure deviation (an ordering lists methods best first);
@@ -38,9 +40,10 @@ from .claim_tables import claims_table, pairwise_table
 from .prose import paper_ordering_sentence, shown_grid_sentence, summary_sentence
 from .select import (collect_runs, committed_queries, grid_to_show, load_run, main_k, main_run, other_grids,
                      setting_groups, sweep_runs)
-from .setup_tables import cost_table, coverage_table, data_stats_table, scale_table
+from .setup_tables import cost_table, coverage_table, data_stats_table, run_settings_table, scale_table
 from .tables import beside_paper, format_ci, metrics_frame, paper_table, run_table, scorer_comparison, table1
-from .verdicts import claim_marks, resolution_sentence, run_claims, verdict_sentence, verdicts_html
+from .verdicts import claim_marks, resolution_sentence, run_claims, smallest_p, verdict_sentence, verdicts_html
+from . import section5
 
 __all__ = [
     "METHODS", "METHOD_LABELS", "METRIC_LABELS", "HIGHER_IS_BETTER", "PAPER_LOC_ORDER", "TABLE1_METRICS",
@@ -50,5 +53,6 @@ __all__ = [
     "ordering_agreement", "paper_ordering_sentence", "summary_sentence", "scorer_comparison", "cost_table",
     "scale_table", "data_stats_table", "coverage_table", "figure_training_loss", "model_label", "dataset_label",
     "html_escape", "key", "grid_to_show", "committed_queries", "shown_grid_sentence", "run_claims", "claim_marks",
-    "verdict_sentence", "resolution_sentence", "verdicts_html", "claims_table", "pairwise_table",
+    "verdict_sentence", "resolution_sentence", "verdicts_html", "claims_table", "pairwise_table", "smallest_p",
+    "run_settings_table", "section5",
 ]

@@ -5,8 +5,11 @@ Every interval drawn is a 95% percentile bootstrap interval over queries: the me
 ``metrics.json``; the exposure bands are computed from the observations by
 :func:`invarirank.evaluation.exposure.exposure_band` (seeded, so a re-execution draws the same band). Positions are
 0-based presented positions. Methods keep one colour each across all figures (:func:`method_colors`), in the
-paper's order. The intervals are precomputed, so the lines are drawn with matplotlib's ``fill_between`` /
-``errorbar`` rather than seaborn's plotting functions, which would estimate intervals of their own.
+paper's order. The lines are drawn with seaborn (``lineplot`` with ``errorbar=None``: the intervals are
+precomputed and passed in, drawn with ``fill_between`` / ``errorbar``, never estimated by seaborn) in seaborn's
+colour-blind-safe palette, with a distinct marker per method, so the methods stay apart in grey print too. Figures
+are sized for the book's page width (about 7.5 inches at 150 dpi, 9-point text); :func:`slide_figure` draws one
+panel alone, for slides.
 """
 
 from __future__ import annotations
@@ -24,19 +27,32 @@ from ..store import Run
 from .labels import HIGHER_IS_BETTER, METHODS, dataset_label, method_label, metric_label, model_label
 from .tables import metrics_frame
 
-__all__ = ["method_colors", "exposure_bands", "figure_exposure", "figure_k_sweep", "figure_training_loss",
-           "save_png"]
+__all__ = ["method_colors", "method_markers", "exposure_bands", "figure_exposure", "figure_k_sweep",
+           "slide_figure", "figure_training_loss", "save_png"]
 
 #: panels per row before a figure wraps to the next row
 _MAX_COLUMNS = 3
+#: the page width the figures are drawn for (inches) and their resolution
+PAGE_WIDTH = 7.5
+DPI = 150
+#: one marker per method, in the paper's order (zero-shot, bootstrapping, STELLA_LW, SGS)
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+_RC = {"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "xtick.labelsize": 8.5, "ytick.labelsize": 8.5,
+       "legend.fontsize": 8.5}
 
 
 def method_colors() -> dict[str, Any]:
-    """One colour per registered method (the current matplotlib colour cycle, in the paper's order)."""
-    import matplotlib.pyplot as plt
+    """One colour per registered method, in the paper's order, from seaborn's colour-blind-safe palette."""
+    import seaborn as sns
 
-    cycle = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0", "C1", "C2", "C3"])
-    return {m: cycle[i % len(cycle)] for i, m in enumerate(METHODS)}
+    palette = sns.color_palette("colorblind", n_colors=10)
+    picked = [palette[i] for i in (0, 1, 2, 4, 3, 5, 6, 8, 9)]   # blue, orange, green, pink: apart in every kind
+    return {m: picked[i % len(picked)] for i, m in enumerate(METHODS)}
+
+
+def method_markers() -> dict[str, str]:
+    """One marker per registered method, in the paper's order (circle, square, triangle, diamond, ...)."""
+    return {m: _MARKERS[i % len(_MARKERS)] for i, m in enumerate(METHODS)}
 
 
 def exposure_bands(run: Run, k: int = 5, n_bootstrap: int = 1000, seed: int = 0,
@@ -58,12 +74,15 @@ def exposure_bands(run: Run, k: int = 5, n_bootstrap: int = 1000, seed: int = 0,
 
 
 def _panels(n: int, width: float, height: float, **kw: Any) -> tuple[Any, list[Any]]:
-    """A figure of ``n`` panels, at most :data:`_MAX_COLUMNS` per row (unused ones hidden)."""
+    """A figure of ``n`` panels, at most :data:`_MAX_COLUMNS` per row (unused ones hidden), ``width`` inches per
+    panel but never wider than :data:`PAGE_WIDTH` in all."""
     import matplotlib.pyplot as plt
 
     cols = min(n, _MAX_COLUMNS)
     rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, **kw)
+    total = min(width * cols, PAGE_WIDTH)
+    with plt.rc_context(_RC):
+        fig, axes = plt.subplots(rows, cols, figsize=(total, height * rows), squeeze=False, dpi=DPI, **kw)
     flat = list(axes.flat)
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -79,12 +98,26 @@ def _finish(fig: Any, axes: Sequence[Any], title: str) -> Any:
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(len(handles), 6), fontsize=9,
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    # the methods first, in their order; reference lines (the position-blind expectation) last
+    handles = dict(sorted(handles.items(), key=lambda kv: kv[0].startswith("position-blind")))
+    ncol = min(len(handles), 5)
+    rows = -(-len(handles) // max(ncol, 1))
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=_RC["legend.fontsize"],
                frameon=False)
-    fig.suptitle(title, fontsize=11)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.suptitle(title, fontsize=10)
+    height = fig.get_size_inches()[1]
+    fig.tight_layout(rect=(0, min(0.3 * rows / height, 0.4), 1, 1))
     plt.close(fig)
     return fig
+
+
+def _style_axes(ax: Any) -> None:
+    for item in [ax.title, ax.xaxis.label, ax.yaxis.label]:
+        item.set_fontsize(_RC["axes.labelsize"])
+    ax.tick_params(labelsize=_RC["xtick.labelsize"])
+    ax.grid(alpha=0.3)
 
 
 def _setting(run: Run) -> tuple[str, str, str]:
@@ -111,26 +144,50 @@ def figure_exposure(runs: Sequence[Run], k: int = 5, n_bootstrap: int = 1000, se
         raise InvariRankError("figure_exposure: no runs")
     runs = [r for r in runs if r.K > k] or runs
     one_setting = len({_setting(r) for r in runs}) == 1
-    colors = method_colors()
-    fig, axes = _panels(len(runs), 6.0 if len(runs) == 1 else 4.8, 4.0, sharey=True)
+    fig, axes = _panels(len(runs), 5.0 if len(runs) == 1 else PAGE_WIDTH / min(len(runs), _MAX_COLUMNS), 3.0,
+                        sharey=True)
     for ax, run in zip(axes, runs):
         bands = exposure_bands(run, k=k, n_bootstrap=n_bootstrap, seed=seed)
-        for method in run.methods:
-            b = bands[bands.method == method]
-            ax.plot(b.position, b.exposure, marker="o", ms=3, lw=1.5, color=colors.get(method),
-                    label=method_label(method))
-            ax.fill_between(b.position, b.low, b.high, color=colors.get(method), alpha=0.15, lw=0)
-        expected = bands[bands.method == run.methods[0]]
-        ax.plot(expected.position, expected.expected, ls="--", color="0.3", lw=1, label=f"position-blind ({k}/K)")
+        _draw_exposure(ax, run, bands, k)
         panel = f"K = {run.K} (M = {run.M}, {run.n_queries} queries)"
-        ax.set_title(panel if one_setting else f"{_setting_text(run)}\n{panel}", fontsize=10)
-        ax.set_xlabel("input position p (0-based)")
-        ax.set_ylim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
+        ax.set_title(panel if one_setting else f"{_setting_text(run)}\n{panel}")
+        _style_axes(ax)
     for ax in axes[::_MAX_COLUMNS]:
         ax.set_ylabel(f"top-{k} exposure $E_{k}(p)$")
     setting = f": {_setting_text(runs[0])}" if one_setting else ""
     return _finish(fig, axes, f"Top-{k} exposure by input position{setting}")
+
+
+def _draw_exposure(ax: Any, run: Run, bands: pd.DataFrame, k: int) -> None:
+    """One panel of Figure 1: a seaborn line and marker per method, its precomputed band, the expectation."""
+    import seaborn as sns
+
+    colors, markers = method_colors(), method_markers()
+    for method in run.methods:
+        b = bands[bands.method == method]
+        sns.lineplot(x=b.position.to_numpy(), y=b.exposure.to_numpy(), color=colors[method], marker=markers[method],
+                     markersize=5, linewidth=1.4, label=method_label(method), errorbar=None, ax=ax)
+        ax.fill_between(b.position, b.low, b.high, color=colors[method], alpha=0.15, lw=0)
+    expected = bands[bands.method == run.methods[0]]
+    ax.plot(expected.position, expected.expected, ls="--", color="0.3", lw=1, label=f"position-blind ({k}/K)")
+    ax.set_xlabel("input position p (0-based)")
+    ax.set_ylim(-0.02, 1.02)
+
+
+def slide_figure(run: Run, k: int = 5, n_bootstrap: int = 1000, seed: int = 0):
+    """One run's top-k exposure by input position as a single panel for a slide (16:9, 14-point text)."""
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context({key: 14 for key in _RC}):
+        fig, ax = plt.subplots(figsize=(8, 4.5), dpi=DPI)
+        _draw_exposure(ax, run, exposure_bands(run, k=k, n_bootstrap=n_bootstrap, seed=seed), k)
+        ax.set_ylabel(f"top-{k} exposure")
+        ax.set_title(f"K = {run.K}, M = {run.M}, {run.n_queries} queries")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", frameon=False)
+        fig.tight_layout()
+    plt.close(fig)
+    return fig
 
 
 def figure_k_sweep(runs: Sequence[Run], metrics: Sequence[str] = ("ppi", "gpi")):
@@ -142,8 +199,10 @@ def figure_k_sweep(runs: Sequence[Run], metrics: Sequence[str] = ("ppi", "gpi"))
     frame = metrics_frame(runs, metrics)
     settings = list(dict.fromkeys(_setting(r) for r in runs))
     by_setting = {s: [r.name for r in runs if _setting(r) == s] for s in settings}
-    colors = method_colors()
-    fig, axes = _panels(len(metrics), 5.2, 4.0)
+    import seaborn as sns
+
+    colors, markers = method_colors(), method_markers()
+    fig, axes = _panels(len(metrics), 3.75, 3.0)
     for ax, metric in zip(axes, metrics):
         sub = frame[frame.metric == metric]
         span = max(float(sub.K.max() - sub.K.min()), 1.0)
@@ -156,13 +215,15 @@ def figure_k_sweep(runs: Sequence[Run], metrics: Sequence[str] = ("ppi", "gpi"))
                 dodge = (METHODS.index(method) - 1.5 + 4 * si) * 0.012 * span
                 label = method_label(method) if len(settings) == 1 else \
                     f"{method_label(method)} ({_differing(setting, settings)})"
-                ax.errorbar(s.K + dodge, s.value, yerr=yerr, marker="o", ms=4, capsize=3, lw=1.5,
-                            ls=("-", "--", ":", "-.")[si % 4], color=colors.get(method), label=label)
+                sns.lineplot(x=s.K + dodge, y=s.value, marker=markers[method], markersize=6, linewidth=1.4,
+                             linestyle=("-", "--", ":", "-.")[si % 4], color=colors[method], label=label,
+                             errorbar=None, ax=ax)
+                ax.errorbar(s.K + dodge, s.value, yerr=yerr, fmt="none", capsize=3, lw=1.2, color=colors[method])
         ax.set_xlabel("list length K")
         lower = not HIGHER_IS_BETTER.get(metric, True)
         ax.set_ylabel(metric_label(metric) + (" (lower is better)" if lower else ""))
         ax.set_xticks(sorted(sub.K.unique()))
-        ax.grid(alpha=0.3)
+        _style_axes(ax)
     r0 = runs[0]
     setting = f"{_setting_text(r0)}, " if len(settings) == 1 else ""
     names = [metric_label(m) for m in metrics]

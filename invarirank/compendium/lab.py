@@ -17,13 +17,14 @@ import pandas as pd
 from ..evaluation.comparisons import ALPHA, comparison
 from ..store import Run
 
-from .figures import method_colors
+from .figures import DPI, method_colors, method_markers
 from .labels import METHODS, RUN_METRICS, method_label, metric_label
 from .select import collect_runs
 from .tables import metrics_frame
-from .verdicts import fewest_queries
+from .verdicts import fewest_queries, queries_needed
 
-__all__ = ["sweep_frame", "figure_sweep", "planned_queries", "resolution_table"]
+__all__ = ["sweep_frame", "sweep_settings", "figure_sweep", "slide_panel", "planned_queries", "resolution_table",
+           "inversion_table", "student_notebook"]
 
 
 def sweep_frame(results_dir: str | Path, grid: str = "lab", metrics: Sequence[str] = RUN_METRICS) -> pd.DataFrame:
@@ -43,41 +44,91 @@ def sweep_frame(results_dir: str | Path, grid: str = "lab", metrics: Sequence[st
                                                            ignore_index=True)
 
 
+def sweep_settings(results_dir: str | Path, grid: str = "lab") -> dict[str, float]:
+    """The simulated scorer's noise σ (``noise_sd``) and relevance bonus r (``relevance``) of the sweep's runs, read
+    from the scorer identity in their manifests (one value each when the runs agree; an error otherwise)."""
+    from ..errors import InvariRankError
+
+    runs = collect_runs(results_dir, grids=[grid], exclude=())
+    if not runs:
+        raise InvariRankError(f"lab sweep: no finished runs under {results_dir}/{grid}")
+    out: dict[str, float] = {}
+    for key in ("noise_sd", "relevance"):
+        values = {float((r.manifest.get("model") or {}).get(key, -1.0)) for r in runs}
+        if len(values) != 1 or -1.0 in values:
+            raise InvariRankError(f"lab sweep under {results_dir}/{grid}: runs differ in {key} ({sorted(values)})")
+        out[key] = values.pop()
+    return out
+
+
 def figure_sweep(frame: pd.DataFrame, metrics: Sequence[str] = ("ppi", "gpi", "loc", "hr@5", "exposure_mad@5"),
                  shapes: Sequence[str] | None = None):
-    """One row of panels per bias shape, one column per metric: the metric against the bias strength,
-    one line per method with its 95% interval as a band."""
+    """One column of panels per bias shape, one row per metric: the metric against the bias strength, one line
+    and marker per method with its 95% interval as a band; sized for the page width (a slide takes
+    :func:`slide_panel`)."""
     import matplotlib.pyplot as plt
 
+    from .figures import PAGE_WIDTH
+
     shapes = list(shapes or dict.fromkeys(frame["shape"]))
-    colors = method_colors()
-    fig, axes = plt.subplots(len(shapes), len(metrics), figsize=(3.3 * len(metrics), 2.7 * len(shapes)),
-                             squeeze=False, sharex=True)
-    for i, shape in enumerate(shapes):
-        for j, metric in enumerate(metrics):
+    colors, markers = method_colors(), method_markers()
+    with plt.rc_context({"font.size": 8.5}):
+        fig, axes = plt.subplots(len(metrics), len(shapes), figsize=(PAGE_WIDTH, 1.75 * len(metrics) + 0.9),
+                                 squeeze=False, sharex=True, dpi=DPI)
+    for i, metric in enumerate(metrics):
+        for j, shape in enumerate(shapes):
             ax = axes[i][j]
             sub = frame[(frame["shape"] == shape) & (frame.metric == metric)]
             for method in METHODS:
                 s = sub[sub.method == method].sort_values("strength")
                 if s.empty:
                     continue
-                ax.plot(s.strength, s.value, marker="o", ms=3, color=colors[method], label=method_label(method))
+                ax.plot(s.strength, s.value, marker=markers[method], ms=4, color=colors[method],
+                        label=method_label(method))
                 ax.fill_between(s.strength, s.low, s.high, color=colors[method], alpha=0.15, lw=0)
             if i == 0:
-                ax.set_title(metric_label(metric), fontsize=10)
+                ax.set_title(f"{shape} bias", fontsize=9.5)
             if j == 0:
-                ax.set_ylabel(f"{shape} bias", fontsize=10)
-            if i == len(shapes) - 1:
-                ax.set_xlabel("bias strength (utility s.d.)")
+                ax.set_ylabel(metric_label(metric), fontsize=9)
+            if i == len(metrics) - 1:
+                ax.set_xlabel("bias strength (utility s.d.)", fontsize=9)
+            ax.tick_params(labelsize=8)
             ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8.5, frameon=False)
     k = sorted(set(frame.K)) if "K" in frame else []
     m = sorted(set(frame.M)) if "M" in frame else []
     q = sorted(set(frame.queries)) if "queries" in frame else []
     fig.suptitle(f"Simulated scorer: metrics against position-bias strength (K = {'/'.join(map(str, k))}, "
-                 f"M = {'/'.join(map(str, m))}, {'/'.join(map(str, q))} queries per point)", fontsize=11)
-    fig.tight_layout()
+                 f"M = {'/'.join(map(str, m))}, {'/'.join(map(str, q))} queries per point)", fontsize=9.5)
+    fig.tight_layout(rect=(0, 0.35 / fig.get_size_inches()[1], 1, 1))
     plt.close(fig)   # shown once: by the cell's value, not again by the inline backend
+    return fig
+
+
+def slide_panel(frame: pd.DataFrame, metric: str = "ppi", shape: str = "primacy"):
+    """One metric against the bias strength for one bias shape, alone on a 16:9 figure with 14-point text: a
+    slide of the lab (one line and marker per method, its 95% interval as a band)."""
+    import matplotlib.pyplot as plt
+
+    colors, markers = method_colors(), method_markers()
+    sub = frame[(frame["shape"] == shape) & (frame.metric == metric)]
+    with plt.rc_context({"font.size": 14}):
+        fig, ax = plt.subplots(figsize=(8, 4.5), dpi=DPI)
+        for method in METHODS:
+            s = sub[sub.method == method].sort_values("strength")
+            if s.empty:
+                continue
+            ax.plot(s.strength, s.value, marker=markers[method], ms=7, lw=2, color=colors[method],
+                    label=method_label(method))
+            ax.fill_between(s.strength, s.low, s.high, color=colors[method], alpha=0.15, lw=0)
+        ax.set_xlabel("bias strength (utility s.d.)")
+        ax.set_ylabel(metric_label(metric))
+        ax.set_title(f"Simulated {shape} bias: {metric_label(metric)}")
+        ax.grid(alpha=0.3)
+        ax.legend(frameon=True, framealpha=0.85, fontsize=12)
+        fig.tight_layout()
+    plt.close(fig)
     return fig
 
 
@@ -93,16 +144,67 @@ def planned_queries(run: Run, metric: str, better: str, worse: str, cap: int = 2
 def resolution_table(runs: Mapping[float, Mapping[str, Run]], metric: str, better: str, worse: str) -> pd.DataFrame:
     """Observed versus resolved: for each bias strength and each labelled run of it, the paired comparison of
     ``better`` - ``worse`` on ``metric`` (one pair, so no Holm correction): queries, mean difference [95% paired
-    bootstrap interval], sign-flip p, resolved (p < 0.05) and the queries that would resolve it with 80% power."""
+    bootstrap interval], sign-flip p with whether it resolves the pair (p < 0.05), and the queries that would resolve it
+    with 80% power (never fewer than the exact test needs at all)."""
     records = []
     for strength, labelled in runs.items():
         for label, run in labelled.items():
             rec = comparison(run.metrics["comparisons"], metric, better, worse)
             ci = rec.get("ci")
+            need = queries_needed(rec, 1) if rec["p"] >= ALPHA else None
             records.append({
                 "bias strength": strength, "run": label, "queries": rec["n"],
                 f"{method_label(better)} − {method_label(worse)}": f"{rec['mean_diff']:+.3f}"
                 + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""),
-                "p": round(rec["p"], 4), f"resolved (p < {ALPHA})": rec["p"] < ALPHA,
-                "queries for 80% power": rec["queries_80"]})
+                "p": f"{rec['p']:.4f} ({'resolved' if rec['p'] < ALPHA else 'not resolved'})",
+                "queries for 80% power": "–" if need is None else f"{need:,}"})
     return pd.DataFrame.from_records(records).set_index(["bias strength", "run"])
+
+
+def inversion_table(frame: pd.DataFrame, shape: str = "primacy") -> pd.DataFrame:
+    """At every bias strength of ``shape``: bootstrapping's and SGS's PPI, GPI and LOC, each cell naming which of the
+    two is better (lower PPI and GPI, higher LOC). The paper and our real runs find SGS better on all three."""
+    records = []
+    sub = frame[frame["shape"] == shape]
+    for strength in sorted(set(sub.strength)):
+        row: dict[str, object] = {"bias strength": strength}
+        for metric, higher in (("ppi", False), ("gpi", False), ("loc", True)):
+            vals = {m: sub[(sub.strength == strength) & (sub.metric == metric) & (sub.method == m)].value
+                    for m in ("bootstrapping", "sgs")}
+            if any(v.empty for v in vals.values()):
+                continue
+            b, g = float(vals["bootstrapping"].iloc[0]), float(vals["sgs"].iloc[0])
+            better = (b > g) if higher else (b < g)
+            row[f"{metric_label(metric)}: bootstrapping / SGS"] = \
+                f"{b:.3f} / {g:.3f} ({method_label('bootstrapping' if better else 'sgs')} better)"
+        records.append(row)
+    return pd.DataFrame.from_records(records).set_index("bias strength")
+
+
+def student_notebook(nb: dict) -> dict:
+    """The lab notebook for students: a copy of ``nb`` (nbformat JSON) without the worked answers — every
+    ``{admonition} Worked answer`` block of a markdown cell and every code cell tagged ``hide-cell`` (the cells
+    that compute the answers) are removed, outputs cleared, and a note heads the notebook."""
+    import copy
+    import re
+
+    out = copy.deepcopy(nb)
+    cells = []
+    block = re.compile(r"```\{admonition\} Worked answer.*?\n```[ \t]*\n?", re.S)
+    for cell in out.get("cells", []):
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.get("cell_type") == "code" and "hide-cell" in tags:
+            continue
+        if cell.get("cell_type") == "markdown":
+            text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            text = block.sub("*Your answer:*\n", text)
+            cell["source"] = text.replace("Each exercise has a worked answer, hidden until you open it.",
+                                          "Write your answers below each exercise.")
+        if cell.get("cell_type") == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+        cells.append(cell)
+    note = {"cell_type": "markdown", "id": "student-note", "metadata": {},
+            "source": "*Student version of the teaching lab: the worked answers are removed (the book's lab page "
+                      "has them).*"}
+    out["cells"] = [note] + cells
+    return out

@@ -28,14 +28,14 @@ def ordering(run: Run, metric: str) -> list[str]:
 
 
 def orderings(run: Run, metrics: Sequence[str] = ORDERING_METRICS, digits: int = 3, styled: bool = True) -> Any:
-    """Per metric, the run's methods best first with their values (``SGS 0.81 > bootstrapping 0.74 ...``)."""
+    """Per metric, the run's methods best first with their values (``SGS (0.81) ≻ bootstrapping (0.74) ≻ ...``)."""
     rows = {}
     for metric in metrics:
         order = ordering(run, metric)
         vals = {m: run.metrics["methods"][m]["overall"].get(metric) for m in order}
         rows[metric_label(metric)] = {
             "better": "higher" if HIGHER_IS_BETTER.get(metric, True) else "lower",
-            "ordering (best first)": " > ".join(f"{method_label(m)} ({vals[m]:.{digits}f})" for m in order)}
+            "ordering (best first)": " ≻ ".join(f"{method_label(m)} ({vals[m]:.{digits}f})" for m in order)}
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "metric"
     return with_caption(df, f"Method orderings, {run_setting(run)}.") if styled else df

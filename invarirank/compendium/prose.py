@@ -14,7 +14,7 @@ __all__ = ["paper_ordering_sentence", "summary_sentence", "shown_grid_sentence"]
 
 
 def paper_ordering_sentence(run: Run) -> str:
-    """A computed sentence: does this run show the paper's ordering SGS > bootstrapping > zero-shot >
+    """A computed sentence: does this run show the paper's ordering SGS ≻ bootstrapping ≻ zero-shot ≻
     STELLA_LW on LOC (and the same methods best first on PPI and GPI)? Also says which neighbouring
     differences are within the 95% intervals."""
     wanted = [m for m in PAPER_LOC_ORDER if m in run.methods]
@@ -26,7 +26,7 @@ def paper_ordering_sentence(run: Run) -> str:
         got = [m for m in ordering(run, metric) if m in wanted]
         ok = got == wanted
         matches.append(ok)
-        text = " > ".join(METHOD_LABELS[m] for m in got)
+        text = " ≻ ".join(METHOD_LABELS[m] for m in got)
         parts.append(f"{METRIC_LABELS[metric]}: {text} ({'as in the paper' if ok else 'not as in the paper'})")
         for a, b in zip(got, got[1:]):
             la, ha = ci_of(run, a, metric)

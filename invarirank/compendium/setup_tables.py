@@ -12,9 +12,9 @@ import pandas as pd
 
 from ..store import Run, read_volatile
 from .labels import dataset_label, method_label, model_label, setting_caption
-from .tables import drop_constant_levels, with_caption
+from .tables import drop_constant_levels, fold_columns, with_caption
 
-__all__ = ["cost_table", "scale_table", "data_stats_table", "coverage_table"]
+__all__ = ["cost_table", "scale_table", "run_settings_table", "data_stats_table", "coverage_table"]
 
 
 def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
@@ -24,7 +24,8 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
     order and in all; zero-shot 1, bootstrapping 3, SGS K, STELLA_LW up to 10) and STELLA_LW's calibration
     passes. The methods of a run share one pass cache, so the run's *distinct* passes are fewer; the
     persistent pass cache may also have served some of them from an earlier session. Seconds: the model's
-    measured seconds per computed pass in the run's last session (``scorer_stats`` of its ``run.json``), times the method's
+    measured seconds per computed pass in the run's last session (``scorer_stats`` of its ``run.json``; for a run
+    computed in shards, the shards' wall seconds over their computed passes), times the method's
     share of the run's distinct passes (plus calibration for STELLA_LW) — an estimate of what the method
     costs when nothing is cached; ``–`` when the session computed fewer than 10 passes.
     """
@@ -33,9 +34,15 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
         man = run.manifest
         passes = man.get("passes", {})
         per = passes.get("per_method", {})
-        stats = read_volatile(run.path, man).get("scorer_stats", {}) or {}
+        volatile = read_volatile(run.path, man)
+        stats = volatile.get("scorer_stats", {}) or {}
         computed = int(stats.get("forward_passes") or 0)
         seconds = float(stats.get("forward_seconds") or 0.0)
+        shards = [s for s in volatile.get("shards") or [] if s.get("passes") and s.get("seconds")]
+        if computed < 10 and sum(int(s["passes"]) for s in shards) >= 10:
+            # a run computed in shards over several sessions: the shards' own wall seconds per computed pass
+            computed = sum(int(s["passes"]) for s in shards)
+            seconds = sum(float(s["seconds"]) for s in shards)
         s_per_pass = seconds / computed if computed >= 10 and seconds > 0 else None
         distinct = int(passes.get("scorer_calls") or 0)
         requested_all = sum(int(v.get("passes", 0)) for v in per.values()) or 1
@@ -61,15 +68,42 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
             })
     df = drop_constant_levels(pd.DataFrame.from_records(records).set_index(
         ["model", "dataset", "scorer", "K", "M", "queries", "method"]))
+    df, folded = fold_columns(df)
     caption = (f"Cost per method ({setting_caption(runs)}), from the run manifests. Passes are exact: every scorer "
                "call a method requested; one run's methods share a pass cache, so its distinct passes are fewer. "
-               "Seconds are an estimate: the model's measured seconds per computed pass in the run's last session "
-               "times the method's share of the distinct passes (plus calibration for STELLA_LW); they depend on "
-               "the machine and its load, and read – when that session computed (almost) nothing itself.")
+               "Seconds are an estimate: the model's measured wall seconds per computed pass (in shards, or in the "
+               "run's last session) times the method's share of the distinct passes (plus calibration for "
+               "STELLA_LW); they depend on the machine and its load. " + folded)
     if not styled:
         return df
-    return with_caption(df, caption).format({"passes per order": "{:.2f}", "s per computed pass": "{:.2f}",
-                                        "seconds (est.)": "{:.0f}"}, na_rep="–")
+    formats = {"passes per order": "{:.2f}", "s per computed pass": "{:.2f}", "seconds (est.)": "{:,.0f}",
+               "passes (requested)": "{:,}", "calibration passes": "{:,}", "distinct passes in run": "{:,}"}
+    return with_caption(df, caption).format({k: v for k, v in formats.items() if k in df.columns}, na_rep="–")
+
+
+def run_settings_table(run: Run, styled: bool = True) -> Any:
+    """The settings of one run, one per row, read from its run spec: data set, first stage, model, scorer, K, M,
+    queries and how they were sampled, methods, seeds, STELLA_LW's calibration and the scorer's options."""
+    spec = run.spec
+    options = spec.get("scorer_options") or {}
+    rows = {
+        "grid / run": f"{run.grid} / {run.name}",
+        "data set": dataset_label(run.dataset),
+        "first stage": f"{spec.get('retriever', run.retriever)} (seed {spec.get('retrieval_seed', '–')})",
+        "model": model_label(run.model),
+        "scorer": run.scorer + (f" ({', '.join(f'{k} = {v}' for k, v in sorted(options.items()))})"
+                                if options else ""),
+        "candidates per query K": run.K,
+        "presented orders per query M": run.M,
+        "queries": f"{run.n_queries}, sampled (seed {spec.get('seed', '–')}) among those kept at K = "
+                   f"{spec.get('sample_k') or run.K}",
+        "methods": ", ".join(method_label(m) for m in run.methods),
+    }
+    if "stella" in run.methods:
+        rows["STELLA_LW calibration"] = (f"{spec.get('calibration_queries')} validation queries × "
+                                         f"{spec.get('calibration_repeats')} repeat{'s' if spec.get('calibration_repeats') != 1 else ''} per position")
+    df = pd.DataFrame({"value": [str(v) for v in rows.values()]}, index=pd.Index(list(rows), name="setting"))
+    return with_caption(df, f"Settings of the run {run.name}.") if styled else df
 
 
 def scale_table(runs: Sequence[Run], styled: bool = True) -> Any:
@@ -82,15 +116,17 @@ def scale_table(runs: Sequence[Run], styled: bool = True) -> Any:
     rows = {
         "models": ("Llama-3.2-3B, Mistral-7B-v0.3, Qwen2.5-7B (Instruct)", uniq(model_label(r.model) for r in runs)),
         "datasets": ("MovieLens-32M, Amazon Books", uniq(dataset_label(r.dataset) for r in runs)),
-        "scorer": ("log-probabilities, one pass per order", uniq(r.scorer for r in runs)),
+        "scorer": ("log-probabilities of candidate markers, one pass per order (the authors' code: span "
+                   "log-probabilities)", uniq(r.scorer for r in runs)),
         "list lengths K": ("15, 25, 50", uniq(r.K for r in runs)),
         "presented orders M": ("20", uniq(r.M for r in runs)),
-        "queries per run": ("500", uniq(r.n_queries for r in runs)),
+        "queries per run": ("500 (the authors' configuration; the paper does not say)",
+                            uniq(r.n_queries for r in runs)),
         "STELLA_LW calibration queries": ("up to 150", uniq(cal_q) if cal_q else "–"),
         "STELLA_LW calibration repeats": ("5", uniq(cal_r) if cal_r else "–"),
     }
     df = pd.DataFrame.from_dict(rows, orient="index", columns=["paper", "this book"])
-    df.index.name = "setting"
+    df.index.name = None
     return with_caption(df, "What the runs shown here used, beside the paper's setting.") if styled else df
 
 

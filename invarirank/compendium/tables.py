@@ -21,7 +21,8 @@ from .labels import (METHODS, REFERENCE_SCORER, RUN_METRICS, TABLE1_METRICS, dat
 from .select import main_k
 from .verdicts import MARKS, claim_marks
 
-__all__ = ["metrics_frame", "format_ci", "with_caption", "ci_of", "drop_constant_levels", "run_table", "table1",
+__all__ = ["metrics_frame", "format_ci", "with_caption", "ci_of", "drop_constant_levels", "fold_columns",
+           "run_table", "table1",
            "paper_table", "beside_paper", "scorer_comparison"]
 
 _FRAME_COLUMNS = ["grid", "run", "dataset", "model", "scorer", "K", "M", "queries", "method", "metric", "value",
@@ -78,6 +79,23 @@ def drop_constant_levels(df: pd.DataFrame) -> pd.DataFrame:
             if df.index.nlevels > 1 and df.index.get_level_values(name).nunique() == 1:
                 df = df.droplevel(name)
     return df
+
+
+def fold_columns(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Drop the columns that carry nothing (every cell missing or ``–``) and, when there are several rows, those
+    holding one value in every row; returns the table and a sentence naming the folded values, for the caption."""
+    def empty(v: Any) -> bool:
+        return v is None or v == "–" or (isinstance(v, float) and math.isnan(v))
+    folded = []
+    for col in list(df.columns):
+        values = list(df[col])
+        if all(empty(v) for v in values):
+            df = df.drop(columns=col)
+        elif len(values) > 1 and len({str(v) for v in values}) == 1:
+            v = values[0]
+            folded.append(f"{col}: {v:,}" if isinstance(v, (int, np.integer)) else f"{col}: {v}")
+            df = df.drop(columns=col)
+    return df, ("In every row, " + "; ".join(folded) + ".") if folded else ""
 
 
 def _cells(frame: pd.DataFrame, metrics: Sequence[str], digits: int, html: bool,
@@ -218,7 +236,8 @@ def scorer_comparison(runs: Sequence[Run], metrics: Sequence[str] = RUN_METRICS,
                 records.append(rec)
     if not records:
         return None
-    df = pd.DataFrame.from_records(records).set_index(["dataset", "model", "K", "M", "queries", "method", "scorer"])
+    df = drop_constant_levels(pd.DataFrame.from_records(records).set_index(
+        ["dataset", "model", "K", "M", "queries", "method", "scorer"]))      # the caption states the constant ones
     caption = f"Span vs choice scorer: {setting_caption(used)}. Value [95% bootstrap interval over queries]."
     return with_caption(df, caption) if styled else df
 

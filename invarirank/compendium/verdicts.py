@@ -46,8 +46,23 @@ def _labelled(text: str) -> str:
 
 
 def claim_label(verdict: Mapping[str, Any]) -> str:
-    """The claim in words: ``LOC: SGS > bootstrapping > zero-shot > STELLA_LW`` (">" and "<" compare values)."""
-    return f"{metric_label(verdict['metric'])}: {_labelled(verdict['claim'])}"
+    """The claim in words, in the book's one ordering notation ``better ≻ worse`` (on the metric named), built from
+    its pairs: an ordering ``LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW``, a best method
+    ``HR@5: STELLA_LW ≻ zero-shot, bootstrapping, SGS``, methods against one ``exposure MAD: bootstrapping, SGS,
+    STELLA_LW ≻ zero-shot``."""
+    pairs = [(p["better"], p["worse"]) for p in verdict.get("pairs") or []]
+    name = method_label
+    if not pairs:
+        return f"{metric_label(verdict['metric'])}: {_labelled(verdict['claim'])}"
+    if all(a[1] == b[0] for a, b in zip(pairs, pairs[1:])):
+        text = " ≻ ".join(name(m) for m in [pairs[0][0]] + [w for _, w in pairs])
+    elif len({b for b, _ in pairs}) == 1:
+        text = f"{name(pairs[0][0])} ≻ {', '.join(name(w) for _, w in pairs)}"
+    elif len({w for _, w in pairs}) == 1:
+        text = f"{', '.join(name(b) for b, _ in pairs)} ≻ {name(pairs[0][1])}"
+    else:
+        text = "; ".join(f"{name(b)} ≻ {name(w)}" for b, w in pairs)
+    return f"{metric_label(verdict['metric'])}: {text}"
 
 
 def pair_state(pair: Mapping[str, Any]) -> str:
@@ -125,7 +140,7 @@ def queries_needed(pair: Mapping[str, Any], pairs: int) -> int | None:
 
 
 def verdict_sentence(verdict: Mapping[str, Any]) -> str:
-    """One claim's verdict in words, e.g. ``LOC: SGS > bootstrapping > zero-shot > STELLA_LW — unresolved: 1 of 3
+    """One claim's verdict in words, e.g. ``LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW — unresolved: 1 of 3
     pairs resolved in the paper's direction (SGS vs bootstrapping); unresolved: ... (Holm p 0.19; about 120
     queries for 80% power).``"""
     return f"{claim_label(verdict)} — {verdict['verdict']}: {_pair_summary(verdict)}"
