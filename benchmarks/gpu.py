@@ -213,7 +213,6 @@ def request_stream(queries: list, m: int, seed: int) -> list[list[list[tuple[str
     from invarirank.methods import PassCache, drive_many, method_steps
     from invarirank.methods.registry import METHODS
     from invarirank.orders import presented_orders
-
     from invarirank.types import ScorerBase
 
     class Recorder(ScorerBase):      # batches one query's orders: score_requests goes through score_batch

@@ -98,8 +98,9 @@ def _tau(a: np.ndarray, b: np.ndarray) -> float:
 
 def agreement(model: str, queries: list[Any], orders: int) -> dict[str, Any]:
     """Score every (query, order) prompt with each precision in turn; timings, τ and score differences."""
-    from invarirank.orders import presented_orders
     from tqdm import tqdm
+
+    from invarirank.orders import presented_orders
 
     scorers = {p: _scorer(model, p) for p in PRECISIONS}
     seconds = {p: [] for p in PRECISIONS}
@@ -127,11 +128,12 @@ def agreement(model: str, queries: list[Any], orders: int) -> dict[str, Any]:
 
 def small_run(model: str, queries: list[Any], validation: list[Any], k: int, orders: int) -> dict[str, Any]:
     """PPI and LOC of each method on a small run, per precision (same queries, orders and seeds)."""
+    from tqdm import tqdm
+
     from invarirank.evaluation import evaluate
     from invarirank.methods import METHODS, PassCache, run_method
     from invarirank.methods.stella import calibrate
     from invarirank.orders import presented_orders
-    from tqdm import tqdm
 
     out: dict[str, Any] = {}
     for p in PRECISIONS:

@@ -23,10 +23,11 @@ import fcntl
 import json
 import os
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from .errors import InvariRankError
 

@@ -43,14 +43,15 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Mapping
+from typing import Any, Literal
 
 from .errors import InvariRankError
 from .evaluation.engine import METRICS_SCHEMA_VERSION, evaluate
-from .evaluation.references import FIRST_STAGE_FILE
 from .evaluation.observations import read_text
+from .evaluation.references import FIRST_STAGE_FILE
 from .io import atomic_write_json, atomic_write_text, read_json
 from .locks import LOCK_NAME
 

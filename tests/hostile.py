@@ -5,8 +5,9 @@ entry point lives in ``tests/test_hostile_<entry>.py``; each case is one row."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from invarirank.cli import main
 

@@ -3,8 +3,9 @@ kill of the driver after the n-th finished query or shard."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from invarirank.candidates import write_candidates
 from invarirank.llm.testing import toy_split_queries

@@ -4,8 +4,9 @@ installed without extras; what the lab imports never needs torch (tests/test_com
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,9 +13,8 @@ import pytest
 
 from invarirank.evaluation import evaluate
 from invarirank.grid import RESULT_FILES, complete_runs, lab_runs, load_grid, run_folder, run_status
-from invarirank.store import OPTIONAL_RESULT_FILES
 from invarirank.runner.shards import Shard
-from invarirank.store import SHARD_FILES, SHARDS_DIR
+from invarirank.store import OPTIONAL_RESULT_FILES, SHARD_FILES, SHARDS_DIR
 
 pytestmark = pytest.mark.committed
 

@@ -7,10 +7,8 @@ import copy
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from invarirank import compendium as C
-
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,9 +9,7 @@ import pytest
 from invarirank.data import load_prepared, prepare
 from invarirank.data.amazon import convert_reviews, find_amazon_files, read_metadata
 from invarirank.errors import InvariRankError
-
 from tests.data_support import amazon_metadata, amazon_reviews, write_jsonl
-
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 

@@ -11,10 +11,16 @@ import pytest
 from invarirank.cli import main
 from invarirank.data import load_prepared, prepare
 from invarirank.errors import InvariRankError
-
-from tests.data_support import (amazon_metadata, amazon_reviews, make_ratings, write_csv_layout,
-                                     write_dat_layout, write_100k_layout, write_atomic_layout, write_jsonl)
-
+from tests.data_support import (
+    amazon_metadata,
+    amazon_reviews,
+    make_ratings,
+    write_100k_layout,
+    write_atomic_layout,
+    write_csv_layout,
+    write_dat_layout,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 

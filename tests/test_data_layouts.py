@@ -9,9 +9,7 @@ from invarirank.data import load_prepared, prepare
 from invarirank.data.movielens import detect_layout, read_movielens
 from invarirank.data.titles import parse_genres, split_title_year
 from invarirank.errors import InvariRankError
-
 from tests.data_support import EXPECTED_TITLES, ITEMS, LAYOUT_WRITERS, make_ratings, write_csv_layout
-
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 

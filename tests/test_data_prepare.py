@@ -14,7 +14,6 @@ from invarirank.cli import main
 from invarirank.data import load_prepared, prepare
 from invarirank.data.prepare import prepare_data
 from invarirank.errors import InvariRankError
-
 from tests.data_support import ITEMS, make_ratings, write_csv_layout
 
 STATS_KEYS = {"users", "items", "interactions", "positives", "train", "validation", "test", "test_queries",

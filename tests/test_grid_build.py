@@ -12,14 +12,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from invarirank.errors import InvariRankError
 from invarirank.cli import main
+from invarirank.errors import InvariRankError
 from invarirank.grid import RESULT_FILES, complete_runs, ensure_run, load_grid, run_folder, run_status
 from invarirank.grid.notebooks import execute_notebook
 from invarirank.runner import RunConfig
 from invarirank.runner.plan import estimate_run, format_grid_cost, format_grid_estimate
 from invarirank.store import publish_run
-
 from tests.runner_support import Killed
 
 ROOT = Path(__file__).resolve().parents[1]

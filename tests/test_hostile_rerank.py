@@ -5,16 +5,16 @@ Families: 1 unwritable places, 2 impossible parameters, 3/4 the candidates file 
 
 from __future__ import annotations
 
-import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from invarirank.candidates import query_to_json
-from invarirank.data.synthetic import synthetic_queries
 from invarirank.cli import main
+from invarirank.data.synthetic import synthetic_queries
 from tests.hostile import expect_rejected, read_only
 
 pytestmark = pytest.mark.usefixtures("private_cache")

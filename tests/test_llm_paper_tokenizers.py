@@ -21,8 +21,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from tests.ml100k_support import ml100k_items, ml100k_queries  # noqa: E402
-
 from invarirank.errors import InvariRankError  # noqa: E402
 from invarirank.llm import paper_models  # noqa: E402
 from invarirank.llm.choice import ChoiceScorer  # noqa: E402
@@ -32,6 +30,7 @@ from invarirank.llm.prompts import choice_message, render_item  # noqa: E402
 from invarirank.llm.span import SpanScorer  # noqa: E402
 from invarirank.llm.testing import reference_logits, tiny_model  # noqa: E402
 from invarirank.types import HistoryEntry, Item, Query  # noqa: E402
+from tests.ml100k_support import ml100k_items, ml100k_queries  # noqa: E402
 
 LLAMA, MISTRAL, QWEN = paper_models.PAPER_MODELS
 PAPER = (LLAMA, MISTRAL, QWEN)

@@ -9,8 +9,17 @@ import pytest
 
 from invarirank.errors import InvariRankError
 from invarirank.llm import make_scorer
-from invarirank.llm.prompts import (TEMPLATE_VERSION, ChoiceTemplate, SpanTemplate, choice_message, format_rating,
-                                    render_history_line, render_item, span_segments, span_text)
+from invarirank.llm.prompts import (
+    TEMPLATE_VERSION,
+    ChoiceTemplate,
+    SpanTemplate,
+    choice_message,
+    format_rating,
+    render_history_line,
+    render_item,
+    span_segments,
+    span_text,
+)
 from invarirank.types import HistoryEntry, Item
 
 TOY = Item("1", "Toy Story", 1995, ("Animation", "Children's", "Comedy"))

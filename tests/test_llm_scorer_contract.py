@@ -14,8 +14,15 @@ import numpy as np
 import pytest
 
 from invarirank.llm.factory import SCORER_KINDS, make_scorer
-from invarirank.llm.testing import (check_aligned_under_permutation, check_declares_batching, check_deterministic,
-                                    check_prefix_stable, check_requests_across_queries, check_scorer, toy_query)
+from invarirank.llm.testing import (
+    check_aligned_under_permutation,
+    check_declares_batching,
+    check_deterministic,
+    check_prefix_stable,
+    check_requests_across_queries,
+    check_scorer,
+    toy_query,
+)
 from invarirank.methods import QueryPassCache, ScoreOnly, as_batch_scorer, batch_size_of
 from invarirank.types import ScoreResult
 

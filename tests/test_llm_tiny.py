@@ -19,8 +19,7 @@ from invarirank.llm import make_scorer  # noqa: E402
 from invarirank.llm.choice import ChoiceScorer  # noqa: E402
 from invarirank.llm.models import load_model  # noqa: E402
 from invarirank.llm.span import SpanScorer  # noqa: E402
-from invarirank.llm.testing import (ARCHS, reference_logits, tiny_model, toy_items, toy_query,  # noqa: E402
-                                    train_tokenizer)
+from invarirank.llm.testing import ARCHS, reference_logits, tiny_model, toy_items, toy_query, train_tokenizer  # noqa: E402
 from invarirank.types import HistoryEntry, Item, Query, rank_by_scores  # noqa: E402
 
 TOL = 1e-4

@@ -4,7 +4,6 @@ the same rankings, pass counts, cache counters and run files."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -14,9 +13,7 @@ from invarirank.llm.testing import toy_query, toy_split_queries
 from invarirank.methods import METHODS, PassCache, drive_many, method_steps, run_method
 from invarirank.methods.stella import calibration_counts
 from invarirank.orders import presented_orders
-from invarirank.runner import RunConfig, run_experiment
 from invarirank.types import ScorerBase
-from invarirank.llm.testing import toy_query, toy_split_queries
 
 
 class Batching(ScorerBase):

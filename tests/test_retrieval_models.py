@@ -12,8 +12,7 @@ torch = pytest.importorskip("torch")
 
 from invarirank.retrieval import retrieve  # noqa: E402
 from invarirank.retrieval.data import load_retrieval_data  # noqa: E402
-from invarirank.retrieval.lightgcn import (LightGCNConfig, build_norm_adj, propagate,  # noqa: E402
-                                           sample_negatives, train_lightgcn)
+from invarirank.retrieval.lightgcn import LightGCNConfig, build_norm_adj, propagate, sample_negatives, train_lightgcn  # noqa: E402
 from tests.test_retrieval_helpers import synthetic_interactions, write_prepared  # noqa: E402
 
 

@@ -13,8 +13,7 @@ from invarirank.candidates import query_to_json
 from invarirank.cli import main
 from invarirank.data.synthetic import synthetic_queries
 from invarirank.llm.testing import toy_split_queries
-from invarirank.runner import RunConfig
-from invarirank.runner import plan
+from invarirank.runner import RunConfig, plan
 from invarirank.runner.plan import cost_notice
 
 pytestmark = pytest.mark.usefixtures("private_cache")

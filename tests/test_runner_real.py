@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from invarirank.evaluation import read_observations
-from invarirank.runner import RunConfig, load_queries, make_run_scorer, run_experiment
 from invarirank.io import read_json
+from invarirank.runner import RunConfig, load_queries, make_run_scorer, run_experiment
 
 pytestmark = pytest.mark.slow
 

@@ -10,11 +10,10 @@ import pytest
 from invarirank.candidates import write_candidates
 from invarirank.cli import main as cli_main
 from invarirank.errors import InvariRankError
-from invarirank.llm.testing import toy_split_queries
-from invarirank.runner import (RunConfig, format_plan, load_queries, manifest_without_run, plan_run,
-                               run_experiment)
 from invarirank.evaluation import read_observations
 from invarirank.io import read_json
+from invarirank.llm.testing import toy_split_queries
+from invarirank.runner import RunConfig, format_plan, load_queries, manifest_without_run, plan_run, run_experiment
 from tests.runner_support import Killed, kill_after, toy_candidates
 from tests.runner_support import simulated_config as config
 

@@ -4,7 +4,6 @@ with fewer forward calls, one prefix forward per query and no more tokens comput
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 

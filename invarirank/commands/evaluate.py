@@ -155,10 +155,10 @@ _FLAGS = {"ks": "--k", "exposure_k": "--exposure-k", "buckets": "--buckets", "ex
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..io import atomic_write_text
     from ..evaluation.engine import check_settings, dumps_metrics, evaluate_rows
     from ..evaluation.observations import read_observations
     from ..evaluation.report import format_comparisons, format_table
+    from ..io import atomic_write_text
 
     settings = check_settings(args.ks, 5 if args.exposure_k is None else args.exposure_k,
                               3 if args.buckets is None else args.buckets,

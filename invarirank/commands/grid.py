@@ -50,8 +50,8 @@ def check_only(only: list[str], grid: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..grid import build, load_grid
-    from ..runner import run_folder, run_status
     from ..grid.spec import check_folders, check_paths
+    from ..runner import run_folder, run_status
     from ..runner.plan import find_bench, format_grid_cost, format_grid_estimate
     from ..store import project_root
 

@@ -11,7 +11,7 @@ from ..errors import InvariRankError
 
 
 def register(subparsers: Any) -> None:
-    from ..llm.models import REGISTRY   # torch-free: the registry is plain data
+    from ..llm.models import REGISTRY  # torch-free: the registry is plain data
 
     p = subparsers.add_parser("models", help="prepare (convert once) or list the registry models",
                               description="Prepare (convert once) or list the registry models.")

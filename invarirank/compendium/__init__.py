@@ -32,18 +32,39 @@ never the runner, the language models or torch.
 """
 
 from ..store import Run
-from .figures import exposure_bands, figure_exposure, figure_k_sweep, figure_training_loss, method_colors
-from .labels import (HIGHER_IS_BETTER, METHOD_LABELS, METHODS, METRIC_LABELS, PAPER_LOC_ORDER, TABLE1_METRICS,
-                     dataset_label, html_escape, key, model_label, run_setting, setting_caption)
-from .orderings import ordering_agreement, orderings
+from . import section5
 from .claim_tables import claims_table, pairwise_table
+from .figures import exposure_bands, figure_exposure, figure_k_sweep, figure_training_loss, method_colors
+from .labels import (
+                     HIGHER_IS_BETTER,
+                     METHOD_LABELS,
+                     METHODS,
+                     METRIC_LABELS,
+                     PAPER_LOC_ORDER,
+                     TABLE1_METRICS,
+                     dataset_label,
+                     html_escape,
+                     key,
+                     model_label,
+                     run_setting,
+                     setting_caption,
+)
+from .orderings import ordering_agreement, orderings
 from .prose import paper_ordering_sentence, shown_grid_sentence, summary_sentence
-from .select import (collect_runs, committed_queries, grid_to_show, load_run, main_k, main_run, other_grids,
-                     setting_groups, sweep_runs)
+from .select import (
+                     collect_runs,
+                     committed_queries,
+                     grid_to_show,
+                     load_run,
+                     main_k,
+                     main_run,
+                     other_grids,
+                     setting_groups,
+                     sweep_runs,
+)
 from .setup_tables import cost_table, coverage_table, data_stats_table, run_settings_table, scale_table
 from .tables import beside_paper, format_ci, metrics_frame, paper_table, run_table, scorer_comparison, table1
 from .verdicts import claim_marks, resolution_sentence, run_claims, smallest_p, verdict_sentence, verdicts_html
-from . import section5
 
 __all__ = [
     "METHODS", "METHOD_LABELS", "METRIC_LABELS", "HIGHER_IS_BETTER", "PAPER_LOC_ORDER", "TABLE1_METRICS",

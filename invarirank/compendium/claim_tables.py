@@ -4,7 +4,8 @@ claimed pair of one run with its paired comparison (:func:`pairwise_table`). Rea
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 

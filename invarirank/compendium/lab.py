@@ -9,14 +9,13 @@ reads finished runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import pandas as pd
 
 from ..evaluation.comparisons import ALPHA, comparison
 from ..store import Run
-
 from .figures import DPI, method_colors, method_markers
 from .labels import METHODS, RUN_METRICS, method_label, metric_label
 from .select import collect_runs

@@ -6,7 +6,8 @@ labels come from :mod:`invarirank.methods.registry`, in the paper's order of pre
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..evaluation.claims import paper_claim
 from ..methods.registry import METHOD_LABELS, METHODS

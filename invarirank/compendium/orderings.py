@@ -6,7 +6,8 @@ PPI, GPI and the exposure deviation); ties keep the paper's order of presentatio
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd

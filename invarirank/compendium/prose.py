@@ -3,7 +3,7 @@ on what. Computed from ``metrics.json`` so that a sentence cannot drift from the
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from ..store import Run
 from .labels import METHOD_LABELS, METRIC_LABELS, PAPER_LOC_ORDER, method_label, run_setting

@@ -13,7 +13,8 @@ observations; nothing is typed here but the paper's own wording.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd

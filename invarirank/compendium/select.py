@@ -6,8 +6,8 @@ chosen and grouped. Nothing here computes a run.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from ..errors import InvariRankError
 from ..store import Run, complete_runs

@@ -6,7 +6,8 @@ Read from run manifests (:func:`cost_table`, :func:`scale_table`) and from the d
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 

@@ -8,16 +8,28 @@ styled tables (pandas Stylers) carry the setting in their caption, so a glued ta
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InvariRankError
 from ..store import Run
-from .labels import (METHODS, REFERENCE_SCORER, RUN_METRICS, TABLE1_METRICS, dataset_label, method_label,
-                     metric_label, model_label, paper_dataset, run_setting, setting_caption)
+from .labels import (
+    METHODS,
+    REFERENCE_SCORER,
+    RUN_METRICS,
+    TABLE1_METRICS,
+    dataset_label,
+    method_label,
+    metric_label,
+    model_label,
+    paper_dataset,
+    run_setting,
+    setting_caption,
+)
 from .select import main_k
 from .verdicts import MARKS, claim_marks
 

@@ -12,7 +12,8 @@ the other way, else **unresolved**. Differences are "expected better minus expec
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..evaluation.claims import PAPER_CLAIMS, judge_claims
 from ..evaluation.comparisons import ALPHA, EXACT_MAX_QUERIES, PERMUTATIONS

@@ -28,8 +28,9 @@ import json
 import math
 import os
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa

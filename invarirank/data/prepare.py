@@ -55,9 +55,9 @@ from ..errors import InvariRankError
 from ..io import atomic_write_json, read_json, sha256_file
 from .filtering import clean_interactions
 from .ids import sort_order
-from .split import SEGMENT_NAMES, SPLITS, TEST, TRAIN, VALIDATION, assign_segments
-from .queries import build_queries
 from .prepared import MANIFEST_KIND, TABLES, Prepared, format_stats, load_prepared  # noqa: F401 (re-exported)
+from .queries import build_queries
+from .split import SEGMENT_NAMES, SPLITS, TEST, TRAIN, VALIDATION, assign_segments
 
 __all__ = ["DATASETS", "DEFAULT_MIN_INTERACTIONS", "FORMAT_VERSION", "Settings", "Prepared", "prepare",
            "prepare_data", "load_prepared", "format_stats", "raw_fingerprint"]

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..runner import Executor, RunConfig, ensure_runs, run_folder, run_status, slug
 from ..store import RunFolder, complete_runs, project_root

@@ -11,8 +11,9 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..errors import RunFailed
 

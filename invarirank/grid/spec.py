@@ -14,9 +14,10 @@ import copy
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import InvariRankError
 from ..io import load_yaml, read_utf8

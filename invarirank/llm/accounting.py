@@ -15,8 +15,9 @@ layers count at most their window) and ``forward_seconds``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

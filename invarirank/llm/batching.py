@@ -16,7 +16,7 @@ Rows are indices into the call's list of passes; every index appears in exactly 
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 __all__ = ["group_by_prefix", "per_prefix_batches", "packed_batches", "computed_positions"]
 

@@ -32,7 +32,8 @@ run fingerprints of SmolLM2 and Gemma 3 are unchanged.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,8 +41,8 @@ from invarirank.errors import InvariRankError
 from invarirank.types import HistoryEntry, Item, Query
 
 from .engine import CausalLMScorer, PassPlan
-from .options import CAUSAL_LM_OPTIONS, CHOICE_OPTIONS, own_options
 from .frames import Frame, LabelScheme, chat_frame, label_scheme
+from .options import CAUSAL_LM_OPTIONS, CHOICE_OPTIONS, own_options
 from .prompts import LABEL_SETS, ChoiceTemplate, choice_message, render_item
 
 __all__ = ["ChoiceScorer"]

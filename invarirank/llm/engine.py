@@ -34,8 +34,9 @@ of positions computed for that call (a query's prefix is charged to the call tha
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -7,8 +7,7 @@ from typing import Any
 from invarirank.errors import InvariRankError
 from invarirank.types import Scorer
 
-from .options import (CHOICE_OPTIONS, FORBIDDEN_OPTIONS, SIMULATED_OPTIONS, SPAN_OPTIONS, Option,
-                      check_config_options)
+from .options import CHOICE_OPTIONS, FORBIDDEN_OPTIONS, SIMULATED_OPTIONS, SPAN_OPTIONS, Option, check_config_options
 
 __all__ = ["make_scorer", "SCORER_KINDS", "SCORER_OPTIONS", "DEFAULT_MODEL", "scoring_versions",
            "check_scorer_options", "FORBIDDEN_OPTIONS"]

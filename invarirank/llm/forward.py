@@ -23,7 +23,8 @@ from __future__ import annotations
 import inspect
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .accounting import attention_shape
 from .prefix import UnsupportedCache, fork_cache, new_cache

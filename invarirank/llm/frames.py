@@ -29,10 +29,11 @@ with the merge named.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterator, Sequence
+from typing import Any
 from unittest import mock
 
 from invarirank.errors import InvariRankError

@@ -11,9 +11,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from invarirank.errors import InvariRankError
 from invarirank.io import sha256_file

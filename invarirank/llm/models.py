@@ -92,7 +92,7 @@ def quiet_loading() -> None:
 # device, dtype, threads
 
 
-def resolve_device(device: str | None = "auto") -> "Any":
+def resolve_device(device: str | None = "auto") -> Any:
     """``"auto"``/None → CUDA if available else CPU; otherwise ``torch.device(device)``."""
     import torch
 
@@ -111,7 +111,7 @@ _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf1
            "float16": "float16", "fp16": "float16"}
 
 
-def resolve_dtype(dtype: Any, device: Any) -> "Any":
+def resolve_dtype(dtype: Any, device: Any) -> Any:
     """None/"auto" → bfloat16 on CUDA, float32 elsewhere; strings ``float32|bfloat16|float16`` accepted.
     bfloat16 on a CPU without bf16 instructions is refused (:func:`invarirank.llm.precision.check_cpu_precision`)."""
     import torch

@@ -50,8 +50,9 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from invarirank.errors import InvariRankError
 
@@ -343,9 +344,9 @@ def build(name: str, *, force: bool = False, quiet: bool = False, seed: int = 0)
     try:
         config = _BUILDERS[key](tmp, source)
         _save_weights(tmp, config, seed)
-        from .models import weights_sha256
-
         from invarirank.io import sha256_file
+
+        from .models import weights_sha256
 
         manifest = {"name": name, "stands_for": stands_for, "builder_version": BUILDER_VERSION, "seed": seed,
                     "tokenizer_source": key, "tokenizer_source_sha256": sha256_file(source),

@@ -19,7 +19,8 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections import OrderedDict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["PrefixStore", "fork_cache", "UnsupportedCache", "new_cache"]
 

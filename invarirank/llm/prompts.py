@@ -62,8 +62,9 @@ from __future__ import annotations
 import hashlib
 import json
 import string
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from invarirank.types import HistoryEntry, Item
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

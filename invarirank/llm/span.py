@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -20,7 +20,8 @@ locally, and toy queries. Nothing here touches the network.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from invarirank.types import HistoryEntry, Item, Query
 

@@ -43,8 +43,9 @@ half-open ``[start, end)``; token indices are 0-based positions in the ids *with
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -20,7 +20,8 @@ would have seen alone.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -13,11 +13,10 @@ window of queries). The wrapped scorer may keep its own persistent cache too (co
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
-
-from typing import Mapping
 
 from ..types import Item, Query, Scorer, ScorerBase, ScoreResult
 from ._common import as_batch_scorer, score_request_results

@@ -9,7 +9,7 @@ exactly its first K entries.
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from tqdm.auto import tqdm

@@ -26,8 +26,8 @@ import sys
 import time
 import warnings
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import numpy as np
 import torch

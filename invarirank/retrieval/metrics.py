@@ -16,7 +16,7 @@ Queries with an empty ground truth are not allowed (the prepared queries never h
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

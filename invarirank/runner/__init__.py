@@ -20,12 +20,12 @@ The runner may import every layer below it (data, retrieval, llm, methods, evalu
 from __future__ import annotations
 
 from .config import RunConfig, simple_name, slug
+from .executors import EXECUTORS, Executor, LocalExecutor, make_executor
 from .manifest import manifest_without_run
 from .plan import RunPlan, format_plan, plan_run
 from .queries import QuerySet, load_queries
 from .records import ObservationRow, QueryRecord
 from .rerank import rerank_query
-from .executors import EXECUTORS, Executor, LocalExecutor, make_executor
 from .run import NO_RUN_FOLDER, RunResult, ensure_run, ensure_runs, run_experiment, run_folder, run_status
 from .shards import Shard, plan_shards
 from .worker import make_run_scorer

@@ -22,9 +22,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import InvariRankError
 from ..io import load_yaml, read_utf8
@@ -149,7 +150,7 @@ class RunConfig:
         return out
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], where: str = "config", *, grid: str | None = None) -> "RunConfig":
+    def from_mapping(cls, data: Mapping[str, Any], where: str = "config", *, grid: str | None = None) -> RunConfig:
         """Build and check a config from a mapping (YAML, a grid entry, notebook parameters); ``grid`` fills
         ``grid`` when the mapping does not. Unknown keys and bad values raise :class:`InvariRankError`."""
         kw = cls.canonical(data, where)
@@ -164,7 +165,7 @@ class RunConfig:
         return config
 
     @classmethod
-    def from_yaml(cls, path: str | os.PathLike) -> "RunConfig":
+    def from_yaml(cls, path: str | os.PathLike) -> RunConfig:
         """Read a ``--config`` YAML file (a mapping of settings)."""
         p = Path(path)
         if not p.is_file():
@@ -175,7 +176,7 @@ class RunConfig:
         return cls.from_mapping(data, str(p))
 
     @classmethod
-    def from_manifest(cls, manifest: Mapping[str, Any]) -> "RunConfig":
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> RunConfig:
         """The config a finished run was made with: its ``grid_run`` section, else its ``config`` section (both
         as written by every version so far; keys this version does not know are ignored)."""
         stored = manifest.get("grid_run") or manifest.get("config") or {}
@@ -189,7 +190,7 @@ class RunConfig:
         except (InvariRankError, TypeError, ValueError):
             return {}
 
-    def replace(self, **changes: Any) -> "RunConfig":
+    def replace(self, **changes: Any) -> RunConfig:
         """A checked copy with ``changes`` (aliases accepted)."""
         config = dataclasses.replace(self, **self.canonical(changes, "config"))
         config.normalise("config")

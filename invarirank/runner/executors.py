@@ -27,8 +27,9 @@ import json
 import os
 import socket
 from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import InvariRankError, RunFailed
 from ..types import Query, Scorer

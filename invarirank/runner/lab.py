@@ -10,14 +10,14 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..data.synthetic import write_synthetic_candidates
-from .config import RunConfig
-from .run import ensure_run
 from ..methods.registry import METHODS
 from ..store import Run, load_run
+from .config import RunConfig
+from .run import ensure_run
 
 __all__ = ["live_run"]
 

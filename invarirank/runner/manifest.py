@@ -14,8 +14,9 @@ import json
 import os
 import platform
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .. import __version__
 from ..io import dumps_json, sha256_file

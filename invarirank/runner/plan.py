@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..errors import InvariRankError
 from ..methods.registry import method, passes_per_order

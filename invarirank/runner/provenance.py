@@ -13,7 +13,8 @@ finished run are derived only from candidates that pass it (``scripts/add_refere
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..orders import presented_orders
 from ..types import Query

@@ -12,9 +12,10 @@ seeded synthetic candidates file written beside the run folder first: ``n_querie
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import InvariRankError
 from ..io import sha256_file

@@ -31,16 +31,25 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from ..errors import InvariRankError
 from ..io import read_json
 from ..llm.factory import scoring_versions
-from ..store import (RunFolder, committed_shards, export_shards, identity_difference, import_shards, project_root,
-                     publish_run, read_volatile, refresh_metrics)
+from ..store import (
+    RunFolder,
+    committed_shards,
+    export_shards,
+    identity_difference,
+    import_shards,
+    project_root,
+    publish_run,
+    read_volatile,
+    refresh_metrics,
+)
 from ..types import Scorer
 from .config import RunConfig
 from .executors import Executor, LocalExecutor

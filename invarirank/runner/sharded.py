@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..locks import folder_lock
 from .config import RunConfig

@@ -41,9 +41,10 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..errors import InvariRankError
 from ..io import atomic_write_json, dumps_json

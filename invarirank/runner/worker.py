@@ -17,9 +17,10 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..types import Query, Scorer
 from .config import RunConfig
@@ -152,7 +153,7 @@ class ShardWorker:
         self.slot = slot
         self.fault = dict(fault) if fault else None
         if self.config.scorer != "simulated" and threads is None:    # the number in force ($INVARIRANK_THREADS
-            import torch                                                # or the CPUs), recorded in run.json
+            import torch  # or the CPUs), recorded in run.json
             threads = torch.get_num_threads()
         self.info = {"host": socket.gethostname(), "pid": os.getpid(), "slot": slot, "gpu_ids": _gpu_ids(),
                      "threads": threads, "load_seconds": round(time.perf_counter() - t0, 3),
