@@ -54,9 +54,9 @@ def test_a_resumed_run_accepts_the_committed_shards(tmp_path):
     shard it writes holds the same ``parts`` as theirs (byte-compatible).
 
     The queries' part hashes the candidates file, first-stage scores included; a machine whose LightGCN training
-    gives other floating-point scores (the same candidates) has another one, for the committed finished runs'
-    manifests too, and cannot resume these shards whatever the fingerprint's versions: the test then checks the
-    other parts and says so."""
+    gives other floating-point scores (the same candidates) has another one. Such shards are then accepted by
+    content: every row's presented order and ground truth is checked against this machine's queries
+    (:func:`invarirank.runner.provenance.rows_reproduce`), and a doctored row is refused."""
     pytest.importorskip("torch")
     from invarirank.candidates import queries_sha256
     from invarirank.grid import load_grid, run_folder
@@ -78,10 +78,26 @@ def test_a_resumed_run_accepts_the_committed_shards(tmp_path):
         assert {k: head["parts"][k] for k in ("settings", "scorer", "invarirank", "checkpoint")} == \
             {k: parts[k] for k in ("settings", "scorer", "invarirank", "checkpoint")}
         assert set(head["query_ids"]) < {q.query_id for q in qs.test}
-    if heads[0]["parts"]["queries"] != parts["queries"]:
-        pytest.skip("this machine's first stage gives other candidate scores than the machine that committed the "
-                    "shards (the same candidates; queries sha256 differs), so no run here can resume them")
+    from invarirank.errors import InvariRankError
+    from invarirank.runner.provenance import rows_reproduce
+
+    by_id = {q.query_id: q for q in qs.test}
+
+    def reproduces(rows):
+        return rows_reproduce(rows, by_id, M=config.M, seed=config.seed, noise_floor=config.noise_floor)
+
     assert import_shards(target, tmp_path) == [s.name for s in shards]
-    done, _ = ShardFolders(tmp_path, RUN, fingerprint, parts).finished()
+    folders = ShardFolders(tmp_path, RUN, fingerprint, parts, reproduces=reproduces)
+    done, _ = folders.finished()
     assert len(done) == 10
-    assert all(head["fingerprint"] == fingerprint and head["parts"] == parts for head in heads)
+    if heads[0]["parts"]["queries"] == parts["queries"]:      # the machine kind that wrote them
+        assert all(head["fingerprint"] == fingerprint and head["parts"] == parts for head in heads)
+        assert folders.accepted_by_content == []
+    else:                                                    # another kind of CPU: accepted by content
+        assert folders.accepted_by_content == [s.name for s in shards]
+        records = next(p for p in (tmp_path / ".work" / "shards").iterdir()) / "records.jsonl"
+        lines = records.read_text(encoding="utf-8").splitlines()
+        lines[0] = lines[0].replace('"permutation": 0, "input": ["', '"permutation": 0, "input": ["x', 1)
+        records.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        with pytest.raises(InvariRankError, match="a shard of other queries"):
+            ShardFolders(tmp_path, RUN, fingerprint, parts, reproduces=reproduces).finished()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +23,7 @@ from ..locks import folder_lock
 from .config import RunConfig
 from .executors import Executor
 from .phases import PreparedRun, RunResult, finish_run, prepare_run
+from .provenance import rows_reproduce
 from .queries import QuerySet
 from .shards import Shard, ShardFolders, plan_shards
 from .worker import ShardResult, ShardTask, scorer_settings
@@ -90,9 +91,18 @@ def _plan(config: RunConfig, executor: Executor, queries: QuerySet | None, progr
           index: int) -> tuple[_Run, list[ShardTask]]:
     """Prepare one run, read its finished shards and plan the shards that still miss queries."""
     p = prepare_run(config, executor, queries=queries, progress=progress)
-    folders = ShardFolders(p.out, p.config.run_name, p.fingerprint, p.parts)
-    done, shard_facts = folders.finished()
     by_id = {q.query_id: q for q in p.qs.test}
+    c = p.config
+
+    def reproduces(rows: list[Mapping[str, Any]]) -> str | None:
+        return rows_reproduce(rows, by_id, M=c.M, seed=c.seed, noise_floor=c.noise_floor)
+
+    folders = ShardFolders(p.out, c.run_name, p.fingerprint, p.parts, reproduces=reproduces)
+    done, shard_facts = folders.finished()
+    if folders.accepted_by_content:
+        print(f"{c.run_name}: {len(folders.accepted_by_content)} shard(s) made from the same queries with other "
+              f"first-stage float scores (another kind of CPU) resumed: every row's presented order and ground "
+              f"truth checked against this machine's queries", file=sys.stderr)
     size = p.config.shard_queries or executor.default_shard_queries(p.config)
     tasks = []
     for shard in plan_shards([q.query_id for q in p.qs.test], size):

@@ -41,7 +41,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ from ..errors import InvariRankError
 from ..io import atomic_write_json, dumps_json
 from ..store import RunFolder
 from .manifest import sha256_json
+from .provenance import QUERY_PARTS
 
 __all__ = ["Shard", "plan_shards", "ShardFolders", "run_fingerprint", "SHARD_VERSION", "RECORD_VERSION",
            "FINGERPRINT_SCHEME", "DEFAULT_SHARD_QUERIES"]
@@ -103,11 +104,16 @@ class ShardFolders:
     """The shard folders of one run folder (``RUN_DIR/.work/shards/``), for a run of ``fingerprint`` made of
     ``parts`` (name → hash)."""
 
-    def __init__(self, run_dir: Path, run: str, fingerprint: str, parts: Mapping[str, str]) -> None:
+    def __init__(self, run_dir: Path, run: str, fingerprint: str, parts: Mapping[str, str],
+                 reproduces: Callable[[list[Mapping[str, Any]]], str | None] | None = None) -> None:
         self.root = RunFolder(run_dir).shards
         self.run = run
         self.fingerprint = fingerprint
         self.parts = dict(parts)
+        #: checks a shard's rows against this run's queries by content (:func:`.provenance.rows_reproduce`)
+        self.reproduces = reproduces
+        #: shards accepted by content although their query hashes differ (made on another kind of CPU)
+        self.accepted_by_content: list[str] = []
 
     def finished(self) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
         """Records of every finished shard (by query id) and their volatile facts. A shard of another
@@ -131,10 +137,18 @@ class ShardFolders:
             if head.get("fingerprint") != self.fingerprint:
                 theirs = head.get("parts") or {}
                 differ = sorted(k for k in set(self.parts) | set(theirs) if self.parts.get(k) != theirs.get(k))
-                raise InvariRankError(
-                    f"{folder}: a shard of another configuration (differs in: {', '.join(differ) or 'unknown'}); "
-                    f"rerun it with its own settings, choose another --out, or remove {self.root} (and the shards "
-                    f"committed under results/<grid>/<run>/shards/, which a grid run copies back)")
+                if differ and set(differ) <= QUERY_PARTS and self.reproduces is not None:
+                    why = self.reproduces([row for rec in recs for row in rec.get("rows") or []])
+                    if why is None:
+                        self.accepted_by_content.append(folder.name)
+                    else:
+                        raise InvariRankError(f"{folder}: a shard of other queries ({why}); remove it to compute "
+                                              f"the shard again")
+                else:
+                    raise InvariRankError(
+                        f"{folder}: a shard of another configuration (differs in: {', '.join(differ) or 'unknown'}); "
+                        f"rerun it with its own settings, choose another --out, or remove {self.root} (and the "
+                        f"shards committed under results/<grid>/<run>/shards/, which a grid run copies back)")
             if [r.get("query_id") for r in recs] != list(head.get("query_ids") or []):
                 raise InvariRankError(f"{folder}: records.jsonl does not hold the shard's queries; remove the "
                                       f"folder to compute the shard again")
