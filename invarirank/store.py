@@ -322,9 +322,10 @@ def find_observations(folder: str | os.PathLike) -> Path | None:
 def publish_run(work_dir: str | os.PathLike, target: str | os.PathLike, grid_run: Mapping[str, Any]) -> Path:
     """Copy a finished run from its work folder into its results folder ``target``.
 
-    The observations are written gzip-compressed (deterministically), ``run.json`` is copied when the work folder
-    has one (without its ``paths``: the machine's absolute paths stay in the work folder), the manifest gains ``grid_run`` (the run's settings, JSON) and ``complete: true``; every file is written
-    atomically, the manifest last, so a folder with a complete manifest is a complete run.
+    The observations are written gzip-compressed (deterministically), ``first_stage.jsonl.gz`` and ``run.json``
+    are copied when the work folder has them (``run.json`` without its ``paths``: the machine's absolute paths stay
+    in the work folder), the manifest gains ``grid_run`` (the run's settings, JSON) and ``complete: true``; every
+    file is written atomically, the manifest last, so a folder with a complete manifest is a complete run.
     """
     work, target = Path(work_dir), Path(target)
     obs = find_observations(work)
@@ -337,6 +338,11 @@ def publish_run(work_dir: str | os.PathLike, target: str | os.PathLike, grid_run
     atomic_write_text(target / "observations.jsonl.gz", read_text(obs), compress=True)
     shutil.copyfile(work / "metrics.json", target / ".metrics.json.tmp")
     os.replace(target / ".metrics.json.tmp", target / "metrics.json")
+    if (work / FIRST_STAGE_FILE).is_file():
+        shutil.copyfile(work / FIRST_STAGE_FILE, target / f".{FIRST_STAGE_FILE}.tmp")
+        os.replace(target / f".{FIRST_STAGE_FILE}.tmp", target / FIRST_STAGE_FILE)
+    else:
+        (target / FIRST_STAGE_FILE).unlink(missing_ok=True)
     if (work / VOLATILE_FILE).is_file():          # the machine's own paths stay in the work folder
         volatile = {k: v for k, v in read_json(work / VOLATILE_FILE).items() if k != "paths"}
         atomic_write_json(target / VOLATILE_FILE, volatile)

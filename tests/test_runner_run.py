@@ -18,7 +18,7 @@ from tests.runner_support import Killed, kill_after, toy_candidates
 from tests.runner_support import simulated_config as config
 
 K = 6
-FINAL = ("observations.jsonl", "metrics.json", "calibration.json")
+FINAL = ("observations.jsonl", "metrics.json", "calibration.json", "first_stage.jsonl.gz")
 VOLATILE = ("run.json",)
 
 
@@ -65,6 +65,14 @@ def test_run_folder_rows_and_pass_counts(cands, tmp_path):
     assert set(res.metrics["methods"]) == {"zero_shot", "bootstrapping", "sgs", "stella"}
     cal = read_json(run / "calibration.json")["calibrations"][str(K)]
     assert len(cal["matrix"]) == K and min(min(r) for r in cal["counts"]) >= 1
+    # the reference rows: the candidates file's own order (ids ascend with rank) and the random order
+    from invarirank.evaluation.references import read_first_stage
+    first = read_first_stage(run / "first_stage.jsonl.gz")
+    assert set(first) == qids and all(r == sorted(r, key=int) for r in first.values())
+    refs = res.metrics["references"]
+    assert set(refs) == {"first_stage", "random"}
+    assert refs["first_stage"]["overall"]["loc"] == 1.0 and refs["first_stage"]["overall"]["ppi"] == 0.0
+    assert set(refs["random"]["comparisons"]["ppi"]) == {"zero_shot", "bootstrapping", "sgs", "stella"}
 
 
 def test_identical_configs_give_identical_files(cands, tmp_path):

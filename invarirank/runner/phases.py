@@ -15,6 +15,7 @@ from typing import Any
 
 from ..candidates import queries_sha256
 from ..errors import InvariRankError
+from ..evaluation.references import FIRST_STAGE_FILE, write_first_stage
 from ..io import atomic_write_json
 from ..llm.factory import scoring_versions
 from ..store import VOLATILE_FILE, RunFolder, RunStatus
@@ -112,6 +113,15 @@ def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | No
                        timings, t_start)
 
 
+def first_stage_rankings(config: RunConfig, qs: QuerySet) -> dict[str, list[str]] | None:
+    """The first stage's ranking of each test query (its candidates in their given order) when the run has a first
+    stage — a retriever, or a candidates file, whose order is the first stage's by the file's contract — else
+    ``None`` (the teaching lab's synthetic candidates have no ranking of their own)."""
+    if qs.info.get("source") not in ("first_stage", "candidates") or config.dataset == "synthetic":
+        return None
+    return {q.query_id: [c.item_id for c in q.candidates] for q in qs.test}
+
+
 def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str, Any]) -> RunResult:
     """The merge: write the run's files from its query records (in run order) — observations, metrics,
     calibration, then the volatile ``run.json`` and last the deterministic ``manifest.json`` — and remove
@@ -124,8 +134,13 @@ def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str
     all_rows = [row for rec in records for row in rec["rows"]]
     write_observations(folder.file(folder.OBSERVATIONS), all_rows)
     t = time.perf_counter()
+    first_stage = first_stage_rankings(config, p.qs)
+    if first_stage is not None:
+        write_first_stage(out / FIRST_STAGE_FILE, first_stage)
+    else:
+        (out / FIRST_STAGE_FILE).unlink(missing_ok=True)
     metrics = evaluate(all_rows, ks=tuple(config.eval_ks), exposure_k=config.exposure_k,
-                       n_bootstrap=config.n_bootstrap, seed=config.seed)
+                       n_bootstrap=config.n_bootstrap, seed=config.seed, first_stage=first_stage)
     timings["evaluation_seconds"] = round(time.perf_counter() - t, 3)
     atomic_write_json(folder.file(folder.METRICS), metrics)
     if calibrations:
