@@ -237,7 +237,8 @@ def load_run(path: str | os.PathLike) -> Run:
         model=str(spec.get("model") or config.get("model") or (manifest.get("model") or {}).get("model") or "?"),
         scorer=str(spec.get("scorer") or config.get("scorer") or "?"),
         retriever=str(spec.get("retriever") or config.get("retriever") or "?"),
-        K=int(max(int(k) for k in ks if k is not None)), M=int(spec.get("M") or config.get("M") or config.get("m") or 0),
+        K=int(max(int(k) for k in ks if k is not None)),
+        M=int(spec.get("M") or config.get("M") or config.get("m") or 0),
         n_queries=int(queries.get("count") or any_overall.get("queries") or 0),
         methods=methods, metrics=metrics, manifest=manifest, spec=spec)
 
