@@ -109,7 +109,8 @@ def load_queries(config: RunConfig, progress: bool = True) -> QuerySet:
         validation = [q for q in every if q.split == "validation"]
         others = sorted({q.split for q in every} - {"test", "validation"})
         if others:
-            raise InvariRankError(f"{path}: split {others[0]!r} in the candidates file; expected 'test' or 'validation'")
+            raise InvariRankError(f"{path}: split {others[0]!r} in the candidates file; expected 'test' or "
+                                  f"'validation'")
         if not test:
             raise InvariRankError(f"{path}: no test queries (lines with split 'test')")
         check_lists(config, {q.query_id: len(q.candidates) for q in test}, str(path))
