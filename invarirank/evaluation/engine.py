@@ -23,18 +23,18 @@ Shape (``METRICS_SCHEMA_VERSION`` = 3)::
      "references": {"first_stage" | "random": {"overall": {...}, "per_query": {...},
                                                "comparisons": {METRIC: {METHOD: {... method - reference ...}}}}}}
 
-Methods and queries appear in the order of their first row in the input. ``null`` stands for "undefined": PPI
-when no pair of the query was seen in two position cells; GPI and LOC when the query has fewer than 2 rows or
-K < 2; ``gpi_exact`` when the exact search is off or the query's K is above ``exact_kemeny_max_k`` — overall
-``gpi_exact`` (and ``gpi_suboptimal_queries``, the queries where the local search missed the optimum) is null
-unless **every** query with a GPI was solved exactly; ``exposure_mad@E`` and ``exposure_maxdev@E`` when no list is
-longer than E (every item reaches the top-E: no position can be favoured). ``expected_exposure@E`` is always a
-list, aligned with ``exposure@E``. ``ci`` holds 95% percentile bootstrap intervals over queries (see
-:mod:`.bootstrap`) for every scalar metric that has a value (empty when ``n_bootstrap`` = 0). ``comparisons`` compares every two methods
-paired over their shared queries on every per-query metric and ``exposure_mad@E`` (A before B in method order,
-differences A - B; :mod:`.comparisons`), ``claims`` judges the paper's claims whose methods and metric the run has
-(:mod:`.claims`); both are empty with one method or ``n_permutations`` = 0. There is no NaN anywhere, and the
-same input and settings give the same dictionary (so byte-identical JSON).
+Methods and queries appear in the order of their first row in the input. ``null`` stands for "undefined": PPI when
+no pair of the query was seen in two position cells; GPI and LOC when the query has fewer than 2 rows or K < 2;
+``gpi_exact`` when the exact search is off or the query's K is above ``exact_kemeny_max_k`` — overall ``gpi_exact``
+(and ``gpi_suboptimal_queries``, the queries where the local search missed the optimum) is null unless **every**
+query with a GPI was solved exactly; ``exposure_mad@E`` and ``exposure_maxdev@E`` when no list is longer than E
+(every item reaches the top-E: no position can be favoured). ``expected_exposure@E`` is always a list, aligned with
+``exposure@E``. ``ci`` holds 95% percentile bootstrap intervals over queries (see :mod:`.bootstrap`) for every
+scalar metric that has a value (empty when ``n_bootstrap`` = 0). ``comparisons`` compares every two methods paired
+over their shared queries on every per-query metric and ``exposure_mad@E`` (A before B in method order, differences
+A - B; :mod:`.comparisons`), ``claims`` judges the paper's claims whose methods and metric the run has
+(:mod:`.claims`); both are empty with one method or ``n_permutations`` = 0. There is no NaN anywhere, and the same
+input and settings give the same dictionary (so byte-identical JSON).
 
 ``references`` (schema 3) holds the reference rows of :mod:`.references`: the first stage's own order (only when
 its rankings are given) and a uniformly random order (exact effectiveness; PPI/GPI/LOC over
