@@ -348,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.json)
     matmul = matmul_tflops(device, dtype, 8192 if on_gpu else 512)
     report: dict[str, Any] = {
-        "schema_version": 1, "device": torch.cuda.get_device_name() if on_gpu else f"cpu ({platform.machine()}, {torch.get_num_threads()} threads)",
+        "schema_version": 1,
+        "device": (torch.cuda.get_device_name() if on_gpu
+                   else f"cpu ({platform.machine()}, {torch.get_num_threads()} threads)"),
         "dtype": str(dtype).replace("torch.", ""), "tiny": tiny, "torch": torch.__version__,
         "transformers": transformers.__version__, "python": platform.python_version(),
         "matmul_tflops": round(matmul, 4),

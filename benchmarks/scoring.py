@@ -113,7 +113,7 @@ def workload(query: Any, orders: int, seed: int = 0) -> list[tuple[str, int, lis
     for t in range(orders):
         base = [int(i) for i in rng_for(seed, query.query_id, "bench-order", t).permutation(k)]
 
-        def shuffle(j: int) -> list[int]:
+        def shuffle(j: int, base: list[int] = base, t: int = t) -> list[int]:
             if j == 0:
                 return list(base)
             perm = rng_for(seed, query.query_id, t, "shuffle", j).permutation(k)

@@ -8,9 +8,10 @@ or are rebuilt with the run's seeds (LightGCN on ML-100K: under a minute) — an
 observations: every row's presented order must be the run's seeded order of exactly these candidates, in this
 first-stage order, and its ground truth the query's. (The manifest's hash of the test queries is not compared: it
 covers the retriever's float scores, which differ in their last bits from one CPU to another, while the ids and
-their order, all that reaches a prompt, do not.) The rankings are written as ``first_stage.jsonl.gz``. Then ``metrics.json`` is evaluated again from the run's own
-observations under the settings it records, now with the ``references`` section (first-stage order where the
-file exists, random order always). The observations, manifest and run.json stay as they are.
+their order, all that reaches a prompt, do not.) The rankings are written as ``first_stage.jsonl.gz``. Then
+``metrics.json`` is evaluated again from the run's own observations under the settings it records, now with the
+``references`` section (first-stage order where the file exists, random order always). The observations, manifest and
+run.json stay as they are.
 """
 
 from __future__ import annotations

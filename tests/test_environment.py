@@ -20,7 +20,7 @@ def _split(req: str) -> tuple[str, str]:
 def _pyproject() -> dict[str, str]:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = list(data["dependencies"])
-    for name, extra in data["optional-dependencies"].items():
+    for extra in data["optional-dependencies"].values():
         reqs += [r for r in extra if not r.startswith("invarirank")]
     return dict(_split(r) for r in reqs)
 
@@ -41,7 +41,8 @@ def _environment() -> dict[str, str]:
 
 def test_environment_yml_agrees_with_pyproject():
     py, env = _pyproject(), _environment()
-    assert set(py) == set(env), f"only in pyproject: {set(py) - set(env)}; only in environment.yml: {set(env) - set(py)}"
+    assert set(py) == set(env), (f"only in pyproject: {set(py) - set(env)}; "
+                                 f"only in environment.yml: {set(env) - set(py)}")
     assert py == env
 
 

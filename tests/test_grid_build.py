@@ -317,9 +317,9 @@ def test_changed_grid_recomputes_over_a_stale_scratch_run(tmp_path, monkeypatch)
 def test_rerank_notebook_with_new_parameters_computes_its_missing_run(tmp_path, monkeypatch):
     """`papermill notebooks/rerank.ipynb out.ipynb -p K 5 ...` computes a run that is not there, through the runner."""
     results, work = tmp_path / "results", tmp_path / "runs"
-    params = dict(grid="nb", name="tiny-nb", dataset="synthetic", retriever="none", model="simulated", scorer="simulated",
-                  K=5, M=2, n_queries=2, sample_k=None, methods=["zero_shot"], seed=1, results_dir=str(results),
-                  work_dir=str(work), cache_dir=str(tmp_path / "cache"))
+    params = dict(grid="nb", name="tiny-nb", dataset="synthetic", retriever="none", model="simulated",
+                  scorer="simulated", K=5, M=2, n_queries=2, sample_k=None, methods=["zero_shot"], seed=1,
+                  results_dir=str(results), work_dir=str(work), cache_dir=str(tmp_path / "cache"))
     monkeypatch.setenv("PYTHONPATH", str(ROOT))            # the kernel imports this checkout's package
     execute_notebook(ROOT / "notebooks" / "rerank.ipynb", tmp_path / "out.ipynb", params, cwd=ROOT / "notebooks")
     config = RunConfig.from_mapping({k: v for k, v in params.items() if k not in ("results_dir", "work_dir")})

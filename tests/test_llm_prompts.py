@@ -77,7 +77,8 @@ def test_choice_message_and_versions():
 
 
 def test_package_import_does_not_load_torch():
-    code = ("import sys, invarirank.llm, invarirank.llm.factory, invarirank.llm.prompts, invarirank.llm.persistent_cache; "
+    code = ("import sys, invarirank.llm, invarirank.llm.factory, invarirank.llm.prompts, "
+            "invarirank.llm.persistent_cache; "
             "s = invarirank.llm.make_scorer('simulated', seed=1); "
             "print('torch' in sys.modules, 'transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -63,7 +63,8 @@ def test_a_shard_of_another_configuration_is_refused(cands, tmp_path, capsys):
 
 
 def test_shard_size_zero_and_executor_flags_are_bad_input(cands, tmp_path, capsys):
-    base = ["rerank", "--candidates", str(cands), "--scorer", "simulated", "--out", str(tmp_path / "o"), "--no-progress"]
+    base = ["rerank", "--candidates", str(cands), "--scorer", "simulated", "--out", str(tmp_path / "o"),
+            "--no-progress"]
     for extra, words in ((["--shard-queries", "0"], "--shard-queries 0"), (["--executor", "spark"], "'spark'"),
                          (["--workers", "2"], "--workers needs --executor ray")):
         assert cli_main(base + extra) == 2

@@ -1,5 +1,6 @@
 """The one reuse check (invarirank.runner.run_status: invarirank.store.RunFolder.status with the run schema's
-identity): committed manifests still read as complete; a setting added with its default never changes a run's identity; other settings mismatch."""
+identity): committed manifests still read as complete; a setting added with its default never changes a run's
+identity; other settings mismatch."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The sub-commands of ``invarirank``: one module per verb, each with ``register(subparsers)`` (see :mod:`invarirank.cli`)."""
+"""The sub-commands of ``invarirank``: one module per verb, each with ``register(subparsers)``
+(see :mod:`invarirank.cli`)."""
 
 from __future__ import annotations
 

@@ -37,9 +37,10 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "report", help="print the metrics of run folders and draw exposure and metric-vs-K figures",
         description="Print the metrics table of each run folder (written by `invarirank rerank`) and write "
-                    f"{FIGURE_EXPOSURE} and {FIGURE_METRIC_VS_K} into --out (default: the first run).")
+                    f"{FIGURE_EXPOSURE} and {FIGURE_METRIC_VS_K} into --out (default: ./report).")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders (each with metrics.json)")
-    p.add_argument("--out", metavar="DIR", help="folder for the figures (default: ./report; a run folder only when named here)")
+    p.add_argument("--out", metavar="DIR",
+                   help="folder for the figures (default: ./report; a run folder only when named here)")
     p.add_argument("--no-figures", action="store_true", help="only print the tables")
     p.set_defaults(func=run)
 

@@ -14,8 +14,8 @@ from ..methods.registry import METHOD_LABELS, METHODS
 from ..store import Run
 
 __all__ = ["METHODS", "METHOD_LABELS", "METRICS", "METRIC_LABELS", "HIGHER_IS_BETTER", "RUN_METRICS",
-           "TABLE1_METRICS", "ORDERING_METRICS", "PAPER_LOC_ORDER", "COMPARED_SCORERS", "method_label",
-           "metric_label", "model_label", "dataset_label", "paper_dataset", "in_paper_order", "run_setting", "setting_caption",
+           "TABLE1_METRICS", "ORDERING_METRICS", "PAPER_LOC_ORDER", "method_label", "metric_label",
+           "model_label", "dataset_label", "paper_dataset", "in_paper_order", "run_setting", "setting_caption",
            "html_escape", "key"]
 
 #: metric name -> (display label, higher is better); the one list of both

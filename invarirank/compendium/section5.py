@@ -198,7 +198,8 @@ def section5_rows(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = (
             "zero-shot top-5 exposure: last third of input positions ≻ first third, at every K = "
             + ", ".join(str(r.K) for r, _ in skews), verdict,
             SEP.join(f"{MARKS[st]} K = {r.K}: Δ {_signed(s['mean_diff'])} (Holm p {q:.2g})"
-                      for (r, s), st, q in zip(skews, states, adjusted)), short="zero-shot's early positions lose exposure")
+                      for (r, s), st, q in zip(skews, states, adjusted)),
+            short="zero-shot's early positions lose exposure")
     add("Marginal position exposure", "“Bootstrapping reduces this skew but does not eliminate it, while STELLA_LW "
         "and SGS produce flatter exposure curves.”", *_of_claim("exposure_flattened", claim_runs),
         short="the mitigations flatten exposure")

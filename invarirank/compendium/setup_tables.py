@@ -101,8 +101,9 @@ def run_settings_table(run: Run, styled: bool = True) -> Any:
         "methods": ", ".join(method_label(m) for m in run.methods),
     }
     if "stella" in run.methods:
+        repeats = spec.get("calibration_repeats")
         rows["STELLA_LW calibration"] = (f"{spec.get('calibration_queries')} validation queries × "
-                                         f"{spec.get('calibration_repeats')} repeat{'s' if spec.get('calibration_repeats') != 1 else ''} per position")
+                                         f"{repeats} repeat{'s' if repeats != 1 else ''} per position")
     df = pd.DataFrame({"value": [str(v) for v in rows.values()]}, index=pd.Index(list(rows), name="setting"))
     return with_caption(df, f"Settings of the run {run.name}.") if styled else df
 

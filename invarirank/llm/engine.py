@@ -52,7 +52,7 @@ from .prefix import PrefixStore, UnsupportedCache
 from .prompts import TEMPLATE_VERSION
 from .tokens import PromptTokenizer
 
-__all__ = ["PassPlan", "Plan", "CausalLMScorer", "DEFAULT_MAX_LENGTH"]
+__all__ = ["PassPlan", "CausalLMScorer", "DEFAULT_MAX_LENGTH"]
 
 #: Default prompt limit (PROTOCOL §7 runs the paper's models with a maximum length of 4096), capped by the model's.
 DEFAULT_MAX_LENGTH = 4096

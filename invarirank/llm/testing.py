@@ -191,7 +191,7 @@ def tiny_model(arch: str, tokenizer: Any, *, seed: int = 0, dtype: Any = None, d
     model = cls(config)
     with torch.no_grad():  # seeded, arch-independent initialisation with a wide spread
         gen = torch.Generator().manual_seed(seed)
-        for pname, p in sorted(model.named_parameters()):
+        for _name, p in sorted(model.named_parameters()):
             if p.dim() >= 2:
                 p.copy_(torch.randn(p.shape, generator=gen) * init_std)
     model = model.to(device=device, dtype=dtype or torch.float32).eval()

@@ -13,8 +13,9 @@ query; methods always run, and rows are written, in the method registry's (the p
 a run's results (``IDENTITY`` metadata below; not names, folders, devices or labels), and of those only the ones
 that differ from their declared default. So a setting added later with a default that reproduces the old
 behaviour never invalidates a committed run: old manifests simply lack it and read as the default. STELLA_LW's
-calibration sizes count only when the run has STELLA_LW, ``sample_k`` only when it differs from K, and no ``model`` means the scorer's default model. :meth:`RunConfig.from_manifest` reads every manifest
-written so far (its ``grid_run`` section, else its ``config`` section, old key names included).
+calibration sizes count only when the run has STELLA_LW, ``sample_k`` only when it differs from K, and no
+``model`` means the scorer's default model. :meth:`RunConfig.from_manifest` reads every manifest written so far
+(its ``grid_run`` section, else its ``config`` section, old key names included).
 """
 
 from __future__ import annotations
@@ -261,7 +262,8 @@ class RunConfig:
         """Folder name inside ``results/<grid>/``: ``name``, else ``<data>-<retriever>-<model>-<scorer>-k<K>``."""
         if self.name:
             return self.name
-        return f"{slug(self.data_label)}-{slug(self.retriever)}-{slug(self.model_name)}-{self.scorer}-k{self.effective_k}"
+        return (f"{slug(self.data_label)}-{slug(self.retriever)}-{slug(self.model_name)}-{self.scorer}"
+                f"-k{self.effective_k}")
 
     def resolved_raw_dir(self, root: Path) -> str | None:
         """``raw_dir`` with environment variables expanded, relative to the repository ``root``."""
@@ -289,7 +291,8 @@ class RunConfig:
         methods = [str(m) for m in _as_list(where, "methods", self.methods)]
         for m in methods:
             if m not in METHODS:
-                raise InvariRankError(f"{where}: unknown method {m!r} in 'methods'; expected some of {', '.join(METHODS)}")
+                raise InvariRankError(f"{where}: unknown method {m!r} in 'methods'; "
+                                      f"expected some of {', '.join(METHODS)}")
         if not methods:
             raise InvariRankError(f"{where}: setting 'methods' is empty; expected some of {', '.join(METHODS)}")
         if len(set(methods)) != len(methods):

@@ -29,7 +29,7 @@ import socket
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import InvariRankError, RunFailed
 from ..types import Query, Scorer
@@ -41,6 +41,8 @@ __all__ = ["EXECUTORS", "Executor", "LocalExecutor", "RayExecutor", "make_execut
 
 #: the executors' names (``--executor``)
 EXECUTORS = ("local", "ray")
+
+_E = TypeVar("_E", bound="_Executor")
 
 
 def _settings_key(config: RunConfig) -> str:
@@ -95,7 +97,7 @@ class _Executor:
 
     name = "?"
 
-    def __enter__(self) -> _Executor:
+    def __enter__(self: _E) -> _E:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -298,7 +300,8 @@ class RayExecutor(_Executor):
         room = int(res.get("GPU", 0.0) // gpus) if gpus else int(res.get("CPU", 0.0) // self.cpus_per_worker)
         if room < 1:
             raise InvariRankError(f"--executor ray: the cluster ({res.get('CPU', 0):g} CPUs, {res.get('GPU', 0):g} "
-                                  f"GPUs) has no room for one worker of {self.cpus_per_worker:g} CPUs and {gpus:g} GPUs")
+                                  f"GPUs) has no room for one worker of {self.cpus_per_worker:g} CPUs and "
+                                  f"{gpus:g} GPUs")
         n = room if self.workers is None else self.workers
         if n > room:
             raise InvariRankError(f"--workers {n}: the Ray cluster has room for {room} workers of "

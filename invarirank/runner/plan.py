@@ -325,7 +325,8 @@ def format_plan(plan: RunPlan) -> str:
 # ---------------------------------------------------------------------------------------------
 # many runs: estimates from the settings alone
 # ---------------------------------------------------------------------------------------------
-def estimate_run(config: RunConfig, *, n_queries: int | None = None, calibration_relevant: float = 1.0) -> dict[str, Any]:
+def estimate_run(config: RunConfig, *, n_queries: int | None = None,
+                 calibration_relevant: float = 1.0) -> dict[str, Any]:
     """Scorer passes of a run from its settings: ``passes_min``/``passes_max`` = distinct passes with STELLA_LW
     stopping after 4 / 10 updates; calibration = ``calibration_queries × calibration_relevant × K ×
     calibration_repeats`` (``calibration_relevant``: assumed relevant candidates per validation query in its
