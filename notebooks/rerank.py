@@ -96,10 +96,13 @@ compendium.run_settings_table(run)
 #
 # HR@5 and nDCG@5 measure effectiveness; PPI, GPI and LOC the consistency of the induced preferences across the
 # $M$ presented orders; the exposure MAD how far the top-5 exposure by input position is from flat (see the
-# metrics chapter). Each value comes with its 95% bootstrap interval over queries.
+# metrics chapter). Each value comes with its 95% bootstrap interval over queries. The two reference rows give the
+# scale: the first stage's own ranking of the same candidates, and a uniformly random ranking.
 
 # %% tags=["remove-input"]
-compendium.run_table(run)
+display(compendium.run_table(run))
+if compendium.reference_sentence(run):
+    display(Markdown(compendium.reference_sentence(run)))
 
 # %% [markdown]
 # ## Top-5 exposure by input position

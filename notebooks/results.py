@@ -142,6 +142,8 @@ models = list(dict.fromkeys(compendium.model_label(r.model) for r in table_runs 
 display(Markdown(f"Table 1 shows {len(models)} models side by side ({', '.join(models)}), each with its own "
                  f"queries." if len(models) > 1 else f"Table 1 shows one model, {models[0]}; a second model's run at "
                  f"K = {main.K} joins it (and the claims' table) once it is complete."))
+if compendium.reference_sentence(main):
+    display(Markdown("**The reference rows.** " + compendium.reference_sentence(main)))
 
 # %% [markdown]
 # Beside the paper's own Table 1 (its $K = 25$, its three 3–7 B models, MovieLens-32M): the absolute values are

@@ -105,9 +105,12 @@ def test_scale_table_and_run_table_read_the_run(simulated_run):
     scale = C.scale_table([simulated_run], styled=False)
     assert scale.loc["list lengths K", "this book"] == "6" and scale.loc["presented orders M", "this book"] == "4"
     table = C.run_table(simulated_run, styled=False)
-    assert list(table.index) == ["zero-shot", "bootstrapping", "STELLA_LW", "SGS"]
+    # a synthetic candidates set has no first stage: only the random order's reference row
+    assert list(table.index) == ["zero-shot", "bootstrapping", "STELLA_LW", "SGS", "random order (reference)"]
     ov = simulated_run.metrics["methods"]["sgs"]["overall"]
     assert table.loc["SGS", "PPI"] == C.format_ci(ov["ppi"], *ov["ci"]["ppi"])
+    ref = simulated_run.metrics["references"]["random"]["overall"]
+    assert table.loc["random order (reference)", "PPI"] == C.format_ci(ref["ppi"], *ref["ci"]["ppi"])
 
 
 def test_metric_labels_and_directions_are_one_list():

@@ -50,7 +50,7 @@ from .labels import (
                      setting_caption,
 )
 from .orderings import ordering_agreement, orderings
-from .prose import paper_ordering_sentence, shown_grid_sentence, summary_sentence
+from .prose import paper_ordering_sentence, reference_sentence, shown_grid_sentence, summary_sentence
 from .select import (
                      collect_runs,
                      committed_queries,
@@ -71,7 +71,8 @@ __all__ = [
     "Run", "load_run", "collect_runs", "main_run", "main_k", "sweep_runs", "other_grids", "setting_groups",
     "run_setting", "metrics_frame", "format_ci", "setting_caption", "run_table", "table1", "paper_table",
     "beside_paper", "exposure_bands", "figure_exposure", "figure_k_sweep", "method_colors", "orderings",
-    "ordering_agreement", "paper_ordering_sentence", "summary_sentence", "scorer_comparison", "cost_table",
+    "ordering_agreement", "paper_ordering_sentence", "summary_sentence", "reference_sentence", "scorer_comparison",
+    "cost_table",
     "scale_table", "data_stats_table", "coverage_table", "figure_training_loss", "model_label", "dataset_label",
     "html_escape", "key", "grid_to_show", "committed_queries", "shown_grid_sentence", "run_claims", "claim_marks",
     "verdict_sentence", "resolution_sentence", "verdicts_html", "claims_table", "pairwise_table", "smallest_p",

@@ -10,7 +10,7 @@ from .labels import METHOD_LABELS, METRIC_LABELS, PAPER_LOC_ORDER, method_label,
 from .orderings import ordering
 from .tables import ci_of
 
-__all__ = ["paper_ordering_sentence", "summary_sentence", "shown_grid_sentence"]
+__all__ = ["paper_ordering_sentence", "summary_sentence", "shown_grid_sentence", "reference_sentence"]
 
 
 def paper_ordering_sentence(run: Run) -> str:
@@ -76,3 +76,49 @@ def shown_grid_sentence(shown: str, preferred: str, fallback: str, needed: Seque
     return (f"Table 1 and Figures 1–2 come from the {fallback} grid: the {preferred} grid's main run and K sweep"
             f"{where} are not all complete under results/{preferred}/ (missing: {', '.join(missing)}); the page "
             f"switches to them once they are.")
+
+
+def _p(p: float) -> str:
+    return f"p = {p:.3f}" if p >= 1e-3 else "p < 0.001"
+
+
+def reference_sentence(run: Run) -> str:
+    """A computed paragraph on the reference rows of ``run``: how its queries were selected and what that does to
+    the first stage's HR@5, what a random order gives at this K and M, and each method's HR@5 and PPI against
+    both (paired sign-flip p over queries). Empty when the run's ``metrics.json`` has no references."""
+    refs = run.metrics.get("references") or {}
+    if not refs:
+        return ""
+    cfg = run.manifest.get("config") or {}
+    sample_k = cfg.get("sample_k") or run.K
+    parts = []
+    fs, rnd = refs.get("first_stage"), refs.get("random")
+    if fs:
+        hr = fs["overall"]["hr@5"]
+        why = (f"the queries were sampled among those whose first stage holds a relevant candidate in its top "
+               f"{sample_k}, so every query has one in the first stage's top 5 and its own order scores HR@5 = 1 "
+               f"by construction" if sample_k <= 5 else
+               f"the queries were sampled among those whose first stage holds a relevant candidate in its top "
+               f"{sample_k}")
+        parts.append(f"The first stage's own order of the same candidates scores HR@5 = {hr:.3f} and nDCG@5 = "
+                     f"{fs['overall']['ndcg@5']:.3f} ({why}); its consistency is perfect by construction (PPI = GPI "
+                     f"= 0, LOC = 1), since its output never depends on the presented order.")
+    if rnd:
+        o = rnd["overall"]
+        draws = run.metrics["settings"].get("reference_replicates")
+        parts.append(f"A uniformly random order scores HR@5 = {o['hr@5']:.3f} and nDCG@5 = {o['ndcg@5']:.3f} "
+                     f"(exact expectations), and at K = {run.K}, M = {run.M} it gives PPI = {o['ppi']:.3f}, GPI = "
+                     f"{o['gpi']:.3f} and LOC = {o['loc']:.3f} (mean of {draws} seeded draws per query): the scale "
+                     f"on which the methods' consistency is read.")
+    lines = []
+    for method in run.methods:
+        bits = []
+        for name, block in (("the first-stage order", fs), ("the random order", rnd)):
+            rec = ((block or {}).get("comparisons") or {}).get("hr@5", {}).get(method)
+            if rec:
+                bits.append(f"{rec['mean_diff']:+.3f} against {name} ({_p(rec['p'])})")
+        if bits:
+            lines.append(f"{method_label(method)} {', '.join(bits)}")
+    if lines:
+        parts.append("HR@5, method minus reference: " + "; ".join(lines) + ".")
+    return " ".join(parts)

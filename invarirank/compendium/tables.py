@@ -34,7 +34,7 @@ from .select import main_k
 from .verdicts import MARKS, claim_marks
 
 __all__ = ["metrics_frame", "format_ci", "with_caption", "ci_of", "drop_constant_levels", "fold_columns",
-           "run_table", "table1",
+           "run_table", "table1", "reference_cells", "REFERENCE_LABELS",
            "paper_table", "beside_paper", "scorer_comparison"]
 
 _FRAME_COLUMNS = ["grid", "run", "dataset", "model", "scorer", "K", "M", "queries", "method", "metric", "value",
@@ -127,11 +127,37 @@ def _cells(frame: pd.DataFrame, metrics: Sequence[str], digits: int, html: bool,
     return out
 
 
+#: the reference rows of ``metrics.json`` (schema 3), in the order the tables show them, with their labels
+REFERENCE_LABELS = {"first_stage": "first-stage order (reference)", "random": "random order (reference)"}
+
+
+def reference_cells(run: Run, reference: str, metrics: Sequence[str], digits: int = 3,
+                    html: bool = False) -> dict[str, str] | None:
+    """``{metric label: value [interval]}`` of one reference row of a run (``metrics["references"]``), or ``None``
+    when the run has no such reference (an older ``metrics.json``, or no first stage)."""
+    block = (run.metrics.get("references") or {}).get(reference)
+    if not block:
+        return None
+    ov, ci = block["overall"], block["overall"].get("ci") or {}
+    out = {}
+    for m in metrics:
+        value, (low, high) = ov.get(m), ci.get(m) or (None, None)
+        nan = float("nan")
+        out[metric_label(m)] = format_ci(nan if value is None else value, nan if low is None else low,
+                                         nan if high is None else high, digits, html=html)
+    return out
+
+
 def run_table(run: Run, metrics: Sequence[str] = RUN_METRICS, digits: int = 3, styled: bool = True) -> Any:
-    """One run's metrics per method, each ``value [95% interval]``."""
+    """One run's metrics per method, each ``value [95% interval]``, then its reference rows (first-stage order,
+    random order) where ``metrics.json`` has them."""
     frame = metrics_frame([run], metrics)
     rows = {method_label(method): _cells(frame[frame.method == method], metrics, digits, styled)
             for method in run.methods}
+    for ref, label in REFERENCE_LABELS.items():
+        cells = reference_cells(run, ref, metrics, digits, styled)
+        if cells is not None:
+            rows[label] = cells
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "method"
     return with_caption(df, f"{run_setting(run)}. Value [95% bootstrap interval over queries].") if styled else df
@@ -161,9 +187,16 @@ def table1(runs: Sequence[Run], *, K: int | None = None, digits: int = 3, styled
             records.append({"dataset": dataset_label(run.dataset), "model": model_label(run.model),
                             "scorer": run.scorer, "method": method_label(method),
                             **_cells(sub, TABLE1_METRICS, digits, styled, own)})
+        for ref, label in REFERENCE_LABELS.items():
+            cells = reference_cells(run, ref, TABLE1_METRICS, digits, styled)
+            if cells is not None:
+                records.append({"dataset": dataset_label(run.dataset), "model": model_label(run.model),
+                                "scorer": run.scorer, "method": label, **cells})
     df = drop_constant_levels(pd.DataFrame.from_records(records).set_index(["dataset", "model", "scorer", "method"]))
     caption = (f"Table 1 (ours). {setting_caption(chosen)}. Higher is better for HR@5, nDCG@5 and LOC, lower "
-               f"for PPI and GPI; value [95% bootstrap interval over queries].")
+               f"for PPI and GPI; value [95% bootstrap interval over queries]. Reference rows: the first stage's "
+               f"own ranking of the same candidates (consistent by construction) and the expectation of a uniformly "
+               f"random ranking.")
     if any_marks:
         caption += (f" Marks: the paper's claimed pairs, on the row of the method the paper finds better, against the "
                     f"method named: {MARKS['resolved']} resolved in the paper's direction, {MARKS['against']} "
