@@ -171,8 +171,10 @@ def literal_evaluate(rows, ks=(1, 5, 10), exposure_k=5, buckets=3):
         dev = [abs(e - x) for e, x in zip(exposure, expected)]
         overall[f"exposure@{exposure_k}"] = exposure
         overall[f"expected_exposure@{exposure_k}"] = expected
-        overall[f"exposure_mad@{exposure_k}"] = sum(dev) / len(dev)
-        overall[f"exposure_maxdev@{exposure_k}"] = max(dev)
+        # not defined when every list fits in the top-k (every item reaches it: no position can be favoured)
+        defined = max_k > exposure_k
+        overall[f"exposure_mad@{exposure_k}"] = sum(dev) / len(dev) if defined else None
+        overall[f"exposure_maxdev@{exposure_k}"] = max(dev) if defined else None
         overall["queries"] = len(queries)
         overall["rows"] = len(all_rows)
         result[method] = {"overall": overall, "per_query": per_query}

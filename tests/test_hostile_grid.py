@@ -29,7 +29,7 @@ CASES = [
     ("lab-strengths-empty", f"grid: g\nruns:\n  - {RUN}\nlab: {{strengths: []}}\n".encode(),
      ["lab: field 'strengths' = []"]),
     ("lab-unknown-shape", f"grid: g\nruns:\n  - {RUN}\nlab: {{shapes: [sideways]}}\n".encode(),
-     ["lab:", "bias_shape 'sideways'"]),
+     ["lab:", "option 'bias_shape' = 'sideways'"]),
     ("lab-not-mapping", f"grid: g\nruns:\n  - {RUN}\nlab: [1]\n".encode(), ["lab: must be a mapping"]),
     ("lab-bad-setting", f"grid: g\nruns:\n  - {RUN}\nlab: {{M: 0}}\n".encode(), ["lab:", "'M' ('m') = 0"]),
     ("not-utf8", b"grid: g\n# \xff\nruns: []\n", ["g.yaml:2: not UTF-8"]),

@@ -21,6 +21,7 @@ from invarirank.candidates import query_to_json
 from invarirank.cli import main
 from invarirank.data.synthetic import synthetic_queries
 from invarirank.errors import InvariRankError
+from invarirank.evaluation import METRICS_SCHEMA_VERSION
 from tests.hostile import expect_rejected, snapshot
 
 pytestmark = pytest.mark.usefixtures("private_cache")
@@ -184,7 +185,7 @@ def test_f7_default_output_never_enters_a_run_folder(marker, tmp_path, capsys):
 def test_f7_default_output_outside_a_run_folder_and_explicit_output(tmp_path, capsys):
     obs = _jsonl(tmp_path / "obs.jsonl", _rows())
     assert main(["evaluate", str(obs), "--bootstrap", "0"]) == 0
-    assert json.loads((tmp_path / "metrics.json").read_text())["schema_version"] == 2
+    assert json.loads((tmp_path / "metrics.json").read_text())["schema_version"] == METRICS_SCHEMA_VERSION
     run = tmp_path / "run"
     run.mkdir()
     (run / "manifest.json").write_text("{}")

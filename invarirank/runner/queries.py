@@ -135,6 +135,10 @@ def load_queries(config: RunConfig, progress: bool = True) -> QuerySet:
         else:
             pool = test
     pool_ids = [q.query_id for q in pool]
+    if config.n_queries is not None and config.n_queries > len(pool_ids):
+        kept = f" kept at K = {k_min}" if k_min else ""
+        raise InvariRankError(f"n_queries {config.n_queries}: only {len(pool_ids)} test queries are available"
+                              f"{kept}; ask for at most {len(pool_ids)} (or leave it unset for all)")
     chosen = _sample(pool_ids, config.n_queries, config.seed)
     missing = [qid for qid in chosen if qid not in at_k]
     queries = [at_k[qid] for qid in chosen if qid in at_k]
