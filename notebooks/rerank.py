@@ -27,7 +27,8 @@
 # ```
 #
 # A finished run with the same settings under `results/<grid>/<run>/` is **reused**; otherwise the run is computed
-# through the same runner (or resumed after an interruption: every finished query is checkpointed) and published
+# through the same runner (or resumed after an interruption: every run is computed in one-query shards, and each
+# finished shard is kept) and published
 # there, where the results chapter finds it. The parameters fill the one run schema (`invarirank.runner.RunConfig`:
 # every setting it has is a parameter here); their defaults are the default grid's scaled-down settings (the
 # paper's values are in the comments).

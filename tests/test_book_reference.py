@@ -18,7 +18,7 @@ import invarirank
 
 ROOT = Path(__file__).resolve().parents[1]
 JB = Path(sys.executable).with_name("jupyter-book")
-PAGES = ("api", "cli", "formats", "setup", "benchmarks")
+PAGES = ("api", "cli", "formats", "setup", "benchmarks", "reproducibility", "paper-tokenizers")
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""What reproducibility means across machines (issue 21; book/reproducibility-note.md): on one machine with one
+"""What reproducibility means across machines (issue 21; book/reference/reproducibility.md): on one machine with one
 thread count a run is byte-identical (the execution-mode tests check it); on another machine the rankings and
 metrics are the same and the scores agree to 1e-5 (float32 kernels differ by CPU and thread count). A ranking can
 only change in a row holding two scores closer than that: the committed K = 10 and K = 25 span runs hold 20 such rows

@@ -10,7 +10,7 @@ agree to 1e-5 (measured up to 9.1e-6), and the rankings and every metric are the
 scores closer than that, where two items may swap (20 of the 4,800 rows of the committed K = 10 and K = 25 span
 runs); so ``observations.jsonl.gz`` is not byte-identical across machines. No tie rule is added for those rows (it
 would change committed rankings). Tested in ``tests/test_hostile_reproducibility.py``; the book's note:
-``book/reproducibility-note.md``.
+``book/reference/reproducibility.md``.
 """
 
 from __future__ import annotations

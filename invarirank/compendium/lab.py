@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..evaluation.comparisons import ALPHA, comparison
+from ..methods.registry import LAB_CONTRAST
 from ..store import Run
 from .figures import DPI, method_colors, method_markers
 from .labels import METHODS, RUN_METRICS, method_label, metric_label
@@ -169,7 +170,7 @@ def inversion_table(frame: pd.DataFrame, shape: str = "primacy") -> pd.DataFrame
         row: dict[str, object] = {"bias strength": strength}
         for metric, higher in (("ppi", False), ("gpi", False), ("loc", True)):
             vals = {m: sub[(sub.strength == strength) & (sub.metric == metric) & (sub.method == m)].value
-                    for m in ("bootstrapping", "sgs")}
+                    for m in LAB_CONTRAST}
             if any(v.empty for v in vals.values()):
                 continue
             b, g = float(vals["bootstrapping"].iloc[0]), float(vals["sgs"].iloc[0])

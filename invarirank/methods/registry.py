@@ -21,7 +21,8 @@ from .sgs import sgs_steps
 from .stella import stella_steps
 from .zero_shot import zero_shot_steps
 
-__all__ = ["Method", "REGISTRY", "METHODS", "METHOD_LABELS", "method", "passes_per_order"]
+__all__ = ["Method", "REGISTRY", "METHODS", "METHOD_LABELS", "SWEEP_METHODS", "LAB_CONTRAST", "method",
+           "passes_per_order"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,10 @@ REGISTRY: tuple[Method, ...] = (
 )
 #: method names, in the registry's (the paper's) order (stability: full, the package's front door)
 METHODS: tuple[str, ...] = tuple(m.name for m in REGISTRY)
+#: the methods of the paper's K sweep (its Figures 1 and 2 show zero-shot and bootstrapping at every K)
+SWEEP_METHODS: tuple[str, ...] = ("zero_shot", "bootstrapping")
+#: the pair the teaching lab contrasts (bootstrapping against SGS, whose ordering the simulation inverts)
+LAB_CONTRAST: tuple[str, ...] = ("bootstrapping", "sgs")
 #: display labels by name
 METHOD_LABELS: dict[str, str] = {m.name: m.label for m in REGISTRY}
 _BY_NAME = {m.name: m for m in REGISTRY}
