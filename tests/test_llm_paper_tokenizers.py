@@ -344,6 +344,16 @@ def test_llama_choice_run_is_the_same_on_two_days(models, tmp_path):
         got.append((obs.read_bytes(), json.loads((out / "manifest.json").read_text())["model"]["options"]))
     assert got[0] == got[1]
     assert got[0][1]["label_scheme"] == "merged" and "frame_sha256" in got[0][1]
+    # a finished run whose recorded frame differs from today's is outdated, never silently reused
+    from invarirank.runner import RunConfig, run_status
+    out = tmp_path / "run-2026"
+    config = RunConfig.from_mapping({k: v for k, v in json.loads((out / "manifest.json").read_text())["config"].items()
+                                     if v is not None})
+    assert run_status(config, out) == "complete"
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["model"]["options"]["frame_sha256"] = "0" * 64
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert run_status(config, out) == "outdated"
 
 
 def test_committed_smollm2_choice_identity_is_unchanged(scorers, models):

@@ -32,7 +32,7 @@ run fingerprints of SmolLM2 and Gemma 3 are unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,19 @@ from .frames import Frame, LabelScheme, chat_frame, label_scheme
 from .options import CAUSAL_LM_OPTIONS, CHOICE_OPTIONS, own_options
 from .prompts import LABEL_SETS, ChoiceTemplate, choice_message, render_item
 
-__all__ = ["ChoiceScorer"]
+__all__ = ["ChoiceScorer", "current_frame_sha256"]
+
+
+def current_frame_sha256(model: Any, options: Mapping[str, Any]) -> str:
+    """The ``frame_sha256`` a choice scorer on ``model`` with a run's stored ``options`` (``labels``,
+    ``chat_template``) would record today, from the tokenizer alone (no weights): a finished run whose stored hash
+    differs was made with another rendered frame (a changed chat template) and is ``outdated``."""
+    if options.get("chat_template"):
+        from .models import load_tokenizer
+
+        return chat_frame(load_tokenizer(str(model), allow_download=False), str(model)).sha256
+    turn = ChoiceTemplate(labels=str(options.get("labels", "upper"))).plain_turn
+    return Frame(turn.user_prefix, turn.assistant_prefix, "", False).sha256
 
 
 class ChoiceScorer(CausalLMScorer):

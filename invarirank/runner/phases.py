@@ -172,5 +172,17 @@ def run_status(config: RunConfig, folder: str | Path) -> RunStatus:
     """The one reuse check (:meth:`invarirank.store.RunFolder.status`) of the run folder ``folder`` against
     ``config``'s identity and the current scoring versions of its scorer kind
     (:func:`invarirank.llm.factory.scoring_versions`): ``missing``, ``incomplete``, ``mismatch``, ``outdated``,
-    ``old-metrics`` or ``complete``."""
-    return RunFolder(folder).status(config.identity(), RunConfig.identity_of_manifest, scoring_versions(config.scorer))
+    ``old-metrics`` or ``complete``. A complete choice run that recorded its chat frame's hash (``frame_sha256``) is
+    ``outdated`` when today's tokenizer renders another frame."""
+    status = RunFolder(folder).status(config.identity(), RunConfig.identity_of_manifest,
+                                      scoring_versions(config.scorer))
+    if status == "complete" and config.scorer == "choice":
+        # the rendered chat frame's hash, compared only where the run recorded one (paper tokenizers, dated
+        # templates); committed runs without it keep their status and load no tokenizer
+        from ..io import read_json
+        stored = ((read_json(Path(folder) / "manifest.json").get("model") or {}).get("options") or {})
+        if "frame_sha256" in stored:
+            from ..llm.choice import current_frame_sha256
+            if current_frame_sha256(config.model, stored) != stored["frame_sha256"]:
+                return "outdated"
+    return status
