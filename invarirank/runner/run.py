@@ -176,7 +176,7 @@ def ensure_runs(configs: Sequence[RunConfig], executor: Executor | None = None, 
     if todo:
         def shard_done(n: int) -> None:            # every finished shard is committable at once
             for pl in todo:
-                if pl.work != pl.target:
+                if pl.work is not None and pl.work != pl.target:
                     export_shards(pl.work, pl.target)
             if on_shard_done is not None:
                 on_shard_done(n)

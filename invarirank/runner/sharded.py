@@ -127,16 +127,17 @@ def _compute(config: RunConfig, executor: Executor, tasks: list[ShardTask], runs
 
     def on_result(res: ShardResult) -> None:
         run = runs[res.run]
-        facts = {"id": res.shard, "queries": len(res.records), "seconds": res.seconds,
-                 "passes": sum(int(r["misses"]) for r in res.records),
-                 "tokens": sum(int(r["tokens"]) for r in res.records), "worker": res.worker}
+        n_passes = sum(int(r["misses"]) for r in res.records)
+        facts: dict[str, Any] = {"id": res.shard, "queries": len(res.records), "seconds": res.seconds,
+                                 "passes": n_passes,
+                                 "tokens": sum(int(r["tokens"]) for r in res.records), "worker": res.worker}
         run.folders.write(res.shard, res.records, facts)
         run.shards.append(facts)
         run.workers[_worker_key(res.worker)] = {k: v for k, v in res.worker.items() if k != "scorer_stats"}
         run.stats[_worker_key(res.worker)] = dict(res.worker.get("scorer_stats") or {})
         for rec in res.records:
             run.done[rec["query_id"]] = rec
-        passes[0] += facts["passes"]
+        passes[0] += n_passes
         written[0] += 1
         if bar is not None:
             bar.update(len(res.records))
