@@ -92,8 +92,8 @@ def run(args: argparse.Namespace) -> dict:
     import torch
 
     from invarirank.retrieval.data import load_retrieval_data
+    from invarirank.retrieval.first_stage import evaluate_embeddings, train_retriever
     from invarirank.retrieval.lightgcn import LightGCNConfig, train_lightgcn
-    from invarirank.retrieval.retrieve import evaluate_embeddings, train_retriever
 
     data_dir = Path(args.data) if args.data else _prepared_ml100k()
     data = load_retrieval_data(data_dir)
@@ -183,7 +183,8 @@ def _print(res: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.retrieval", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=None, help="prepared folder (default: invarirank.data.prepare('ml-100k'))")
+    parser.add_argument("--data", default=None,
+                        help="prepared folder (default: invarirank.data.prepare('ml-100k'))")
     parser.add_argument("--epochs", type=int, default=100, help="LightGCN epochs (default: protocol, 100)")
     parser.add_argument("--pyg-epochs", type=int, default=3, help="timed torch_geometric epochs (default 3)")
     parser.add_argument("--extra-epochs", type=int, default=5,

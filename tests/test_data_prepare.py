@@ -12,7 +12,7 @@ import pytest
 from invarirank.assets import ml100k_dir
 from invarirank.cli import main
 from invarirank.data import load_prepared, prepare
-from invarirank.data.prepare import prepare_data
+from invarirank.data.preparation import prepare_data
 from invarirank.errors import InvariRankError
 from tests.data_support import ITEMS, make_ratings, write_csv_layout
 

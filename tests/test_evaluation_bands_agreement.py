@@ -1,4 +1,4 @@
-"""Exposure bands over queries (evaluation.exposure.exposure_band) and Kendall's tau between orderings
+"""Exposure bands over queries (evaluation.positional_exposure.exposure_band) and Kendall's tau between orderings
 (evaluation.agreement.kendall_tau): values pooled like ``exposure``, the band from the one bootstrap of
 evaluation.bootstrap, equal to the independent per-position resampling the book drew before."""
 
@@ -9,7 +9,7 @@ import pytest
 
 from invarirank.evaluation import exposure
 from invarirank.evaluation.agreement import kendall_tau
-from invarirank.evaluation.exposure import exposure_band, query_position_sums
+from invarirank.evaluation.positional_exposure import exposure_band, query_position_sums
 from invarirank.orders import rng_for
 
 

@@ -16,7 +16,7 @@ import pytest  # noqa: E402
 from invarirank.candidates import write_candidates  # noqa: E402
 from invarirank.cli import main as cli_main  # noqa: E402
 from invarirank.errors import InvariRankError  # noqa: E402
-from invarirank.grid.build import compute_runs  # noqa: E402
+from invarirank.grid.book_build import compute_runs  # noqa: E402
 from invarirank.io import read_json  # noqa: E402
 from invarirank.llm.testing import toy_split_queries  # noqa: E402
 from invarirank.runner import RunConfig, run_experiment  # noqa: E402

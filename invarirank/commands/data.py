@@ -71,7 +71,7 @@ def _no_action(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..data.prepare import format_stats, prepare_data
+    from ..data.preparation import format_stats, prepare_data
     from ..data.prepared import read_stats
 
     check_arguments(args)

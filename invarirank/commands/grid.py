@@ -1,5 +1,5 @@
 """``invarirank grid GRID.yaml``: compute a grid's missing runs, then execute the book's notebooks
-(:mod:`invarirank.grid.build`); ``--dry-run`` prints each run's status and scorer passes instead."""
+(:mod:`invarirank.grid.book_build`); ``--dry-run`` prints each run's status and scorer passes instead."""
 
 from __future__ import annotations
 

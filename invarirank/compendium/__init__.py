@@ -15,7 +15,7 @@ Modules, in the order they build on each other:
 - :mod:`.tables` — a run's metrics, Table 1 (ours, with the claims' marks, and beside the paper's), the scorer
   comparison;
 - :mod:`.setup_tables` — what the runs used and cost; the data set and first stage;
-- :mod:`.orderings` — methods best first per metric, and the agreement between two metrics' orderings;
+- :mod:`.method_orderings` — methods best first per metric, and the agreement between two metrics' orderings;
 - :mod:`.claim_tables` — the verdict of each claim per run, and one run's claimed pairs with their comparisons;
 - :mod:`.section5` — every claim of the paper's §5 on our runs (reproduced / contradicted / unresolved / not
   testable here), the headline, and the sentences that interpret Figures 1 and 2 and the choice scorer;
@@ -49,7 +49,7 @@ from .labels import (
                      run_setting,
                      setting_caption,
 )
-from .orderings import ordering_agreement, orderings
+from .method_orderings import ordering_agreement, orderings
 from .prose import paper_ordering_sentence, reference_sentence, shown_grid_sentence, summary_sentence
 from .select import (
                      collect_runs,

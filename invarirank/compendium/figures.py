@@ -3,9 +3,9 @@ metrics against the list length K (Figure 2), and the first stage's training los
 
 Every interval drawn is a 95% percentile bootstrap interval over queries: the metric intervals are read from
 ``metrics.json``; the exposure bands are computed from the observations by
-:func:`invarirank.evaluation.exposure.exposure_band` (seeded, so a re-execution draws the same band). Positions are
-0-based presented positions. Methods keep one colour each across all figures (:func:`method_colors`), in the
-paper's order. The lines are drawn with seaborn (``lineplot`` with ``errorbar=None``: the intervals are
+:func:`invarirank.evaluation.positional_exposure.exposure_band` (seeded, so a re-execution draws the same band).
+Positions are 0-based presented positions. Methods keep one colour each across all figures (:func:`method_colors`),
+in the paper's order. The lines are drawn with seaborn (``lineplot`` with ``errorbar=None``: the intervals are
 precomputed and passed in, drawn with ``fill_between`` / ``errorbar``, never estimated by seaborn) in seaborn's
 colour-blind-safe palette, with a distinct marker per method, so the methods stay apart in grey print too. Figures
 are sized for the book's page width (about 7.5 inches at 150 dpi, 9-point text); :func:`slide_figure` draws one
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InvariRankError
-from ..evaluation.exposure import exposure_band
+from ..evaluation.positional_exposure import exposure_band
 from ..io import atomic_path
 from ..store import Run
 from .labels import HIGHER_IS_BETTER, METHODS, dataset_label, method_label, metric_label, model_label

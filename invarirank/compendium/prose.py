@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from ..store import Run
 from .labels import METHOD_LABELS, METRIC_LABELS, PAPER_LOC_ORDER, method_label, run_setting
-from .orderings import ordering
+from .method_orderings import ordering
 from .tables import ci_of
 
 __all__ = ["paper_ordering_sentence", "summary_sentence", "shown_grid_sentence", "reference_sentence"]

@@ -9,11 +9,11 @@ Public API::
 Modules: :mod:`.movielens` (raw layouts), :mod:`.amazon` (streaming JSONL reader), :mod:`.titles`
 (title/genre clean-up), :mod:`.filtering` (duplicates, minimum per user), :mod:`.split` (temporal /
 leave-one-out), :mod:`.queries` (test and validation queries), :mod:`.ids` (canonical id order),
-:mod:`.prepare` (orchestration, caching, atomic output), :mod:`.prepared` (reading a prepared folder).
+:mod:`.preparation` (orchestration, caching, atomic output), :mod:`.prepared` (reading a prepared folder).
 """
 
 from .ids import canonical_argsort, canonical_sorted
-from .prepare import DATASETS, Prepared, Settings, format_stats, load_prepared, prepare, prepare_data
+from .preparation import DATASETS, Prepared, Settings, format_stats, load_prepared, prepare, prepare_data
 from .split import split_sizes
 
 __all__ = ["prepare", "prepare_data", "load_prepared", "Prepared", "Settings", "DATASETS", "format_stats",

@@ -1,5 +1,5 @@
 """A prepared data folder, read: :class:`Prepared`, :func:`load_prepared`, :func:`read_stats` and
-:func:`format_stats` (the writing side, with caching and atomic output, is :mod:`.prepare`; the folder's files are
+:func:`format_stats` (the writing side, with caching and atomic output, is :mod:`.preparation`; the folder's files are
 described there).
 
 ``stats.json`` is checked when read (:func:`read_stats`): a JSON object whose counts are non-negative integers and

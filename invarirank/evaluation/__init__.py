@@ -27,9 +27,9 @@ from .comparisons import PerQuery, compare_methods, comparison, per_query_from_b
 from .consistency import gpi, loc, ppi, win_counts
 from .effectiveness import hit_rate, ndcg, recall, reciprocal_rank
 from .engine import METRICS_SCHEMA_VERSION, check_metrics_version, evaluate
-from .exposure import exposure
 from .kemeny import gpi_exact
 from .observations import SCHEMA_VERSION, read_observations, write_observations
+from .positional_exposure import exposure
 from .report import format_comparisons, format_table
 
 __all__ = ["evaluate", "read_observations", "write_observations", "format_table", "SCHEMA_VERSION",

@@ -26,11 +26,12 @@ query by query. For one metric and two methods ``a`` and ``b`` (``a`` before ``b
 
 **Exposure.** ``exposure_mad@E`` has no per-query value: it is a deviation of the exposure curve pooled over all
 rows. It is compared through each query's contributions to the pool (per-position top-E hits, rows and expected
-hits, see :mod:`.exposure`): ``mean_diff`` = MAD_a - MAD_b pooled over the paired queries (those both methods have);
-the bootstrap resamples the contributions; the permutation test *swaps* the two methods' contributions of the
-queries where s_q = -1 (for a per-query value that swap is exactly the sign flip of d_q), same sign vectors, same p
-rule; ``sd`` is the *effective* per-query spread, bootstrap standard error × √n, which is what ``queries_80`` needs
-(``None`` when the bootstrap is off). ``exposure_maxdev@E`` (a maximum, not smooth under resampling) is not compared.
+hits, see :mod:`.positional_exposure`): ``mean_diff`` = MAD_a - MAD_b pooled over the paired queries (those both
+methods have); the bootstrap resamples the contributions; the permutation test *swaps* the two methods'
+contributions of the queries where s_q = -1 (for a per-query value that swap is exactly the sign flip of d_q), same
+sign vectors, same p rule; ``sd`` is the *effective* per-query spread, bootstrap standard error × √n, which is what
+``queries_80`` needs (``None`` when the bootstrap is off). ``exposure_maxdev@E`` (a maximum, not smooth under
+resampling) is not compared.
 
 Shape (a, b in the run's method order, only a before b; :func:`comparison` reads either orientation)::
 
@@ -50,7 +51,7 @@ import numpy as np
 
 from ..errors import InvariRankError
 from . import bootstrap
-from .exposure import deviation_statistics
+from .positional_exposure import deviation_statistics
 
 __all__ = ["PerQuery", "compare_methods", "comparison", "per_query_from_block", "sign_flip_p", "queries_for_power",
            "EXACT_MAX_QUERIES", "PERMUTATIONS", "ALPHA", "POWER"]

@@ -59,9 +59,9 @@ from .claims import judge_claims
 from .comparisons import PERMUTATIONS, PerQuery, compare_methods
 from .consistency import gpi_local_search, inverse_permutations, loc_from_wins, pair_statistics, win_matrix
 from .effectiveness import effectiveness_from_ranks
-from .exposure import deviation_statistics, exposure_summary, position_hits
 from .kemeny import MAX_EXACT_K, kemeny_mass
 from .observations import as_rows, gc_paused
+from .positional_exposure import deviation_statistics, exposure_summary, position_hits
 from .references import (
     FIRST_STAGE,
     RANDOM,

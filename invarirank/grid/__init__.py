@@ -1,5 +1,5 @@
 """Many runs: grid files (:mod:`.spec`), the book's notebooks through papermill (:mod:`.notebooks`) and the
-``make book`` path (:mod:`.build`: every missing run computed first, with a progress bar, then the notebooks).
+``make book`` path (:mod:`.book_build`: every missing run computed first, with a progress bar, then the notebooks).
 
 Entry point: ``invarirank grid GRID.yaml`` (``python -m invarirank.grid`` is an alias). A grid imports the runner
 and the run store only. Conventions: K is the number of candidates, M the number of presented orders per query; a
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..runner import ensure_run, ensure_runs, run_folder, run_status
 from ..store import RESULT_FILES, complete_runs, project_root
-from .build import build, compute_runs
+from .book_build import build, compute_runs
 from .spec import Grid, lab_runs, load_grid, main_run
 
 __all__ = ["Grid", "load_grid", "lab_runs", "main_run", "build", "compute_runs", "run_status", "run_folder",

@@ -6,8 +6,8 @@ ground-truth item and writes ``candidates.jsonl`` (see :mod:`invarirank.candidat
 Importing this package does not import torch or implicit (the trainers import them when called).
 """
 
+from .first_stage import RETRIEVERS, RetrievalResult, format_stats, retrieve, train_retriever
 from .metrics import DEFAULT_KS, retrieval_metrics
-from .retrieve import RETRIEVERS, RetrievalResult, format_stats, retrieve, train_retriever
 
 __all__ = ["retrieve", "RetrievalResult", "RETRIEVERS", "format_stats", "train_retriever",
            "retrieval_metrics", "DEFAULT_KS"]

@@ -71,7 +71,7 @@ def _retrieve(config: RunConfig, k: int, info: dict[str, Any], progress: bool = 
     try:
         from ..retrieval import retrieve
     except ImportError as exc:
-        raise InvariRankError(f"the first stage (invarirank.retrieval.retrieve) is not available: {exc}; "
+        raise InvariRankError(f"the first stage (invarirank.retrieval.first_stage) is not available: {exc}; "
                               f"use --candidates FILE") from None
     data_dir = info.get("data_dir")
     if data_dir is None:
@@ -81,7 +81,7 @@ def _retrieve(config: RunConfig, k: int, info: dict[str, Any], progress: bool = 
             try:
                 from ..data import prepare
             except ImportError as exc:
-                raise InvariRankError(f"the data layer (invarirank.data.prepare) is not available: {exc}; "
+                raise InvariRankError(f"the data layer (invarirank.data.preparation) is not available: {exc}; "
                                       f"use --data-dir DIR or --candidates FILE") from None
             data_dir = str(prepare(config.effective_dataset, raw_dir=config.raw_dir))
         info["data_dir"] = str(data_dir)

@@ -151,7 +151,7 @@ def _load_model(folder: Path, key: str) -> tuple[np.ndarray, np.ndarray, dict] |
 
 
 def _resolve_data_dir(data_dir: str | Path) -> Path:
-    """A prepared folder, or a dataset name handed to ``invarirank.data.prepare`` (cached)."""
+    """A prepared folder, or a dataset name handed to ``invarirank.data.preparation`` (cached)."""
     path = Path(data_dir)
     if path.exists() or any(sep in str(data_dir) for sep in ("/", "\\")):
         return path
