@@ -210,7 +210,7 @@ def request_stream(queries: list, m: int, seed: int) -> list[list[list[tuple[str
     import numpy as np
 
     from invarirank.llm.simulated import SimulatedScorer
-    from invarirank.methods import PassCache, drive_many, method_steps
+    from invarirank.methods import QueryPassCache, drive_many, method_steps
     from invarirank.methods.registry import METHODS
     from invarirank.orders import presented_orders
     from invarirank.types import ScorerBase
@@ -234,7 +234,7 @@ def request_stream(queries: list, m: int, seed: int) -> list[list[list[tuple[str
         steps = [method_steps(name, q, [q.candidates[i] for i in o.positions], seed=seed, t=o.key,
                               **({"matrix": matrix} if name == "stella" else {}))
                  for o in presented_orders(q.query_id, k, m, seed) for name in METHODS]
-        drive_many(steps, PassCache(rec), q)
+        drive_many(steps, QueryPassCache(rec), q)
         stream.append(rec.rounds)
     return stream
 

@@ -131,7 +131,7 @@ def small_run(model: str, queries: list[Any], validation: list[Any], k: int, ord
     from tqdm import tqdm
 
     from invarirank.evaluation import evaluate
-    from invarirank.methods import METHODS, PassCache, run_method
+    from invarirank.methods import METHODS, QueryPassCache, run_method
     from invarirank.methods.stella import calibrate
     from invarirank.orders import presented_orders
 
@@ -142,7 +142,7 @@ def small_run(model: str, queries: list[Any], validation: list[Any], k: int, ord
         matrix = calibrate(scorer, validation, k, n_queries=10, repeats=1, seed=42)
         rows = []
         for q in tqdm(queries, desc=f"{model} {p}: run", unit="query"):
-            cache = PassCache(scorer)
+            cache = QueryPassCache(scorer)
             for o in presented_orders(q.query_id, k, orders, 42):
                 presented = [q.candidates[i] for i in o.positions]
                 for name in METHODS:

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from invarirank.evaluation import evaluate, read_observations
     from invarirank.llm.factory import make_scorer
-    from invarirank.methods import PassCache
+    from invarirank.methods import QueryPassCache
     from invarirank.runner import RunConfig, load_queries
     from invarirank.runner.rerank import rerank_query
 
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     queries = [qs[qid] for qid in order]
     dataset = cfg["dataset"]
 
-    scorers = {dt: PassCache(make_scorer(cfg["scorer"], cfg["model"], dtype=dt, pass_cache=False,
+    scorers = {dt: QueryPassCache(make_scorer(cfg["scorer"], cfg["model"], dtype=dt, pass_cache=False,
                                          **cfg.get("scorer_options", {})))
                for dt in ("float32", "bfloat16")}
     seconds = {dt: 0.0 for dt in scorers}
@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     for i, q in enumerate(queries):
         for dt, sc in scorers.items():
             t0 = time.perf_counter()
-            got = rerank_query(sc, q, config, model=cfg["model"], dataset=dataset)
+            got = rerank_query(sc, q, methods=methods, M=config.M, seed=config.seed, model=cfg["model"],
+                               dataset=dataset)
             seconds[dt] += time.perf_counter() - t0
             passes[dt] += sum(r.passes for r in got)
             rows[dt].extend(r.to_json() for r in got)

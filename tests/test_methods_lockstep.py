@@ -10,7 +10,7 @@ import pytest
 from invarirank.errors import InvariRankError
 from invarirank.llm.simulated import SimulatedScorer
 from invarirank.llm.testing import toy_query, toy_split_queries
-from invarirank.methods import METHODS, PassCache, drive_many, method_steps, run_method
+from invarirank.methods import METHODS, QueryPassCache, drive_many, method_steps, run_method
 from invarirank.methods.stella import calibration_counts
 from invarirank.orders import presented_orders
 from invarirank.types import ScorerBase
@@ -51,12 +51,12 @@ def test_lockstep_equals_one_at_a_time_with_fewer_larger_calls():
     opts = {"stella": {"matrix": _matrix(k)}}
     pairs = [(o, name) for o in orders for name in METHODS]
 
-    alone = PassCache(Batching(SimulatedScorer(seed=3, bias_strength=1.5)))
+    alone = QueryPassCache(Batching(SimulatedScorer(seed=3, bias_strength=1.5)))
     expected = [run_method(name, alone, q, [q.candidates[i] for i in o.positions], seed=9, t=o.key,
                            **opts.get(name, {})) for o, name in pairs]
 
     batching = Batching(SimulatedScorer(seed=3, bias_strength=1.5))
-    together = PassCache(batching)
+    together = QueryPassCache(batching)
     got = drive_many([method_steps(name, q, [q.candidates[i] for i in o.positions], seed=9, t=o.key,
                                    **opts.get(name, {})) for o, name in pairs], together, q)
 
@@ -77,7 +77,7 @@ def test_method_steps_rejects_unknown_method_and_bad_stella_matrix():
 def test_pass_cache_batch_answers_repeats_once():
     q = toy_query(7)
     inner = Batching(SimulatedScorer(seed=1))
-    cache = PassCache(inner)
+    cache = QueryPassCache(inner)
     a, b = list(q.candidates), list(reversed(q.candidates))
     res = cache.score_batch(q, [a, b, a])
     assert inner.batches == [2]

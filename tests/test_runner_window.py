@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from invarirank.llm.testing import toy_query
-from invarirank.methods import PassCache
+from invarirank.methods import QueryPassCache
 from invarirank.runner import RunConfig
 from invarirank.runner.rerank import rerank_query, rerank_window
 
@@ -31,8 +31,8 @@ def test_window_with_a_token_budget_on_a_tiny_llama(tiny_llama):
     alone = SpanScorer(tiny_llama, pass_cache=False, batch_size=8)
     packed = SpanScorer(tiny_llama, pass_cache=False, batch_size=8, max_batch_tokens=4096)
     settings = dict(methods=config.methods, M=config.M, seed=config.seed, model="tiny", dataset="toy")
-    one_by_one = [rerank_query(PassCache(alone), q, **settings) for q in queries]
-    together = rerank_window(PassCache(packed), queries, **settings)
+    one_by_one = [rerank_query(QueryPassCache(alone), q, **settings) for q in queries]
+    together = rerank_window(QueryPassCache(packed), queries, **settings)
     for a_rows, b_rows in zip(one_by_one, together):
         for a, b in zip(a_rows, b_rows):
             assert (a.query_id, a.method, a.permutation, a.input) == (b.query_id, b.method, b.permutation, b.input)
@@ -44,7 +44,7 @@ def test_window_with_a_token_budget_on_a_tiny_llama(tiny_llama):
     assert sb["tokens_computed"] <= sa["tokens_computed"]
     # a small budget packs smaller batches, never changes the scores
     small = SpanScorer(tiny_llama, pass_cache=False, batch_size=8, max_batch_tokens=64)
-    again = rerank_window(PassCache(small), queries, **settings)
+    again = rerank_window(QueryPassCache(small), queries, **settings)
     assert all(np.allclose(a.scores, b.scores, atol=1e-4, rtol=0)
                for ra, rb in zip(together, again) for a, b in zip(ra, rb))
     assert small.stats["forward_passes"] > sb["forward_passes"]

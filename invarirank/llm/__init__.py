@@ -1,6 +1,7 @@
 """Scorers: given a query (history) and a presented candidate list, one score per candidate (higher = preferred).
 
-* ``make_scorer(kind, model=None, *, seed=0, cache_dir=None, **options)`` — kind ``"span"`` (default, PROTOCOL §3),
+* ``make_scorer(kind, model=None, *, seed=0, cache_dir=None, **options)`` — kind ``"span"`` (default; see the
+  protocol chapter),
   ``"choice"`` or ``"simulated"``.
 * real scorers: :mod:`invarirank.llm.span`, :mod:`invarirank.llm.choice` on any Hugging Face causal LM, sharing
   :mod:`invarirank.llm.engine` (pass plans, the persistent pass cache, prefix reuse, dispatch of the missing

@@ -1,4 +1,4 @@
-"""The ``choice`` scorer (PROTOCOL §3, the paper's wording): log-probabilities of the candidates' labels.
+"""The ``choice`` scorer (the protocol chapter; the paper's wording): log-probabilities of the candidates' labels.
 
 Candidates are labelled ``[A]``, ``[B]``, ... in the presented order (``labels="upper"``: A..Z, at most 26;
 ``labels="upper+lower"``: A..Z then a..z, at most 52). The user message of :mod:`invarirank.llm.prompts` is

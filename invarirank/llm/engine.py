@@ -54,7 +54,7 @@ from .tokens import PromptTokenizer
 
 __all__ = ["PassPlan", "CausalLMScorer", "DEFAULT_MAX_LENGTH"]
 
-#: Default prompt limit (PROTOCOL §7 runs the paper's models with a maximum length of 4096), capped by the model's.
+#: Default prompt limit (the paper's models run with a maximum length of 4096), capped by the model's.
 DEFAULT_MAX_LENGTH = 4096
 
 

@@ -1,5 +1,4 @@
-"""The choice prompt's chat frame and label scheme, derived from the model's own chat template and tokenizer
-(issue 19).
+"""The choice prompt's chat frame and label scheme, derived from the model's own chat template and tokenizer.
 
 **Frame.** :func:`chat_frame` renders the chat template twice: one user message with the generation prompt (the
 text before and after the message) and the same message followed by an assistant turn answering ``[A]``; the text

@@ -102,11 +102,6 @@ class PersistentPassCache:
                 return int(self._db.execute("SELECT COUNT(*) FROM passes").fetchone()[0])
         return len(self._mem)
 
-    def clear_memory(self) -> None:
-        """Forget the in-memory layer (the file stays): used by tests to prove that the disk layer works."""
-        with self._lock:
-            self._mem.clear()
-
     def close(self) -> None:
         with self._lock:
             if self._db is not None:

@@ -1,4 +1,4 @@
-"""Prompt templates as data, and the rendering of items, history lines and whole prompts (PROTOCOL §3).
+"""Prompt templates as data, and the rendering of items, history lines and whole prompts (the protocol chapter).
 
 Everything a prompt contains is fixed here; :data:`TEMPLATE_VERSION` changes whenever any rendered byte would
 change, so that the pass cache (keyed by it) never serves a score computed from a different prompt.
@@ -59,8 +59,6 @@ A tokenizer without a chat template (e.g. the Gemma 3 base model) gets the docum
 
 from __future__ import annotations
 
-import hashlib
-import json
 import string
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -97,7 +95,7 @@ INSTRUCTION = "Given the user's interaction history, rank the candidate items ac
 
 @dataclass(frozen=True)
 class SpanTemplate:
-    """The span prompt as data (PROTOCOL §3). ``attribute_label`` is the word before the genre list."""
+    """The span prompt as data (the protocol chapter). ``attribute_label`` is the word before the genre list."""
 
     instruction: str = INSTRUCTION
     span_open: str = "[SPAN]"
@@ -253,7 +251,3 @@ def choice_message(history: Sequence[HistoryEntry], presented: Sequence[Item], l
     tail = f"\n{template.question}"
     return ChoiceMessage(head, cands, tail)
 
-
-def template_digest(obj: Any) -> str:
-    """Short stable digest of a template's JSON (part of scorer identities)."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]

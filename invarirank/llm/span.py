@@ -1,4 +1,4 @@
-"""The ``span`` scorer (default; PROTOCOL §3): mean log-probability of each candidate's own tokens.
+"""The ``span`` scorer (default; the protocol chapter): mean log-probability of each candidate's own tokens.
 
 The prompt is plain text without a chat template (only the tokenizer's own BOS in front), laid out as in
 :mod:`invarirank.llm.prompts`, and the model sees its canonical ids (the tokenizer's ids for the whole text,
@@ -103,7 +103,7 @@ class SpanScorer(CausalLMScorer):
         of its characters. Those tokens must lie between the end of ``[ITEM]`` (character ``lo``) and the start of
         ``[/ITEM]`` (``hi``) and after the ``cut`` tokens of the history prefix."""
         i, j = tok.covering(a, b)
-        if a == b or j == i:  # an empty line first: on Llama 3 / Qwen its newlines merge with "]" (issue 19)
+        if a == b or j == i:  # an empty line first: on Llama 3 / Qwen its newlines merge with "]"
             raise InvariRankError(f"query {query.query_id}: the candidate at {where} renders as an empty line "
                                   f"(no title, year or genres)")
         first, last = tok.char_range(i, j)

@@ -20,7 +20,7 @@ prompt segment of the first difference — never a silent difference. Its cost i
 (about 1-2 ms for a 1,600-token prompt, memoised so that building and checking a plan share it) against about
 0.6 s for a forward pass of SmolLM2 on the CPU.
 
-Data never becomes control tokens (issue 19): a *special* token of the tokenizer (``special=True`` among its added
+Data never becomes control tokens: a *special* token of the tokenizer (``special=True`` among its added
 tokens: ``<|eot_id|>``, ``<|im_end|>``, ``[INST]``, ``<start_of_turn>``, ...) counts as one only where the prompt
 template writes it — inside the chat frame of the choice prompt (:attr:`PromptTokenizer.frame`: the text before
 and after the user message) or, for the span scorer's ``special_delimiters`` variant, the four delimiter tags.

@@ -7,8 +7,7 @@ generator of scorer requests, for :func:`drive_many` (many orders in lockstep, b
 see :mod:`._common`). ``t`` is the presented order's key (:class:`invarirank.orders.PresentedOrder.key`);
 every method-internal shuffle is seeded from ``(seed, query_id, t)``. Passes per order: zero-shot 1,
 bootstrapping 3, SGS K, STELLA 4–10. The first pass of every method is the presented order itself, so
-:class:`QueryPassCache` (the per-query pass cache, also importable as ``PassCache``) serves it once for all
-methods. STELLA needs ``matrix=`` (from
+:class:`QueryPassCache` (the per-query pass cache) serves it once for all methods. STELLA needs ``matrix=`` (from
 :func:`invarirank.methods.stella.calibrate` or :func:`~invarirank.methods.stella.load_or_calibrate`).
 
 Each method's own function lives in its module (``invarirank.methods.sgs.sgs``, ...): the package re-exports no
@@ -23,12 +22,12 @@ from typing import Any
 from ..errors import InvariRankError
 from ..types import Item, Query, Scorer
 from ._common import ScoreOnly, Steps, as_batch_scorer, batch_size_of, drive, drive_many, drive_window
-from .query_cache import PassCache, QueryPassCache
+from .query_cache import QueryPassCache
 from .registry import METHOD_LABELS, METHODS, REGISTRY, Method, method, passes_per_order
 from .result import MethodResult
 from .stella import calibrate, load_or_calibrate
 
-__all__ = ["METHODS", "METHOD_LABELS", "REGISTRY", "Method", "method", "MethodResult", "QueryPassCache", "PassCache",
+__all__ = ["METHODS", "METHOD_LABELS", "REGISTRY", "Method", "method", "MethodResult", "QueryPassCache",
            "run_method", "method_steps", "drive", "drive_many", "drive_window", "as_batch_scorer", "ScoreOnly",
            "batch_size_of", "calibrate", "load_or_calibrate", "passes_per_order"]
 

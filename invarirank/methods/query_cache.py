@@ -3,10 +3,10 @@ windows of queries).
 
 Every method's first pass on a presented order is the presented order itself, and bootstrapping's
 shuffles are STELLA's first updates, so within one query the same serialised order is asked for many
-times. :class:`PassCache` answers a repeated (query, presented ids) from memory and counts it:
+times. :class:`QueryPassCache` answers a repeated (query, presented ids) from memory and counts it:
 ``requests`` (calls the methods made), ``hits`` (answered from memory), ``misses`` (sent to the
 scorer) and ``tokens`` (token positions the scorer reported for the misses), in all and per query
-(:meth:`PassCache.counters` with a query id: the same numbers whether the query ran alone or in a
+(:meth:`QueryPassCache.counters` with a query id: the same numbers whether the query ran alone or in a
 window of queries). The wrapped scorer may keep its own persistent cache too (counted in its ``stats``;
 :class:`invarirank.llm.persistent_cache.PersistentPassCache` for the real scorers).
 """
@@ -21,7 +21,7 @@ import numpy as np
 from ..types import Item, Query, Scorer, ScorerBase, ScoreResult
 from ._common import as_batch_scorer, score_request_results
 
-__all__ = ["QueryPassCache", "PassCache"]
+__all__ = ["QueryPassCache"]
 
 
 class QueryPassCache(ScorerBase):
@@ -115,6 +115,3 @@ class QueryPassCache(ScorerBase):
                     out[i] = ScoreResult(scores=scores, tokens=0, cached=True)
         return out  # type: ignore[return-value]
 
-
-#: the name the runner and the benchmarks import (the per-query pass cache)
-PassCache = QueryPassCache

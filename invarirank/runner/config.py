@@ -73,7 +73,7 @@ class RunConfig:
     folder), ``retriever``/``retrieval_seed`` (the first stage), ``candidates`` (a candidates file instead of it).
     Reranking: ``K`` (None → 25 with the first stage, the file's own lists with ``candidates``), ``sample_k``
     (sample among queries kept at this K; None → ``K``), ``n_queries`` (None → all kept), ``M``, ``methods``,
-    ``seed``, STELLA_LW's ``calibration_queries``/``calibration_repeats`` (PROTOCOL: 150 and 5), ``noise_floor``
+    ``seed``, STELLA_LW's ``calibration_queries``/``calibration_repeats`` (the protocol: 150 and 5), ``noise_floor``
     (M copies of one order). Scorer: ``scorer`` (a kind of :data:`invarirank.llm.factory.SCORER_KINDS`),
     ``model`` (None → the scorer's default), ``scorer_options`` (for ``invarirank.llm.make_scorer``), ``device``
     (``auto`` or e.g. ``cuda``; never part of the identity). Evaluation: ``eval_ks``, ``exposure_k``,

@@ -66,7 +66,7 @@ def scorer_settings(config: RunConfig) -> dict[str, Any]:
 def rerank_records(cache: Any, queries: Sequence[Query], config: RunConfig, *, model: str, dataset: str,
                    calibrations: Mapping[int, Any], on_order: Callable[[int], None] | None = None,
                    ) -> Iterator[dict[str, Any]]:
-    """Rerank ``queries`` through ``cache`` (a :class:`~invarirank.methods.PassCache`), one after the other or,
+    """Rerank ``queries`` through ``cache`` (a :class:`~invarirank.methods.QueryPassCache`), one after the other or,
     with ``config.query_window`` > 1, in windows of that many queries in lockstep
     (:func:`~invarirank.runner.rerank.rerank_window`); yield each query's :class:`QueryRecord` as JSON, in the
     order of ``queries``, with the pass cache's counters *of that query* (the same either way; ``seconds`` is
@@ -133,7 +133,7 @@ class ShardWorker:
 
     def __init__(self, settings: Mapping[str, Any], *, scorer: Scorer | None = None, threads: int | None = None,
                  slot: int = 0, own_pass_cache: bool = False, fault: Mapping[str, Any] | None = None) -> None:
-        from ..methods import PassCache
+        from ..methods import QueryPassCache
         t0 = time.perf_counter()
         self.settings = dict(settings)
         self.config = RunConfig.from_mapping(self.settings, "worker")
@@ -149,7 +149,7 @@ class ShardWorker:
             root = Path(self.config.cache_dir) if self.config.cache_dir else default_cache_dir()
             pass_cache_dir = str(root / "passes" / f"worker-{slot}")
         self.scorer = scorer or make_run_scorer(self.config, pass_cache_dir=pass_cache_dir)
-        self.cache = PassCache(self.scorer)
+        self.cache = QueryPassCache(self.scorer)
         self.slot = slot
         self.fault = dict(fault) if fault else None
         if self.config.scorer != "simulated" and threads is None:    # the number in force ($INVARIRANK_THREADS
