@@ -1,6 +1,6 @@
 """What reproducibility means across machines (issue 21; book/reference/reproducibility.md): on one machine with one
 thread count a run is byte-identical (the execution-mode tests check it); on another machine the rankings and
-metrics are the same and the scores agree to 1e-5 (float32 kernels differ by CPU and thread count). A ranking can
+metrics are the same and the scores agree to about 1e-5 (float32 kernels differ by CPU and thread count). A ranking can
 only change in a row holding two scores closer than that: the committed K = 10 and K = 25 span runs hold 20 such rows
 of 4,800. These tests read the committed results; the last one scores committed rows again with the real model."""
 
@@ -16,8 +16,9 @@ import pytest
 from invarirank.types import rank_by_scores
 
 EVIDENCE = Path(__file__).resolve().parent.parent / "results" / "evidence"
-#: scores of one pass agree to this across machines (measured: up to 4.8e-6 on another machine, 9.1e-6 here)
-SCORE_TOLERANCE = 1e-5
+#: scores of one pass agree to this across machines (measured: up to 4.8e-6 and 9.1e-6 on two machines, 1.1e-5 on an
+#: AMD EPYC without AVX-512, against rows committed from another CPU)
+SCORE_TOLERANCE = 2e-5
 
 
 def _rows(run: str) -> list[dict]:
@@ -28,16 +29,22 @@ def _rows(run: str) -> list[dict]:
         return [json.loads(line) for line in fh]
 
 
-def _near_tie(scores: list[float]) -> bool:
+#: the gap the committed near-ties are counted at (the reproducibility page's count)
+COUNTED_GAP = 1e-5
+
+
+def _near_tie(scores: list[float], gap: float = SCORE_TOLERANCE) -> bool:
     s = np.sort(np.asarray(scores, dtype=np.float64))
-    return bool((np.diff(s) <= SCORE_TOLERANCE).any())
+    return bool((np.diff(s) <= gap).any())
 
 
 def test_committed_rows_with_two_scores_within_the_tolerance():
-    counts = {run: sum(_near_tie(r["scores"]) for r in _rows(run)) for run in
+    counts = {run: sum(_near_tie(r["scores"], COUNTED_GAP) for r in _rows(run)) for run in
               ("smollm2-span-k10", "smollm2-span-k25")}
     rows = sum(len(_rows(run)) for run in counts)
     assert (counts, rows) == ({"smollm2-span-k10": 8, "smollm2-span-k25": 12}, 4800)
+    wider = sum(_near_tie(r["scores"], 2.2e-5) for run in counts for r in _rows(run))
+    assert wider == 38                                   # twice the largest deviation measured across CPUs
 
 
 @pytest.mark.parametrize("run", ["smollm2-span-k5", "smollm2-span-k10", "smollm2-span-k25"])
