@@ -19,7 +19,8 @@ def test_bad_thread_counts_are_refused(value, monkeypatch):
 
 
 def test_more_queries_than_the_pool_is_refused(tmp_path, capsys, monkeypatch):
-    """Issue 21 F14: ``--queries 1000`` on a candidates file of 4 test queries is refused, not clamped to 4."""
+    """Issue 21 F14: ``--queries 1000`` on a candidates file of 4 test queries is refused, not clamped to 4 (the
+    synthetic data set, which generates its n_queries queries, keeps those kept at sample_k)."""
     from invarirank.candidates import query_to_json
     from invarirank.cli import main
     from invarirank.data.synthetic import synthetic_queries

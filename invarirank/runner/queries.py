@@ -135,7 +135,9 @@ def load_queries(config: RunConfig, progress: bool = True) -> QuerySet:
         else:
             pool = test
     pool_ids = [q.query_id for q in pool]
-    if config.n_queries is not None and config.n_queries > len(pool_ids):
+    # a user's data (a first stage or a candidates file) holds fewer queries than asked for: refused, not clamped;
+    # the synthetic set is *generated* with n_queries queries, of which those kept at sample_k are the pool
+    if config.n_queries is not None and config.n_queries > len(pool_ids) and config.dataset != "synthetic":
         kept = f" kept at K = {k_min}" if k_min else ""
         raise InvariRankError(f"n_queries {config.n_queries}: only {len(pool_ids)} test queries are available"
                               f"{kept}; ask for at most {len(pool_ids)} (or leave it unset for all)")
