@@ -38,16 +38,18 @@ def check_reproduces(folder: Path, test: list, config) -> None:
 def add_references(folder: Path) -> str:
     from invarirank.evaluation.references import FIRST_STAGE_FILE, write_first_stage
     from invarirank.runner import RunConfig, load_queries
+    from invarirank.runner.phases import first_stage_rankings
     from invarirank.store import refresh_metrics
 
     manifest = json.loads((folder / "manifest.json").read_text())
     cfg = {k: v for k, v in manifest["config"].items() if v is not None}
-    has_first_stage = cfg.get("candidates") is not None or cfg.get("retriever") not in (None, "none")
-    if has_first_stage and cfg.get("dataset") != "synthetic":
+    if cfg.get("dataset") != "synthetic":         # the lab's generated sets have no first stage (nor a file here)
         config = RunConfig.from_mapping(cfg)
-        test = load_queries(config, progress=False).test
-        check_reproduces(folder, test, config)
-        write_first_stage(folder / FIRST_STAGE_FILE, {q.query_id: [c.item_id for c in q.candidates] for q in test})
+        qs = load_queries(config, progress=False)
+        rankings = first_stage_rankings(config, qs)     # the rule a finished run writes its file by
+        if rankings is not None:
+            check_reproduces(folder, qs.test, config)
+            write_first_stage(folder / FIRST_STAGE_FILE, rankings)
     refresh_metrics(folder)
     return "first-stage and random order" if (folder / FIRST_STAGE_FILE).is_file() else "random order"
 
