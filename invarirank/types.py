@@ -146,6 +146,10 @@ class ScorerBase:
     def key_identity(self) -> dict[str, Any]:
         return dict(self.identity())
 
+    def check_query(self, query: Query) -> None:
+        """Raise :class:`~invarirank.errors.InvariRankError` for a query this scorer cannot score — checked for
+        every query of a run before its first pass (default: every query can be scored)."""
+
     def score_batch(self, query: Query, orders: Sequence[Sequence[Item]]) -> list[ScoreResult]:
         return [self.score(query, list(presented)) for presented in orders]
 

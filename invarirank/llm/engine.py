@@ -266,6 +266,14 @@ class CausalLMScorer(ScorerBase):
         plan.extra["history_used"] = len(history)
         return plan
 
+    def check_query(self, query: Query) -> None:
+        """Plan the pass of the query's candidates in their given order: what every pass of the query must pass
+        (a line that renders empty, a line merged with its delimiters, labels for K candidates, the prompt within
+        ``max_length``) raises :class:`InvariRankError` here, before any scoring. Presented orders hold the same
+        lines, so a query that passes fails later only if a reordering changes the prompt's length by the few
+        tokens where two neighbouring lines merge."""
+        self.plan(query, list(query.candidates))
+
     # ------------------------------------------------------------------------------------------------------
     # scoring
 

@@ -65,6 +65,11 @@ class Executor(Protocol):
         """The scorer's facts from a worker that loaded it (:meth:`~invarirank.runner.worker.ShardWorker.describe`)."""
         ...
 
+    def check_queries(self, config: RunConfig, queries: Sequence[Query]) -> None:
+        """Raise :class:`~invarirank.errors.InvariRankError` for a query the scorer cannot score
+        (:meth:`~invarirank.runner.worker.ShardWorker.check_queries` on one worker), before any pass."""
+        ...
+
     def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int) -> Any:
         """STELLA_LW's calibration for lists of ``k`` (a :class:`~invarirank.methods.stella.Calibration`)."""
         ...
@@ -140,6 +145,9 @@ class LocalExecutor(_Executor):
 
     def describe(self, config: RunConfig) -> dict[str, Any]:
         return self.worker(config).describe()
+
+    def check_queries(self, config: RunConfig, queries: Sequence[Query]) -> None:
+        self.worker(config).check_queries(queries)
 
     def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int) -> Any:
         return self.worker(config).calibrate(validation, k, n_queries=config.calibration_queries,
@@ -333,6 +341,10 @@ class RayExecutor(_Executor):
     def describe(self, config: RunConfig) -> dict[str, Any]:
         self.pool(config)
         return self._facts[0]
+
+    def check_queries(self, config: RunConfig, queries: Sequence[Query]) -> None:
+        first = self.pool(config)[0]
+        self._get(first.check_queries.remote(list(queries)), "the check of the queries")
 
     def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int) -> Any:
         first = self.pool(config)[0]

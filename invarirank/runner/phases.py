@@ -81,8 +81,9 @@ def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | No
     folder, checked by :func:`invarirank.runner.ensure_runs`): the data and the first stage
     (:func:`load_queries`), the scorer's identity (``executor.describe``: a worker loads the model), the
     fingerprint (:func:`invarirank.runner.shards.run_fingerprint`), the cost line of a long run
-    (:func:`print_cost_notice`) and STELLA_LW's calibration per K (``executor.calibrate``: one unit of work
-    each)."""
+    (:func:`print_cost_notice`), the scorer's check of every query before any pass (``executor.check_queries``:
+    an unscorable query is an error naming it, and nothing is computed) and STELLA_LW's calibration per K
+    (``executor.calibrate``: one unit of work each)."""
     out = Path(str(config.out))
     config = synthetic_candidates_for(config, out)
     timings: dict[str, float] = {}
@@ -97,6 +98,9 @@ def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | No
     validation = queries_sha256(qs.validation) if "stella" in config.methods else None
     fingerprint, parts = run_fingerprint(config.identity(), facts["key_identity"], test_sha256, validation)
     print_cost_notice(config, qs, facts)
+    t = time.perf_counter()
+    executor.check_queries(config, [*qs.test, *(qs.validation if "stella" in config.methods else ())])
+    timings["check_seconds"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
     calibrations: dict[int, Any] = {}
     if "stella" in config.methods:

@@ -166,6 +166,18 @@ class ShardWorker:
         return {"identity": dict(self.scorer.identity()), "key_identity": scorer_key_identity(self.scorer),
                 "batch_size": batch_size_of(self.scorer), "worker": dict(self.info)}
 
+    def check_queries(self, queries: Sequence[Query]) -> int:
+        """Check that the scorer can score every query (:meth:`~invarirank.types.ScorerBase.check_query`: an
+        empty line, a prompt over ``max_length``, too many candidates for the labels raise
+        :class:`~invarirank.errors.InvariRankError` naming the query) before any pass; returns how many were
+        checked (a plain scorer without ``check_query`` checks nothing)."""
+        from ..types import ScorerBase
+        if not isinstance(self.scorer, ScorerBase):
+            return 0
+        for query in queries:
+            self.scorer.check_query(query)
+        return len(queries)
+
     def calibrate(self, validation: Sequence[Query], k: int, *, n_queries: int, repeats: int, seed: int,
                   cache_dir: str | None) -> Any:
         """STELLA_LW's calibration for lists of ``k`` (one unit of work; cached on this worker's machine)."""
