@@ -57,8 +57,8 @@ from .locks import LOCK_NAME
 
 __all__ = ["RESULT_FILES", "OPTIONAL_RESULT_FILES", "RUN_FILES", "VOLATILE_FILE", "read_volatile", "Run", "load_run",
            "complete_runs", "publish_run", "find_observations", "RunFolder",
-           "identity_difference", "project_root", "RunStatus", "refresh_metrics", "SHARDS_DIR", "SHARD_FILES",
-           "export_shards", "import_shards", "committed_shards", "committed_queries"]
+           "identity_difference", "project_root", "checkout_root", "RunStatus", "refresh_metrics", "SHARDS_DIR",
+           "SHARD_FILES",           "export_shards", "import_shards", "committed_shards", "committed_queries"]
 
 #: a run folder's status against a run's identity (see :meth:`RunFolder.status`)
 RunStatus = Literal["complete", "missing", "incomplete", "mismatch", "outdated", "old-metrics"]
@@ -277,14 +277,32 @@ def complete_runs(results_dir: str | os.PathLike, grids: Iterable[str] | None = 
     return out
 
 
-def project_root(start: str | os.PathLike | None = None) -> Path:
-    """The repository root: the nearest folder at or above ``start`` (default: the working directory) holding
-    ``_toc.yml`` and ``configs/``; falls back to the folder above this package. ``results/`` lies in it."""
+def checkout_root(start: str | os.PathLike | None = None) -> Path | None:
+    """The invarirank checkout at or above ``start`` (default: the working directory): the nearest folder holding
+    ``_toc.yml`` and ``configs/``; ``None`` outside any checkout."""
     here = Path(start or os.getcwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / "_toc.yml").is_file() and (folder / "configs").is_dir():
             return folder
-    return Path(__file__).resolve().parents[1]
+    return None
+
+
+def project_root(start: str | os.PathLike | None = None, *, grid_file: str | os.PathLike | None = None,
+                 instead: str = "run from the checkout") -> Path:
+    """The project root, where ``results/``, ``runs/``, ``notebooks/`` and ``book/`` lie: the checkout holding
+    ``grid_file`` when one is given and lies in a checkout, else the checkout at or above ``start`` (default: the
+    working directory). Never the installed package's own folder: outside a checkout this is an error that says
+    what to do (``instead``; a run started there would otherwise publish into the package's tree)."""
+    if grid_file is not None:
+        root = checkout_root(Path(grid_file).absolute().parent)
+        if root is not None:
+            return root
+    root = checkout_root(start)
+    if root is None:
+        here = Path(start or os.getcwd()).absolute()
+        raise InvariRankError(f"{here}: not inside an invarirank checkout (no folder at or above it holds _toc.yml "
+                              f"and configs/); {instead}")
+    return root
 
 
 def refresh_metrics(folder: str | os.PathLike) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -48,6 +49,28 @@ def check_only(only: list[str], grid: Any) -> None:
                                   f"one of {', '.join(sorted(known))}")
 
 
+#: what to do when neither the grid file nor the working directory lies in a checkout
+OUTSIDE = "a grid executes the checkout's notebooks: run it from the checkout or keep the grid file in one"
+
+
+def check_places(args: argparse.Namespace) -> None:
+    """Before a dry or a real run computes anything: the project root is found (the grid file's checkout, or the
+    working directory's) unless every folder is named, each output folder (``--results-dir``, ``--work-dir``,
+    ``--build-dir``, their defaults in the project) is or can become a writable folder, and so is the cache; the
+    paths given are made absolute, once, here (the notebooks run in ``notebooks/``)."""
+    from ..assets import cache_dir
+    from ..io import check_output_dir
+    from ..store import project_root
+    defaults = {"results_dir": "results", "work_dir": "runs", "build_dir": "book/generated"}
+    for name, default in defaults.items():
+        given = getattr(args, name)
+        path = Path(os.path.abspath(given)) if given else project_root(grid_file=args.grid, instead=OUTSIDE) / default
+        check_output_dir(path, "--" + name.replace("_", "-"))
+        if given:
+            setattr(args, name, str(path))
+    check_output_dir(cache_dir(), "the cache folder ($INVARIRANK_CACHE)")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..grid import build, load_grid
     from ..grid.spec import check_folders, check_paths
@@ -59,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     execution = {"shard_queries": args.shard_queries, "query_window": args.query_window}
     grid = load_grid(args.grid, execution=execution)
     check_paths(grid)
-    results = Path(args.results_dir) if args.results_dir else project_root() / "results"
+    check_places(args)
+    results = Path(args.results_dir or project_root(grid_file=args.grid, instead=OUTSIDE) / "results")
     check_folders(grid, results)
     check_only(args.only, grid)
     if args.seconds_per_pass is not None and not (math.isfinite(args.seconds_per_pass) and args.seconds_per_pass > 0):

@@ -79,11 +79,13 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
     the work to these runs/pages (a run name, ``data`` or ``rerank``); ``executor`` computes the runs in shards
     (:func:`compute_runs`), ``execution`` overrides the runs' execution settings (``shard_queries``,
     ``query_window``); returns a summary of what ran."""
-    root = project_root()
+    root = project_root(grid_file=grid_path, instead="a grid executes the checkout's notebooks: run it from the "
+                                                      "checkout or keep the grid file in one")
     grid = load_grid(grid_path, execution=execution)
-    pages = Path(build_dir) if build_dir else root / "book" / "generated"
-    results = Path(results_dir) if results_dir else root / "results"
-    work = Path(work_dir) if work_dir else root / "runs"
+    # every path resolved once, here: the notebooks run in notebooks/ and must not read a relative one there
+    pages = Path(os.path.abspath(build_dir)) if build_dir else root / "book" / "generated"
+    results = Path(os.path.abspath(results_dir)) if results_dir else root / "results"
+    work = Path(os.path.abspath(work_dir)) if work_dir else root / "runs"
     notebooks = root / "notebooks"
     pages.mkdir(parents=True, exist_ok=True)
     pkg = package_files()

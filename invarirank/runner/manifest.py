@@ -93,8 +93,9 @@ def portable_paths(obj: Any, moved: dict[str, str], *, root: Path | None = None,
     docstring); ``out`` is always left out. Every value changed is recorded in ``moved`` as
     ``{"dotted.key": original}`` (it goes to the volatile file)."""
     from ..assets import cache_dir as default_cache_dir
-    from ..store import project_root
-    root = Path(os.path.normpath(root or project_root()))
+    from ..store import checkout_root
+    # outside a checkout, paths are made portable against the folder above the package (as they always were)
+    root = Path(os.path.normpath(root or checkout_root() or Path(__file__).resolve().parents[2]))
     cache = Path(os.path.normpath(cache or default_cache_dir()))
     if isinstance(obj, Mapping):
         out = {}

@@ -91,8 +91,11 @@ def find_bench(path: str | Path | None, root: Path | None = None) -> Bench | Non
     so name them so that they sort by date)."""
     if path:
         return load_bench(path)
-    from ..store import project_root
-    folder = (root or project_root()) / "results" / "bench"
+    from ..store import checkout_root
+    root = root or checkout_root()
+    if root is None:                                   # outside a checkout: no benchmark files of the project
+        return None
+    folder = root / "results" / "bench"
     files = sorted(folder.glob("*.json"), key=lambda f: (f.stat().st_mtime, f.name)) if folder.is_dir() else []
     if not files:
         return None

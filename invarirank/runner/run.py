@@ -29,6 +29,7 @@ before the run is finished; a later session — on a fresh clone too — resumes
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -70,7 +71,9 @@ def run_folder(config: RunConfig, results_dir: str | Path | None = None) -> Path
         return Path(config.out)
     if not config.grid:
         raise InvariRankError(NO_RUN_FOLDER)
-    return Path(results_dir or project_root() / "results") / config.grid / config.run_name
+    root = results_dir or project_root(instead="give --out RUN_DIR (or 'out' in the config), or run from the "
+                                              "checkout to publish the run in its results/") / "results"
+    return Path(root) / config.grid / config.run_name
 
 
 @dataclass
@@ -118,8 +121,7 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
             RunFolder(target).clear_run()
         _drop_old_checkpoint(target)
         return _Place(config, config, target, target)
-    root = project_root()
-    work = Path(work_dir or root / "runs") / str(config.grid) / config.run_name
+    work = Path(work_dir or project_root() / "runs") / str(config.grid) / config.run_name
     if run_status(config, work) in ("mismatch", "outdated"):
         print(f"grid: removing {work}: a finished run with another configuration or scorer version",
               file=sys.stderr)
@@ -128,7 +130,14 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
         refresh_metrics(work)
     _drop_old_checkpoint(work)
     computed = config if run_status(config, work) == "complete" else _resume_committed_shards(config, target, work)
-    return _Place(config, computed.replace(out=str(work), raw_dir=config.resolved_raw_dir(root)), target, work)
+    raw_dir = config.resolved_raw_dir(project_root()) if config.raw_dir and not _absolute(config.raw_dir) \
+        else config.resolved_raw_dir(Path("/"))
+    return _Place(config, computed.replace(out=str(work), raw_dir=raw_dir), target, work)
+
+
+def _absolute(path: str) -> bool:
+    """``path`` (environment variables and ``~`` expanded) is absolute: it needs no project root."""
+    return Path(os.path.expandvars(os.path.expanduser(path))).is_absolute()
 
 
 def _drop_old_checkpoint(folder: Path) -> None:
