@@ -60,7 +60,7 @@ from .queries import build_queries
 from .split import SEGMENT_NAMES, SPLITS, TEST, TRAIN, VALIDATION, assign_segments
 
 __all__ = ["DATASETS", "DEFAULT_MIN_INTERACTIONS", "FORMAT_VERSION", "Settings", "Prepared", "prepare",
-           "prepare_data", "load_prepared", "format_stats", "raw_fingerprint"]
+           "prepare_data", "load_prepared", "format_stats", "raw_fingerprint", "raw_files"]
 
 DATASETS = ("ml-100k", "movielens", "amazon-books")
 DEFAULT_MIN_INTERACTIONS = {"ml-100k": 10, "movielens": 10, "amazon-books": 3}
@@ -135,6 +135,13 @@ class _Source:
     kind: str  # "movielens" | "amazon"
     files: dict[str, Path]
     layout: Any = None
+
+
+def raw_files(dataset: str, raw_dir: str | os.PathLike | None) -> dict[str, Path]:
+    """The raw files a preparation of ``dataset`` reads from ``raw_dir`` (role → path; the embedded ML-100K
+    when ``raw_dir`` is None), as :func:`prepare` finds them."""
+    return dict(_resolve_source(dataset, Path(raw_dir).expanduser() if raw_dir is not None else None,
+                                None, None).files)
 
 
 def _resolve_source(dataset: str, raw_dir: Path | None, reviews: Path | None, metadata: Path | None) -> _Source:

@@ -41,6 +41,10 @@ def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path
     ``results/<grid>/<run>/shards/`` as it lands, to be committed before the run is finished, and a later call
     resumes from the committed shards."""
     before = [run_status(c, run_folder(c, results_dir)) for c in configs]
+    mismatched = [c for c, s in zip(configs, before) if s == "mismatch"]
+    if mismatched:                  # refused before anything is computed: the error names the run and what differs
+        ensure_runs(mismatched[:1], None, results_dir=results_dir, work_dir=work_dir, allow_run=False,
+                    progress=False)
     todo = [c for c, s in zip(configs, before) if s != "complete"]
     done = {"complete": "reused", "old-metrics": "re-evaluated"}
     summary = {f"{c.grid}/{c.run_name}": done.get(s, "ran") for c, s in zip(configs, before)}

@@ -127,11 +127,13 @@ def _per_method(config: RunConfig, rows: Sequence[Mapping[str, Any]]) -> dict[st
 
 def build_manifest(config: RunConfig, *, out: Path, fingerprint: str, queries: QuerySet, test_sha256: str,
                    identity: Mapping[str, Any], calibrations: Mapping[int, Any], records: Sequence[Mapping[str, Any]],
-                   rows: Sequence[Mapping[str, Any]], moved_paths: dict[str, str]) -> Manifest:
+                   rows: Sequence[Mapping[str, Any]], moved_paths: dict[str, str],
+                   inputs: Mapping[str, str] | None = None) -> Manifest:
     """The manifest of a finished run in ``out`` (its observations already written): settings (execution
     settings such as ``shard_queries`` left out: they go to the volatile file), data and first-stage
     provenance, the queries, the scorer's ``identity``, seeds, pass counts from the checkpointed ``records``,
-    files, versions. Paths are made portable; the originals are added to ``moved_paths``."""
+    files, versions, and the content hashes of the user's ``inputs`` (none for the embedded data). Paths are made
+    portable; the originals are added to ``moved_paths``."""
     requests = sum(r["requests"] for r in records)
     hits = sum(r["hits"] for r in records)
     qs = queries
@@ -155,7 +157,7 @@ def build_manifest(config: RunConfig, *, out: Path, fingerprint: str, queries: Q
         files=FilesSection(observations=RunFolder.OBSERVATIONS, metrics=RunFolder.METRICS,
                            calibration=RunFolder.CALIBRATION if calibrations else None,
                            observations_sha256=sha256_file(RunFolder(out).file(RunFolder.OBSERVATIONS))),
-        packages=package_versions())
+        packages=package_versions(), inputs=dict(inputs or {}))
 
 
 def manifest_without_run(manifest: Mapping[str, Any]) -> str:

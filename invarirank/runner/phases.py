@@ -21,11 +21,13 @@ from ..llm.factory import scoring_versions
 from ..store import VOLATILE_FILE, RunFolder, RunStatus
 from .config import RunConfig
 from .executors import Executor
+from .inputs import input_hashes, stored_inputs
 from .manifest import build_manifest, git_info
 from .queries import QuerySet, load_queries, synthetic_candidates_for
 from .shards import run_fingerprint
 
-__all__ = ["RunResult", "PreparedRun", "prepare_run", "finish_run", "run_status", "print_cost_notice"]
+__all__ = ["RunResult", "PreparedRun", "prepare_run", "finish_run", "run_status", "print_cost_notice",
+           "wanted_identity", "stored_identity"]
 
 
 @dataclass
@@ -56,6 +58,7 @@ class PreparedRun:
     calibrations: dict[int, Any]
     timings: dict[str, float]
     t_start: float
+    inputs: dict[str, str] = field(default_factory=dict)
 
 
 def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any]) -> None:
@@ -85,6 +88,7 @@ def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | No
     an unscorable query is an error naming it, and nothing is computed) and STELLA_LW's calibration per K
     (``executor.calibrate``: one unit of work each)."""
     out = Path(str(config.out))
+    inputs = input_hashes(config)                   # the user's files (not the generated synthetic candidates)
     config = synthetic_candidates_for(config, out)
     timings: dict[str, float] = {}
     t_start = t = time.perf_counter()
@@ -114,7 +118,7 @@ def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | No
             calibrations[k] = cal
     timings["calibration_seconds"] = round(time.perf_counter() - t, 3)
     return PreparedRun(config, out, qs, facts, model, test_sha256, fingerprint, parts, calibrations,
-                       timings, t_start)
+                       timings, t_start, inputs)
 
 
 def first_stage_rankings(config: RunConfig, qs: QuerySet) -> dict[str, list[str]] | None:
@@ -157,7 +161,7 @@ def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str
     moved: dict[str, str] = {}
     manifest = build_manifest(config, out=out, fingerprint=p.fingerprint, queries=p.qs, test_sha256=p.test_sha256,
                               identity=p.scorer["identity"], calibrations=calibrations, records=records,
-                              rows=all_rows, moved_paths=moved).to_json()
+                              rows=all_rows, moved_paths=moved, inputs=p.inputs).to_json()
     run = {"run_version": 1, "timings": timings,
            "tokens_computed": sum(int(r.get("tokens", 0)) for r in records),
            "calibration_from_cache": {str(k): c.from_cache for k, c in calibrations.items()},
@@ -172,14 +176,26 @@ def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str
     return RunResult(out, metrics, manifest, all_rows, run)
 
 
+def wanted_identity(config: RunConfig) -> dict[str, Any]:
+    """What a finished run must have been made with to be reused for ``config``: its identity and, for a run on
+    a user's files, their content (``inputs``, :func:`invarirank.runner.inputs.input_hashes`)."""
+    inputs = input_hashes(config)
+    return {**config.identity(), **({"inputs": inputs} if inputs else {})}
+
+
+def stored_identity(manifest: Any) -> dict[str, Any]:
+    """What a stored manifest says its run was made with (the counterpart of :func:`wanted_identity`)."""
+    inputs = stored_inputs(manifest)
+    return {**RunConfig.identity_of_manifest(manifest), **({"inputs": inputs} if inputs else {})}
+
+
 def run_status(config: RunConfig, folder: str | Path) -> RunStatus:
     """The one reuse check (:meth:`invarirank.store.RunFolder.status`) of the run folder ``folder`` against
-    ``config``'s identity and the current scoring versions of its scorer kind
-    (:func:`invarirank.llm.factory.scoring_versions`): ``missing``, ``incomplete``, ``mismatch``, ``outdated``,
-    ``old-metrics`` or ``complete``. A complete choice run that recorded its chat frame's hash (``frame_sha256``) is
-    ``outdated`` when today's tokenizer renders another frame."""
-    status = RunFolder(folder).status(config.identity(), RunConfig.identity_of_manifest,
-                                      scoring_versions(config.scorer))
+    ``config``'s identity (with its input files' content: :func:`wanted_identity`) and the current scoring
+    versions of its scorer kind (:func:`invarirank.llm.factory.scoring_versions`): ``missing``, ``incomplete``,
+    ``mismatch``, ``outdated``, ``old-metrics`` or ``complete``. A complete choice run that recorded its chat
+    frame's hash (``frame_sha256``) is ``outdated`` when today's tokenizer renders another frame."""
+    status = RunFolder(folder).status(wanted_identity(config), stored_identity, scoring_versions(config.scorer))
     if status == "complete" and config.scorer == "choice":
         # the rendered chat frame's hash, compared only where the run recorded one (paper tokenizers, dated
         # templates); committed runs without it keep their status and load no tokenizer

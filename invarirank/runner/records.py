@@ -116,8 +116,12 @@ class Manifest(_Record):
     packages: dict[str, Any]
     invarirank_version: str = ""
     manifest_version: int = 2
+    #: content hashes of the user's input files (:mod:`invarirank.runner.inputs`); written only when there are any
+    inputs: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         head = {"manifest_version": d.pop("manifest_version"), "invarirank_version": d.pop("invarirank_version")}
+        if not d["inputs"]:
+            del d["inputs"]
         return {**head, **d}

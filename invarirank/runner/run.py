@@ -54,7 +54,7 @@ from ..store import (
 from ..types import Scorer
 from .config import RunConfig
 from .executors import Executor, LocalExecutor
-from .phases import RunResult, run_status
+from .phases import RunResult, run_status, stored_identity, wanted_identity
 from .queries import QuerySet
 from .sharded import compute_runs_in_shards
 
@@ -105,8 +105,15 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
         print(f"{who}: reusing the finished run {target}", file=sys.stderr)
         return _Place(config, config, target, None)
     if status == "mismatch":
-        stored = RunConfig.identity_of_manifest(read_json(RunFolder(target).file(RunFolder.MANIFEST)))
-        diff = ", ".join(identity_difference(config.identity(), stored)) or "unknown"
+        stored = stored_identity(read_json(RunFolder(target).file(RunFolder.MANIFEST)))
+        wanted = wanted_identity(config)
+        names = identity_difference(wanted, stored)
+        if "inputs" in names:                          # name the input whose content changed
+            now, then = wanted.get("inputs") or {}, stored.get("inputs") or {}
+            names = [n for n in names if n != "inputs"] + [
+                f"the content of {key} ({config_path(config, key)})" for key in sorted(set(now) | set(then))
+                if now.get(key) != then.get(key)]
+        diff = ", ".join(names) or "unknown"
         what = "choose another --out or remove that folder" if in_place else \
             "delete the folder or give this run another name"
         raise InvariRankError(f"{target}: holds a finished run with a different configuration, other settings "
@@ -138,6 +145,11 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
 def _absolute(path: str) -> bool:
     """``path`` (environment variables and ``~`` expanded) is absolute: it needs no project root."""
     return Path(os.path.expandvars(os.path.expanduser(path))).is_absolute()
+
+
+def config_path(config: RunConfig, key: str) -> str:
+    """The path the setting ``key`` (``candidates``, ``raw_dir``, ``data_dir``) of ``config`` names, for messages."""
+    return str(getattr(config, key, None) or "not given now")
 
 
 def _drop_old_checkpoint(folder: Path) -> None:

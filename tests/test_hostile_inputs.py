@@ -1,0 +1,131 @@
+"""Hostile input, round 3, F6: reuse compares the content of a run's input files, not only its settings. A candidates
+file edited in place, other raw files at the same ``raw_dir`` or an edited prepared folder make the finished run a
+``mismatch`` (one line naming the input, nothing overwritten); the same content is reused. Runs on the embedded data
+record no ``inputs``, so the committed runs, their identities and their shards stay as they are."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from invarirank.candidates import query_to_json
+from invarirank.cli import main
+from invarirank.data.synthetic import synthetic_queries
+from invarirank.io import read_json
+from invarirank.runner import RunConfig, run_status
+from invarirank.runner.inputs import input_hashes
+from tests.data_support import make_ratings, write_csv_layout
+from tests.hostile import expect_rejected, snapshot
+
+ROOT = Path(__file__).resolve().parents[1]
+SIM = ["--scorer", "simulated", "--m", "2", "--methods", "zero_shot", "--n-bootstrap", "0", "--no-progress"]
+
+
+def _candidates(path: Path) -> Path:
+    lines = [query_to_json(q) for q in synthetic_queries(n_test=3, n_validation=0, k=6, seed=1)]
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines), encoding="utf-8")
+    return path
+
+
+def _edit_candidates(path: Path) -> None:
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    lines[0]["ground_truth"] = [lines[0]["candidates"][4]["item_id"]]
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines), encoding="utf-8")
+
+
+def _edit_ratings(raw: Path) -> None:
+    text = (raw / "ratings.csv").read_text(encoding="utf-8").splitlines()
+    head, *rows = text
+    rows[0] = rows[0].rsplit(",", 2)[0] + ",1.0," + rows[0].rsplit(",", 1)[1]   # one rating changed
+    (raw / "ratings.csv").write_text("\n".join([head, *rows]) + "\n", encoding="utf-8")
+
+
+def _candidates_case(tmp: Path) -> tuple[list[Any], Callable[[], None], str]:
+    cands = _candidates(tmp / "cands.jsonl")
+    return ["--candidates", cands], lambda: _edit_candidates(cands), "the content of candidates"
+
+
+def _raw_case(tmp: Path) -> tuple[list[Any], Callable[[], None], str]:
+    raw = write_csv_layout(tmp / "raw", ratings=make_ratings())
+    return (["--dataset", "movielens", "--raw-dir", raw, "--retriever", "popularity", "--k", "5"],
+            lambda: _edit_ratings(raw), "the content of raw_dir")
+
+
+def _data_dir_case(tmp: Path) -> tuple[list[Any], Callable[[], None], str]:
+    raw = write_csv_layout(tmp / "raw", ratings=make_ratings())
+    assert main(["data", "prepare", "--dataset", "movielens", "--raw-dir", str(raw), "--out", str(tmp / "prep")]) == 0
+    stats = tmp / "prep" / "stats.json"
+    return (["--dataset", "movielens", "--data-dir", tmp / "prep", "--retriever", "popularity", "--k", "5"],
+            lambda: stats.write_text(stats.read_text() + " \n"), "the content of data_dir")
+
+
+CASES = [("candidates", _candidates_case), ("raw-dir", _raw_case), ("data-dir", _data_dir_case)]
+
+
+@pytest.mark.parametrize("name,make", CASES, ids=[c[0] for c in CASES])
+def test_f6_an_edited_input_is_not_reused(name, make, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
+    inputs, edit, needle = make(tmp_path)
+    out = tmp_path / "run"
+    argv = [str(a) for a in ["rerank", *inputs, *SIM, "--out", out]]
+    assert main(argv) == 0
+    assert set(read_json(out / "manifest.json")["inputs"]) == {name.replace("-", "_")}
+    capsys.readouterr()
+    assert main(argv) == 0                                    # the same content: reused
+    assert "reusing the finished run" in capsys.readouterr().err
+    edit()
+    expect_rejected(capsys, argv, [str(out), needle, "choose another --out"], out=out)
+
+
+def test_f6_a_grid_run_on_edited_candidates_is_not_reused(tmp_path, capsys):
+    cands = _candidates(tmp_path / "cands.jsonl")
+    grid = tmp_path / "g.yaml"
+    grid.write_text(f"grid: inputs\nruns:\n  - {{name: r1, candidates: '{cands}', scorer: simulated, "
+                    f"model: simulated, M: 2, methods: [zero_shot], n_bootstrap: 0}}\n", encoding="utf-8")
+    places = ["--results-dir", tmp_path / "results", "--work-dir", tmp_path / "work", "--build-dir",
+              tmp_path / "build"]
+    config = RunConfig.from_mapping({"name": "r1", "candidates": str(cands), "scorer": "simulated",
+                                     "model": "simulated", "M": 2, "methods": ["zero_shot"], "n_bootstrap": 0,
+                                     "grid": "inputs"})
+    from invarirank.runner import ensure_runs
+    folder = ensure_runs([config], results_dir=tmp_path / "results", work_dir=tmp_path / "work", progress=False)[0]
+    assert run_status(config, folder) == "complete"
+    capsys.readouterr()
+    assert main([str(a) for a in ["grid", grid, *places, "--dry-run"]]) == 0
+    assert "complete" in capsys.readouterr().out
+    before = snapshot(folder)
+    _edit_candidates(cands)
+    assert run_status(config, folder) == "mismatch"
+    capsys.readouterr()
+    assert main([str(a) for a in ["grid", grid, *places, "--dry-run"]]) == 0
+    assert "mismatch" in capsys.readouterr().out
+    expect_rejected(capsys, ["grid", grid, *places, "--skip-results"],
+                    ["r1", "the content of candidates", "delete the folder"])
+    assert snapshot(folder) == before
+
+
+def test_f6_runs_on_the_embedded_data_record_no_inputs():
+    """Every committed run is on the embedded data (or the lab's generated candidates): no inputs, so its identity
+    — and the fingerprint of its shards — is what it was."""
+    assert input_hashes(RunConfig.from_mapping({"dataset": "ml-100k", "K": 10})) == {}
+    assert input_hashes(RunConfig.from_mapping({"dataset": "synthetic", "scorer": "simulated"})) == {}
+    manifests = sorted(ROOT.glob("results/*/*/manifest.json"))
+    assert manifests
+    for path in manifests:
+        assert "inputs" not in read_json(path), path
+
+
+def test_f6_an_unreadable_input_is_left_to_the_run(tmp_path):
+    """A missing file gives no hash (the run itself names the file); a hash is the file's content."""
+    assert input_hashes(RunConfig.from_mapping({"candidates": str(tmp_path / "nope.jsonl")})) == {}
+    a = _candidates(tmp_path / "a.jsonl")
+    b = tmp_path / "b.jsonl"
+    b.write_bytes(a.read_bytes())
+    ha = input_hashes(RunConfig.from_mapping({"candidates": str(a)}))
+    assert ha == input_hashes(RunConfig.from_mapping({"candidates": str(b)}))     # content, not the path
+    _edit_candidates(b)
+    assert ha != input_hashes(RunConfig.from_mapping({"candidates": str(b)}))
