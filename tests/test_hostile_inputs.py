@@ -129,3 +129,32 @@ def test_f6_an_unreadable_input_is_left_to_the_run(tmp_path):
     assert ha == input_hashes(RunConfig.from_mapping({"candidates": str(b)}))     # content, not the path
     _edit_candidates(b)
     assert ha != input_hashes(RunConfig.from_mapping({"candidates": str(b)}))
+
+
+def test_f13_k_equal_to_the_list_length_selects_the_same_queries(tmp_path, capsys):
+    """Leaving --k out (the file's own lists) and giving their length keep the same queries: a query whose list
+    holds no relevant item is left out either way, and counted on stderr."""
+    cands = _candidates(tmp_path / "cands.jsonl")
+    lines = [json.loads(x) for x in cands.read_text(encoding="utf-8").splitlines()]
+    lines[1]["ground_truth"] = ["not-a-candidate"]
+    cands.write_text("".join(json.dumps(d) + "\n" for d in lines), encoding="utf-8")
+    folders = []
+    for extra in ([], ["--k", "6"]):
+        out = tmp_path / f"run{len(extra)}"
+        capsys.readouterr()
+        assert main([str(a) for a in ["rerank", "--candidates", cands, *SIM, "--out", out, *extra]]) == 0
+        assert "1 of 3 test queries hold no ground-truth item" in capsys.readouterr().err
+        folders.append(out)
+    ids = [read_json(f / "manifest.json")["queries"]["ids"] for f in folders]
+    assert ids[0] == ids[1] == [lines[0]["query_id"], lines[2]["query_id"]]
+    assert (folders[0] / "observations.jsonl").read_bytes() == (folders[1] / "observations.jsonl").read_bytes()
+
+
+def test_f13_no_list_holding_a_relevant_item_is_an_error(tmp_path, capsys):
+    cands = _candidates(tmp_path / "cands.jsonl")
+    lines = [dict(json.loads(x), ground_truth=["nowhere"]) for x in cands.read_text(encoding="utf-8").splitlines()]
+    cands.write_text("".join(json.dumps(d) + "\n" for d in lines), encoding="utf-8")
+    out = tmp_path / "run"
+    expect_rejected(capsys, ["rerank", "--candidates", cands, *SIM, "--out", out],
+                    ["no test queries to rerank", "none keeps a relevant item among its candidates"], out=out)
+    assert not out.exists()

@@ -218,6 +218,13 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(result.metrics))
     except ImportError:
         pass
+    data = result.manifest.get("data") or {}
+    in_file, pool = data.get("test_queries_in_file"), data.get("pool_queries")
+    if data.get("source") == "candidates" and isinstance(in_file, int) and isinstance(pool, int) and pool < in_file:
+        at = f"first {data['sampled_from_k']}" if data.get("sampled_from_k") else "candidates"
+        print(f"{config.candidates}: {in_file - pool} of {in_file} test queries hold no ground-truth item among their "
+              f"{at} and were left out (a query is kept only when its candidates hold a relevant item)",
+              file=sys.stderr)
     m = result.manifest["passes"]
     print(f"run folder: {result.path} ({result.manifest['queries']['count']} queries; {m['requested']} passes "
           f"requested, {m['scorer_calls']} sent to the scorer, {m['shared_cache_hits']} shared-cache hits)",

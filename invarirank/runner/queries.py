@@ -3,10 +3,11 @@
 ``n_queries = N`` samples N test queries with the seed from those kept at ``sample_k`` (the smallest K of a
 sweep; default K), so a sweep over K compares the same users. With ``candidates`` (a candidates file), its
 ``split = "test"`` lines are the queries and its ``split = "validation"`` lines calibrate STELLA_LW; given ``K``,
-longer candidate lists are cut to their first K and queries without a relevant item among them are dropped (as
-the first stage would); without ``K`` the file is used as is. The data set ``synthetic`` (the teaching lab) is a
-seeded synthetic candidates file written beside the run folder first: ``n_queries`` (default 40) test and
-``calibration_queries`` validation candidate sets of K made-up items.
+longer candidate lists are cut to their first K; without ``K`` each list is used as is (its length is its K).
+Either way a query is kept only when its (cut) list holds a relevant item, as the first stage's are, so leaving
+``K`` out and giving the lists' length select the same queries; `invarirank rerank` counts the queries left out. The
+data set ``synthetic`` (the teaching lab) is a seeded synthetic candidates file written beside the run folder
+first: ``n_queries`` (default 40) test and ``calibration_queries`` validation candidate sets of K made-up items.
 """
 
 from __future__ import annotations
@@ -114,11 +115,10 @@ def load_queries(config: RunConfig, progress: bool = True) -> QuerySet:
         if not test:
             raise InvariRankError(f"{path}: no test queries (lines with split 'test')")
         check_lists(config, {q.query_id: len(q.candidates) for q in test}, str(path))
-        pool = [q for q in test if k_min is None or _kept_at(q, k_min)]
-        if k is not None:
-            at_k = {q.query_id: cut_to_k(q, k) for q in test if _kept_at(q, k)}
-        else:
-            at_k = {q.query_id: q for q in test}
+        # the file's own lists are its K: the same rule as --k equal to their length (kept when they hold a
+        # relevant item), so leaving --k out or giving the list length selects the same queries
+        pool = [q for q in test if _kept_at(q, q.k if k_min is None else k_min)]
+        at_k = {q.query_id: (q if k is None else cut_to_k(q, k)) for q in test if _kept_at(q, q.k if k is None else k)}
         info["test_queries_in_file"] = len(test)
     else:
         assert k is not None and k_min is not None
@@ -145,8 +145,8 @@ def load_queries(config: RunConfig, progress: bool = True) -> QuerySet:
     missing = [qid for qid in chosen if qid not in at_k]
     queries = [at_k[qid] for qid in chosen if qid in at_k]
     if not queries:
-        raise InvariRankError("no test queries to rerank"
-                              + (f" (none keeps a relevant item among its first {k} candidates)" if k else ""))
+        raise InvariRankError("no test queries to rerank (none keeps a relevant item among its "
+                              + (f"first {k} candidates)" if k else "candidates)"))
     info.update({"k": k, "sampled_from_k": k_min, "pool_queries": len(pool_ids), "sampled": len(chosen),
                  "dropped_at_k": missing, "validation_queries": len(validation)})
     return QuerySet(queries, validation, info)

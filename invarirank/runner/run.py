@@ -111,8 +111,9 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
         if "inputs" in names:                          # name the input whose content changed
             now, then = wanted.get("inputs") or {}, stored.get("inputs") or {}
             names = [n for n in names if n != "inputs"] + [
-                f"the content of {key} ({config_path(config, key)})" for key in sorted(set(now) | set(then))
-                if now.get(key) != then.get(key)]
+                f"the content of {key} ({config_path(config, key)}"
+                + ("; the finished run recorded none: made by an earlier version)" if key not in then else ")")
+                for key in sorted(set(now) | set(then)) if now.get(key) != then.get(key)]
         diff = ", ".join(names) or "unknown"
         what = "choose another --out or remove that folder" if in_place else \
             "delete the folder or give this run another name"
