@@ -158,3 +158,40 @@ def test_f13_no_list_holding_a_relevant_item_is_an_error(tmp_path, capsys):
     expect_rejected(capsys, ["rerank", "--candidates", cands, *SIM, "--out", out],
                     ["no test queries to rerank", "none keeps a relevant item among its candidates"], out=out)
     assert not out.exists()
+
+
+def _rows(**change: Any) -> list[dict[str, Any]]:
+    items = ["caf\u00e9", "tea", "milk"]
+    rows = [{"query_id": "q0", "method": "zero_shot", "permutation": t, "input": items[t:] + items[:t],
+             "output": sorted(items), "relevant": ["tea"]} for t in range(2)]
+    for key, value in change.items():
+        rows[0][key] = value
+    return rows
+
+
+#: U1: ids that differ only by Unicode normalisation print alike: refused with both forms escaped
+U1_CASES = [
+    ("input-nfc-and-nfd", _rows(input=["caf\u00e9", "cafe\u0301", "tea"], output=["tea", "caf\u00e9", "cafe\u0301"]),
+     ["obs.jsonl:1", "'caf\\xe9'", "'cafe\\u0301'", "differ only by Unicode normalisation"]),
+    ("relevant-in-the-other-form", _rows(relevant=["cafe\u0301"]),
+     ["obs.jsonl:1", "'caf\\xe9'", "'cafe\\u0301'", "input and relevant"]),
+    ("query-ids-in-two-forms", [*_rows(query_id="caf\u00e9"),
+                                *[dict(r, query_id="cafe\u0301", permutation=r["permutation"]) for r in _rows()]],
+     ["query ids", "'caf\\xe9'", "'cafe\\u0301'"]),
+]
+
+
+@pytest.mark.parametrize("name,rows,needles", U1_CASES, ids=[c[0] for c in U1_CASES])
+def test_u1_unicode_look_alike_ids_in_observations(name, rows, needles, tmp_path, capsys):
+    obs = tmp_path / "obs.jsonl"
+    obs.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "m.json"
+    expect_rejected(capsys, ["evaluate", obs, "--output", out, "--bootstrap", "0"], needles, out=out)
+    assert not out.exists()
+
+
+def test_u1_one_form_of_non_ascii_ids_is_read(tmp_path):
+    from invarirank.evaluation import read_observations
+    obs = tmp_path / "obs.jsonl"
+    obs.write_text("".join(json.dumps(r) + "\n" for r in _rows()), encoding="utf-8")
+    assert [r["input"][0] for r in read_observations(obs)] == ["caf\u00e9", "tea"]

@@ -35,6 +35,7 @@ import json
 import math
 import os
 import sys
+import unicodedata
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -80,6 +81,19 @@ def _coerce_ids(value: Any, field: str, where: str, line: int) -> list[str]:
     return out
 
 
+def _one_form(ids: list[str], where: str, line: int, what: str) -> None:
+    """Two different ids that differ only by Unicode normalisation (NFC vs NFD) print as the same text, so no
+    message could tell them apart: an error showing both escaped (the candidates file's rule)."""
+    if all(x.isascii() for x in ids):
+        return
+    first: dict[str, str] = {}
+    for x in ids:
+        twin = first.setdefault(unicodedata.normalize("NFC", x), x)
+        if twin != x:
+            _fail(where, line, f"{what}: item ids {ascii(twin)} and {ascii(x)} differ only by Unicode normalisation "
+                               f"(they print alike); expected one form (NFC) for one item")
+
+
 def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool = True) -> list[dict]:
     """Validate ``(line_number, record)`` pairs; return the rows as dicts with ids as strings.
 
@@ -95,6 +109,7 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
     relevant_of: dict[str, tuple[frozenset, int, list]] = {}
     input_of: dict[tuple[str, str], tuple[frozenset, int]] = {}
     lists_of: dict[str, tuple[frozenset, str, int]] = {}
+    qid_forms: dict[str, str] = {}
     for line, rec in records:
         if type(rec) is not dict:
             _fail(where, line, f"expected a JSON object, got {type(rec).__name__}")
@@ -173,6 +188,13 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
                                f"candidates than on line {seen_input[1]} "
                                f"(every presented order must hold the same items)")
         other = lists_of.setdefault(qid, (in_set, method, line))
+        if other[2] == line:                     # the query's first line: its ids and its name in one form each
+            _one_form([*inp, *rel], where, line, f"the ids of query {ascii(qid)} (input and relevant)")
+            if not qid.isascii():
+                twin = qid_forms.setdefault(unicodedata.normalize("NFC", qid), qid)
+                if twin != qid:
+                    _fail(where, line, f"query ids {ascii(twin)} and {ascii(qid)} differ only by Unicode "
+                                       f"normalisation (they print alike); expected one form (NFC) for one query")
         if other[0] != in_set:              # methods are compared paired over queries: the same candidates
             _fail(where, line, f"query {qid!r}: method {method!r} ranks other candidates ({len(in_set)}) than method "
                                f"{other[1]!r} on line {other[2]} ({len(other[0])}); methods of one query are compared "
