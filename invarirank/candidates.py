@@ -35,7 +35,7 @@ from .io import atomic_write_text, loads_json
 from .types import HistoryEntry, Item, Query
 
 __all__ = ["SCHEMA_VERSION", "query_to_json", "queries_sha256", "query_from_json", "write_candidates",
-           "read_candidates"]
+           "read_candidates", "look_alike"]
 
 SCHEMA_VERSION = 1
 #: the fields of a line, of a candidate and of a history entry (``extra``: free data, ignored)
@@ -100,17 +100,26 @@ def _number(value: Any, field: str) -> float:
     return float(value)
 
 
-def _distinct_forms(ids: list[str], field: str) -> None:
-    """Ids that differ only by Unicode normalisation (NFC vs NFD) print as the same text: an error showing both
-    escaped, so a message never names two different ids the same way."""
+def look_alike(ids: Iterable[str]) -> tuple[str, str] | None:
+    """The first two different ids of ``ids`` that differ only by Unicode normalisation (NFC vs NFD) — they print
+    as the same text, so no message could tell them apart — else ``None``."""
+    ids = list(ids)
     if all(x.isascii() for x in ids):
-        return
+        return None
     first: dict[str, str] = {}
     for x in ids:
-        other = first.setdefault(unicodedata.normalize("NFC", x), x)
-        if other != x:
-            raise _Bad(f"field {field!r}: item_id {ascii(other)} and {ascii(x)} differ only by Unicode normalisation "
-                       f"(they print alike); expected one form (NFC) for one item")
+        twin = first.setdefault(unicodedata.normalize("NFC", x), x)
+        if twin != x:
+            return twin, x
+    return None
+
+
+def _distinct_forms(ids: list[str], field: str) -> None:
+    """Ids that differ only by Unicode normalisation: an error showing both escaped."""
+    pair = look_alike(ids)
+    if pair is not None:
+        raise _Bad(f"field {field!r}: item_id {ascii(pair[0])} and {ascii(pair[1])} differ only by Unicode "
+                   f"normalisation (they print alike); expected one form (NFC) for one item")
 
 
 def _closed(d: dict, allowed: frozenset[str], where: str) -> None:

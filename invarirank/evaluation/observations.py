@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..candidates import look_alike
 from ..errors import InvariRankError
 from ..io import atomic_path, atomic_write_text
 
@@ -82,16 +83,12 @@ def _coerce_ids(value: Any, field: str, where: str, line: int) -> list[str]:
 
 
 def _one_form(ids: list[str], where: str, line: int, what: str) -> None:
-    """Two different ids that differ only by Unicode normalisation (NFC vs NFD) print as the same text, so no
-    message could tell them apart: an error showing both escaped (the candidates file's rule)."""
-    if all(x.isascii() for x in ids):
-        return
-    first: dict[str, str] = {}
-    for x in ids:
-        twin = first.setdefault(unicodedata.normalize("NFC", x), x)
-        if twin != x:
-            _fail(where, line, f"{what}: item ids {ascii(twin)} and {ascii(x)} differ only by Unicode normalisation "
-                               f"(they print alike); expected one form (NFC) for one item")
+    """Two ids that differ only by Unicode normalisation print alike: an error showing both escaped (the
+    candidates file's rule, :func:`invarirank.candidates.look_alike`)."""
+    pair = look_alike(ids)
+    if pair is not None:
+        _fail(where, line, f"{what}: item ids {ascii(pair[0])} and {ascii(pair[1])} differ only by Unicode "
+                           f"normalisation (they print alike); expected one form (NFC) for one item")
 
 
 def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool = True) -> list[dict]:
@@ -193,8 +190,8 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
             if not qid.isascii():
                 twin = qid_forms.setdefault(unicodedata.normalize("NFC", qid), qid)
                 if twin != qid:
-                    _fail(where, line, f"query ids {ascii(twin)} and {ascii(qid)} differ only by Unicode "
-                                       f"normalisation (they print alike); expected one form (NFC) for one query")
+                    _fail(where, line, f"query ids {ascii(twin)} and {ascii(qid)} print alike (they differ only by "
+                                       f"Unicode normalisation); expected one form (NFC) for one query")
         if other[0] != in_set:              # methods are compared paired over queries: the same candidates
             _fail(where, line, f"query {qid!r}: method {method!r} ranks other candidates ({len(in_set)}) than method "
                                f"{other[1]!r} on line {other[2]} ({len(other[0])}); methods of one query are compared "
