@@ -412,6 +412,18 @@ def committed_queries(target: str | os.PathLike) -> int:
     return sum(len(read_json(shard / "shard.json").get("query_ids") or []) for shard in committed_shards(target))
 
 
+def shard_query_ids(folder: str | os.PathLike) -> set[str]:
+    """The query ids held by the finished shards of a run folder in progress (``<folder>/.work/shards/``), of
+    whatever configuration (for estimates only: resuming checks each shard's fingerprint)."""
+    out: set[str] = set()
+    for shard in _finished_shards(RunFolder(folder).shards).values():
+        try:
+            out.update(str(q) for q in read_json(shard / "shard.json").get("query_ids") or [])
+        except (OSError, ValueError, AttributeError):
+            continue
+    return out
+
+
 def export_shards(work_dir: str | os.PathLike, target: str | os.PathLike) -> list[str]:
     """Copy the finished shards of a run's work folder (``<work>/.work/shards/``) into its results folder
     (``<target>/shards/``), to be committed before the run is finished; returns the shard names copied. A

@@ -109,3 +109,30 @@ def test_rerank_prints_the_line_only_when_the_estimate_is_long(tmp_path, capsys,
     lines = _rerank(tmp_path, capsys, "twenty")
     assert len(lines) == 1 and "18 passes at 20 s per pass" in lines[0] and "~6.0 min" in lines[0]
     assert "reranking: 3 queries x M=2 orders" in lines[0]
+
+
+def test_queries_in_finished_shards_are_not_priced(tmp_path, capsys):
+    """A resumed run is priced for the queries it still has to compute: with 3 of 8 queries in finished shards of
+    its folder, the line counts five queries' passes (K = 10, M = 20, zero-shot + SGS: 1 + 9 = 10 distinct passes
+    per order, 200 per query: 1,000 passes at the assumed 1 s each) and says how many it left out."""
+    from invarirank.io import atomic_write_json
+    from invarirank.runner.phases import print_cost_notice
+    from invarirank.runner.queries import QuerySet
+    from invarirank.store import RunFolder, shard_query_ids
+    test, validation = _split(8, 0, 10)
+    config = RunConfig(scorer="span", K=10, M=20, methods=["zero_shot", "sgs"])
+    folder = tmp_path / "run"
+    for n, ids in enumerate(([test[0].query_id, test[1].query_id], [test[2].query_id])):
+        shard = RunFolder(folder).shards / f"0000{n}-abc"
+        shard.mkdir(parents=True)
+        atomic_write_json(shard / "shard.json", {"query_ids": ids})
+        (shard / "records.jsonl").write_text("")
+        atomic_write_json(shard / "volatile.json", {})
+    (RunFolder(folder).shards / ".00002-tmp").mkdir()                    # a temporary folder: not finished
+    assert shard_query_ids(folder) == {q.query_id for q in test[:3]}
+    facts = {"key_identity": {"device_type": "cpu"}, "worker": {}}
+    capsys.readouterr()
+    print_cost_notice(config, QuerySet(test, validation, {}), facts, folder)
+    err = capsys.readouterr().err
+    assert "(3 queries already in finished shards not counted) (1,000 passes at 1 s per pass" in err
+    assert "reranking: 5 queries x M=20 orders" in err

@@ -61,11 +61,11 @@ class PreparedRun:
     inputs: dict[str, str] = field(default_factory=dict)
 
 
-def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any]) -> None:
+def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any], out: Path | None = None) -> None:
     """One line on stderr before a run estimated to take more than a few minutes
     (:func:`invarirank.runner.plan.cost_notice`): priced from the newest benchmark file when it measured the
-    model, else from the scorer's device type (``key_identity``) and the stated assumptions. Loads and measures
-    nothing."""
+    model, else from the scorer's device type (``key_identity``) and the stated assumptions; the queries already
+    in finished shards of the run folder ``out`` are not counted. Loads and measures nothing."""
     from .plan import cost_notice, find_bench
     try:
         bench = find_bench(None)
@@ -73,7 +73,11 @@ def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any]) ->
         bench = None
     key_identity = facts.get("key_identity") or {}
     on_gpu = bool(facts.get("worker", {}).get("gpu_ids")) or str(key_identity.get("device_type", "")) == "cuda"
-    line = cost_notice(config, qs.test, qs.validation, key_identity, on_gpu=on_gpu, bench=bench)
+    from ..store import shard_query_ids
+    done = shard_query_ids(out) if out is not None else set()
+    left = [q for q in qs.test if q.query_id not in done]
+    line = cost_notice(config, left, qs.validation, key_identity, on_gpu=on_gpu, bench=bench,
+                       done=len(qs.test) - len(left))
     if line:
         print(f"{config.run_name}: {line}", file=sys.stderr)
 
@@ -101,7 +105,7 @@ def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | No
     test_sha256 = queries_sha256(qs.test)
     validation = queries_sha256(qs.validation) if "stella" in config.methods else None
     fingerprint, parts = run_fingerprint(config.identity(), facts["key_identity"], test_sha256, validation)
-    print_cost_notice(config, qs, facts)
+    print_cost_notice(config, qs, facts, out)
     t = time.perf_counter()
     executor.check_queries(config, [*qs.test, *(qs.validation if "stella" in config.methods else ())])
     timings["check_seconds"] = round(time.perf_counter() - t, 3)

@@ -251,11 +251,12 @@ def assumed_seconds_per_pass(config: RunConfig, k: int, *, on_gpu: bool,
 
 def cost_notice(config: RunConfig, test: Sequence[Any], validation: Sequence[Any], key_identity: Mapping[str, Any],
                 *, on_gpu: bool = False, seconds_per_pass: float | None = None, bench: Bench | None = None,
-                threshold: float = NOTICE_SECONDS) -> str | None:
+                threshold: float = NOTICE_SECONDS, done: int = 0) -> str | None:
     """The one line printed before a run whose estimated duration exceeds ``threshold`` seconds (None below
     it): the estimate (distinct passes with STELLA_LW's 10 updates, plus calibration not yet cached), what
     dominates it and the flags (or grid settings) that shrink it. ``seconds_per_pass`` overrides
-    :func:`assumed_seconds_per_pass`. Counts every test query (a resumed run reuses its checkpoint)."""
+    :func:`assumed_seconds_per_pass`. ``test``: the queries still to compute; ``done``: how many more are in
+    finished shards already (said, not counted)."""
     ks = sorted({q.k for q in test})
     if not ks:
         return None
@@ -278,7 +279,8 @@ def cost_notice(config: RunConfig, test: Sequence[Any], validation: Sequence[Any
         what = (f"reranking: {len(test)} queries x M={config.M} orders = ~{rerank:,} passes "
                 f"({', '.join(config.methods)} at K={','.join(map(str, ks))})")
         how = "--queries N, --m M, --k K, or --methods without sgs (K passes per order) (grid: n_queries, M, K)"
-    return (f"cost: this run is estimated at ~{_fmt_seconds(seconds)} ({rerank + cal:,} passes at "
+    resumed = f" ({done} queries already in finished shards not counted)" if done else ""
+    return (f"cost: this run is estimated at ~{_fmt_seconds(seconds)}{resumed} ({rerank + cal:,} passes at "
             f"{seconds_per_pass:.2g} s per pass, {source}); {share:.0%} is {what}; shrink it with {how}; "
             f"--dry-run prices it without running")
 
