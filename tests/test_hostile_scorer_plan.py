@@ -53,6 +53,8 @@ CASES: list[tuple[str, Callable[[list[dict[str, Any]]], None], list[str], list[s
     ("choice-empty-line", _empty_line, ["--scorer", "choice"], ["query u001", "renders as an empty line"]),
     ("span-500-history-items", _long_history, [], ["query u001", "more than max_length 4096",
                                                    "truncate_history=True"]),
+    ("span-title-over-the-limit", lambda lines: lines[1]["candidates"][2].update(title="ballad of " * 2000),
+     [], ["query u001", "more than max_length 4096"]),
     ("span-max-length-10", lambda lines: None, ["--scorer-option", "max_length=10"],
      ["query u000", "more than max_length 10"]),
     ("choice-k30", _thirty, ["--scorer", "choice"], ["cannot label 30 candidates", "the largest K supported is 26"]),
