@@ -128,3 +128,47 @@ def test_f16_relative_folders_are_resolved_once_at_the_command(tmp_path, capsys,
     assert sorted(p.name for p in (ROOT / "notebooks").iterdir()) == before
     for given in rel.values():                                         # nothing under notebooks/<relative>
         assert not (ROOT / "notebooks" / given).exists()
+
+
+def test_f16_a_grid_file_s_relative_paths_are_made_absolute_against_the_root(tmp_path):
+    """raw_dir, data_dir and candidates of a grid file are relative to the project root, made absolute when the
+    grid is loaded (the notebooks then read the same files from notebooks/); a candidates run has no data page."""
+    from invarirank.grid import load_grid
+    grid = tmp_path / "g.yaml"
+    grid.write_text("grid: rel\nruns:\n  - {name: a, candidates: some/c.jsonl, scorer: simulated, model: simulated}\n"
+                    "  - {name: b, dataset: movielens, raw_dir: ../raw, K: 5}\n"
+                    "  - {name: c, dataset: movielens, data_dir: ~/prepared, K: 5}\n", encoding="utf-8")
+    as_given = load_grid(grid)
+    assert [c.candidates for c in as_given.runs][0] == "some/c.jsonl"
+    runs = load_grid(grid, root=tmp_path / "root").runs
+    assert runs[0].candidates == str(tmp_path / "root" / "some" / "c.jsonl")
+    assert runs[1].raw_dir == str(tmp_path / "raw")
+    assert runs[2].data_dir == str(Path("~/prepared").expanduser())
+    assert [d["dataset"] for d in as_given.data] == ["movielens"]             # no data page for the candidates run
+
+
+@pytest.mark.slow
+def test_f16_a_candidates_run_of_a_grid_is_computed_once_and_its_page_reads_it(tmp_path, capsys, monkeypatch):
+    """A grid run on a candidates file given relative to the project root: computed once, its run page executed
+    (it used to fail on a data page with K = None, a traceback), and the published manifest holds no machine path."""
+    import json
+
+    from invarirank.candidates import query_to_json
+    from invarirank.data.synthetic import synthetic_queries
+    from invarirank.io import read_json
+    cands = tmp_path / "c.jsonl"
+    cands.write_text("".join(json.dumps(query_to_json(q)) + "\n"
+                             for q in synthetic_queries(n_test=2, n_validation=0, k=6, seed=1)), encoding="utf-8")
+    grid = tmp_path / "g.yaml"
+    rel = os.path.relpath(cands, ROOT)
+    grid.write_text(f"grid: cands\nruns:\n  - {{name: r1, candidates: {rel}, scorer: simulated, model: simulated, "
+                    f"M: 2, methods: [zero_shot], n_bootstrap: 0}}\n", encoding="utf-8")
+    monkeypatch.chdir(ROOT)
+    places = _places(tmp_path)
+    assert main([str(a) for a in _argv(grid, places)]) == 0
+    run = places["--results-dir"] / "cands" / "r1"
+    manifest = read_json(run / "manifest.json")
+    assert manifest["grid_run"]["candidates"] is None and manifest["config"]["candidates"] is None
+    assert set(manifest["inputs"]) == {"candidates"}
+    assert (places["--build-dir"] / "rerank" / "r1.ipynb").is_file()
+    assert not (places["--build-dir"] / "data").exists()

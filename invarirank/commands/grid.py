@@ -80,10 +80,12 @@ def run(args: argparse.Namespace) -> int:
 
     check_executor_flags(args)           # a dry run rejects what a real run would, before computing
     execution = {"shard_queries": args.shard_queries, "query_window": args.query_window}
-    grid = load_grid(args.grid, execution=execution)
+    grid = load_grid(args.grid, execution=execution)         # the file's own errors first
+    root = project_root(grid_file=args.grid, instead=OUTSIDE)  # a dry run needs the checkout a real run needs
     check_paths(grid)
     check_places(args)
-    results = Path(args.results_dir or project_root(grid_file=args.grid, instead=OUTSIDE) / "results")
+    grid = load_grid(args.grid, execution=execution, root=root)
+    results = Path(args.results_dir or root / "results")
     check_folders(grid, results)
     check_only(args.only, grid)
     if args.seconds_per_pass is not None and not (math.isfinite(args.seconds_per_pass) and args.seconds_per_pass > 0):

@@ -85,7 +85,7 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
     ``query_window``); returns a summary of what ran."""
     root = project_root(grid_file=grid_path, instead="a grid executes the checkout's notebooks: run it from the "
                                                       "checkout or keep the grid file in one")
-    grid = load_grid(grid_path, execution=execution)
+    grid = load_grid(grid_path, execution=execution, root=root)
     # every path resolved once, here: the notebooks run in notebooks/ and must not read a relative one there
     pages = Path(os.path.abspath(build_dir)) if build_dir else root / "book" / "generated"
     results = Path(os.path.abspath(results_dir)) if results_dir else root / "results"

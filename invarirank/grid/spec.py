@@ -65,7 +65,7 @@ def _data_entries(runs: list[RunConfig]) -> list[dict[str, Any]]:
     """One data notebook per data set of the runs, with all their retrievers and Ks (synthetic data has none)."""
     groups: dict[str, dict[str, Any]] = {}
     for config in runs:
-        if config.dataset == "synthetic":
+        if config.dataset == "synthetic" or config.candidates:      # no data set to prepare: a file of candidates
             continue
         g = groups.setdefault(config.data_label, {"dataset": config.effective_dataset, "label": config.label,
                                                   "raw_dir": config.raw_dir, "retrievers": [], "K": set()})
@@ -75,10 +75,14 @@ def _data_entries(runs: list[RunConfig]) -> list[dict[str, Any]]:
     return [dict(g, K=sorted(g["K"])) for g in groups.values()]
 
 
-def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = None) -> Grid:
+def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = None,
+              root: str | os.PathLike | None = None) -> Grid:
     """Read and check a grid file (errors name the file and the field). ``execution`` (flags such as
     ``--shard-queries``) overrides the runs' execution settings (:meth:`RunConfig.execution_fields`: never part
-    of a run's identity); None values are ignored."""
+    of a run's identity); None values are ignored. ``root``: the project root, against which the runs' relative
+    paths (``raw_dir``, ``data_dir``, ``candidates``; ``$VARS`` and ``~`` expanded) are made absolute, once, so
+    that the notebooks, which run in ``notebooks/``, read the same files (paths are not part of a run's
+    identity; the manifest writes them relative to the project again)."""
     overrides = {k: v for k, v in (execution or {}).items() if v is not None}
     unknown = sorted(set(overrides) - RunConfig.execution_fields())
     if unknown:
@@ -118,6 +122,8 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
             config = RunConfig.from_mapping(dict(merged, K=k), f"{p}: runs[{i}]", grid=name)
             if overrides:
                 config = config.replace(**overrides)
+            if root is not None:
+                config = _absolute_paths(config, Path(root))
             if config.run_name in seen:
                 raise InvariRankError(f"{p}: runs[{i}]: duplicate run {config.run_name!r}")
             seen.add(config.run_name)
@@ -138,6 +144,17 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
     if not runs and lab is None:
         raise InvariRankError(f"{p}: field 'runs' is empty or missing; a grid needs at least one run (or a 'lab')")
     return Grid(name=name, path=p, runs=runs, data=list(data), lab=lab, raw=raw)
+
+
+def _absolute_paths(config: RunConfig, root: Path) -> RunConfig:
+    """``config`` with its relative path settings made absolute against ``root`` (see :func:`load_grid`)."""
+    changes = {}
+    for name in ("raw_dir", "data_dir", "candidates"):
+        value = getattr(config, name)
+        if value and "$" not in os.path.expandvars(value):           # an unset $VAR is check_paths' error
+            p = Path(os.path.expandvars(os.path.expanduser(value)))
+            changes[name] = str(p if p.is_absolute() else Path(os.path.normpath(root / p)))
+    return config.replace(**changes) if changes else config
 
 
 def _refuse_placed(entry: Mapping[str, Any], where: str) -> None:

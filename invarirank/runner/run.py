@@ -54,6 +54,7 @@ from ..store import (
 from ..types import Scorer
 from .config import RunConfig
 from .executors import Executor, LocalExecutor
+from .manifest import portable_paths
 from .phases import RunResult, run_status, stored_identity, wanted_identity
 from .queries import QuerySet
 from .sharded import compute_runs_in_shards
@@ -212,7 +213,9 @@ def ensure_runs(configs: Sequence[RunConfig], executor: Executor | None = None, 
             print(f"grid: ran {', '.join(grid_runs)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     for pl in places:
         if pl.work is not None and pl.work != pl.target:
-            publish_run(pl.work, pl.target, pl.given.to_json())
+            # the settings as given, with their paths portable as in the manifest's config (the grid made them
+            # absolute; none of them is part of the identity)
+            publish_run(pl.work, pl.target, portable_paths(pl.given.to_json(), {}))
     return [pl.target for pl in places]
 
 
