@@ -232,25 +232,32 @@ compendium.cost_table(main_runs)
 # %% [markdown]
 # ## Adding a run
 #
-# A run executed with the reranking notebook lands under `results/<grid>/<run>/` and gets its own page at the
-# next `make book`. Which part of this page it joins depends on its grid:
+# A run executed with the reranking notebook is published under `results/<grid>/<run>/`, and the next `make book`
+# shows it on this page; which part of the page depends on its grid. It gets a run page of its own only once its
+# entry is in a grid file that `make book` executes: every run of `configs/grid-default.yaml`, and the runs of
+# `configs/grid-evidence.yaml` named in the Makefile's `EVIDENCE_PAGES`. Until then the notebook papermill wrote
+# (the second argument below) is its page.
 #
 # - **A quick variant (the default grid).** `papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15 -p
-#   methods "[zero_shot, bootstrapping]"` reranks the default grid's 5 queries × M = 8 orders at $K = 15$: 160
-#   passes, a few minutes on one core. All four methods (no `-p methods`) need $5 \cdot 8 \cdot (1 + 3 + 15 + 10)$
-#   passes plus STELLA_LW's calibration, about a quarter of an hour. The run is published to
-#   `results/default/ml-100k-lightgcn-smollm2-135m-span-k15/`; while the evidence grid is shown it appears under
-#   *Other grids* below and on its own run page, not in Figures 1–2.
+#   methods zero_shot,bootstrapping` reranks the default grid's 5 queries × M = 8 orders at $K = 15$: 160
+#   requested passes, 120 of them distinct (the cache serves bootstrapping's first pass), a few minutes on one
+#   core. All four methods (no `-p methods`) request up to $5 \cdot 8 \cdot (1 + 3 + 15 + 10) = 1{,}160$ passes,
+#   about 1,040 distinct, plus STELLA_LW's calibration: roughly half an hour at the seconds per pass the cost table
+#   above measured at $K = 15$. The run is published to `results/default/ml-100k-lightgcn-smollm2-135m-span-k15/`;
+#   while the evidence grid is shown it appears in the tables under *Other grids* below, not in Figures 1–2. Its
+#   entry in `configs/grid-default.yaml` is `{K: 15, methods: [zero_shot, bootstrapping]}`.
 # - **A run of the evidence grid** (it joins Figures 1–2 and the claims on $K$): give it the evidence grid's
 #   settings, `papermill notebooks/rerank.ipynb /tmp/ev-k20.ipynb -p grid evidence -p name smollm2-span-k20
 #   -p K 20 -p M 20 -p n_queries 40 -p sample_k 5 -p calibration_queries 30 -p calibration_repeats 2 -p methods
-#   "[zero_shot, bootstrapping]"`: 40 queries × 20 orders × (1 + 3) passes, of which the cache serves the
-#   bootstrapping's first pass, so about 2,400 distinct passes (the cost table above gives the seconds per pass
-#   measured at each $K$). To compute it in resumable shards instead, add the same entry to a grid file and run
-#   `invarirank grid FILE --only smollm2-span-k20 --shard-queries 5 --skip-results`. Then `make book`.
+#   zero_shot,bootstrapping`: 40 queries × 20 orders × (1 + 3) passes, of which the cache serves bootstrapping's
+#   first pass, so about 2,400 distinct passes (the cost table above gives the seconds per pass measured at each
+#   $K$). To compute it in resumable shards instead, add `{name: smollm2-span-k20, K: 20, methods: [zero_shot,
+#   bootstrapping]}` to `configs/grid-evidence.yaml` and run `invarirank grid configs/grid-evidence.yaml --only
+#   smollm2-span-k20 --shard-queries 5 --skip-results`; its name added to `EVIDENCE_PAGES` in the Makefile gives it
+#   a page. Then `make book`.
 #
 # Commit the published folder if the run should stay in the book; `invarirank grid FILE --dry-run` prices any
-# run before it starts.
+# run of a grid file before it starts, and `invarirank rerank --dry-run` a single run.
 
 # %% [markdown]
 # ## Other grids
