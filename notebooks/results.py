@@ -161,7 +161,8 @@ compendium.figure_exposure(sweep)
 # %% [markdown]
 # **Figure 1.** Share of rows in which the candidate shown at input position $p$ (0-based) reaches the output
 # top 5, one line and marker per method with a 95% bootstrap band over queries, one panel per list length; the
-# dashed line is the position-blind value $5/K$. The paper's Figure 1 shows the same curves for Llama-3.2-3B on
+# dashed line is the position-blind value $5/K$. A list of at most 5 candidates has no panel: all its candidates
+# reach the top 5, whatever their position. The paper's Figure 1 shows the same curves for Llama-3.2-3B on
 # MovieLens-32M.
 
 # %% tags=["remove-input"]
@@ -274,7 +275,8 @@ if not others:
 for name, group in others.items():
     k = compendium.main_k(group)
     group_main = compendium.main_run(group)
-    display(Markdown(f"### Grid {name}"))
+    smoke = compendium.smallest_p(min(r.n_queries for r in group)) >= 0.05
+    display(Markdown(f"### Grid {name}" + (" (smoke runs)" if smoke else "")))
     display(Markdown(compendium.resolution_sentence(group_main)))
     display(compendium.table1(group, K=k))
     display(section5.section5_table(group_main, compendium.sweep_runs(group, group_main),

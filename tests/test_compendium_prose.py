@@ -65,3 +65,9 @@ def test_section5_reasons_name_the_models_shown_and_keep_whole_sentences(simulat
     assert "270 M" not in models["evidence"] and C.model_label(simulated_run.model) in models["evidence"]
     ndcg = next(r for p, r in rows.items() if "best nDCG@5" in p)
     assert "one model with all four methods" in ndcg["evidence"], ndcg["evidence"]
+
+
+def test_a_smoke_runs_resolution_sentence_points_to_what_its_pages_show(simulated_run):
+    text = C.resolution_sentence(simulated_run)      # run pages and "Other grids" show no pairwise table
+    assert "no pair of methods can be resolved" in text and "pairwise table" not in text
+    assert "queries_80" in text
