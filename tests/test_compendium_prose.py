@@ -71,3 +71,11 @@ def test_a_smoke_runs_resolution_sentence_points_to_what_its_pages_show(simulate
     text = C.resolution_sentence(simulated_run)      # run pages and "Other grids" show no pairwise table
     assert "no pair of methods can be resolved" in text and "pairwise table" not in text
     assert "queries_80" in text
+
+
+def test_cost_table_counts_whole_passes_as_whole_numbers(simulated_run):
+    from invarirank.compendium.setup_tables import _per_order
+
+    assert [_per_order(v) for v in (1.0, 3.0, 10.0, 9.45, 9.5)] == ["1", "3", "10", "9.45", "9.5"]
+    html = C.cost_table([simulated_run]).to_html()
+    assert ">1<" in html and ">3<" in html and "1.00" not in html

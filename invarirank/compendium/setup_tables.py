@@ -63,7 +63,7 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
                 "passes (requested)": req,
                 "calibration passes": own_cal,
                 "distinct passes in run": distinct,
-                "from pass cache": f"{cached}/{calls}" if calls else "–",
+                "scorer calls served by the pass cache": f"{cached:,} of {calls:,}" if calls else "–",
                 "s per computed pass": None if s_per_pass is None else round(s_per_pass, 2),
                 "seconds (est.)": est,
             })
@@ -77,9 +77,15 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
                "STELLA_LW); they depend on the machine and its load. " + folded)
     if not styled:
         return df
-    formats = {"passes per order": "{:.2f}", "s per computed pass": "{:.2f}", "seconds (est.)": "{:,.0f}",
+    formats = {"passes per order": _per_order, "s per computed pass": "{:.2f}", "seconds (est.)": "{:,.0f}",
                "passes (requested)": "{:,}", "calibration passes": "{:,}", "distinct passes in run": "{:,}"}
     return with_caption(df, caption).format({k: v for k, v in formats.items() if k in df.columns}, na_rep="–")
+
+
+def _per_order(value: float) -> str:
+    """Passes per presented order: ``1``, ``3``, ``10`` when whole (as the methods' definitions count them),
+    else two decimals (``9.45``: STELLA_LW stopping early in some orders)."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def run_settings_table(run: Run, styled: bool = True) -> Any:
