@@ -79,3 +79,9 @@ def test_cost_table_counts_whole_passes_as_whole_numbers(simulated_run):
     assert [_per_order(v) for v in (1.0, 3.0, 10.0, 9.45, 9.5)] == ["1", "3", "10", "9.45", "9.5"]
     html = C.cost_table([simulated_run]).to_html()
     assert ">1<" in html and ">3<" in html and "1.00" not in html
+
+
+def test_pairwise_table_states_a_constant_query_count_once(simulated_run):
+    table = C.pairwise_table(simulated_run)
+    assert "n" not in table.data.columns
+    assert "every pair paired over the same 5 queries" in table.caption

@@ -67,7 +67,11 @@ def pairwise_table(run: Run, digits: int = 3, styled: bool = True) -> Any | None
                 "state": _STATE_TEXT[pair_state(p)],
                 "queries for 80% power": "–" if p["resolved"] or q is None else f"{q:,}"})
     df = pd.DataFrame.from_records(records).set_index(["claim", "pair"])
-    caption = (f"The claimed pairs, {run_setting(run)}: difference = mean over queries of the expected better "
+    paired = ""
+    if df["n"].nunique() == 1:                 # the same queries in every pair: said once, not in a column
+        paired = f" (every pair paired over the same {df['n'].iloc[0]} queries)"
+        df = df.drop(columns="n")
+    caption = (f"The claimed pairs, {run_setting(run)}{paired}: difference = mean over queries of the expected better "
                f"method's value minus the expected worse one's (metric units), 95% paired bootstrap interval, "
                f"two-sided paired sign-flip p (raw and Holm-adjusted over the claim's pairs); queries for 80% power "
                f"from the observed mean and spread (normal approximation), at least as many as the exact test needs "
