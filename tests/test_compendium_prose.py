@@ -85,3 +85,10 @@ def test_pairwise_table_states_a_constant_query_count_once(simulated_run):
     table = C.pairwise_table(simulated_run)
     assert "n" not in table.data.columns
     assert "every pair paired over the same 5 queries" in table.caption
+
+
+def test_scale_table_says_what_each_scorer_is_for():
+    from invarirank.compendium.setup_tables import _scorers
+
+    assert _scorers({"choice", "span"}) == "span (Table 1 and the figures), choice (the scorer comparison)"
+    assert _scorers({"span"}) == "span" and _scorers({"simulated"}) == "simulated"
