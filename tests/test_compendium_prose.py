@@ -92,3 +92,12 @@ def test_scale_table_says_what_each_scorer_is_for():
 
     assert _scorers({"choice", "span"}) == "span (Table 1 and the figures), choice (the scorer comparison)"
     assert _scorers({"span"}) == "span" and _scorers({"simulated"}) == "simulated"
+
+
+def test_a_simulated_runs_figure_title_reads_as_prose(simulated_run):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = C.figure_exposure([simulated_run])
+    title = fig._suptitle.get_text()
+    assert title == "Top-5 exposure by input position: simulated scorer on synthetic candidate sets", title

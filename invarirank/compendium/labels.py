@@ -16,7 +16,7 @@ from ..store import Run
 __all__ = ["METHODS", "METHOD_LABELS", "METRICS", "METRIC_LABELS", "HIGHER_IS_BETTER", "RUN_METRICS",
            "TABLE1_METRICS", "ORDERING_METRICS", "PAPER_LOC_ORDER", "method_label", "metric_label",
            "model_label", "dataset_label", "paper_dataset", "in_paper_order", "run_setting", "setting_caption",
-           "signed", "html_escape", "key"]
+           "simulated_setting", "signed", "html_escape", "key"]
 
 #: metric name -> (display label, higher is better); the one list of both
 METRICS: dict[str, tuple[str, bool]] = {
@@ -86,11 +86,17 @@ def run_setting(run: Run) -> str:
     """``model, dataset, scorer, K, M, queries`` of a run, as one phrase (a simulated run: "the simulated scorer on
     synthetic candidate sets", not the model and data set names it records)."""
     if run.scorer == "simulated":
-        data = "synthetic candidate sets" if run.dataset == "synthetic" else dataset_label(run.dataset)
-        what = f"the simulated scorer on {data}"
+        what = f"the {simulated_setting(run)}"
     else:
         what = f"{model_label(run.model)} on {dataset_label(run.dataset)}, {run.scorer} scorer"
     return f"{what}, K = {run.K}, M = {run.M}, {run.n_queries} queries"
+
+
+def simulated_setting(run: Run) -> str:
+    """``simulated scorer on synthetic candidate sets`` (or on the data set named): how a simulated run is
+    described, in place of the model and data set names it records."""
+    data = "synthetic candidate sets" if run.dataset == "synthetic" else dataset_label(run.dataset)
+    return f"simulated scorer on {data}"
 
 
 def signed(x: float) -> str:
