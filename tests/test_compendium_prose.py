@@ -101,3 +101,11 @@ def test_a_simulated_runs_figure_title_reads_as_prose(simulated_run):
     fig = C.figure_exposure([simulated_run])
     title = fig._suptitle.get_text()
     assert title == "Top-5 exposure by input position: simulated scorer on synthetic candidate sets", title
+
+
+def test_pairwise_table_lists_the_claims_in_the_section5_tables_order(simulated_run):
+    from invarirank.compendium.claim_tables import SECTION5_ORDER
+
+    claims = list(dict.fromkeys(C.pairwise_table(simulated_run, styled=False).index.get_level_values("claim")))
+    assert [c.split(":")[0] for c in claims] == ["HR@5", "PPI", "GPI", "LOC", "exposure MAD"], claims
+    assert set(SECTION5_ORDER) == set(C.run_claims(simulated_run))     # the names are the run's claims

@@ -47,6 +47,11 @@ def claims_table(runs: Sequence[Run], styled: bool = True) -> Any | None:
     return with_caption(df, caption) if styled else df
 
 
+#: the claims in the order the results page's §5 table lists them (the paper's order: effectiveness, then
+#: preference and output consistency, then exposure), so the pairwise table reads in the same order
+SECTION5_ORDER = ("hr5_stella_best", "ppi_order", "gpi_order", "loc_order", "exposure_flattened")
+
+
 def pairwise_table(run: Run, digits: int = 3, styled: bool = True) -> Any | None:
     """Every claimed pair of ``run``: mean difference (expected better − expected worse) [95% paired bootstrap
     interval], raw and Holm-adjusted p, state, and the queries that would resolve the observed difference at 80%
@@ -56,7 +61,8 @@ def pairwise_table(run: Run, digits: int = 3, styled: bool = True) -> Any | None
     if not claims:
         return None
     records = []
-    for verdict in claims.values():
+    order = [n for n in SECTION5_ORDER if n in claims] + [n for n in claims if n not in SECTION5_ORDER]
+    for verdict in (claims[n] for n in order):
         for p in verdict["pairs"]:
             ci = p.get("ci")
             diff = f"{p['mean_diff']:+.{digits}f}" + (f" [{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]" if ci else "")
