@@ -65,7 +65,8 @@ def pairwise_table(run: Run, digits: int = 3, styled: bool = True) -> Any | None
     for verdict in (claims[n] for n in order):
         for p in verdict["pairs"]:
             ci = p.get("ci")
-            diff = f"{p['mean_diff']:+.{digits}f}" + (f" [{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]" if ci else "")
+            diff = (f"{p['mean_diff']:+.{digits}f}" + (f" [{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]" if ci else "")
+                    ).replace("-", "−")              # a true minus, as in the claims' table
             q = queries_needed(p, len(verdict["pairs"]))
             records.append({
                 "claim": claim_label(verdict), "pair": f"{method_label(p['better'])} vs {method_label(p['worse'])}",
