@@ -109,3 +109,8 @@ def test_pairwise_table_lists_the_claims_in_the_section5_tables_order(simulated_
     claims = list(dict.fromkeys(C.pairwise_table(simulated_run, styled=False).index.get_level_values("claim")))
     assert [c.split(":")[0] for c in claims] == ["HR@5", "PPI", "GPI", "LOC", "exposure MAD"], claims
     assert set(SECTION5_ORDER) == set(C.run_claims(simulated_run))     # the names are the run's claims
+
+
+def test_table_cells_use_a_true_minus_and_no_negative_zero():
+    assert C.format_ci(-0.012, -0.046, -0.0001) == "−0.012 [−0.046, 0.000]"
+    assert C.format_ci(0.5, 0.4, 0.6) == "0.500 [0.400, 0.600]"
