@@ -92,6 +92,13 @@ glue("headline", HTML(section5.markdown_to_html(headline)), display=False)   # t
 # %% tags=["remove-input"]
 display(Markdown(headline))
 display(Markdown(shown_sentence))
+if evidence is not None and shown == evidence.name:      # what of the grid shown is still being computed
+    finished = {r.name for r in runs if r.grid == evidence.name}
+    pending = [f"{c.run_name} ({compendium.committed_queries(results_dir, c.grid, c.run_name)} of {c.n_queries} "
+               f"queries committed in shards)" for c in evidence.runs if c.run_name not in finished]
+    if pending:
+        display(Markdown(f"Still being computed in this grid: {'; '.join(pending)}; each joins this page once "
+                         f"it is complete."))
 
 # %% [markdown]
 # ## What was run, and what was scaled down
