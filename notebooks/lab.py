@@ -52,10 +52,10 @@
 # without the `models` extra), and on Binder.
 
 # %% tags=["parameters"]
-results_dir = None     # None: <repository>/results (the precomputed sweep is results/lab/)
+results_dir = None     # None: <repository>/results (the sweep: results/lab/)
 lab_grid = "lab"
 shape = "primacy"      # for the live run: primacy | recency | u | none
-strength = 1.5         # position-effect strength, in utility standard deviations
+strength = 1.5         # position effect, in utility standard deviations
 K = 10
 M = 10
 n_queries = 20
@@ -72,16 +72,17 @@ from invarirank.runner.lab import live_run
 results_dir = Path(results_dir) if results_dir else project_root() / "results"
 sweep = lab.sweep_frame(results_dir, grid=lab_grid)
 settings = lab.sweep_settings(results_dir, grid=lab_grid)
-print(f"precomputed sweep: {sweep[['shape', 'strength']].drop_duplicates().shape[0]} (shape, strength) runs, "
-      f"methods {', '.join(sorted(sweep.method.unique()))}; noise σ = {settings['noise_sd']:g}, "
-      f"relevance bonus r = {settings['relevance']:g} (utility s.d. = 1)")
+n_runs = len(sweep[["shape", "strength"]].drop_duplicates())
+methods = ", ".join(compendium.METHOD_LABELS[m] for m in compendium.METHODS if m in set(sweep.method))
+print(f"noise σ = {settings['noise_sd']:g}, relevance bonus r = {settings['relevance']:g} (utility s.d. = 1)")
+print(f"precomputed sweep: {n_runs} (shape, strength) runs; methods {methods}")
 
 # %% [markdown]
 # ## 1. The precomputed sweep
 #
 # For every bias shape and strength, the four methods were run on the same synthetic candidate sets
-# (`results/lab/<shape>-s<strength>/`, made by `python -m invarirank.grid` from the `lab:` section of
-# the grid file). Each panel shows one metric against the bias strength, one line per method, with its
+# (`results/lab/<shape>-s<strength>/`, made by `invarirank grid configs/grid-default.yaml` from the `lab:`
+# section of that grid file). Each panel shows one metric against the bias strength, one line per method, with its
 # 95% bootstrap interval over queries.
 
 # %% mystnb={"image": {"alt": "A grid of small line charts: one column per bias shape, one row per metric (PPI, GPI, LOC, HR@5, exposure MAD), each metric against the bias strength, one line and marker per method with a shaded 95% band.", "width": "100%"}}
@@ -261,6 +262,6 @@ lab.resolution_table(runs, metric, *pair)
 # be checked on real models before it is taught as a fact.
 # ```
 
-# %% tags=["hide-cell"]
+# %% tags=["hide-input"]
 lab.inversion_table(sweep, "primacy")
 

@@ -20,10 +20,11 @@
 # each applied to the same $M$ presented orders of every sampled query. The grid (`invarirank grid`) computes every
 # missing run first and then executes this notebook once per run with papermill, so here the finished run is only
 # read. To execute it yourself with other parameters (the results chapter's section *Adding a run* gives the
-# commands and their cost):
+# commands, their cost and where the run appears; `methods` is a comma-separated list):
 #
 # ```bash
-# papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15 -p methods "[zero_shot, bootstrapping]"
+# papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15 \
+#     -p methods zero_shot,bootstrapping
 # ```
 #
 # A finished run with the same settings under `results/<grid>/<run>/` is **reused**; otherwise the run is computed

@@ -92,6 +92,13 @@ glue("headline", HTML(section5.markdown_to_html(headline)), display=False)   # t
 # %% tags=["remove-input"]
 display(Markdown(headline))
 display(Markdown(shown_sentence))
+if evidence is not None and shown == evidence.name:      # what of the grid shown is still being computed
+    finished = {r.name for r in runs if r.grid == evidence.name}
+    pending = [f"{c.run_name} ({compendium.committed_queries(results_dir, c.grid, c.run_name)} of {c.n_queries} "
+               f"queries committed in shards)" for c in evidence.runs if c.run_name not in finished]
+    if pending:
+        display(Markdown(f"Still being computed in this grid: {'; '.join(pending)}; each joins this page once "
+                         f"it is complete."))
 
 # %% [markdown]
 # ## What was run, and what was scaled down
@@ -161,7 +168,8 @@ compendium.figure_exposure(sweep)
 # %% [markdown]
 # **Figure 1.** Share of rows in which the candidate shown at input position $p$ (0-based) reaches the output
 # top 5, one line and marker per method with a 95% bootstrap band over queries, one panel per list length; the
-# dashed line is the position-blind value $5/K$. The paper's Figure 1 shows the same curves for Llama-3.2-3B on
+# dashed line is the position-blind value $5/K$. A list of at most 5 candidates has no panel: all its candidates
+# reach the top 5, whatever their position. The paper's Figure 1 shows the same curves for Llama-3.2-3B on
 # MovieLens-32M.
 
 # %% tags=["remove-input"]
@@ -232,25 +240,32 @@ compendium.cost_table(main_runs)
 # %% [markdown]
 # ## Adding a run
 #
-# A run executed with the reranking notebook lands under `results/<grid>/<run>/` and gets its own page at the
-# next `make book`. Which part of this page it joins depends on its grid:
+# A run executed with the reranking notebook is published under `results/<grid>/<run>/`, and the next `make book`
+# shows it on this page; which part of the page depends on its grid. It gets a run page of its own only once its
+# entry is in a grid file that `make book` executes: every run of `configs/grid-default.yaml`, and the runs of
+# `configs/grid-evidence.yaml` named in the Makefile's `EVIDENCE_PAGES`. Until then the notebook papermill wrote
+# (the second argument below) is its page.
 #
 # - **A quick variant (the default grid).** `papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15 -p
-#   methods "[zero_shot, bootstrapping]"` reranks the default grid's 5 queries × M = 8 orders at $K = 15$: 160
-#   passes, a few minutes on one core. All four methods (no `-p methods`) need $5 \cdot 8 \cdot (1 + 3 + 15 + 10)$
-#   passes plus STELLA_LW's calibration, about a quarter of an hour. The run is published to
-#   `results/default/ml-100k-lightgcn-smollm2-135m-span-k15/`; while the evidence grid is shown it appears under
-#   *Other grids* below and on its own run page, not in Figures 1–2.
+#   methods zero_shot,bootstrapping` reranks the default grid's 5 queries × M = 8 orders at $K = 15$: 160
+#   requested passes, 120 of them distinct (the cache serves bootstrapping's first pass), a few minutes on one
+#   core. All four methods (no `-p methods`) request up to $5 \cdot 8 \cdot (1 + 3 + 15 + 10) = 1{,}160$ passes,
+#   about 1,040 distinct, plus STELLA_LW's calibration: roughly half an hour at the seconds per pass the cost table
+#   above measured at $K = 15$. The run is published to `results/default/ml-100k-lightgcn-smollm2-135m-span-k15/`;
+#   while the evidence grid is shown it appears in the tables under *Other grids* below, not in Figures 1–2. Its
+#   entry in `configs/grid-default.yaml` is `{K: 15, methods: [zero_shot, bootstrapping]}`.
 # - **A run of the evidence grid** (it joins Figures 1–2 and the claims on $K$): give it the evidence grid's
 #   settings, `papermill notebooks/rerank.ipynb /tmp/ev-k20.ipynb -p grid evidence -p name smollm2-span-k20
 #   -p K 20 -p M 20 -p n_queries 40 -p sample_k 5 -p calibration_queries 30 -p calibration_repeats 2 -p methods
-#   "[zero_shot, bootstrapping]"`: 40 queries × 20 orders × (1 + 3) passes, of which the cache serves the
-#   bootstrapping's first pass, so about 2,400 distinct passes (the cost table above gives the seconds per pass
-#   measured at each $K$). To compute it in resumable shards instead, add the same entry to a grid file and run
-#   `invarirank grid FILE --only smollm2-span-k20 --shard-queries 5 --skip-results`. Then `make book`.
+#   zero_shot,bootstrapping`: 40 queries × 20 orders × (1 + 3) passes, of which the cache serves bootstrapping's
+#   first pass, so about 2,400 distinct passes (the cost table above gives the seconds per pass measured at each
+#   $K$). To compute it in resumable shards instead, add `{name: smollm2-span-k20, K: 20, methods: [zero_shot,
+#   bootstrapping]}` to `configs/grid-evidence.yaml` and run `invarirank grid configs/grid-evidence.yaml --only
+#   smollm2-span-k20 --shard-queries 5 --skip-results`; its name added to `EVIDENCE_PAGES` in the Makefile gives it
+#   a page. Then `make book`.
 #
 # Commit the published folder if the run should stay in the book; `invarirank grid FILE --dry-run` prices any
-# run before it starts.
+# run of a grid file before it starts, and `invarirank rerank --dry-run` a single run.
 
 # %% [markdown]
 # ## Other grids
@@ -267,7 +282,8 @@ if not others:
 for name, group in others.items():
     k = compendium.main_k(group)
     group_main = compendium.main_run(group)
-    display(Markdown(f"### Grid {name}"))
+    smoke = compendium.smallest_p(min(r.n_queries for r in group)) >= 0.05
+    display(Markdown(f"### Grid {name}" + (" (smoke runs)" if smoke else "")))
     display(Markdown(compendium.resolution_sentence(group_main)))
     display(compendium.table1(group, K=k))
     display(section5.section5_table(group_main, compendium.sweep_runs(group, group_main),

@@ -38,7 +38,10 @@ _PROBE = r"""
     var out = {wide_tables: [], bad_images: [], raw_math: []};
     var main = document.querySelector("article.bd-article") || document.querySelector("article") ||
                document.querySelector("main") || document.body;
-    var width = main.getBoundingClientRect().width;
+    // the content box: the article's padding is not room a table can use (a table 700 px wide in a 752 px
+    // article with 32 px of padding on each side is cut off by the column's scroll box)
+    var style = window.getComputedStyle(main);
+    var width = main.clientWidth - parseFloat(style.paddingLeft || 0) - parseFloat(style.paddingRight || 0);
     main.querySelectorAll("table").forEach(function (t) {
       var w = Math.max(t.scrollWidth, t.getBoundingClientRect().width);
       if (w > width + 2) out.wide_tables.push({width: Math.round(w), page: Math.round(width),
@@ -195,8 +198,14 @@ def test_checker_finds_each_kind_of_problem(tmp_path: Path):
            '<img src="ok.png" alt="ok.png"><img src="missing.png" alt="a missing image here">'
            '<a href="nowhere.html">x</a></main></body></html>')
     (tmp_path / "bad.html").write_text(bad)
+    # a table that fits the padded box but not the content column inside the padding (as in the book's theme)
+    padded = ('<html><body><main style="width:600px;padding:0 40px;box-sizing:border-box">'
+              '<div style="overflow-x:auto"><table style="width:560px"><tr><td>a little too wide</td></tr></table>'
+              '</div></main></body></html>')
+    (tmp_path / "padded.html").write_text(padded)
     report = check_site(tmp_path, browser)
-    assert report[""] == ["2"] and "good.html" not in report
+    assert report[""] == ["3"] and "good.html" not in report
+    assert report["padded.html"] == ["table wider than the page (560 > 520 px): 'a little too wide'"]
     text = "\n".join(report["bad.html"])
     for needle in ("broken local link: a nowhere.html", "broken local link: img missing.png", "PLACEHOLDER",
                    "table wider than the page", "ok.png: no real alt text", "missing.png: did not load",

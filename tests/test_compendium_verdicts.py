@@ -82,7 +82,8 @@ def test_claim_tables_hold_the_stored_verdicts_and_pairs(simulated_run):
     assert len(pairs) == sum(len(v["pairs"]) for v in claims.values())
     first = claims["loc_order"]["pairs"][0]
     row = pairs.loc[("LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW", "SGS vs bootstrapping")]
-    assert row["difference [95% CI]"].startswith(f"{first['mean_diff']:+.3f} [")
+    assert row["difference [95% CI]"].startswith(f"{first['mean_diff']:+.3f} [".replace("-", "−"))
+    assert "-" not in "".join(pairs["difference [95% CI]"])          # true minus signs only
     assert row["Holm p"] == f"{first['p_holm']:.3g}" and row["state"] == "○ unresolved"
     assert row["queries for 80% power"] == f"{max(first['queries_80'], 7):,}"    # never below what 3 pairs need
     assert [C.verdicts.fewest_queries(m) for m in (1, 2, 3)] == [6, 7, 7]

@@ -47,6 +47,11 @@ def claims_table(runs: Sequence[Run], styled: bool = True) -> Any | None:
     return with_caption(df, caption) if styled else df
 
 
+#: the claims in the order the results page's §5 table lists them (the paper's order: effectiveness, then
+#: preference and output consistency, then exposure), so the pairwise table reads in the same order
+SECTION5_ORDER = ("hr5_stella_best", "ppi_order", "gpi_order", "loc_order", "exposure_flattened")
+
+
 def pairwise_table(run: Run, digits: int = 3, styled: bool = True) -> Any | None:
     """Every claimed pair of ``run``: mean difference (expected better − expected worse) [95% paired bootstrap
     interval], raw and Holm-adjusted p, state, and the queries that would resolve the observed difference at 80%
@@ -56,10 +61,12 @@ def pairwise_table(run: Run, digits: int = 3, styled: bool = True) -> Any | None
     if not claims:
         return None
     records = []
-    for verdict in claims.values():
+    order = [n for n in SECTION5_ORDER if n in claims] + [n for n in claims if n not in SECTION5_ORDER]
+    for verdict in (claims[n] for n in order):
         for p in verdict["pairs"]:
             ci = p.get("ci")
-            diff = f"{p['mean_diff']:+.{digits}f}" + (f" [{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]" if ci else "")
+            diff = (f"{p['mean_diff']:+.{digits}f}" + (f" [{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]" if ci else "")
+                    ).replace("-", "−")              # a true minus, as in the claims' table
             q = queries_needed(p, len(verdict["pairs"]))
             records.append({
                 "claim": claim_label(verdict), "pair": f"{method_label(p['better'])} vs {method_label(p['worse'])}",
@@ -67,7 +74,11 @@ def pairwise_table(run: Run, digits: int = 3, styled: bool = True) -> Any | None
                 "state": _STATE_TEXT[pair_state(p)],
                 "queries for 80% power": "–" if p["resolved"] or q is None else f"{q:,}"})
     df = pd.DataFrame.from_records(records).set_index(["claim", "pair"])
-    caption = (f"The claimed pairs, {run_setting(run)}: difference = mean over queries of the expected better "
+    paired = ""
+    if df["n"].nunique() == 1:                 # the same queries in every pair: said once, not in a column
+        paired = f" (every pair paired over the same {df['n'].iloc[0]} queries)"
+        df = df.drop(columns="n")
+    caption = (f"The claimed pairs, {run_setting(run)}{paired}: difference = mean over queries of the expected better "
                f"method's value minus the expected worse one's (metric units), 95% paired bootstrap interval, "
                f"two-sided paired sign-flip p (raw and Holm-adjusted over the claim's pairs); queries for 80% power "
                f"from the observed mean and spread (normal approximation), at least as many as the exact test needs "

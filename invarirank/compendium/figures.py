@@ -25,7 +25,7 @@ from ..errors import InvariRankError
 from ..evaluation.positional_exposure import exposure_band
 from ..io import atomic_path
 from ..store import Run
-from .labels import HIGHER_IS_BETTER, METHODS, dataset_label, method_label, metric_label, model_label
+from .labels import HIGHER_IS_BETTER, METHODS, dataset_label, method_label, metric_label, model_label, simulated_setting
 from .tables import metrics_frame
 
 __all__ = ["method_colors", "method_markers", "exposure_bands", "figure_exposure", "figure_k_sweep",
@@ -132,6 +132,10 @@ def _differing(setting: tuple[str, str, str], settings: Sequence[tuple[str, str,
 
 
 def _setting_text(run: Run) -> str:
+    """Model, data set and scorer for a figure's title (a simulated run: "the simulated scorer on synthetic
+    candidate sets", not "simulated, synthetic, simulated scorer")."""
+    if run.scorer == "simulated":
+        return simulated_setting(run)
     return f"{model_label(run.model)}, {dataset_label(run.dataset)}, {run.scorer} scorer"
 
 

@@ -16,7 +16,7 @@ from ..store import Run
 __all__ = ["METHODS", "METHOD_LABELS", "METRICS", "METRIC_LABELS", "HIGHER_IS_BETTER", "RUN_METRICS",
            "TABLE1_METRICS", "ORDERING_METRICS", "PAPER_LOC_ORDER", "method_label", "metric_label",
            "model_label", "dataset_label", "paper_dataset", "in_paper_order", "run_setting", "setting_caption",
-           "html_escape", "key"]
+           "simulated_setting", "signed", "html_escape", "key"]
 
 #: metric name -> (display label, higher is better); the one list of both
 METRICS: dict[str, tuple[str, bool]] = {
@@ -83,15 +83,34 @@ def in_paper_order(methods: Iterable[str]) -> list[str]:
 
 
 def run_setting(run: Run) -> str:
-    """``model, dataset, scorer, K, M, queries`` of a run, as one phrase."""
-    return (f"{model_label(run.model)} on {dataset_label(run.dataset)}, {run.scorer} scorer, "
-            f"K = {run.K}, M = {run.M}, {run.n_queries} queries")
+    """``model, dataset, scorer, K, M, queries`` of a run, as one phrase (a simulated run: "the simulated scorer on
+    synthetic candidate sets", not the model and data set names it records)."""
+    if run.scorer == "simulated":
+        what = f"the {simulated_setting(run)}"
+    else:
+        what = f"{model_label(run.model)} on {dataset_label(run.dataset)}, {run.scorer} scorer"
+    return f"{what}, K = {run.K}, M = {run.M}, {run.n_queries} queries"
+
+
+def simulated_setting(run: Run) -> str:
+    """``simulated scorer on synthetic candidate sets`` (or on the data set named): how a simulated run is
+    described, in place of the model and data set names it records."""
+    data = "synthetic candidate sets" if run.dataset == "synthetic" else dataset_label(run.dataset)
+    return f"simulated scorer on {data}"
+
+
+def signed(x: float) -> str:
+    """``+0.034`` / ``−0.043``: three decimals, always a sign, a true minus sign (U+2212)."""
+    return f"{x:+.3f}".replace("-", "−")
 
 
 def setting_caption(runs: Sequence[Run]) -> str:
-    """What a table shows: model(s), dataset(s), scorer(s), K, M and queries, in one line."""
+    """What a table shows: model(s), dataset(s), scorer(s), K, M and queries, in one line (numbers ascending)."""
     def join(values: Iterable[Any]) -> str:
-        return ", ".join(str(v) for v in dict.fromkeys(values))
+        unique = list(dict.fromkeys(values))
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in unique):
+            unique.sort()
+        return ", ".join(str(v) for v in unique)
     return (f"model {join(model_label(r.model) for r in runs)}; "
             f"dataset {join(dataset_label(r.dataset) for r in runs)}; "
             f"{join(r.scorer for r in runs)} scorer; K = {join(r.K for r in runs)}; M = {join(r.M for r in runs)}; "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..store import Run
-from .labels import METHOD_LABELS, METRIC_LABELS, PAPER_LOC_ORDER, method_label, run_setting
+from .labels import METHOD_LABELS, METRIC_LABELS, PAPER_LOC_ORDER, method_label, run_setting, signed
 from .method_orderings import ordering
 from .tables import ci_of
 
@@ -50,13 +50,19 @@ def paper_ordering_sentence(run: Run) -> str:
 
 
 def summary_sentence(run: Run) -> str:
-    """Which method is best on HR@5 and on LOC in a run (a computed sentence for the text)."""
-    hr = ordering(run, "hr@5")
-    loc = ordering(run, "loc")
-    mad = ordering(run, "exposure_mad@5")
-    return (f"In our run ({run_setting(run)}), the highest HR@5 goes to {method_label(hr[0])}, "
-            f"the most consistent outputs (LOC) to {method_label(loc[0])} and the flattest exposure to "
-            f"{method_label(mad[0])}.")
+    """Which method is best on HR@5, on LOC and on exposure in a run, as observed (a computed sentence for the
+    text); a method best on several is named once."""
+    best = {"the highest HR@5": ordering(run, "hr@5")[0], "the most consistent outputs (LOC)": ordering(run, "loc")[0],
+            "the flattest exposure": ordering(run, "exposure_mad@5")[0]}
+    by_method: dict[str, list[str]] = {}
+    for what, method in best.items():
+        by_method.setdefault(method, []).append(what)
+
+    def listing(items: Sequence[str]) -> str:
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+    parts = [f"{method_label(m)} has {listing(whats)}" for m, whats in by_method.items()]
+    return (f"In our run ({run_setting(run)}), as observed (whether each difference is resolved is in the claims' "
+            f"table): {'; '.join(parts)}.")
 
 
 def shown_grid_sentence(shown: str, preferred: str, fallback: str, needed: Sequence[str], missing: Sequence[str],
@@ -82,6 +88,12 @@ def _p(p: float) -> str:
     return f"p = {p:.3f}" if p >= 1e-3 else "p < 0.001"
 
 
+def _v(value: float | None) -> str:
+    """A metric value in a sentence: three decimals, or "undefined" (e.g. PPI of a run whose pairs are all seen in
+    one cell)."""
+    return "undefined" if value is None else f"{value:.3f}"
+
+
 def reference_sentence(run: Run) -> str:
     """A computed paragraph on the reference rows of ``run``: how its queries were selected and what that does to
     the first stage's HR@5, what a random order gives at this K and M, and each method's HR@5 and PPI against
@@ -100,23 +112,23 @@ def reference_sentence(run: Run) -> str:
                f"by construction" if sample_k <= 5 else
                f"the queries were sampled among those whose first stage holds a relevant candidate in its top "
                f"{sample_k}")
-        parts.append(f"The first stage's own order of the same candidates scores HR@5 = {hr:.3f} and nDCG@5 = "
-                     f"{fs['overall']['ndcg@5']:.3f} ({why}); its consistency is perfect by construction (PPI = GPI "
-                     f"= 0, LOC = 1), since its output never depends on the presented order.")
+        parts.append(f"The first stage's own order of the same candidates scores HR@5 = {_v(hr)} and nDCG@5 = "
+                     f"{_v(fs['overall'].get('ndcg@5'))} ({why}); its consistency is perfect by construction (PPI = "
+                     f"GPI = 0, LOC = 1), since its output never depends on the presented order.")
     if rnd:
         o = rnd["overall"]
         draws = run.metrics["settings"].get("reference_replicates")
-        parts.append(f"A uniformly random order scores HR@5 = {o['hr@5']:.3f} and nDCG@5 = {o['ndcg@5']:.3f} "
-                     f"(exact expectations), and at K = {run.K}, M = {run.M} it gives PPI = {o['ppi']:.3f}, GPI = "
-                     f"{o['gpi']:.3f} and LOC = {o['loc']:.3f} (mean of {draws} seeded draws per query): the scale "
-                     f"on which the methods' consistency is read.")
+        parts.append(f"A uniformly random order scores HR@5 = {_v(o.get('hr@5'))} and nDCG@5 = "
+                     f"{_v(o.get('ndcg@5'))} (exact expectations), and at K = {run.K}, M = {run.M} it gives PPI = "
+                     f"{_v(o.get('ppi'))}, GPI = {_v(o.get('gpi'))} and LOC = {_v(o.get('loc'))} (mean of {draws} "
+                     f"seeded draws per query): the scale on which the methods' consistency is read.")
     lines = []
     for method in run.methods:
         bits = []
         for name, block in (("the first-stage order", fs), ("the random order", rnd)):
             rec = ((block or {}).get("comparisons") or {}).get("hr@5", {}).get(method)
             if rec:
-                bits.append(f"{rec['mean_diff']:+.3f} against {name} ({_p(rec['p'])})")
+                bits.append(f"{signed(rec['mean_diff'])} against {name} ({_p(rec['p'])})")
         if bits:
             lines.append(f"{method_label(method)} {', '.join(bits)}")
     if lines:

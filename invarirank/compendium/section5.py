@@ -23,7 +23,7 @@ from ..evaluation.claims import holm
 from ..evaluation.comparisons import ALPHA, comparison, sign_flip_p
 from ..methods.registry import SWEEP_METHODS
 from ..store import Run
-from .labels import HIGHER_IS_BETTER, METRIC_LABELS, method_label, metric_label, model_label
+from .labels import HIGHER_IS_BETTER, METRIC_LABELS, method_label, metric_label, model_label, signed
 from .tables import with_caption
 from .verdicts import MARKS, claim_label, run_claims, smallest_p
 
@@ -100,16 +100,17 @@ def exposure_skew(run: Run, method: str = "zero_shot", k: int = 5, rows: list[di
     return {"mean_diff": float(np.mean(diffs)), "n": len(diffs), "p": sign_flip_p(diffs)[0]}
 
 
-def _signed(x: float) -> str:
-    """``+0.034`` / ``−0.043`` (a true minus sign)."""
-    return f"{x:+.3f}".replace("-", "−")
+def _count(n: int, noun: str) -> str:
+    """``one model``, ``two models``, ``12 models``: small counts in words, as the sentences around them."""
+    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+    return f"{words.get(n, str(n))} {noun}{'' if n == 1 else 's'}"
 
 
 def _pair_text(p: Mapping[str, Any], with_context: bool = False) -> str:
     pair: Pair = p["pair"]
     where = f" ({metric_label(pair.metric)}, K = {pair.run.K})" if with_context else ""
     return (f"{MARKS[p['state']]} {method_label(pair.better)}{BETTER}{method_label(pair.worse)}{where} "
-            f"(Δ {_signed(p['mean_diff'])}, Holm p {p['p_holm']:.2g})")
+            f"(Δ {signed(p['mean_diff'])}, Holm p {p['p_holm']:.2g})")
 
 
 def _verdict_pairs_text(verdict: Mapping[str, Any]) -> str:
@@ -118,7 +119,7 @@ def _verdict_pairs_text(verdict: Mapping[str, Any]) -> str:
     for p in verdict["pairs"]:
         state = "unresolved" if not p["resolved"] else "resolved" if p["direction"] == "as claimed" else "against"
         out.append(f"{MARKS[state]} {method_label(p['better'])}{BETTER}{method_label(p['worse'])} "
-                   f"(Δ {_signed(p['mean_diff'])}, Holm p {p['p_holm']:.2g})")
+                   f"(Δ {signed(p['mean_diff'])}, Holm p {p['p_holm']:.2g})")
     return SEP.join(out)
 
 
@@ -163,8 +164,8 @@ def section5_rows(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = (
         *_of_claim("hr5_stella_best", claim_runs), short="STELLA_LW best on HR@5")
     add("Effectiveness", "“The best nDCG@5 varies across methods” (SGS, STELLA_LW or bootstrapping, by setting).",
         "–", NOT_TESTABLE,
-        f"a statement across six model–dataset settings, and we have one data set and {n_models} "
-        f"model{'s' if n_models > 1 else ''} with all four methods: there is nothing to vary")
+        f"a statement across six model–dataset settings, and we have one data set and {_count(n_models, 'model')} "
+        f"with all four methods: there is nothing to vary")
     for name, metric in (("ppi_order", "PPI"), ("gpi_order", "GPI")):
         add("Preference consistency", f"“PPI and GPI exhibit the same method ordering … SGS produces the lowest PPI "
             f"and GPI throughout … STELLA_LW produces the highest” ({metric}).", *_of_claim(name, claim_runs),
@@ -184,8 +185,8 @@ def section5_rows(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = (
         "combinations.”", *_of_claim("loc_order", claim_runs), short="the ordering on LOC")
     stella = main.metrics["methods"].get("stella", {}).get("overall", {}).get("loc")
     add("Output consistency", "“STELLA_LW produces the lowest LOC, with all values below 0.13.”", "–", NOT_TESTABLE,
-        "an absolute level reached by 3–7 B models at K = 25; a 135 M model at a shorter list has its own scale"
-        + (f" (ours: {stella:.3f})" if stella is not None else ""))
+        f"an absolute level reached by 3–7 B models at K = 25, while {model_label(main.model)} at K = {main.K} has "
+        f"its own scale" + (f" (ours: {stella:.3f})" if stella is not None else ""))
     skews = [(r, exposure_skew(r, rows=exposure_rows.get(r.name))) for r in sweep]
     skews = [(r, s) for r, s in skews if s is not None]
     if skews:
@@ -198,7 +199,7 @@ def section5_rows(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = (
             "input positions receiving lower exposure than later positions.”",
             "zero-shot top-5 exposure: last third of input positions ≻ first third, at every K = "
             + ", ".join(str(r.K) for r, _ in skews), verdict,
-            SEP.join(f"{MARKS[st]} K = {r.K}: Δ {_signed(s['mean_diff'])} (Holm p {q:.2g})"
+            SEP.join(f"{MARKS[st]} K = {r.K}: Δ {signed(s['mean_diff'])} (Holm p {q:.2g})"
                       for (r, s), st, q in zip(skews, states, adjusted)),
             short="zero-shot's early positions lose exposure")
     add("Marginal position exposure", "“Bootstrapping reduces this skew but does not eliminate it, while STELLA_LW "
@@ -223,7 +224,8 @@ def section5_rows(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = (
         "Amazon Books is not embedded (the package reads it, and the paper-scale chapter runs it), and "
         "MovieLens-100K stands in for MovieLens-32M")
     add("Models", "Every result “for all three models” (Llama-3.2-3B, Mistral-7B, Qwen2.5-7B).", "–", NOT_TESTABLE,
-        "3–7 B models need a GPU (the paper-scale chapter), and the runs here use 135 M and 270 M models on a CPU")
+        "3–7 B models need a GPU (the paper-scale chapter), and the runs here use "
+        + " and ".join(dict.fromkeys(model_label(r.model) for r in claim_runs)) + " on a CPU")
     add("List length", "The four methods at K = 50 (Figures 1 and 2).", "–", NOT_TESTABLE,
         "SGS needs K passes per presented order: about 45,000 passes at K = 50, days on two CPU cores")
     return rows

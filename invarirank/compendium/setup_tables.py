@@ -63,7 +63,7 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
                 "passes (requested)": req,
                 "calibration passes": own_cal,
                 "distinct passes in run": distinct,
-                "from pass cache": f"{cached}/{calls}" if calls else "–",
+                "scorer calls served by the pass cache": f"{cached:,} of {calls:,}" if calls else "–",
                 "s per computed pass": None if s_per_pass is None else round(s_per_pass, 2),
                 "seconds (est.)": est,
             })
@@ -77,9 +77,15 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
                "STELLA_LW); they depend on the machine and its load. " + folded)
     if not styled:
         return df
-    formats = {"passes per order": "{:.2f}", "s per computed pass": "{:.2f}", "seconds (est.)": "{:,.0f}",
+    formats = {"passes per order": _per_order, "s per computed pass": "{:.2f}", "seconds (est.)": "{:,.0f}",
                "passes (requested)": "{:,}", "calibration passes": "{:,}", "distinct passes in run": "{:,}"}
     return with_caption(df, caption).format({k: v for k, v in formats.items() if k in df.columns}, na_rep="–")
+
+
+def _per_order(value: float) -> str:
+    """Passes per presented order: ``1``, ``3``, ``10`` when whole (as the methods' definitions count them),
+    else two decimals (``9.45``: STELLA_LW stopping early in some orders)."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def run_settings_table(run: Run, styled: bool = True) -> Any:
@@ -108,6 +114,15 @@ def run_settings_table(run: Run, styled: bool = True) -> Any:
     return with_caption(df, f"Settings of the run {run.name}.") if styled else df
 
 
+def _scorers(scorers: set[str]) -> str:
+    """The scorers of the runs shown, and what each is used for when the span scorer has the choice scorer beside
+    it (the results page compares the two; every other table and figure is the span scorer's)."""
+    if {"span", "choice"} <= scorers:
+        rest = sorted(scorers - {"span", "choice"})
+        return ", ".join(["span (Table 1 and the figures)", "choice (the scorer comparison)", *rest])
+    return ", ".join(sorted(scorers)) or "–"
+
+
 def scale_table(runs: Sequence[Run], styled: bool = True) -> Any:
     """The paper's setting beside what our runs used (models, data, K, M, queries, calibration)."""
     def uniq(values: Iterable[Any]) -> str:
@@ -119,7 +134,7 @@ def scale_table(runs: Sequence[Run], styled: bool = True) -> Any:
         "models": ("Llama-3.2-3B, Mistral-7B-v0.3, Qwen2.5-7B (Instruct)", uniq(model_label(r.model) for r in runs)),
         "datasets": ("MovieLens-32M, Amazon Books", uniq(dataset_label(r.dataset) for r in runs)),
         "scorer": ("log-probabilities of candidate markers, one pass per order (the authors' code: span "
-                   "log-probabilities)", uniq(r.scorer for r in runs)),
+                   "log-probabilities)", _scorers({r.scorer for r in runs})),
         "list lengths K": ("15, 25, 50", uniq(r.K for r in runs)),
         "presented orders M": ("20", uniq(r.M for r in runs)),
         "queries per run": ("500 (the authors' configuration; the paper does not say)",

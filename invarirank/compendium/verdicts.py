@@ -113,8 +113,8 @@ def resolution_sentence(run: Run) -> str:
         return (f"{head}, {how}, not below {ALPHA} even before Holm's correction: no pair of methods can be resolved "
                 f"in this run, whatever the differences. A pair needs at least {fewest_queries(1)} queries, a claim of "
                 f"{pairs} pairs at least {fewest_queries(pairs)} queries under Holm's correction; the queries that "
-                f"would resolve each observed difference at 80% power (normal approximation) are in the pairwise "
-                f"table.")
+                f"would resolve each observed difference at 80% power (normal approximation) are in the run's "
+                f"metrics.json (queries_80 of each claimed pair).")
     if floor * pairs >= ALPHA:
         return (f"{head}, {how}; times {pairs} (Holm's correction over a claim's {pairs} pairs) it is not below "
                 f"{ALPHA}, so a claim of {pairs} pairs cannot be resolved; it needs at least {fewest_queries(pairs)} "

@@ -1,0 +1,30 @@
+"""The book's build configuration: every notebook that `make book` executes with papermill beforehand is excluded
+from a second execution by jupyter-book (myst-nb matches ``execute.exclude_patterns`` against the notebook's path
+with :meth:`pathlib.PurePosixPath.match`, from the right, one ``*`` per path component)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _excluded(path: Path, patterns: list[str]) -> bool:
+    return any(PurePosixPath(path.as_posix()).match(p) for p in patterns)
+
+
+def test_papermill_pages_are_not_executed_again_by_jupyter_book():
+    patterns = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["execute"]["exclude_patterns"]
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    build_dirs = ["book/generated", *re.findall(r"--build-dir\s+(\S+)", makefile)]
+    assert "book/generated/evidence" in build_dirs, build_dirs
+    for build in build_dirs:
+        for page in ("results.ipynb", "data/ml-100k.ipynb", "rerank/smollm2-span-k10.ipynb"):
+            path = ROOT / build / page
+            assert _excluded(path, patterns), (str(path.relative_to(ROOT)), patterns)
+    # the pages jupyter-book itself must execute stay executed
+    for page in ("book/metrics.md", "book/protocol.md", "notebooks/lab.ipynb"):
+        assert not _excluded(ROOT / page, patterns), page
