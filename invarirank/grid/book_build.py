@@ -109,7 +109,9 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
         out = pages / "data" / f"{slug(entry.get('label') or entry['dataset'])}.ipynb"
         data_pages.append(out)
         if not only or "data" in only:
-            execute("data.ipynb", out, _data_parameters(entry, grid, root), [])
+            name = entry.get("label") or entry["dataset"]
+            execute("data.ipynb", out, _data_parameters(entry, grid, root), [],
+                    title=f"{name}: counts and the first stage's coverage")
     run_pages = [pages / "rerank" / f"{c.run_name}.ipynb" for c in grid.runs]
     for config in selected:
         folder = RunFolder(run_folder(config, results))
