@@ -117,8 +117,8 @@ def run_settings_table(run: Run, styled: bool = True) -> Any:
 def _scorers(scorers: set[str]) -> str:
     """The scorers of the runs shown, and what each is used for when the span scorer has the choice scorer beside
     it (the results page compares the two; every other table and figure is the span scorer's)."""
-    if {"span", "choice"} <= scorers:
-        rest = sorted(scorers - {"span", "choice"})
+    if "span" in scorers and "choice" in scorers:
+        rest = [s for s in sorted(scorers) if s != "span" and s != "choice"]
         return ", ".join(["span (Table 1 and the figures)", "choice (the scorer comparison)", *rest])
     return ", ".join(sorted(scorers)) or "–"
 
