@@ -42,7 +42,10 @@ def test_the_evidence_grid_dry_run_counts_the_committed_shards(capsys):
                                                                               line)]
     rows = {line.split()[0]: line for line in lines}
     assert len(rows) == 6
-    assert re.match(rf"^{RUN}\s+missing\s+20\s+10\s+", rows[RUN]), rows[RUN]          # 10 of 20 queries in shards
+    committed = sum(len(read_json(s / "shard.json")["query_ids"]) for s in (ROOT / "results" / "evidence" / RUN /
+                                                                            "shards").iterdir())
+    assert 0 < committed < 20
+    assert re.match(rf"^{RUN}\s+missing\s+20\s+{committed}\s+", rows[RUN]), rows[RUN]  # queries in shards
     assert all(line.split()[1] == "complete" for name, line in rows.items() if name != RUN), rows
 
 
@@ -66,7 +69,7 @@ def test_a_resumed_run_accepts_the_committed_shards(tmp_path):
     config = next(c for c in load_grid(EVIDENCE).runs if c.run_name == RUN)
     target = run_folder(config, ROOT / "results")
     shards = committed_shards(target)
-    assert len(shards) == 2
+    assert len(shards) >= 2
     config = config.replace(raw_dir=config.resolved_raw_dir(ROOT))
     qs = load_queries(config, progress=False)                 # the data and first stage, from their caches
     with LocalExecutor() as ex:
@@ -89,13 +92,16 @@ def test_a_resumed_run_accepts_the_committed_shards(tmp_path):
     assert import_shards(target, tmp_path) == [s.name for s in shards]
     folders = ShardFolders(tmp_path, RUN, fingerprint, parts, reproduces=reproduces)
     done, _ = folders.finished()
-    assert len(done) == 10
-    if heads[0]["parts"]["queries"] == parts["queries"]:      # the machine kind that wrote them
-        assert all(head["fingerprint"] == fingerprint and head["parts"] == parts for head in heads)
-        assert folders.accepted_by_content == []
-    else:                                                    # another kind of CPU: accepted by content
-        assert folders.accepted_by_content == [s.name for s in shards]
-        records = next(p for p in (tmp_path / ".work" / "shards").iterdir()) / "records.jsonl"
+    assert len(done) == sum(len(head["query_ids"]) for head in heads)
+    # shards written on this kind of CPU match the fingerprint; the others (another CPU's first-stage scores, so
+    # other query hashes) are accepted by content — committed shards may be of both kinds
+    same = [head["parts"]["queries"] == parts["queries"] for head in heads]
+    assert all(head["fingerprint"] == fingerprint and head["parts"] == parts
+               for head, here in zip(heads, same) if here)
+    assert folders.accepted_by_content == [s.name for s, here in zip(shards, same) if not here]
+    if not all(same):                                        # a doctored row of such a shard is refused
+        other = shards[same.index(False)].name
+        records = tmp_path / ".work" / "shards" / other / "records.jsonl"
         lines = records.read_text(encoding="utf-8").splitlines()
         lines[0] = lines[0].replace('"permutation": 0, "input": ["', '"permutation": 0, "input": ["x', 1)
         records.write_text("\n".join(lines) + "\n", encoding="utf-8")
