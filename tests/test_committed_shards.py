@@ -70,7 +70,7 @@ def test_a_resumed_run_accepts_the_committed_shards(tmp_path):
     target = run_folder(config, ROOT / "results")
     shards = committed_shards(target)
     assert len(shards) >= 2
-    config = config.replace(raw_dir=config.resolved_raw_dir(ROOT))
+    config = config.with_absolute_paths(ROOT)
     qs = load_queries(config, progress=False)                 # the data and first stage, from their caches
     with LocalExecutor() as ex:
         key_identity = ex.describe(config)["key_identity"]

@@ -60,7 +60,7 @@ def _data_parameters(entry: dict[str, Any], grid: Grid, root: Path) -> dict[str,
     rets = entry.get("retrievers", entry.get("retriever", ["lightgcn"]))
     raw_dir = entry.get("raw_dir")
     return {"dataset": entry["dataset"], "label": entry.get("label"),
-            "raw_dir": RunConfig(raw_dir=str(raw_dir)).resolved_raw_dir(root) if raw_dir else None,
+            "raw_dir": RunConfig(raw_dir=str(raw_dir)).with_absolute_paths(root).raw_dir if raw_dir else None,
             "retrievers": list(rets if isinstance(rets, list) else [rets]),
             "K_values": [int(k) for k in (ks if isinstance(ks, list) else [ks])],
             "seed": int(entry.get("seed", (grid.raw.get("defaults") or {}).get("seed", 42)))}

@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import InvariRankError
 from ..io import load_yaml, read_utf8
 from ..runner import RunConfig, simple_name
+from ..runner.config import PATH_SETTINGS
 
 __all__ = ["Grid", "load_grid", "lab_runs", "main_run", "check_paths", "check_folders"]
 
@@ -123,7 +124,7 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
             if overrides:
                 config = config.replace(**overrides)
             if root is not None:
-                config = _absolute_paths(config, Path(root))
+                config = config.with_absolute_paths(Path(root))
             if config.run_name in seen:
                 raise InvariRankError(f"{p}: runs[{i}]: duplicate run {config.run_name!r}")
             seen.add(config.run_name)
@@ -144,17 +145,6 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
     if not runs and lab is None:
         raise InvariRankError(f"{p}: field 'runs' is empty or missing; a grid needs at least one run (or a 'lab')")
     return Grid(name=name, path=p, runs=runs, data=list(data), lab=lab, raw=raw)
-
-
-def _absolute_paths(config: RunConfig, root: Path) -> RunConfig:
-    """``config`` with its relative path settings made absolute against ``root`` (see :func:`load_grid`)."""
-    changes = {}
-    for name in ("raw_dir", "data_dir", "candidates"):
-        value = getattr(config, name)
-        if value and "$" not in os.path.expandvars(value):           # an unset $VAR is check_paths' error
-            p = Path(os.path.expandvars(os.path.expanduser(value)))
-            changes[name] = str(p if p.is_absolute() else Path(os.path.normpath(root / p)))
-    return config.replace(**changes) if changes else config
 
 
 def _refuse_placed(entry: Mapping[str, Any], where: str) -> None:
@@ -244,7 +234,7 @@ def check_paths(grid: Grid) -> None:
     """Before a dry or real run: every path setting of every run (``raw_dir``, ``data_dir``, ``candidates``) has
     its environment variables set; an unset ``${VAR}`` is an error naming the run, the setting and the variable."""
     for config in grid.runs:
-        for name in ("raw_dir", "data_dir", "candidates"):
+        for name in PATH_SETTINGS:
             value = getattr(config, name)
             if not value:
                 continue

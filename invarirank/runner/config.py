@@ -33,7 +33,7 @@ from ..io import load_yaml, read_utf8
 from ..llm.factory import DEFAULT_MODEL, SCORER_KINDS, check_scorer_options
 from ..methods.registry import METHODS
 
-__all__ = ["RunConfig", "DEFAULT_K", "ALIASES", "MAX_BOOTSTRAP", "slug", "simple_name", "check_lists"]
+__all__ = ["RunConfig", "PATH_SETTINGS", "DEFAULT_K", "ALIASES", "MAX_BOOTSTRAP", "slug", "simple_name", "check_lists"]
 
 #: K of a first-stage run when none is given (a candidates file keeps its own lists)
 DEFAULT_K = 25
@@ -61,6 +61,15 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9.]+", "-", last.lower()).strip("-.") or "x"
 
 
+#: the settings that name a user's file or folder (see :meth:`RunConfig.with_absolute_paths`)
+PATH_SETTINGS = ("raw_dir", "data_dir", "candidates")
+
+
+def _expanded(value: str) -> Path:
+    """``value`` with ``~`` and environment variables expanded."""
+    return Path(os.path.expandvars(os.path.expanduser(value)))
+
+
 @dataclass
 class RunConfig:
     """Every setting of one run. Fields with ``identity`` metadata determine its results (see the module docstring).
@@ -69,8 +78,10 @@ class RunConfig:
     :attr:`run_name`), ``out`` (the folder ``invarirank rerank`` writes), ``cache_dir`` (None → ``$INVARIRANK_CACHE``).
     Data: ``dataset`` (None → ``ml-100k`` with the first stage, the candidates file's name with ``candidates``;
     ``synthetic`` = seeded made-up candidate sets for the teaching lab), ``label`` (its name in run names and
-    tables), ``raw_dir`` (``$VARS`` expanded, relative to the repository root), ``data_dir`` (an already prepared
-    folder), ``retriever``/``retrieval_seed`` (the first stage), ``candidates`` (a candidates file instead of it).
+    tables), ``raw_dir`` (the raw files), ``data_dir`` (an already prepared folder), ``retriever``/``retrieval_seed``
+    (the first stage), ``candidates`` (a candidates file instead of it); a relative path of these three is taken
+    against the project root in a grid run, the working directory in a run with ``out``
+    (:meth:`with_absolute_paths`).
     Reranking: ``K`` (None → 25 with the first stage, the file's own lists with ``candidates``), ``sample_k``
     (sample among queries kept at this K; None → ``K``), ``n_queries`` (None → all kept), ``M``, ``methods``,
     ``seed``, STELLA_LW's ``calibration_queries``/``calibration_repeats`` (the protocol: 150 and 5), ``noise_floor``
@@ -265,12 +276,24 @@ class RunConfig:
         return (f"{slug(self.data_label)}-{slug(self.retriever)}-{slug(self.model_name)}-{self.scorer}"
                 f"-k{self.effective_k}")
 
-    def resolved_raw_dir(self, root: Path) -> str | None:
-        """``raw_dir`` with environment variables expanded, relative to the repository ``root``."""
-        if not self.raw_dir:
-            return None
-        p = Path(os.path.expandvars(os.path.expanduser(self.raw_dir)))
-        return str(p if p.is_absolute() else root / p)
+    def relative_paths(self) -> list[str]:
+        """The path settings (:data:`PATH_SETTINGS`) given as relative paths (after expanding ``~`` and
+        environment variables): the ones :meth:`with_absolute_paths` changes."""
+        return [name for name in PATH_SETTINGS if getattr(self, name) and "$" not in os.path.expandvars(
+            getattr(self, name)) and not _expanded(getattr(self, name)).is_absolute()]
+
+    def with_absolute_paths(self, root: Path) -> RunConfig:
+        """A copy whose path settings (:data:`PATH_SETTINGS`) are what the run reads: ``~`` and environment
+        variables expanded, a relative path taken against ``root`` (normalised). The one path rule: a grid takes
+        ``root`` = the project root, a check of a run's inputs the working directory. A value that names an unset
+        ``$VAR`` is left as given (the grid's check names it)."""
+        changes = {}
+        for name in PATH_SETTINGS:
+            value = getattr(self, name)
+            if value and "$" not in os.path.expandvars(value):
+                p = _expanded(value)
+                changes[name] = str(p if p.is_absolute() else Path(os.path.normpath(root / p)))
+        return self.replace(**changes) if changes else self
 
     def title(self) -> str:
         """A human title for the run's notebook page."""

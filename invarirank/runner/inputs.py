@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -44,26 +43,20 @@ def _folder_sha256(folder: Path) -> str:
     return h.hexdigest()
 
 
-def _expand(path: str) -> Path:
-    return Path(os.path.expandvars(os.path.expanduser(path)))
-
-
 def input_hashes(config: RunConfig) -> dict[str, str]:
     """``{"candidates" | "raw_dir" | "data_dir": sha256}`` for each input of ``config`` that names a user's file
     or folder (see the module docstring); ``{}`` for a run on the embedded data. An input that cannot be read yet
     is left out: the run itself reports it, naming the file."""
     out: dict[str, str] = {}
+    config = config.with_absolute_paths(Path.cwd())   # what the run reads (a grid's paths are absolute already)
     try:
-        if config.candidates and _expand(config.candidates).is_file():
-            out["candidates"] = _file_sha256(_expand(config.candidates))
-        if config.data_dir and _expand(config.data_dir).is_dir():
-            out["data_dir"] = _folder_sha256(_expand(config.data_dir))
+        if config.candidates and Path(config.candidates).is_file():
+            out["candidates"] = _file_sha256(Path(config.candidates))
+        if config.data_dir and Path(config.data_dir).is_dir():
+            out["data_dir"] = _folder_sha256(Path(config.data_dir))
         elif config.raw_dir and not config.candidates:
             from ..data.preparation import raw_files, raw_fingerprint
-            raw = _expand(config.raw_dir)
-            if not raw.is_absolute():
-                from ..store import checkout_root
-                raw = (checkout_root() or Path.cwd()) / raw
+            raw = Path(config.raw_dir)
             if raw.is_dir():
                 entries = [raw_fingerprint(p, role) for role, p in sorted(raw_files(config.effective_dataset,
                                                                                      raw).items())]

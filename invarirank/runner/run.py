@@ -29,7 +29,6 @@ before the run is finished; a later session — on a fresh clone too — resumes
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -91,9 +90,12 @@ class _Place:
 
 def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Path | None,
            allow_run: bool) -> _Place:
-    """The reuse check of one run (see the module docstring)."""
+    """The reuse check of one run (see the module docstring). A run published in a results folder reads its
+    relative paths against the project root, as a grid file's (:meth:`RunConfig.with_absolute_paths`)."""
     target = run_folder(config, results_dir)
     in_place = bool(config.out)
+    if not in_place and config.relative_paths():
+        config = config.with_absolute_paths(project_root())
     who = "rerank" if in_place else "grid"
     if target.exists() and not target.is_dir():
         raise InvariRankError(f"{target}: the run folder must be a folder")
@@ -139,14 +141,7 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
         refresh_metrics(work)
     _drop_old_checkpoint(work)
     computed = config if run_status(config, work) == "complete" else _resume_committed_shards(config, target, work)
-    raw_dir = config.resolved_raw_dir(project_root()) if config.raw_dir and not _absolute(config.raw_dir) \
-        else config.resolved_raw_dir(Path("/"))
-    return _Place(config, computed.replace(out=str(work), raw_dir=raw_dir), target, work)
-
-
-def _absolute(path: str) -> bool:
-    """``path`` (environment variables and ``~`` expanded) is absolute: it needs no project root."""
-    return Path(os.path.expandvars(os.path.expanduser(path))).is_absolute()
+    return _Place(config, computed.replace(out=str(work)), target, work)
 
 
 def config_path(config: RunConfig, key: str) -> str:
