@@ -49,22 +49,16 @@ def check_only(only: list[str], grid: Any) -> None:
                                   f"one of {', '.join(sorted(known))}")
 
 
-#: what to do when neither the grid file nor the working directory lies in a checkout
-OUTSIDE = "a grid executes the checkout's notebooks: run it from the checkout or keep the grid file in one"
-
-
-def check_places(args: argparse.Namespace) -> None:
-    """Before a dry or a real run computes anything: the project root is found (the grid file's checkout, or the
-    working directory's) unless every folder is named, each output folder (``--results-dir``, ``--work-dir``,
-    ``--build-dir``, their defaults in the project) is or can become a writable folder, and so is the cache; the
-    paths given are made absolute, once, here (the notebooks run in ``notebooks/``)."""
+def check_places(args: argparse.Namespace, root: Path) -> None:
+    """Before a dry or a real run computes anything: each output folder (``--results-dir``, ``--work-dir``,
+    ``--build-dir``, their defaults under the project ``root``) is or can become a writable folder, and so is the
+    cache; the paths given are made absolute, once, here (the notebooks run in ``notebooks/``)."""
     from ..assets import cache_dir
     from ..io import check_output_dir
-    from ..store import project_root
     defaults = {"results_dir": "results", "work_dir": "runs", "build_dir": "book/generated"}
     for name, default in defaults.items():
         given = getattr(args, name)
-        path = Path(os.path.abspath(given)) if given else project_root(grid_file=args.grid, instead=OUTSIDE) / default
+        path = Path(os.path.abspath(given)) if given else root / default
         check_output_dir(path, "--" + name.replace("_", "-"))
         if given:
             setattr(args, name, str(path))
@@ -73,6 +67,7 @@ def check_places(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..grid import build, load_grid
+    from ..grid.book_build import OUTSIDE_CHECKOUT
     from ..grid.spec import check_folders, check_paths
     from ..runner import run_folder, run_status
     from ..runner.plan import find_bench, format_grid_cost, format_grid_estimate
@@ -80,11 +75,14 @@ def run(args: argparse.Namespace) -> int:
 
     check_executor_flags(args)           # a dry run rejects what a real run would, before computing
     execution = {"shard_queries": args.shard_queries, "query_window": args.query_window}
-    grid = load_grid(args.grid, execution=execution)         # the file's own errors first
-    root = project_root(grid_file=args.grid, instead=OUTSIDE)  # a dry run needs the checkout a real run needs
+    try:                                 # a dry run needs the checkout a real run needs
+        root = project_root(grid_file=args.grid, instead=OUTSIDE_CHECKOUT)
+    except InvariRankError:
+        load_grid(args.grid, execution=execution)             # the file's own errors come first
+        raise
+    grid = load_grid(args.grid, execution=execution, root=root)   # the runs' paths absolute against the root
     check_paths(grid)
-    check_places(args)
-    grid = load_grid(args.grid, execution=execution, root=root)
+    check_places(args, root)
     results = Path(args.results_dir or root / "results")
     check_folders(grid, results)
     check_only(args.only, grid)
@@ -104,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = build(args.grid, build_dir=args.build_dir, results_dir=args.results_dir, work_dir=args.work_dir,
                         force=args.force, only=args.only, skip_results=args.skip_results, kernel=args.kernel,
-                        executor=executor, execution=execution)
+                        executor=executor, execution=execution, root=root)
     finally:
         if executor is not None:
             executor.close()

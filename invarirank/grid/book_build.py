@@ -26,7 +26,10 @@ from ..store import RunFolder, complete_runs, project_root
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, lab_runs, load_grid, main_run
 
-__all__ = ["build", "compute_runs", "run_parameters"]
+__all__ = ["build", "compute_runs", "run_parameters", "OUTSIDE_CHECKOUT"]
+
+#: what to do when neither the grid file nor the working directory lies in a checkout
+OUTSIDE_CHECKOUT = "a grid executes the checkout's notebooks: run it from the checkout or keep the grid file in one"
 
 
 def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path,
@@ -78,13 +81,13 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
           results_dir: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
           force: bool = False, only: Sequence[str] = (), skip_results: bool = False,
           kernel: str = "python3", executor: Executor | None = None,
-          execution: dict[str, Any] | None = None) -> dict[str, Any]:
+          execution: dict[str, Any] | None = None, root: Path | None = None) -> dict[str, Any]:
     """Compute a grid's missing runs, then execute its notebooks (see the module docstring). ``only`` limits
     the work to these runs/pages (a run name, ``data`` or ``rerank``); ``executor`` computes the runs in shards
     (:func:`compute_runs`), ``execution`` overrides the runs' execution settings (``shard_queries``,
-    ``query_window``); returns a summary of what ran."""
-    root = project_root(grid_file=grid_path, instead="a grid executes the checkout's notebooks: run it from the "
-                                                      "checkout or keep the grid file in one")
+    ``query_window``), ``root`` is the project root (default: found from ``grid_path``,
+    :func:`invarirank.store.project_root`); returns a summary of what ran."""
+    root = root or project_root(grid_file=grid_path, instead=OUTSIDE_CHECKOUT)
     grid = load_grid(grid_path, execution=execution, root=root)
     # every path resolved once, here: the notebooks run in notebooks/ and must not read a relative one there
     pages = Path(os.path.abspath(build_dir)) if build_dir else root / "book" / "generated"
