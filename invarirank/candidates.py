@@ -100,16 +100,30 @@ def _number(value: Any, field: str) -> float:
     return float(value)
 
 
+class IdForms:
+    """Ids met one at a time, kept by their NFC form: the one rule for ids that print alike (candidates files,
+    observations files). Two different ids with one NFC form print as the same text, so no message could tell
+    them apart; an ASCII id can have a non-ASCII twin (the Kelvin sign's NFC form is ``K``)."""
+
+    def __init__(self) -> None:
+        self._first: dict[str, str] = {}
+
+    def twin(self, x: str) -> str | None:
+        """The first id met before ``x`` that differs from it only by Unicode normalisation, else ``None``."""
+        first = self._first.setdefault(unicodedata.normalize("NFC", x), x)
+        return None if first == x else first
+
+
 def look_alike(ids: Iterable[str]) -> tuple[str, str] | None:
-    """The first two different ids of ``ids`` that differ only by Unicode normalisation (NFC vs NFD) — they print
-    as the same text, so no message could tell them apart — else ``None``."""
+    """The first two different ids of ``ids`` that differ only by Unicode normalisation (:class:`IdForms`), else
+    ``None``."""
     ids = list(ids)
-    if all(x.isascii() for x in ids):
+    if all(x.isascii() for x in ids):              # ASCII ids are their own NFC forms
         return None
-    first: dict[str, str] = {}
+    forms = IdForms()
     for x in ids:
-        twin = first.setdefault(unicodedata.normalize("NFC", x), x)
-        if twin != x:
+        twin = forms.twin(x)
+        if twin is not None:
             return twin, x
     return None
 

@@ -35,14 +35,13 @@ import json
 import math
 import os
 import sys
-import unicodedata
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..candidates import look_alike
+from ..candidates import IdForms, look_alike
 from ..errors import InvariRankError
 from ..io import atomic_path, atomic_write_text
 
@@ -106,7 +105,7 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
     relevant_of: dict[str, tuple[frozenset, int, list]] = {}
     input_of: dict[tuple[str, str], tuple[frozenset, int]] = {}
     lists_of: dict[str, tuple[frozenset, str, int]] = {}
-    qid_forms: dict[str, str] = {}
+    qid_forms = IdForms()
     for line, rec in records:
         if type(rec) is not dict:
             _fail(where, line, f"expected a JSON object, got {type(rec).__name__}")
@@ -187,11 +186,10 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
         other = lists_of.setdefault(qid, (in_set, method, line))
         if other[2] == line:                     # the query's first line: its ids and its name in one form each
             _one_form([*inp, *rel], where, line, f"the ids of query {ascii(qid)} (input and relevant)")
-            if not qid.isascii():
-                twin = qid_forms.setdefault(unicodedata.normalize("NFC", qid), qid)
-                if twin != qid:
-                    _fail(where, line, f"query ids {ascii(twin)} and {ascii(qid)} print alike (they differ only by "
-                                       f"Unicode normalisation); expected one form (NFC) for one query")
+            twin = qid_forms.twin(qid)
+            if twin is not None:
+                _fail(where, line, f"query ids {ascii(twin)} and {ascii(qid)} print alike (they differ only by "
+                                   f"Unicode normalisation); expected one form (NFC) for one query")
         if other[0] != in_set:              # methods are compared paired over queries: the same candidates
             _fail(where, line, f"query {qid!r}: method {method!r} ranks other candidates ({len(in_set)}) than method "
                                f"{other[1]!r} on line {other[2]} ({len(other[0])}); methods of one query are compared "
