@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runner import Executor, RunConfig, ensure_runs, run_folder, run_status, slug
+from ..runner.run import mismatch_error
 from ..store import RunFolder, complete_runs, project_root
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, lab_runs, load_grid, main_run
@@ -46,8 +47,7 @@ def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path
     before = [run_status(c, run_folder(c, results_dir)) for c in configs]
     mismatched = [c for c, s in zip(configs, before) if s == "mismatch"]
     if mismatched:                  # refused before anything is computed: the error names the run and what differs
-        ensure_runs(mismatched[:1], None, results_dir=results_dir, work_dir=work_dir, allow_run=False,
-                    progress=False)
+        raise mismatch_error(mismatched[0], run_folder(mismatched[0], results_dir))
     todo = [c for c, s in zip(configs, before) if s != "complete"]
     done = {"complete": "reused", "old-metrics": "re-evaluated"}
     summary = {f"{c.grid}/{c.run_name}": done.get(s, "ran") for c, s in zip(configs, before)}

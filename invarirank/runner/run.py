@@ -58,7 +58,8 @@ from .phases import RunResult, run_status, stored_identity, wanted_identity
 from .queries import QuerySet
 from .sharded import compute_runs_in_shards
 
-__all__ = ["ensure_runs", "ensure_run", "run_experiment", "run_folder", "run_status", "RunResult", "NO_RUN_FOLDER"]
+__all__ = ["ensure_runs", "ensure_run", "mismatch_error", "run_experiment", "run_folder", "run_status", "RunResult",
+           "NO_RUN_FOLDER"]
 
 #: the one error of a run with nowhere to go
 NO_RUN_FOLDER = "no run folder: give --out RUN_DIR (or 'out' in the config), or a 'grid' to publish it in"
@@ -88,6 +89,25 @@ class _Place:
     work: Path | None
 
 
+def mismatch_error(config: RunConfig, target: Path) -> InvariRankError:
+    """The error of a run whose folder ``target`` holds a finished run of another configuration (status
+    ``mismatch``): it names the settings that differ, or the input file whose content changed, and what to do."""
+    stored = stored_identity(read_json(RunFolder(target).file(RunFolder.MANIFEST)))
+    wanted = wanted_identity(config)
+    names = identity_difference(wanted, stored)
+    if "inputs" in names:                          # name the input whose content changed
+        now, then = wanted.get("inputs") or {}, stored.get("inputs") or {}
+        names = [n for n in names if n != "inputs"] + [
+            f"the content of {key} ({config_path(config, key)}"
+            + ("; the finished run recorded none: made by an earlier version)" if key not in then else ")")
+            for key in sorted(set(now) | set(then)) if now.get(key) != then.get(key)]
+    diff = ", ".join(names) or "unknown"
+    what = "choose another --out or remove that folder" if config.out else \
+        "delete the folder or give this run another name"
+    return InvariRankError(f"{target}: holds a finished run with a different configuration, other settings "
+                           f"({diff}); {what}")
+
+
 def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Path | None,
            allow_run: bool) -> _Place:
     """The reuse check of one run (see the module docstring). A run published in a results folder reads its
@@ -108,20 +128,7 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
         print(f"{who}: reusing the finished run {target}", file=sys.stderr)
         return _Place(config, config, target, None)
     if status == "mismatch":
-        stored = stored_identity(read_json(RunFolder(target).file(RunFolder.MANIFEST)))
-        wanted = wanted_identity(config)
-        names = identity_difference(wanted, stored)
-        if "inputs" in names:                          # name the input whose content changed
-            now, then = wanted.get("inputs") or {}, stored.get("inputs") or {}
-            names = [n for n in names if n != "inputs"] + [
-                f"the content of {key} ({config_path(config, key)}"
-                + ("; the finished run recorded none: made by an earlier version)" if key not in then else ")")
-                for key in sorted(set(now) | set(then)) if now.get(key) != then.get(key)]
-        diff = ", ".join(names) or "unknown"
-        what = "choose another --out or remove that folder" if in_place else \
-            "delete the folder or give this run another name"
-        raise InvariRankError(f"{target}: holds a finished run with a different configuration, other settings "
-                              f"({diff}); {what}")
+        raise mismatch_error(config, target)
     if not allow_run:
         raise InvariRankError(f"{target}: run {status} and running is not allowed here")
     if status == "outdated":
