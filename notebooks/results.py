@@ -26,13 +26,14 @@
 # PPI, GPI or exposure deviation. An ordering lists methods best first, A ≻ B ≻ C.
 
 # %% tags=["parameters", "remove-cell"]
-grid = "default"            # the grid executed (`invarirank grid FILE`); shown only until the evidence grid is complete
+grid = "default"            # the grid executed (`invarirank grid FILE`); shown only while no preferred grid is complete
 results_dir = None          # None: <project>/results
 paper_table = None          # None: <project>/book/data/paper_table1.csv
 include_simulated = False   # simulated runs belong to the teaching lab; True only for smoke builds and tests
 main_run = None             # the run that sets Table 1 (None: the one with the most methods)
 grid_file = None            # informational: the grid file that was executed
-evidence_grid_file = None   # None: <project>/configs/grid-evidence.yaml; an empty string: never switch
+preferred_grids = None      # grid files to take Table 1 from, first complete wins (None: configs/grid-paper-cpu.yaml,
+                            # then configs/grid-evidence.yaml); [] never switches from `grid`
 
 # %% tags=["remove-cell"]
 # %matplotlib inline
@@ -44,8 +45,7 @@ from myst_nb import glue
 from invarirank import compendium
 from invarirank.compendium import section5
 from invarirank.evaluation import read_observations
-from invarirank.grid import load_grid, project_root
-from invarirank.grid import main_run as grid_main_run
+from invarirank.grid import project_root
 
 root = project_root()
 results_dir = Path(results_dir) if results_dir else root / "results"
@@ -54,25 +54,17 @@ runs = compendium.collect_runs(results_dir)
 if not include_simulated:
     runs = [r for r in runs if r.scorer != "simulated"]
 
-# The switch: the evidence grid's main run and every run of its setting (data set, first stage, model, scorer:
-# its K sweep) must all be complete; the names come from the grid file, never typed here.
-evidence_path = root / "configs" / "grid-evidence.yaml" if evidence_grid_file is None else evidence_grid_file
-needed, evidence = [], None
-if evidence_path and Path(evidence_path).is_file():
-    evidence = load_grid(evidence_path)
-    ev_main = grid_main_run(evidence)
-    setting = (ev_main.data_label, ev_main.retriever, ev_main.model_name, ev_main.scorer)
-    needed = [c.run_name for c in evidence.runs
-              if (c.data_label, c.retriever, c.model_name, c.scorer) == setting]
-preferred = evidence.name if evidence else grid
-shown, missing = compendium.grid_to_show(results_dir, preferred, needed, grid)
-if evidence is not None and shown == evidence.name and shown != grid:
-    main_run = ev_main.run_name
-progress = {c.run_name: (compendium.committed_queries(results_dir, c.grid, c.run_name), c.n_queries)
-            for c in (evidence.runs if evidence else []) if c.run_name in missing}
-shown_sentence = compendium.shown_grid_sentence(shown, preferred, grid, needed, missing,
-                                                grid_file=Path(evidence_path).name if evidence else "",
-                                                progress=progress)
+# The switch: the first preferred grid whose main run and every run of its setting (data set, first stage, model,
+# scorer: its K sweep) are complete; the names come from the grid files, never typed here.
+if preferred_grids is None:
+    preferred_grids = [root / "configs" / "grid-paper-cpu.yaml", root / "configs" / "grid-evidence.yaml"]
+choices = [compendium.grid_choice(f) for f in preferred_grids if Path(f).is_file()]
+shown, missing = compendium.grid_to_show(results_dir, choices, grid)
+chosen = next((c for c in choices if c.name == shown), None)
+if chosen is not None and shown != grid:
+    main_run = chosen.main_run
+shown_sentence = compendium.shown_grid_sentence(shown, choices, grid, missing,
+                                                compendium.shard_progress(results_dir, choices, missing))
 
 main_runs = [r for r in runs if r.grid == shown]
 if not main_runs:
@@ -92,10 +84,10 @@ glue("headline", HTML(section5.markdown_to_html(headline)), display=False)   # t
 # %% tags=["remove-input"]
 display(Markdown(headline))
 display(Markdown(shown_sentence))
-if evidence is not None and shown == evidence.name:      # what of the grid shown is still being computed
-    finished = {r.name for r in runs if r.grid == evidence.name}
-    pending = [f"{c.run_name} ({compendium.committed_queries(results_dir, c.grid, c.run_name)} of {c.n_queries} "
-               f"queries committed in shards)" for c in evidence.runs if c.run_name not in finished]
+if chosen is not None:                                   # what of the grid shown is still being computed
+    finished = {r.name for r in runs if r.grid == chosen.name}
+    pending = [f"{name} ({compendium.committed_queries(results_dir, chosen.name, name)} of {n} "
+               f"queries committed in shards)" for name, n in chosen.runs if name not in finished]
     if pending:
         display(Markdown(f"Still being computed in this grid: {'; '.join(pending)}; each joins this page once "
                          f"it is complete."))

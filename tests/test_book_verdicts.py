@@ -55,7 +55,7 @@ def _execute(results: Path, evidence_file: Path | str, out: Path) -> str:
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0",
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     params = {"grid": "default", "results_dir": str(results), "include_simulated": True,
-              "evidence_grid_file": str(evidence_file)}
+              "preferred_grids": [str(evidence_file)] if evidence_file else []}
     args = [sys.executable, "-m", "papermill", "results.ipynb", str(out), "--no-progress-bar", "-y", json.dumps(params)]
     proc = subprocess.run(args, cwd=ROOT / "notebooks", env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -175,3 +175,21 @@ def test_the_evidence_grid_file_holds_the_issues_runs():
         ("choice", 40, 5, ["zero_shot", "bootstrapping"])
     assert all(c.dataset == "ml-100k" and c.retriever == "lightgcn" for c in grid.runs)
     assert "GRID ?= configs/grid-default.yaml" in (ROOT / "Makefile").read_text()
+
+
+def test_the_results_page_prefers_the_paper_cpu_grid_then_the_evidence_grid():
+    """The chain the results page switches along (its default ``preferred_grids``): the paper-cpu grid (Table 1 at
+    K = 25, the sweep at 15/25/50) once its main run and K sweep are complete, else the evidence grid (K = 10)."""
+    from invarirank import compendium
+
+    paper = compendium.grid_choice(ROOT / "configs" / "grid-paper-cpu.yaml")
+    evidence = compendium.grid_choice(ROOT / "configs" / "grid-evidence.yaml")
+    assert (paper.name, paper.main_run, sorted(paper.needed)) == \
+        ("paper-cpu", "smollm2-span-k25", ["smollm2-span-k15", "smollm2-span-k25", "smollm2-span-k50"])
+    assert (evidence.main_run, sorted(evidence.needed)) == \
+        ("smollm2-span-k10", ["smollm2-span-k10", "smollm2-span-k15", "smollm2-span-k25", "smollm2-span-k5"])
+    shown, missing = compendium.grid_to_show(ROOT / "results", [paper, evidence], "default")
+    complete = {p.name for p in compendium.collect_runs(ROOT / "results", ["paper-cpu"])}
+    assert (shown == "paper-cpu") == (set(paper.needed) <= complete)
+    assert shown in {"paper-cpu", "evidence"}                  # the evidence grid's runs are committed complete
+    assert set(missing.get("paper-cpu", [])) == set(paper.needed) - complete

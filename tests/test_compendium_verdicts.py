@@ -97,15 +97,32 @@ def test_the_grid_shown_needs_every_run_complete(simulated_run, tmp_path):
         folder = tmp_path / "evidence" / name
         shutil.copytree(simulated_run.path, folder, ignore=shutil.ignore_patterns(".*", "observations.jsonl"))
         (folder / "observations.jsonl.gz").write_bytes(gzip.compress(simulated_run.observations.read_bytes()))
-    assert C.grid_to_show(tmp_path, "evidence", ["main", "sweep"], "default") == ("evidence", [])
+    runs = (("main", 40), ("sweep", 40), ("other", 20))
+    evidence = C.GridChoice("evidence", "grid-evidence.yaml", "main", ("main", "sweep"), runs)
+    paper = C.GridChoice("paper-cpu", "grid-paper-cpu.yaml", "main", ("main", "sweep"), runs)
+    assert C.grid_to_show(tmp_path, [evidence], "default") == ("evidence", {})
+    # the first complete choice wins; the ones passed over say what they miss
+    assert C.grid_to_show(tmp_path, [paper, evidence], "default") == ("evidence", {"paper-cpu": ["main", "sweep"]})
+    text = C.shown_grid_sentence("evidence", [paper, evidence], "default", {"paper-cpu": ["main", "sweep"]})
+    assert text.startswith("Table 1 and Figures 1–2 come from the evidence grid (grid-evidence.yaml): its main run "
+                           "and K sweep (main, sweep) are complete")
+    assert "The paper-cpu grid's main run and K sweep (grid-paper-cpu.yaml) are not all complete" in text
+    assert "missing: main, sweep" in text and text.endswith("The page switches to it once they are.")
     for f in ("observations.jsonl.gz", "metrics.json"):    # the sweep keeps only its manifest and a shards/ folder
         (tmp_path / "evidence" / "sweep" / f).unlink(missing_ok=True)
     (tmp_path / "evidence" / "sweep" / "shards").mkdir()
-    assert C.grid_to_show(tmp_path, "evidence", ["main", "sweep"], "default") == ("default", ["sweep"])
+    assert C.grid_to_show(tmp_path, [evidence], "default") == ("default", {"evidence": ["sweep"]})
+    assert C.grid_to_show(tmp_path, [paper, evidence], "default") == \
+        ("default", {"paper-cpu": ["main", "sweep"], "evidence": ["sweep"]})
     assert [r.name for r in C.collect_runs(tmp_path)] == ["main"]           # never shown
-    assert C.grid_to_show(tmp_path, "evidence", [], "default") == ("default", [])
-    text = C.shown_grid_sentence("default", "evidence", "default", ["main", "sweep"], ["sweep"], "grid-evidence.yaml")
+    nothing = C.GridChoice("evidence", "grid-evidence.yaml", "main", (), runs)
+    assert C.grid_to_show(tmp_path, [nothing], "default") == ("default", {"evidence": []})
+    assert C.grid_to_show(tmp_path, [], "default") == ("default", {})
+    text = C.shown_grid_sentence("default", [evidence], "default", {"evidence": ["sweep"]})
     assert "from the default grid" in text and "missing: sweep" in text
+    two = C.shown_grid_sentence("default", [paper, evidence], "default",
+                                {"paper-cpu": ["main", "sweep"], "evidence": ["sweep"]})
+    assert two.count("are not all complete") == 2 and two.endswith("whose runs are all complete.")
     assert C.committed_queries(tmp_path, "evidence", "sweep") == 0        # an empty shards/ folder
     shard = tmp_path / "evidence" / "sweep" / "shards" / "00000-abc"
     shard.mkdir()
@@ -114,6 +131,7 @@ def test_the_grid_shown_needs_every_run_complete(simulated_run, tmp_path):
     (shard / "records.jsonl").write_text("")
     (shard / "volatile.json").write_text("{}")
     assert C.committed_queries(tmp_path, "evidence", "sweep") == 3
-    text = C.shown_grid_sentence("default", "evidence", "default", ["main", "sweep"], ["sweep"], "grid-evidence.yaml",
-                                 progress={"sweep": (3, 40)})
+    progress = C.shard_progress(tmp_path, [evidence], {"evidence": ["sweep"]})
+    assert progress == {"evidence": {"sweep": (3, 40)}}
+    text = C.shown_grid_sentence("default", [evidence], "default", {"evidence": ["sweep"]}, progress)
     assert "missing: sweep (3 of 40 queries committed in shards)" in text

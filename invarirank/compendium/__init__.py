@@ -52,14 +52,17 @@ from .labels import (
 from .method_orderings import ordering_agreement, orderings
 from .prose import paper_ordering_sentence, reference_sentence, shown_grid_sentence, summary_sentence
 from .select import (
+                     GridChoice,
                      collect_runs,
                      committed_queries,
+                     grid_choice,
                      grid_to_show,
                      load_run,
                      main_k,
                      main_run,
                      other_grids,
                      setting_groups,
+                     shard_progress,
                      sweep_runs,
 )
 from .setup_tables import cost_table, coverage_table, data_stats_table, run_settings_table, scale_table
@@ -74,7 +77,8 @@ __all__ = [
     "ordering_agreement", "paper_ordering_sentence", "summary_sentence", "reference_sentence", "scorer_comparison",
     "cost_table",
     "scale_table", "data_stats_table", "coverage_table", "figure_training_loss", "model_label", "dataset_label",
-    "html_escape", "key", "grid_to_show", "committed_queries", "shown_grid_sentence", "run_claims", "claim_marks",
+    "html_escape", "key", "grid_to_show", "GridChoice", "grid_choice", "shard_progress",
+    "committed_queries", "shown_grid_sentence", "run_claims", "claim_marks",
     "verdict_sentence", "resolution_sentence", "verdicts_html", "claims_table", "pairwise_table", "smallest_p",
     "run_settings_table", "section5",
 ]

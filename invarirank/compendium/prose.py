@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from ..store import Run
 from .labels import METHOD_LABELS, METRIC_LABELS, PAPER_LOC_ORDER, method_label, run_setting, signed
 from .method_orderings import ordering
+from .select import GridChoice
 from .tables import ci_of
 
 __all__ = ["paper_ordering_sentence", "summary_sentence", "shown_grid_sentence", "reference_sentence"]
@@ -65,23 +66,35 @@ def summary_sentence(run: Run) -> str:
             f"table): {'; '.join(parts)}.")
 
 
-def shown_grid_sentence(shown: str, preferred: str, fallback: str, needed: Sequence[str], missing: Sequence[str],
-                        grid_file: str = "", progress: Mapping[str, tuple[int, int]] | None = None) -> str:
+def shown_grid_sentence(shown: str, choices: Sequence[GridChoice], fallback: str, missing: Mapping[str, Sequence[str]],
+                        progress: Mapping[str, Mapping[str, tuple[int, int | None]]] | None = None) -> str:
     """Which grid sets the results page's Table 1 and figures, and why (the switch of
-    :func:`invarirank.compendium.select.grid_to_show`); ``progress`` (missing run → (queries committed in shards,
-    queries of the run)) says how far each missing run is."""
-    where = f" ({grid_file})" if grid_file else ""
+    :func:`invarirank.compendium.select.grid_to_show`): the grid shown, then each grid passed over with its missing
+    runs; ``progress`` (grid → missing run → (queries committed in shards, queries of the run)) says how far each
+    missing run is."""
     progress = progress or {}
-    missing = [f"{name} ({progress[name][0]} of {progress[name][1]} queries committed in shards)"
-               if progress.get(name, (0, 0))[0] else name for name in missing]
-    if shown == preferred:
-        return (f"Table 1 and Figures 1–2 come from the {preferred} grid{where}: its main run and K sweep "
-                f"({', '.join(needed)}) are complete under results/{preferred}/.")
-    if not needed:
-        return f"Table 1 and Figures 1–2 come from the {fallback} grid."
-    return (f"Table 1 and Figures 1–2 come from the {fallback} grid: the {preferred} grid's main run and K sweep"
-            f"{where} are not all complete under results/{preferred}/ (missing: {', '.join(missing)}); the page "
-            f"switches to them once they are.")
+    chosen = next((c for c in choices if c.name == shown), None)
+    if chosen is not None:
+        head = (f"Table 1 and Figures 1–2 come from the {shown} grid ({chosen.file}): its main run and K sweep "
+                f"({', '.join(chosen.needed)}) are complete under results/{shown}/.")
+    else:
+        head = f"Table 1 and Figures 1–2 come from the {fallback} grid."
+    waiting = []
+    for choice in choices:
+        if choice.name == shown:
+            break
+        if not choice.needed:
+            continue
+        done = progress.get(choice.name, {})
+        runs = [f"{name} ({done[name][0]} of {done[name][1]} queries committed in shards)"
+                if done.get(name, (0, 0))[0] else name for name in missing.get(choice.name, [])]
+        waiting.append(f"The {choice.name} grid's main run and K sweep ({choice.file}) are not all complete under "
+                       f"results/{choice.name}/ (missing: {', '.join(runs)}).")
+    if not waiting:
+        return head
+    then = "The page switches to it once they are." if len(waiting) == 1 else \
+        "The page switches to the first of these grids whose runs are all complete."
+    return " ".join([head, *waiting, then])
 
 
 def _p(p: float) -> str:

@@ -7,6 +7,7 @@ chosen and grouped. Nothing here computes a run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvariRankError
@@ -16,7 +17,7 @@ from ..store import load_run as _load_run
 from .labels import dataset_label, in_paper_order, model_label
 
 __all__ = ["Run", "load_run", "collect_runs", "main_run", "main_k", "sweep_runs", "setting_groups", "other_grids",
-           "grid_to_show", "committed_queries"]
+           "GridChoice", "grid_choice", "grid_to_show", "shard_progress", "committed_queries"]
 
 
 def load_run(path: str | Path) -> Run:
@@ -85,15 +86,58 @@ def other_grids(runs: Sequence[Run], grid: str) -> dict[str, list[Run]]:
     return out
 
 
-def grid_to_show(results_dir: str | Path, preferred: str, needed: Sequence[str], fallback: str
-                 ) -> tuple[str, list[str]]:
-    """``(grid, missing)``: the grid whose runs set the results page's Table 1 and figures. ``preferred`` once every
-    run named in ``needed`` is complete under ``results_dir/<preferred>/`` (all of
+@dataclass(frozen=True)
+class GridChoice:
+    """A grid the results page may take Table 1 and Figures 1–2 from (:func:`grid_to_show`): its ``name``, its
+    ``file`` (named to the reader), its ``main_run``, the runs it ``needed`` complete (the main run and every run of
+    its setting — data set, first stage, model, scorer — i.e. its K sweep) and all its ``runs`` as (name, test
+    queries; None: all)."""
+
+    name: str
+    file: str
+    main_run: str
+    needed: tuple[str, ...]
+    runs: tuple[tuple[str, int | None], ...]
+
+
+def grid_choice(path: str | Path) -> GridChoice:
+    """The :class:`GridChoice` of the grid file ``path`` (read with the grid's own reader)."""
+    from ..grid import load_grid
+    from ..grid import main_run as grid_main_run
+    grid = load_grid(path)
+    main = grid_main_run(grid)
+    setting = (main.data_label, main.retriever, main.model_name, main.scorer)
+    needed = tuple(c.run_name for c in grid.runs if (c.data_label, c.retriever, c.model_name, c.scorer) == setting)
+    return GridChoice(grid.name, Path(path).name, main.run_name, needed,
+                      tuple((c.run_name, c.n_queries) for c in grid.runs))
+
+
+def grid_to_show(results_dir: str | Path, choices: Sequence[GridChoice], fallback: str
+                 ) -> tuple[str, dict[str, list[str]]]:
+    """``(grid, missing)``: the grid whose runs set the results page's Table 1 and figures — the first of
+    ``choices`` whose ``needed`` runs are all complete under ``results_dir/<grid>/`` (all of
     :data:`invarirank.store.RESULT_FILES`; a folder holding only part of a run, e.g. ``shards/``, is not), else
-    ``fallback``; ``missing`` lists the needed runs that are not complete (an empty ``needed`` gives ``fallback``)."""
-    done = {p.name for p in complete_runs(results_dir, [preferred])}
-    missing = [name for name in needed if name not in done]
-    return (preferred if needed and not missing else fallback), (missing if needed else [])
+    ``fallback``. ``missing`` maps each choice passed over (before the one shown; all of them when ``fallback`` is
+    shown) to its needed runs that are not complete. A choice that needs no run is never shown."""
+    missing: dict[str, list[str]] = {}
+    for choice in choices:
+        done = {p.name for p in complete_runs(results_dir, [choice.name])}
+        left = [name for name in choice.needed if name not in done]
+        if choice.needed and not left:
+            return choice.name, missing
+        missing[choice.name] = left
+    return fallback, missing
+
+
+def shard_progress(results_dir: str | Path, choices: Sequence[GridChoice], missing: dict[str, list[str]]
+                   ) -> dict[str, dict[str, tuple[int, int | None]]]:
+    """For each choice passed over, each missing run → (queries committed in shards, its test queries)."""
+    out: dict[str, dict[str, tuple[int, int | None]]] = {}
+    for choice in choices:
+        sizes = dict(choice.runs)
+        out[choice.name] = {name: (committed_queries(results_dir, choice.name, name), sizes.get(name))
+                            for name in missing.get(choice.name, [])}
+    return out
 
 
 def committed_queries(results_dir: str | Path, grid: str, run: str) -> int:
