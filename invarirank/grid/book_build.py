@@ -27,7 +27,7 @@ from ..store import RunFolder, complete_runs, project_root
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, lab_runs, load_grid, main_run
 
-__all__ = ["build", "compute_runs", "run_parameters", "OUTSIDE_CHECKOUT"]
+__all__ = ["build", "compute_runs", "run_parameters", "page_title", "OUTSIDE_CHECKOUT"]
 
 #: what to do when neither the grid file nor the working directory lies in a checkout
 OUTSIDE_CHECKOUT = "a grid executes the checkout's notebooks: run it from the checkout or keep the grid file in one"
@@ -67,6 +67,19 @@ def _data_parameters(entry: dict[str, Any], grid: Grid, root: Path) -> dict[str,
             "retrievers": list(rets if isinstance(rets, list) else [rets]),
             "K_values": [int(k) for k in (ks if isinstance(ks, list) else [ks])],
             "seed": int(entry.get("seed", (grid.raw.get("defaults") or {}).get("seed", 42)))}
+
+
+def page_title(config: RunConfig) -> str:
+    """The run page's title, in display names (the sidebar shows it): model, K, scorer, then data set, queries and
+    M; "Smoke run" first when the run's queries are too few for the paired test to resolve any claim (its smallest
+    p-value is not below 0.05), e.g. ``SmolLM2-135M at K = 10, span scorer (MovieLens-100K, 40 queries × M = 20)``."""
+    from ..compendium.labels import dataset_label, model_label
+    from ..compendium.verdicts import ALPHA, smallest_p
+    queries = "all queries" if config.n_queries is None else f"{config.n_queries:,} queries"
+    title = (f"{model_label(config.model_name)} at K = {config.effective_k}, {config.scorer} scorer "
+             f"({dataset_label(config.data_label)}, {queries} × M = {config.M})")
+    smoke = config.scorer == "simulated" or (config.n_queries is not None and smallest_p(config.n_queries) >= ALPHA)
+    return f"Smoke run: {title}" if smoke else title
 
 
 def run_parameters(config: RunConfig, results_dir: Path, work_dir: Path) -> dict[str, Any]:
@@ -112,15 +125,18 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
         out = pages / "data" / f"{slug(entry.get('label') or entry['dataset'])}.ipynb"
         data_pages.append(out)
         if not only or "data" in only:
-            name = entry.get("label") or entry["dataset"]
-            execute("data.ipynb", out, _data_parameters(entry, grid, root), [],
-                    title=f"{name}: counts and the first stage's coverage")
+            from ..compendium.labels import dataset_label
+            name = entry.get("label") or dataset_label(entry["dataset"])
+            params = _data_parameters(entry, grid, root)
+            ks = ", ".join(str(k) for k in sorted(params["K_values"]))
+            at = f" at K = {ks}" if ks else ""
+            execute("data.ipynb", out, params, [], title=f"{name}{at}: counts and the first stage's coverage")
     run_pages = [pages / "rerank" / f"{c.run_name}.ipynb" for c in grid.runs]
     for config in selected:
         folder = RunFolder(run_folder(config, results))
         run_files = [folder.file(f) for f in (RunFolder.MANIFEST, RunFolder.METRICS)]
         execute("rerank.ipynb", pages / "rerank" / f"{config.run_name}.ipynb",
-                run_parameters(config, results, work), run_files, title=config.title())
+                run_parameters(config, results, work), run_files, title=page_title(config))
     for folder, keep in ((pages / "rerank", run_pages), (pages / "data", data_pages)):
         if folder.is_dir():                      # pages of runs no longer in the grid would be stale
             for nb in folder.glob("*.ipynb"):

@@ -295,12 +295,6 @@ class RunConfig:
                 changes[name] = str(p if p.is_absolute() else Path(os.path.normpath(root / p)))
         return self.replace(**changes) if changes else self
 
-    def title(self) -> str:
-        """A human title for the run's notebook page."""
-        q = "all" if self.n_queries is None else str(self.n_queries)
-        return (f"Run: {self.data_label}, {self.model_name}, {self.scorer} scorer, K = {self.effective_k} "
-                f"(M = {self.M}, {q} queries)")
-
     # -- checks ----------------------------------------------------------------------------------
     def normalise(self, where: str = "config") -> None:
         """Coerce types (``"a,b"`` lists, sorted methods) and check ranges; raise :class:`InvariRankError`."""
