@@ -59,6 +59,8 @@ if not include_simulated:
 if preferred_grids is None:
     preferred_grids = [root / "configs" / "grid-paper-cpu.yaml", root / "configs" / "grid-evidence.yaml"]
 choices = [compendium.grid_choice(f) for f in preferred_grids if Path(f).is_file()]
+if any(c.name == grid for c in choices):     # a preferred grid executed on its own shows itself, whatever is complete
+    choices = [c for c in choices if c.name == grid]
 shown, missing = compendium.grid_to_show(results_dir, choices, grid)
 chosen = next((c for c in choices if c.name == shown), None)
 if chosen is not None and shown != grid:

@@ -50,12 +50,14 @@ runs:
 """
 
 
-def _execute(results: Path, evidence_file: Path | str, out: Path) -> str:
-    """Execute notebooks/results.ipynb on ``results`` with papermill and return the page rendered to HTML."""
+def _execute(results: Path, evidence_file: Path | str, out: Path, grid: str = "default",
+             before: Path | None = None) -> str:
+    """Execute notebooks/results.ipynb for ``grid`` on ``results`` with papermill (preferred grids: ``before``,
+    then ``evidence_file``) and return the page rendered to HTML."""
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0",
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    params = {"grid": "default", "results_dir": str(results), "include_simulated": True,
-              "preferred_grids": [str(evidence_file)] if evidence_file else []}
+    preferred = [str(f) for f in (before, evidence_file) if f]
+    params = {"grid": grid, "results_dir": str(results), "include_simulated": True, "preferred_grids": preferred}
     args = [sys.executable, "-m", "papermill", "results.ipynb", str(out), "--no-progress-bar", "-y", json.dumps(params)]
     proc = subprocess.run(args, cwd=ROOT / "notebooks", env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -153,6 +155,19 @@ def test_the_evidence_grid_sets_table_1_once_its_main_run_and_sweep_are_complete
     assert _verdicts(page) == _stored(made["complete"] / "evidence" / "ev-main-k6")
     # ... and the default grid's run moves to "Other grids"
     assert "<h3>Grid default</h3>" in page
+
+
+def test_a_preferred_grid_executed_on_its_own_shows_itself(made):
+    """`invarirank grid configs/grid-evidence.yaml` writes the evidence grid's own results page even when a grid
+    before it in the chain is complete (here a stand-in for the paper-cpu grid: the default run's grid)."""
+    ahead = made["base"] / "grid-ahead.yaml"
+    entry = {k: v for k, v in DEFAULT_RUN.items()}
+    ahead.write_text("grid: default\nruns:\n  - " + json.dumps(entry) + "\n")
+    chained = _execute(made["complete"], made["evidence"], made["base"] / "chained.ipynb", before=ahead)
+    assert "come from the default grid (grid-ahead.yaml): its main run and K sweep (sim-k6) are complete" in chained
+    own = _execute(made["complete"], made["evidence"], made["base"] / "own.ipynb", grid="evidence", before=ahead)
+    assert "come from the evidence grid (grid-evidence.yaml)" in own and "grid-ahead" not in own
+    assert _verdicts(own) == _stored(made["complete"] / "evidence" / "ev-main-k6")
 
 
 def test_the_evidence_grid_file_holds_the_issues_runs():

@@ -120,6 +120,9 @@ def test_the_grid_shown_needs_every_run_complete(simulated_run, tmp_path):
     assert C.grid_to_show(tmp_path, [], "default") == ("default", {})
     text = C.shown_grid_sentence("default", [evidence], "default", {"evidence": ["sweep"]})
     assert "from the default grid" in text and "missing: sweep" in text
+    itself = C.shown_grid_sentence("evidence", [evidence], "evidence", {"evidence": ["sweep"]})
+    assert itself == ("Table 1 and Figures 1–2 come from the evidence grid. Its main run and K sweep are not all "
+                      "complete under results/evidence/ (missing: sweep); the page shows its finished runs.")
     two = C.shown_grid_sentence("default", [paper, evidence], "default",
                                 {"paper-cpu": ["main", "sweep"], "evidence": ["sweep"]})
     assert two.count("are not all complete") == 2 and two.endswith("whose runs are all complete.")

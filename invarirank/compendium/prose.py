@@ -73,28 +73,33 @@ def shown_grid_sentence(shown: str, choices: Sequence[GridChoice], fallback: str
     runs; ``progress`` (grid → missing run → (queries committed in shards, queries of the run)) says how far each
     missing run is."""
     progress = progress or {}
-    chosen = next((c for c in choices if c.name == shown), None)
+
+    def runs_of(choice: GridChoice) -> str:
+        done = progress.get(choice.name, {})
+        return ", ".join(f"{name} ({done[name][0]} of {done[name][1]} queries committed in shards)"
+                         if done.get(name, (0, 0))[0] else name for name in missing.get(choice.name, []))
+    chosen = next((c for c in choices if c.name == shown and c.name not in missing), None)
     if chosen is not None:
         head = (f"Table 1 and Figures 1–2 come from the {shown} grid ({chosen.file}): its main run and K sweep "
                 f"({', '.join(chosen.needed)}) are complete under results/{shown}/.")
     else:
         head = f"Table 1 and Figures 1–2 come from the {fallback} grid."
-    waiting = []
+    waiting, itself = [], []
     for choice in choices:
-        if choice.name == shown:
+        if choice is chosen:
             break
         if not choice.needed:
             continue
-        done = progress.get(choice.name, {})
-        runs = [f"{name} ({done[name][0]} of {done[name][1]} queries committed in shards)"
-                if done.get(name, (0, 0))[0] else name for name in missing.get(choice.name, [])]
+        if choice.name == shown:               # the grid executed is itself a preferred one, not yet complete
+            itself.append(f"Its main run and K sweep are not all complete under results/{shown}/ (missing: "
+                          f"{runs_of(choice)}); the page shows its finished runs.")
+            continue
         waiting.append(f"The {choice.name} grid's main run and K sweep ({choice.file}) are not all complete under "
-                       f"results/{choice.name}/ (missing: {', '.join(runs)}).")
-    if not waiting:
-        return head
-    then = "The page switches to it once they are." if len(waiting) == 1 else \
-        "The page switches to the first of these grids whose runs are all complete."
-    return " ".join([head, *waiting, then])
+                       f"results/{choice.name}/ (missing: {runs_of(choice)}).")
+    if waiting:
+        waiting.append("The page switches to it once they are." if len(waiting) == 1 else
+                       "The page switches to the first of these grids whose runs are all complete.")
+    return " ".join([head, *itself, *waiting])
 
 
 def _p(p: float) -> str:
