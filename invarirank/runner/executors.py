@@ -70,8 +70,9 @@ class Executor(Protocol):
         (:meth:`~invarirank.runner.worker.ShardWorker.check_queries` on one worker), before any pass."""
         ...
 
-    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int) -> Any:
-        """STELLA_LW's calibration for lists of ``k`` (a :class:`~invarirank.methods.stella.Calibration`)."""
+    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int, progress: bool = False) -> Any:
+        """STELLA_LW's calibration for lists of ``k`` (a :class:`~invarirank.methods.stella.Calibration`);
+        ``progress``: a progress bar over its passes (on standard error; a Ray worker's is forwarded by Ray)."""
         ...
 
     def map_shards(self, config: RunConfig, tasks: Sequence[ShardTask],
@@ -149,10 +150,10 @@ class LocalExecutor(_Executor):
     def check_queries(self, config: RunConfig, queries: Sequence[Query]) -> None:
         self.worker(config).check_queries(queries)
 
-    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int) -> Any:
+    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int, progress: bool = False) -> Any:
         return self.worker(config).calibrate(validation, k, n_queries=config.calibration_queries,
                                              repeats=config.calibration_repeats, seed=config.seed,
-                                             cache_dir=config.cache_dir)
+                                             cache_dir=config.cache_dir, progress=progress)
 
     def map_shards(self, config: RunConfig, tasks: Sequence[ShardTask],
                    on_result: Callable[[ShardResult], None]) -> None:
@@ -346,11 +347,12 @@ class RayExecutor(_Executor):
         first = self.pool(config)[0]
         self._get(first.check_queries.remote(list(queries)), "the check of the queries")
 
-    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int) -> Any:
+    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int, progress: bool = False) -> Any:
         first = self.pool(config)[0]
         return self._get(first.calibrate.remote(list(validation), k, n_queries=config.calibration_queries,
                                                 repeats=config.calibration_repeats, seed=config.seed,
-                                                cache_dir=config.cache_dir), f"STELLA calibration at K={k}")
+                                                cache_dir=config.cache_dir, progress=progress),
+                         f"STELLA calibration at K={k}")
 
     def map_shards(self, config: RunConfig, tasks: Sequence[ShardTask],
                    on_result: Callable[[ShardResult], None]) -> None:

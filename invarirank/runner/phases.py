@@ -113,7 +113,7 @@ def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | No
     calibrations: dict[int, Any] = {}
     if "stella" in config.methods:
         for k in sorted({q.k for q in qs.test}):
-            cal = executor.calibrate(config, qs.validation, k)
+            cal = executor.calibrate(config, qs.validation, k, progress=progress)
             if not cal.query_ids:
                 raise InvariRankError(
                     f"STELLA calibration for K={k}: none of the {len(qs.validation)} validation queries has a "
