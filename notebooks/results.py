@@ -45,7 +45,7 @@ from myst_nb import glue
 from invarirank import compendium
 from invarirank.compendium import section5
 from invarirank.evaluation import read_observations
-from invarirank.grid import project_root
+from invarirank.grid import load_grid, main_sweep, project_root
 
 root = project_root()
 results_dir = Path(results_dir) if results_dir else root / "results"
@@ -58,7 +58,8 @@ if not include_simulated:
 # scorer: its K sweep) are complete; the names come from the grid files, never typed here.
 if preferred_grids is None:
     preferred_grids = [root / "configs" / "grid-paper-cpu.yaml", root / "configs" / "grid-evidence.yaml"]
-choices = [compendium.grid_choice(f) for f in preferred_grids if Path(f).is_file()]
+grids = [load_grid(f) for f in preferred_grids if Path(f).is_file()]
+choices = [compendium.grid_choice(g, main_sweep(g)) for g in grids]
 if any(c.name == grid for c in choices):     # a preferred grid executed on its own shows itself, whatever is complete
     choices = [c for c in choices if c.name == grid]
 shown, missing = compendium.grid_to_show(results_dir, choices, grid)

@@ -121,10 +121,13 @@ def test_run_page_titles_use_display_names_and_label_smoke_runs():
     """The sidebar's run titles: display names (never ids such as ``ml-100k``), one title per run of a grid, and
     "Smoke run" exactly on the runs too small to resolve a claim (the default grid's 5 queries; not the evidence
     grid's 40 or 20)."""
-    from invarirank.grid.book_build import page_title
+    from invarirank.compendium.titles import run_page_title as page_title
 
     for name, smoke in (("default", True), ("evidence", False), ("paper-cpu", False)):
         titles = [page_title(c) for c in load_grid(ROOT / "configs" / f"grid-{name}.yaml").runs]
         assert len(set(titles)) == len(titles), titles
         assert all(t.startswith("Smoke run: ") == smoke for t in titles), titles
         assert all("MovieLens-100K" in t and "ml-100k" not in t and "smollm2-135m" not in t for t in titles), titles
+    from invarirank.compendium.titles import data_page_title
+    assert data_page_title("ml-100k", [25, 5, 15, 10]) == \
+        "MovieLens-100K at K = 5, 10, 15, 25: counts and the first stage's coverage"

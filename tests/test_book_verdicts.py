@@ -196,9 +196,10 @@ def test_the_results_page_prefers_the_paper_cpu_grid_then_the_evidence_grid():
     """The chain the results page switches along (its default ``preferred_grids``): the paper-cpu grid (Table 1 at
     K = 25, the sweep at 15/25/50) once its main run and K sweep are complete, else the evidence grid (K = 10)."""
     from invarirank import compendium
+    from invarirank.grid import main_sweep
 
-    paper = compendium.grid_choice(ROOT / "configs" / "grid-paper-cpu.yaml")
-    evidence = compendium.grid_choice(ROOT / "configs" / "grid-evidence.yaml")
+    grids = [load_grid(ROOT / "configs" / f"grid-{name}.yaml") for name in ("paper-cpu", "evidence")]
+    paper, evidence = (compendium.grid_choice(g, main_sweep(g)) for g in grids)
     assert (paper.name, paper.main_run, sorted(paper.needed)) == \
         ("paper-cpu", "smollm2-span-k25", ["smollm2-span-k15", "smollm2-span-k25", "smollm2-span-k50"])
     assert (evidence.main_run, sorted(evidence.needed)) == \

@@ -97,12 +97,15 @@ def run(args: argparse.Namespace) -> int:
             print()
             print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=find_bench(args.bench)))
         return 0
+    from ..compendium.titles import data_page_title, run_page_title
+    from ..grid.book_build import PageTitles
     t0 = time.perf_counter()
     executor = executor_from_args(args)
     try:
         summary = build(args.grid, build_dir=args.build_dir, results_dir=args.results_dir, work_dir=args.work_dir,
                         force=args.force, only=args.only, skip_results=args.skip_results, kernel=args.kernel,
-                        executor=executor, execution=execution, root=root)
+                        executor=executor, execution=execution, root=root,
+                        titles=PageTitles(run=run_page_title, data=data_page_title))
     finally:
         if executor is not None:
             executor.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import InvariRankError
 from ..store import Run, complete_runs
@@ -100,15 +101,10 @@ class GridChoice:
     runs: tuple[tuple[str, int | None], ...]
 
 
-def grid_choice(path: str | Path) -> GridChoice:
-    """The :class:`GridChoice` of the grid file ``path`` (read with the grid's own reader)."""
-    from ..grid import load_grid
-    from ..grid import main_run as grid_main_run
-    grid = load_grid(path)
-    main = grid_main_run(grid)
-    setting = (main.data_label, main.retriever, main.model_name, main.scorer)
-    needed = tuple(c.run_name for c in grid.runs if (c.data_label, c.retriever, c.model_name, c.scorer) == setting)
-    return GridChoice(grid.name, Path(path).name, main.run_name, needed,
+def grid_choice(grid: Any, sweep: Sequence[Any]) -> GridChoice:
+    """The :class:`GridChoice` of a loaded grid (:func:`invarirank.grid.load_grid`: its ``name``, ``path`` and
+    ``runs``) whose main run and K sweep are ``sweep``, main run first (:func:`invarirank.grid.main_sweep`)."""
+    return GridChoice(grid.name, Path(grid.path).name, sweep[0].run_name, tuple(c.run_name for c in sweep),
                       tuple((c.run_name, c.n_queries) for c in grid.runs))
 
 

@@ -17,17 +17,36 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..runner import Executor, RunConfig, ensure_runs, run_folder, run_status, slug
-from ..runner.run import mismatch_error
+from ..runner import Executor, RunConfig, ensure_runs, mismatch_error, run_folder, run_status, slug
 from ..store import RunFolder, complete_runs, project_root
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, lab_runs, load_grid, main_run
 
-__all__ = ["build", "compute_runs", "run_parameters", "page_title", "OUTSIDE_CHECKOUT"]
+__all__ = ["build", "compute_runs", "run_parameters", "PageTitles", "OUTSIDE_CHECKOUT"]
+
+def _run_id_title(config: RunConfig) -> str:
+    return f"Run {config.run_name}"
+
+
+def _data_id_title(name: str, ks: Sequence[int]) -> str:
+    at = f" at K = {', '.join(str(k) for k in sorted(ks))}" if ks else ""
+    return f"{name}{at}: counts and the first stage's coverage"
+
+
+@dataclass(frozen=True)
+class PageTitles:
+    """How :func:`build` titles the pages it executes: ``run`` (a run → its page's title) and ``data`` (a data set's
+    label or id and its list lengths → its data page's title). The grid layer knows ids only; ``invarirank grid``
+    passes the book's display names (:mod:`invarirank.compendium.titles`)."""
+
+    run: Callable[[RunConfig], str] = _run_id_title
+    data: Callable[[str, Sequence[int]], str] = _data_id_title
+
 
 #: what to do when neither the grid file nor the working directory lies in a checkout
 OUTSIDE_CHECKOUT = "a grid executes the checkout's notebooks: run it from the checkout or keep the grid file in one"
@@ -69,19 +88,6 @@ def _data_parameters(entry: dict[str, Any], grid: Grid, root: Path) -> dict[str,
             "seed": int(entry.get("seed", (grid.raw.get("defaults") or {}).get("seed", 42)))}
 
 
-def page_title(config: RunConfig) -> str:
-    """The run page's title, in display names (the sidebar shows it): model, K, scorer, then data set, queries and
-    M; "Smoke run" first when the run's queries are too few for the paired test to resolve any claim (its smallest
-    p-value is not below 0.05), e.g. ``SmolLM2-135M at K = 10, span scorer (MovieLens-100K, 40 queries × M = 20)``."""
-    from ..compendium.labels import dataset_label, model_label
-    from ..compendium.verdicts import ALPHA, smallest_p
-    queries = "all queries" if config.n_queries is None else f"{config.n_queries:,} queries"
-    title = (f"{model_label(config.model_name)} at K = {config.effective_k}, {config.scorer} scorer "
-             f"({dataset_label(config.data_label)}, {queries} × M = {config.M})")
-    smoke = config.scorer == "simulated" or (config.n_queries is not None and smallest_p(config.n_queries) >= ALPHA)
-    return f"Smoke run: {title}" if smoke else title
-
-
 def run_parameters(config: RunConfig, results_dir: Path, work_dir: Path) -> dict[str, Any]:
     """Papermill parameters of ``notebooks/rerank.ipynb`` for a run: all its settings (the notebook's own
     defaults are the default grid's, not the schema's) and where runs live."""
@@ -94,12 +100,15 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
           results_dir: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
           force: bool = False, only: Sequence[str] = (), skip_results: bool = False,
           kernel: str = "python3", executor: Executor | None = None,
-          execution: dict[str, Any] | None = None, root: Path | None = None) -> dict[str, Any]:
+          execution: dict[str, Any] | None = None, root: Path | None = None,
+          titles: PageTitles | None = None) -> dict[str, Any]:
     """Compute a grid's missing runs, then execute its notebooks (see the module docstring). ``only`` limits
     the work to these runs/pages (a run name, ``data`` or ``rerank``); ``executor`` computes the runs in shards
     (:func:`compute_runs`), ``execution`` overrides the runs' execution settings (``shard_queries``,
     ``query_window``), ``root`` is the project root (default: found from ``grid_path``,
-    :func:`invarirank.store.project_root`); returns a summary of what ran."""
+    :func:`invarirank.store.project_root`), ``titles`` how the pages are titled (default: by ids); returns a summary
+    of what ran."""
+    titles = titles or PageTitles()
     root = root or project_root(grid_file=grid_path, instead=OUTSIDE_CHECKOUT)
     grid = load_grid(grid_path, execution=execution, root=root)
     # every path resolved once, here: the notebooks run in notebooks/ and must not read a relative one there
@@ -125,18 +134,15 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
         out = pages / "data" / f"{slug(entry.get('label') or entry['dataset'])}.ipynb"
         data_pages.append(out)
         if not only or "data" in only:
-            from ..compendium.labels import dataset_label
-            name = entry.get("label") or dataset_label(entry["dataset"])
             params = _data_parameters(entry, grid, root)
-            ks = ", ".join(str(k) for k in sorted(params["K_values"]))
-            at = f" at K = {ks}" if ks else ""
-            execute("data.ipynb", out, params, [], title=f"{name}{at}: counts and the first stage's coverage")
+            execute("data.ipynb", out, params, [],
+                    title=titles.data(entry.get("label") or entry["dataset"], params["K_values"]))
     run_pages = [pages / "rerank" / f"{c.run_name}.ipynb" for c in grid.runs]
     for config in selected:
         folder = RunFolder(run_folder(config, results))
         run_files = [folder.file(f) for f in (RunFolder.MANIFEST, RunFolder.METRICS)]
         execute("rerank.ipynb", pages / "rerank" / f"{config.run_name}.ipynb",
-                run_parameters(config, results, work), run_files, title=page_title(config))
+                run_parameters(config, results, work), run_files, title=titles.run(config))
     for folder, keep in ((pages / "rerank", run_pages), (pages / "data", data_pages)):
         if folder.is_dir():                      # pages of runs no longer in the grid would be stale
             for nb in folder.glob("*.ipynb"):

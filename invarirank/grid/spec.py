@@ -21,10 +21,9 @@ from typing import Any
 
 from ..errors import InvariRankError
 from ..io import load_yaml, read_utf8
-from ..runner import RunConfig, simple_name
-from ..runner.config import PATH_SETTINGS
+from ..runner import PATH_SETTINGS, RunConfig, simple_name
 
-__all__ = ["Grid", "load_grid", "lab_runs", "main_run", "check_paths", "check_folders"]
+__all__ = ["Grid", "load_grid", "lab_runs", "main_run", "main_sweep", "check_paths", "check_folders"]
 
 _GRID_KEYS = {"grid", "description", "defaults", "runs", "data", "lab", "estimate", "notes", "commands",
               "scaled_down", "include_simulated"}
@@ -263,3 +262,12 @@ def lab_runs(lab: Mapping[str, Any]) -> list[RunConfig]:
 def main_run(grid: Grid) -> RunConfig:
     """The grid's main run (it sets Table 1): the first run with the most methods."""
     return max(grid.runs, key=lambda c: len(c.methods))
+
+
+def main_sweep(grid: Grid) -> list[RunConfig]:
+    """The main run first, then every other run of its setting (data set, first stage, model, scorer), in file
+    order: its K sweep, what a results page needs complete to take Table 1 and Figures 1–2 from this grid."""
+    main = main_run(grid)
+    setting = (main.data_label, main.retriever, main.model_name, main.scorer)
+    return [main, *(c for c in grid.runs
+                    if c is not main and (c.data_label, c.retriever, c.model_name, c.scorer) == setting)]

@@ -19,18 +19,28 @@ The runner may import every layer below it (data, retrieval, llm, methods, evalu
 
 from __future__ import annotations
 
-from .config import RunConfig, simple_name, slug
+from .config import PATH_SETTINGS, RunConfig, simple_name, slug
 from .executors import EXECUTORS, Executor, LocalExecutor, make_executor
 from .manifest import manifest_without_run
 from .plan import RunPlan, format_plan, plan_run
 from .queries import QuerySet, load_queries
 from .records import ObservationRow, QueryRecord
 from .rerank import rerank_query
-from .run import NO_RUN_FOLDER, RunResult, ensure_run, ensure_runs, run_experiment, run_folder, run_status
+from .run import (
+                  NO_RUN_FOLDER,
+                  RunResult,
+                  ensure_run,
+                  ensure_runs,
+                  mismatch_error,
+                  run_experiment,
+                  run_folder,
+                  run_status,
+)
 from .shards import Shard, plan_shards
 from .worker import make_run_scorer
 
-__all__ = ["RunConfig", "simple_name", "slug", "QuerySet", "load_queries", "rerank_query", "ObservationRow",
-           "QueryRecord", "RunPlan", "plan_run", "format_plan", "RunResult", "ensure_runs", "ensure_run",
-           "run_experiment", "run_folder", "run_status", "NO_RUN_FOLDER", "make_run_scorer", "manifest_without_run",
-           "Shard", "plan_shards", "Executor", "LocalExecutor", "make_executor", "EXECUTORS"]
+__all__ = ["RunConfig", "PATH_SETTINGS", "simple_name", "slug", "QuerySet", "load_queries", "rerank_query",
+           "ObservationRow", "QueryRecord", "RunPlan", "plan_run", "format_plan", "RunResult", "ensure_runs",
+           "ensure_run", "run_experiment", "run_folder", "run_status", "mismatch_error", "NO_RUN_FOLDER",
+           "make_run_scorer", "manifest_without_run", "Shard", "plan_shards", "Executor", "LocalExecutor",
+           "make_executor", "EXECUTORS"]

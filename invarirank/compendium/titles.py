@@ -1,0 +1,36 @@
+"""The titles of the book's executed pages (the sidebar shows them), in display names.
+
+The grid layer that executes the pages knows run and data-set ids only (:class:`invarirank.grid.book_build.
+PageTitles`); the command line hands it these two functions. A run is given as any object with the settings of
+:class:`invarirank.runner.RunConfig` (this layer does not import the runner).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..evaluation.comparisons import ALPHA
+from .labels import dataset_label, model_label
+from .verdicts import smallest_p
+
+__all__ = ["run_page_title", "data_page_title"]
+
+
+def run_page_title(config: Any) -> str:
+    """Model, K, scorer, then data set, queries and M, e.g. ``SmolLM2-135M at K = 10, span scorer (MovieLens-100K,
+    40 queries × M = 20)``; "Smoke run: " first when the run's queries are too few for the paired test to resolve
+    any claim (its smallest p-value is not below 0.05) or its scorer is the simulated one."""
+    n = config.n_queries
+    queries = "all queries" if n is None else f"{n:,} queries"
+    title = (f"{model_label(config.model_name)} at K = {config.effective_k}, {config.scorer} scorer "
+             f"({dataset_label(config.data_label)}, {queries} × M = {config.M})")
+    smoke = config.scorer == "simulated" or (n is not None and smallest_p(n) >= ALPHA)
+    return f"Smoke run: {title}" if smoke else title
+
+
+def data_page_title(name: str, ks: Sequence[int]) -> str:
+    """A data page's title: the data set's display name (a label given in the grid is kept) and its list lengths,
+    e.g. ``MovieLens-100K at K = 5, 10, 15, 25: counts and the first stage's coverage``."""
+    at = f" at K = {', '.join(str(k) for k in sorted(ks))}" if ks else ""
+    return f"{dataset_label(name)}{at}: counts and the first stage's coverage"
