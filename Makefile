@@ -77,7 +77,7 @@ grid: setup
 
 # a page per complete run of the evidence grid, and its data page: the first stage's coverage at the grid's Ks
 # (it computes nothing: every run listed here is committed complete)
-EVIDENCE_PAGES ?= smollm2-span-k10 smollm2-span-k5 smollm2-span-k15 smollm2-span-k25 smollm2-choice-k10
+EVIDENCE_PAGES ?= smollm2-span-k10 smollm2-span-k5 smollm2-span-k15 smollm2-span-k25 gemma3-span-k10 smollm2-choice-k10
 
 book: grid
 	$(INVARIRANK) grid configs/grid-evidence.yaml --build-dir book/generated/evidence --skip-results --only data \

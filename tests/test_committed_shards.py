@@ -1,7 +1,7 @@
 """The shards committed under ``results/*/*/shards/`` stay resumable: the run fingerprint no longer holds the
 package version (a release changes no fingerprint), yet equals the one the committed shards were written with;
-``invarirank grid configs/grid-evidence.yaml --dry-run`` counts the committed queries; a resumed run accepts the
-committed shards of ``results/evidence/gemma3-span-k10/``."""
+``invarirank grid configs/grid-<grid>.yaml --dry-run`` counts the committed queries; a resumed run accepts the
+committed shards of every run still being computed (``results/<grid>/<run>/shards/``)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import pytest
 
 import invarirank
 from invarirank.cli import main
+from invarirank.grid import load_grid
 from invarirank.io import read_json
 from invarirank.runner.manifest import sha256_json
+from invarirank.runner.provenance import QUERY_PARTS
 from invarirank.runner.shards import RECORD_VERSION, ShardFolders, run_fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
-EVIDENCE = ROOT / "configs" / "grid-evidence.yaml"
-RUN = "gemma3-span-k10"
 
 
 def test_the_fingerprint_holds_no_package_version_and_keeps_its_old_value(monkeypatch):
@@ -35,26 +35,44 @@ def test_the_fingerprint_holds_no_package_version_and_keeps_its_old_value(monkey
     assert run_fingerprint({**identity, "K": 5}, key, "q" * 64, "v" * 64)[0] != before[0]
 
 
+#: every run with committed shards (a run still being computed), as (grid, run)
+SHARDED = sorted((p.parent.parent.name, p.parent.name) for p in (ROOT / "results").glob("*/*/shards")
+                 if any(p.iterdir()))
+
+
+def _committed(grid: str, run: str) -> int:
+    return sum(len(read_json(s / "shard.json")["query_ids"]) for s in (ROOT / "results" / grid / run /
+                                                                     "shards").iterdir())
+
+
 @pytest.mark.committed
-def test_the_evidence_grid_dry_run_counts_the_committed_shards(capsys):
-    assert main(["grid", str(EVIDENCE), "--dry-run"]) == 0
+@pytest.mark.parametrize("grid", ["evidence", "paper-cpu"])
+def test_the_dry_run_counts_the_committed_shards(grid, capsys):
+    """Every run of the grid is complete, or missing with the queries its committed shards hold counted."""
+    assert main(["grid", str(ROOT / "configs" / f"grid-{grid}.yaml"), "--dry-run"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if re.match(r"^\S+\s+(complete|missing|incomplete)",
                                                                               line)]
     rows = {line.split()[0]: line for line in lines}
-    assert len(rows) == 6
-    committed = sum(len(read_json(s / "shard.json")["query_ids"]) for s in (ROOT / "results" / "evidence" / RUN /
-                                                                            "shards").iterdir())
-    assert 0 < committed < 20
-    assert re.match(rf"^{RUN}\s+missing\s+20\s+{committed}\s+", rows[RUN]), rows[RUN]  # queries in shards
-    assert all(line.split()[1] == "complete" for name, line in rows.items() if name != RUN), rows
+    assert rows and set(rows) == {c.run_name for c in load_grid(ROOT / "configs" / f"grid-{grid}.yaml").runs}
+    for run, line in rows.items():
+        if (grid, run) in SHARDED:
+            committed = _committed(grid, run)
+            n = load_grid(ROOT / "configs" / f"grid-{grid}.yaml").run(run).n_queries
+            assert 0 < committed < n
+            assert re.match(rf"^{run}\s+missing\s+{n}\s+{committed}\s+", line), line
+        elif (ROOT / "results" / grid / run / "manifest.json").is_file():
+            assert line.split()[1] == "complete", line
+        else:
+            assert line.split()[1] == "missing", line
 
 
 @pytest.mark.committed
 @pytest.mark.slow
-def test_a_resumed_run_accepts_the_committed_shards(tmp_path):
+@pytest.mark.parametrize("grid,run", SHARDED, ids=[f"{g}/{r}" for g, r in SHARDED])
+def test_a_resumed_run_accepts_the_committed_shards(grid, run, tmp_path):
     """The fingerprint a resumed run computes now (settings, queries, the scorer's key identity from a loaded
-    Gemma 3) is made of the committed shards' parts — the run would compute only the 10 other queries — and a
-    shard it writes holds the same ``parts`` as theirs (byte-compatible).
+    model) is made of the committed shards' parts — the run would compute only the other queries — and a shard it
+    writes holds the same ``parts`` as theirs (byte-compatible).
 
     The queries' part hashes the candidates file, first-stage scores included; a machine whose LightGCN training
     gives other floating-point scores (the same candidates) has another one. Such shards are then accepted by
@@ -62,20 +80,20 @@ def test_a_resumed_run_accepts_the_committed_shards(tmp_path):
     (:func:`invarirank.runner.provenance.rows_reproduce`), and a doctored row is refused."""
     pytest.importorskip("torch")
     from invarirank.candidates import queries_sha256
-    from invarirank.grid import load_grid, run_folder
+    from invarirank.grid import run_folder
     from invarirank.runner import LocalExecutor, load_queries
     from invarirank.store import committed_shards, import_shards
 
-    config = next(c for c in load_grid(EVIDENCE).runs if c.run_name == RUN)
+    config = load_grid(ROOT / "configs" / f"grid-{grid}.yaml").run(run)
     target = run_folder(config, ROOT / "results")
     shards = committed_shards(target)
-    assert len(shards) >= 2
+    assert len(shards) >= 1
     config = config.with_absolute_paths(ROOT)
     qs = load_queries(config, progress=False)                 # the data and first stage, from their caches
     with LocalExecutor() as ex:
         key_identity = ex.describe(config)["key_identity"]
-    fingerprint, parts = run_fingerprint(config.identity(), key_identity, queries_sha256(qs.test),
-                                         queries_sha256(qs.validation))
+    validation = queries_sha256(qs.validation) if "stella" in config.methods else None   # as the runner hashes
+    fingerprint, parts = run_fingerprint(config.identity(), key_identity, queries_sha256(qs.test), validation)
     heads = [read_json(shard / "shard.json") for shard in shards]
     for head in heads:                                        # what the change of the fingerprint is about
         assert {k: head["parts"][k] for k in ("settings", "scorer", "invarirank", "checkpoint")} == \
@@ -90,12 +108,12 @@ def test_a_resumed_run_accepts_the_committed_shards(tmp_path):
         return rows_reproduce(rows, by_id, M=config.M, seed=config.seed, noise_floor=config.noise_floor)
 
     assert import_shards(target, tmp_path) == [s.name for s in shards]
-    folders = ShardFolders(tmp_path, RUN, fingerprint, parts, reproduces=reproduces)
+    folders = ShardFolders(tmp_path, run, fingerprint, parts, reproduces=reproduces)
     done, _ = folders.finished()
     assert len(done) == sum(len(head["query_ids"]) for head in heads)
     # shards written on this kind of CPU match the fingerprint; the others (another CPU's first-stage scores, so
     # other query hashes) are accepted by content — committed shards may be of both kinds
-    same = [head["parts"]["queries"] == parts["queries"] for head in heads]
+    same = [all(head["parts"][k] == parts[k] for k in QUERY_PARTS) for head in heads]
     assert all(head["fingerprint"] == fingerprint and head["parts"] == parts
                for head, here in zip(heads, same) if here)
     assert folders.accepted_by_content == [s.name for s, here in zip(shards, same) if not here]
@@ -106,4 +124,4 @@ def test_a_resumed_run_accepts_the_committed_shards(tmp_path):
         lines[0] = lines[0].replace('"permutation": 0, "input": ["', '"permutation": 0, "input": ["x', 1)
         records.write_text("\n".join(lines) + "\n", encoding="utf-8")
         with pytest.raises(InvariRankError, match="a shard of other queries"):
-            ShardFolders(tmp_path, RUN, fingerprint, parts, reproduces=reproduces).finished()
+            ShardFolders(tmp_path, run, fingerprint, parts, reproduces=reproduces).finished()
