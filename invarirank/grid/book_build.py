@@ -29,6 +29,7 @@ from .spec import Grid, lab_runs, load_grid, main_run
 
 __all__ = ["build", "compute_runs", "run_parameters", "PageTitles", "OUTSIDE_CHECKOUT"]
 
+
 def _run_id_title(config: RunConfig) -> str:
     return f"Run {config.run_name}"
 

@@ -276,23 +276,24 @@ class RunConfig:
         return (f"{slug(self.data_label)}-{slug(self.retriever)}-{slug(self.model_name)}-{self.scorer}"
                 f"-k{self.effective_k}")
 
+    def _expanded_paths(self) -> dict[str, Path]:
+        """The path settings (:data:`PATH_SETTINGS`) that are set, with ``~`` and environment variables expanded;
+        a value naming an unset ``$VAR`` is left out (the grid's check names it)."""
+        return {name: _expanded(value) for name in PATH_SETTINGS
+                if (value := getattr(self, name)) and "$" not in os.path.expandvars(value)}
+
     def relative_paths(self) -> list[str]:
         """The path settings (:data:`PATH_SETTINGS`) given as relative paths (after expanding ``~`` and
         environment variables): the ones :meth:`with_absolute_paths` changes."""
-        return [name for name in PATH_SETTINGS if getattr(self, name) and "$" not in os.path.expandvars(
-            getattr(self, name)) and not _expanded(getattr(self, name)).is_absolute()]
+        return [name for name, p in self._expanded_paths().items() if not p.is_absolute()]
 
     def with_absolute_paths(self, root: Path) -> RunConfig:
         """A copy whose path settings (:data:`PATH_SETTINGS`) are what the run reads: ``~`` and environment
         variables expanded, a relative path taken against ``root`` (normalised). The one path rule: a grid takes
         ``root`` = the project root, a check of a run's inputs the working directory. A value that names an unset
         ``$VAR`` is left as given (the grid's check names it)."""
-        changes = {}
-        for name in PATH_SETTINGS:
-            value = getattr(self, name)
-            if value and "$" not in os.path.expandvars(value):
-                p = _expanded(value)
-                changes[name] = str(p if p.is_absolute() else Path(os.path.normpath(root / p)))
+        changes = {name: str(p if p.is_absolute() else Path(os.path.normpath(root / p)))
+                   for name, p in self._expanded_paths().items()}
         return self.replace(**changes) if changes else self
 
     # -- checks ----------------------------------------------------------------------------------
