@@ -118,16 +118,20 @@ def test_a_k_sweep_reranks_the_same_users(grid_file):
 
 
 def test_run_page_titles_use_display_names_and_label_smoke_runs():
-    """The sidebar's run titles: display names (never ids such as ``ml-100k``), one title per run of a grid, and
+    """The sidebar's run titles: display names (never ids such as ``ml-100k``), one title per run of the book's
+    grids together (the evidence and paper-cpu grids both have a K = 15 run; their queries differ), and
     "Smoke run" exactly on the runs too small to resolve a claim (the default grid's 5 queries; not the evidence
     grid's 40 or 20)."""
     from invarirank.compendium.titles import run_page_title as page_title
 
+    every: list[str] = []
     for name, smoke in (("default", True), ("evidence", False), ("paper-cpu", False)):
         titles = [page_title(c) for c in load_grid(ROOT / "configs" / f"grid-{name}.yaml").runs]
-        assert len(set(titles)) == len(titles), titles
+        every += titles
         assert all(t.startswith("Smoke run: ") == smoke for t in titles), titles
         assert all("MovieLens-100K" in t and "ml-100k" not in t and "smollm2-135m" not in t for t in titles), titles
+    assert len(set(every)) == len(every), every
+    assert "SmolLM2-135M at K = 15, span scorer (MovieLens-100K, 40 queries kept at K = 5 × M = 20)" in every
     from invarirank.compendium.titles import data_page_title
     assert data_page_title("ml-100k", [25, 5, 15, 10]) == \
         "MovieLens-100K at K = 5, 10, 15, 25: counts and the first stage's coverage"
