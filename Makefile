@@ -79,9 +79,14 @@ grid: setup
 # (it computes nothing: every run listed here is committed complete)
 EVIDENCE_PAGES ?= smollm2-span-k10 smollm2-span-k5 smollm2-span-k15 smollm2-span-k25 gemma3-span-k10 smollm2-choice-k10
 
+# a page per complete run of the paper-cpu grid, and its data page: the first stage's coverage at K = 15, 25, 50
+PAPER_CPU_PAGES ?=
+
 book: grid
 	$(INVARIRANK) grid configs/grid-evidence.yaml --build-dir book/generated/evidence --skip-results --only data \
 	    $(foreach run,$(EVIDENCE_PAGES),--only $(run))
+	$(INVARIRANK) grid configs/grid-paper-cpu.yaml --build-dir book/generated/paper-cpu --skip-results --only data \
+	    $(foreach run,$(PAPER_CPU_PAGES),--only $(run))
 	$(VENV)/bin/jupyter-book build --all . 
 	@echo "book: open _build/html/index.html"
 

@@ -238,8 +238,8 @@ compendium.cost_table(main_runs)
 # A run executed with the reranking notebook is published under `results/<grid>/<run>/`, and the next `make book`
 # shows it on this page; which part of the page depends on its grid. It gets a run page of its own only once its
 # entry is in a grid file that `make book` executes: every run of `configs/grid-default.yaml`, and the runs of
-# `configs/grid-evidence.yaml` named in the Makefile's `EVIDENCE_PAGES`. Until then the notebook papermill wrote
-# (the second argument below) is its page.
+# `configs/grid-evidence.yaml` named in the Makefile's `EVIDENCE_PAGES`, and those of `configs/grid-paper-cpu.yaml`
+# named in `PAPER_CPU_PAGES`. Until then the notebook papermill wrote (the second argument below) is its page.
 #
 # - **A quick variant (the default grid).** `papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15 -p
 #   methods zero_shot,bootstrapping` reranks the default grid's 5 queries × M = 8 orders at $K = 15$: 160
