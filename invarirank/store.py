@@ -31,7 +31,9 @@ folder before computing (:func:`import_shards`), so only the missing shards are 
 *only* ``shards/``; it is never a finished run (:func:`complete_runs` skips it) and :func:`publish_run` removes
 ``shards/`` once the run's files are written. A shard holds ``shard.json`` (run, id, query ids, the run's
 fingerprint), ``records.jsonl`` and ``volatile.json`` (its worker and timings; no machine path); a shard of
-another configuration is refused when the run resumes (:class:`invarirank.runner.shards.ShardFolders`).
+another configuration is refused when the run resumes (:class:`invarirank.runner.shards.ShardFolders`). Beside
+them, ``shards/calibrations.json`` (:data:`CALIBRATIONS_FILE`) holds the STELLA_LW calibrations the shards were
+computed with, so that a fresh machine takes them instead of computing them again.
 
 :meth:`RunFolder.status` is the one reuse check: a folder's status against a run's identity (the settings that change
 its results, :meth:`invarirank.runner.RunConfig.identity`). This module knows the folder, not how a run is
@@ -58,7 +60,8 @@ from .locks import LOCK_NAME
 __all__ = ["RESULT_FILES", "OPTIONAL_RESULT_FILES", "RUN_FILES", "VOLATILE_FILE", "read_volatile", "Run", "load_run",
            "complete_runs", "publish_run", "find_observations", "RunFolder",
            "identity_difference", "project_root", "checkout_root", "RunStatus", "refresh_metrics", "SHARDS_DIR",
-           "SHARD_FILES",           "export_shards", "import_shards", "committed_shards", "committed_queries"]
+           "SHARD_FILES", "CALIBRATIONS_FILE", "export_shards", "import_shards", "committed_shards",
+           "committed_queries", "committed_calibrations"]
 
 #: a run folder's status against a run's identity (see :meth:`RunFolder.status`)
 RunStatus = Literal["complete", "missing", "incomplete", "mismatch", "outdated", "old-metrics"]
@@ -75,6 +78,10 @@ OPTIONAL_RESULT_FILES = (FIRST_STAGE_FILE,)
 SHARDS_DIR = "shards"
 #: The files of one finished shard (:mod:`invarirank.runner.shards`).
 SHARD_FILES = ("shard.json", "records.jsonl", "volatile.json")
+#: STELLA_LW's calibrations of a run in progress, beside its shards (``.work/`` and ``shards/``): what its shards'
+#: STELLA_LW rows were computed with, so that a later session on a fresh machine takes them instead of computing
+#: them again (:meth:`invarirank.methods.stella.Calibration.to_record`, by K)
+CALIBRATIONS_FILE = "calibrations.json"
 
 
 class RunFolder:
@@ -424,16 +431,47 @@ def shard_query_ids(folder: str | os.PathLike) -> set[str]:
     return out
 
 
+def _copy_file(source: Path, dest: Path) -> None:
+    """Copy ``source`` over ``dest`` atomically when it exists and ``dest`` lacks its bytes."""
+    if source.is_file() and not (dest.is_file() and dest.read_bytes() == source.read_bytes()):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, dest)
+
+
 def export_shards(work_dir: str | os.PathLike, target: str | os.PathLike) -> list[str]:
     """Copy the finished shards of a run's work folder (``<work>/.work/shards/``) into its results folder
-    (``<target>/shards/``), to be committed before the run is finished; returns the shard names copied. A
-    results folder that already holds the finished run gets none."""
+    (``<target>/shards/``), to be committed before the run is finished, with the run's STELLA_LW calibrations
+    (:data:`CALIBRATIONS_FILE`) once a shard is there; returns the shard names copied. A results folder that
+    already holds the finished run gets none."""
     if RunFolder(target).is_published():
         return []
-    return _copy_shards(RunFolder(work_dir).shards, RunFolder(target).committed)
+    copied = _copy_shards(RunFolder(work_dir).shards, RunFolder(target).committed)
+    if committed_shards(target):
+        _copy_file(RunFolder(work_dir).work / CALIBRATIONS_FILE, RunFolder(target).committed / CALIBRATIONS_FILE)
+    return copied
 
 
 def import_shards(target: str | os.PathLike, work_dir: str | os.PathLike) -> list[str]:
     """Copy the shards committed under a results folder (``<target>/shards/``) into the run's work folder
-    (``<work>/.work/shards/``) so that a resumed run computes only the others; returns the shard names copied."""
-    return _copy_shards(RunFolder(target).committed, RunFolder(work_dir).shards)
+    (``<work>/.work/shards/``) so that a resumed run computes only the others, with their STELLA_LW calibrations
+    (:data:`CALIBRATIONS_FILE`, into ``<work>/.work/``); returns the shard names copied."""
+    copied = _copy_shards(RunFolder(target).committed, RunFolder(work_dir).shards)
+    _copy_file(RunFolder(target).committed / CALIBRATIONS_FILE, RunFolder(work_dir).work / CALIBRATIONS_FILE)
+    return copied
+
+
+def committed_calibrations(folder: str | os.PathLike) -> dict[int, dict[str, Any]]:
+    """The STELLA_LW calibrations recorded with a run in progress (``<folder>/.work/calibrations.json``), by K;
+    empty when there are none. An unreadable file is an error: the run's shards were computed with it."""
+    path = RunFolder(folder).work / CALIBRATIONS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        got = read_json(path)["calibrations"]
+        return {int(k): dict(v) for k, v in got.items()}
+    except (OSError, ValueError, KeyError, AttributeError, TypeError) as e:
+        raise InvariRankError(f"{path}: unreadable ({type(e).__name__}: {e}); expected the STELLA_LW calibrations "
+                              f"the run's shards were computed with, {{\"calibrations\": {{K: ...}}}}, as written "
+                              f"beside them; restore it (e.g. from git) or delete the run's shards") from None

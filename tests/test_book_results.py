@@ -15,7 +15,7 @@ from invarirank.evaluation import evaluate
 from invarirank.grid import RESULT_FILES, complete_runs, lab_runs, load_grid, run_folder, run_status
 from invarirank.runner.provenance import QUERY_PARTS
 from invarirank.runner.shards import Shard
-from invarirank.store import OPTIONAL_RESULT_FILES, SHARD_FILES, SHARDS_DIR
+from invarirank.store import CALIBRATIONS_FILE, OPTIONAL_RESULT_FILES, SHARD_FILES, SHARDS_DIR
 
 pytestmark = pytest.mark.committed
 
@@ -45,8 +45,18 @@ def test_committed_shards_are_whole_and_of_one_run(run: Path):
     of exactly its queries, an id made of its index and its query ids), all of one configuration (one
     fingerprint but for the queries' hashes), of a run that a committed grid file names, and no query is in two
     shards."""
-    folders = sorted((run / SHARDS_DIR).iterdir())
+    entries = sorted((run / SHARDS_DIR).iterdir())
+    folders = [p for p in entries if p.is_dir()]
     assert folders and all(sorted(f.name for f in shard.iterdir()) == sorted(SHARD_FILES) for shard in folders), run
+    # beside them only STELLA_LW's calibrations, of a run with STELLA_LW, one K × K record per K
+    assert [p.name for p in entries if not p.is_dir()] in ([], [CALIBRATIONS_FILE]), run
+    if (run / SHARDS_DIR / CALIBRATIONS_FILE).is_file():
+        assert "stella" in load_grid(ROOT / "configs" / f"grid-{run.parent.name}.yaml").run(run.name).methods
+        recorded = json.loads((run / SHARDS_DIR / CALIBRATIONS_FILE).read_text(encoding="utf-8"))["calibrations"]
+        for k, entry in recorded.items():
+            assert int(k) == entry["k"] and len(entry["counts"]) == entry["k"], (run, k)
+            assert all(len(row) == entry["k"] and min(row) >= 1 for row in entry["counts"]), (run, k)
+            assert entry["identity"] and len(entry["probes_sha256"]) == 64 and entry["query_ids"], (run, k)
     grid = load_grid(ROOT / "configs" / f"grid-{run.parent.name}.yaml")
     assert run.name in {c.run_name for c in grid.runs}
     configurations, seen = set(), []

@@ -37,12 +37,12 @@ def test_the_fingerprint_holds_no_package_version_and_keeps_its_old_value(monkey
 
 #: every run with committed shards (a run still being computed), as (grid, run)
 SHARDED = sorted((p.parent.parent.name, p.parent.name) for p in (ROOT / "results").glob("*/*/shards")
-                 if any(p.iterdir()))
+                 if any(s.is_dir() for s in p.iterdir()))
 
 
 def _committed(grid: str, run: str) -> int:
     return sum(len(read_json(s / "shard.json")["query_ids"]) for s in (ROOT / "results" / grid / run /
-                                                                     "shards").iterdir())
+                                                                     "shards").iterdir() if s.is_dir())
 
 
 @pytest.mark.committed

@@ -216,6 +216,72 @@ def test_shards_are_committed_as_they_finish_and_a_fresh_clone_resumes_from_them
         assert (folder / name).read_bytes() == (whole / name).read_bytes(), name
 
 
+def test_a_fresh_machine_resumes_with_the_calibration_committed_beside_the_shards(tmp_path, monkeypatch):
+    """STELLA_LW's calibration is committed with the run's first shard (``shards/calibrations.json``): a session on
+    a fresh clone with an empty cache takes it instead of computing its passes again, and publishes the same
+    files as an uninterrupted run. A recorded calibration that the fresh machine cannot take and computes with
+    other counts stops the run before any shard (the committed shards' STELLA_LW rows came from the other one)."""
+    import json
+
+    import invarirank.methods.stella as stella
+    import invarirank.runner.run as run_module
+    from invarirank.store import CALIBRATIONS_FILE, committed_shards
+
+    spec = _tiny(shard_queries=1, methods=["zero_shot", "stella"])
+    results, work = tmp_path / "results", tmp_path / "runs"
+    real_export = run_module.export_shards
+
+    def export_then_die(work_dir, target):               # the session ends right after its first shard
+        real_export(work_dir, target)
+        raise Killed
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache1"))
+    monkeypatch.setattr(run_module, "export_shards", export_then_die)
+    with pytest.raises(Killed):
+        ensure_run(spec, results, work)
+    committed = results / "t" / "tiny" / "shards"
+    assert len(committed_shards(committed.parent)) == 1
+    recorded = json.loads((committed / CALIBRATIONS_FILE).read_text())
+    assert set(recorded["calibrations"]) == {"5"} and recorded["calibrations"]["5"]["probes_sha256"]
+
+    shutil.rmtree(work)                                   # a fresh clone on a fresh machine: no cache
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache2"))
+    monkeypatch.setattr(run_module, "export_shards", real_export)
+    real_counts = stella.calibration_counts
+
+    def no_passes(*a, **k):
+        raise AssertionError("the calibration was computed again")
+    monkeypatch.setattr(stella, "calibration_counts", no_passes)
+    folder = ensure_run(_tiny(methods=["zero_shot", "stella"]), results, work)
+    monkeypatch.setattr(stella, "calibration_counts", real_counts)
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache3"))
+    whole = ensure_run(_tiny(methods=["zero_shot", "stella"]), tmp_path / "r2", tmp_path / "w2")
+    for name in ("observations.jsonl.gz", "metrics.json", "manifest.json"):
+        assert (folder / name).read_bytes() == (whole / name).read_bytes(), name
+    assert not committed.exists()
+
+    # the same first session again, then a record the fresh machine cannot take (other probing queries) whose
+    # counts differ from what it computes
+    shutil.rmtree(results), shutil.rmtree(work)
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache4"))
+    monkeypatch.setattr(run_module, "export_shards", export_then_die)
+    with pytest.raises(Killed):
+        ensure_run(spec, results, work)
+    monkeypatch.setattr(run_module, "export_shards", real_export)
+    doctored = json.loads((committed / CALIBRATIONS_FILE).read_text())
+    entry = doctored["calibrations"]["5"]
+    entry["probes_sha256"], entry["counts"][0][0] = "0" * 64, entry["counts"][0][0] + 1
+    (committed / CALIBRATIONS_FILE).write_text(json.dumps(doctored))
+    shutil.rmtree(work)
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache5"))
+    with pytest.raises(InvariRankError, match=r"calibrations\.json: STELLA_LW's calibration at K=5 computed now "
+                                              r"differs from the one the run's finished shards"):
+        ensure_run(_tiny(methods=["zero_shot", "stella"]), results, work)
+    (committed / CALIBRATIONS_FILE).write_text("{not json")
+    shutil.rmtree(work)
+    with pytest.raises(InvariRankError, match=r"calibrations\.json: unreadable"):
+        ensure_run(_tiny(methods=["zero_shot", "stella"]), results, work)
+
+
 def test_a_committed_shard_of_another_configuration_is_refused(tmp_path, monkeypatch):
     """Shards committed by a run of other settings (here M = 4) under this run's name are never mixed in: the
     resumed run stops with one line naming the shard and the part that differs."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from invarirank.errors import InvariRankError
 from invarirank.llm.simulated import SimulatedScorer
 from invarirank.methods import run_method
+from invarirank.methods._common import as_batch_scorer
 from invarirank.methods.stella import (
     calibrate,
     calibration_counts,
@@ -199,3 +201,34 @@ def test_calibration_cache_is_keyed_by_model_k_and_data(tmp_path):
     probe = select_calibration_queries(val, 4, 3, 0)
     assert calibration_key(s.identity(), 4, probe[:2], 3, 1, 0) != c1.key
     assert len(list((tmp_path / "stella").glob("*.json"))) == 3
+
+
+def _with_scores(queries: list[Query], bump: float) -> list[Query]:
+    """The same queries with first-stage scores (``bump`` moves their last bits, as another CPU would)."""
+    return [replace(q, candidate_scores=tuple(1.0 - i / 10 + bump for i in range(len(q.candidates))))
+            for q in queries]
+
+
+def test_a_recorded_calibration_is_taken_by_content_on_another_machine(tmp_path):
+    """A calibration recorded with a run's shards (``to_record``) is taken on a machine with an empty cache whose
+    first stage gives the same probing queries with other float scores (another cache key): no pass is computed,
+    the counts are the recorded ones, and it is cached under the new key. A record of other probing queries,
+    settings or scorer is ignored and the calibration computed."""
+    here, there = _with_scores(_validation(3, 4), 0.0), _with_scores(_validation(3, 4), 1e-7)
+    s = SimulatedScorer(seed=0)
+    made = load_or_calibrate(s, here, 4, n_queries=3, repeats=1, seed=0, cache_dir=tmp_path / "a")
+    record = made.to_record()
+    assert record["identity"] == dict(as_batch_scorer(s).key_identity()) and record["probes_sha256"] == made.probes
+    calls = s.stats["calls"]
+    taken = load_or_calibrate(s, there, 4, n_queries=3, repeats=1, seed=0, cache_dir=tmp_path / "b", known=record)
+    assert s.stats["calls"] == calls and taken.from_cache
+    assert taken.key != made.key and np.array_equal(taken.counts, made.counts) and taken.passes == made.passes
+    assert load_or_calibrate(s, there, 4, n_queries=3, repeats=1, seed=0, cache_dir=tmp_path / "b").from_cache
+    other_probe = [replace(q, ground_truth=q.ground_truth[:1]) if q.query_id == "v0" else q for q in there]
+    for val, repeats, scorer, known in ((other_probe, 1, s, record), (there, 2, s, record),
+                                        (there, 1, SimulatedScorer(seed=0, bias_shape="recency"), record),
+                                        (there, 1, s, {**record, "counts": "doctored"})):
+        before = scorer.stats["calls"]
+        got = load_or_calibrate(scorer, val, 4, n_queries=3, repeats=repeats, seed=0, cache_dir=tmp_path / "c",
+                                known=known)
+        assert not got.from_cache and scorer.stats["calls"] > before

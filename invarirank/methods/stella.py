@@ -32,8 +32,8 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ from .result import MethodResult
 
 __all__ = ["stella", "stella_steps", "posterior_update", "entropy", "calibrate", "calibration_counts",
            "select_calibration_queries", "calibration_pass_count", "calibration_key", "Calibration",
-           "load_or_calibrate", "CALIBRATION_VERSION"]
+           "load_or_calibrate", "probes_sha256", "CALIBRATION_VERSION"]
 
 CALIBRATION_VERSION = 1
 
@@ -240,11 +240,19 @@ class Calibration:
     key: str
     from_cache: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
+    #: what :meth:`to_record` adds for a later session: the scorer's key identity and :func:`probes_sha256`
+    identity: dict[str, Any] | None = None
+    probes: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"k": self.k, "key": self.key, "query_ids": self.query_ids, "passes": self.passes,
                 "counts": self.counts.tolist(), "matrix": [[float(x) for x in row] for row in self.matrix],
                 **self.meta}
+
+    def to_record(self) -> dict[str, Any]:
+        """:meth:`to_json` with the scorer's key identity and the probing queries' content hash
+        (:func:`probes_sha256`): what ``known`` of :func:`load_or_calibrate` checks on another machine."""
+        return {**self.to_json(), "identity": self.identity, "probes_sha256": self.probes}
 
 
 def calibration_key(identity: dict[str, Any], k: int, queries: Sequence[Query], n_queries: int, repeats: int,
@@ -257,13 +265,43 @@ def calibration_key(identity: dict[str, Any], k: int, queries: Sequence[Query], 
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def probes_sha256(queries: Sequence[Query]) -> str:
+    """sha256 of the probing queries without their first-stage scores (ids, history, candidates in order,
+    ground truth): what the calibration's passes read. Two machines whose first stages give the same lists with
+    scores that differ in their last bits (another CPU) have the same value and different cache keys."""
+    return queries_sha256(replace(q, candidate_scores=()) for q in queries)
+
+
+def _known_counts(known: Mapping[str, Any] | None, identity: dict[str, Any], k: int, queries: Sequence[Query],
+                  meta: Mapping[str, Any]) -> np.ndarray | None:
+    """The counts of ``known`` when it was made with this scorer identity, K, settings and probing queries'
+    content (:meth:`Calibration.to_record`), else None."""
+    if not isinstance(known, Mapping):
+        return None
+    try:
+        counts = np.asarray(known["counts"], dtype=np.int64)
+        same = (known.get("identity") == identity and int(known["k"]) == k and counts.shape == (k, k)
+                and all(known.get(name) == value for name, value in meta.items())
+                and list(known["query_ids"]) == [q.query_id for q in queries]
+                and known.get("probes_sha256") == probes_sha256(queries))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return counts if same else None
+
+
 def load_or_calibrate(scorer: Scorer, validation_queries: Sequence[Query], k: int, *, n_queries: int = 150,
                       repeats: int = 5, seed: int = 0, cache_dir: str | os.PathLike | None = None,
-                      progress: bool = False) -> Calibration:
+                      progress: bool = False, known: Mapping[str, Any] | None = None) -> Calibration:
     """:func:`calibrate` with a JSON cache ``<cache_dir>/stella/<key>.json`` (``cache_dir`` defaults
     to :func:`invarirank.assets.cache_dir`). The key covers the scorer's identity (``key_identity()``
     where the scorer has one: model weights, tokenizer, dtype, device type, scorer kind, template,
-    options), K, the probing queries and the settings (:func:`calibration_key`)."""
+    options), K, the probing queries and the settings (:func:`calibration_key`).
+
+    ``known``: a calibration recorded earlier for the same run (:meth:`Calibration.to_record`, e.g. committed
+    with a run's shards). When the cache misses, it is taken — no pass is computed, and it is cached under this
+    machine's key — if it was made with the same scorer identity, K, settings, probing query ids and probing
+    queries' content (:func:`probes_sha256`); the first-stage scores may differ, as committed shards are accepted
+    by content. Otherwise it is ignored and the calibration computed."""
     queries = select_calibration_queries(validation_queries, k, n_queries, seed)
     identity = dict(as_batch_scorer(scorer).key_identity())   # what determines the scores only
     key = calibration_key(identity, k, queries, n_queries, repeats, seed)
@@ -272,17 +310,22 @@ def load_or_calibrate(scorer: Scorer, validation_queries: Sequence[Query], k: in
         cache_dir = default_cache_dir()
     path = Path(cache_dir) / "stella" / f"{key}.json"
     meta = {"n_queries": n_queries, "repeats": repeats, "seed": seed, "version": CALIBRATION_VERSION}
+    extra = {"identity": identity, "probes": probes_sha256(queries)}
+    passes = calibration_pass_count(queries, k, repeats)
     if path.is_file():
         try:
             got = read_json(path)
             counts = np.asarray(got["counts"], dtype=np.int64)
             if got.get("key") == key and counts.shape == (k, k):
                 return Calibration(k, counts, _normalise(counts), list(got["query_ids"]), int(got["passes"]),
-                                   key, True, meta)
+                                   key, True, meta, **extra)
         except (OSError, ValueError, KeyError, TypeError):
             pass                                      # unreadable cache entry: recompute and replace it
-    counts = calibration_counts(scorer, queries, k, repeats, seed, progress)
-    cal = Calibration(k, counts, _normalise(counts), [q.query_id for q in queries],
-                      calibration_pass_count(queries, k, repeats), key, False, meta)
+    counts_known = _known_counts(known, identity, k, queries, meta)
+    from_known = counts_known is not None
+    counts = counts_known if counts_known is not None else calibration_counts(scorer, queries, k, repeats, seed,
+                                                                              progress)
+    cal = Calibration(k, counts, _normalise(counts), [q.query_id for q in queries], passes, key, from_known, meta,
+                      **extra)
     atomic_write_json(path, {**cal.to_json(), "identity": identity})
     return cal

@@ -70,9 +70,12 @@ class Executor(Protocol):
         (:meth:`~invarirank.runner.worker.ShardWorker.check_queries` on one worker), before any pass."""
         ...
 
-    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int, progress: bool = False) -> Any:
+    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int, progress: bool = False,
+                  known: Mapping[str, Any] | None = None) -> Any:
         """STELLA_LW's calibration for lists of ``k`` (a :class:`~invarirank.methods.stella.Calibration`);
-        ``progress``: a progress bar over its passes (on standard error; a Ray worker's is forwarded by Ray)."""
+        ``progress``: a progress bar over its passes (on standard error; a Ray worker's is forwarded by Ray);
+        ``known``: the calibration the run's committed shards were made with (:meth:`Calibration.to_record
+        <invarirank.methods.stella.Calibration.to_record>`), taken instead of computing when it matches."""
         ...
 
     def map_shards(self, config: RunConfig, tasks: Sequence[ShardTask],
@@ -150,10 +153,11 @@ class LocalExecutor(_Executor):
     def check_queries(self, config: RunConfig, queries: Sequence[Query]) -> None:
         self.worker(config).check_queries(queries)
 
-    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int, progress: bool = False) -> Any:
+    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int, progress: bool = False,
+                  known: Mapping[str, Any] | None = None) -> Any:
         return self.worker(config).calibrate(validation, k, n_queries=config.calibration_queries,
                                              repeats=config.calibration_repeats, seed=config.seed,
-                                             cache_dir=config.cache_dir, progress=progress)
+                                             cache_dir=config.cache_dir, progress=progress, known=known)
 
     def map_shards(self, config: RunConfig, tasks: Sequence[ShardTask],
                    on_result: Callable[[ShardResult], None]) -> None:
@@ -347,11 +351,13 @@ class RayExecutor(_Executor):
         first = self.pool(config)[0]
         self._get(first.check_queries.remote(list(queries)), "the check of the queries")
 
-    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int, progress: bool = False) -> Any:
+    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int, progress: bool = False,
+                  known: Mapping[str, Any] | None = None) -> Any:
         first = self.pool(config)[0]
         return self._get(first.calibrate.remote(list(validation), k, n_queries=config.calibration_queries,
                                                 repeats=config.calibration_repeats, seed=config.seed,
-                                                cache_dir=config.cache_dir, progress=progress),
+                                                cache_dir=config.cache_dir, progress=progress,
+                                                known=None if known is None else dict(known)),
                          f"STELLA calibration at K={k}")
 
     def map_shards(self, config: RunConfig, tasks: Sequence[ShardTask],

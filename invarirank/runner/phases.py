@@ -18,7 +18,7 @@ from ..errors import InvariRankError
 from ..evaluation.references import FIRST_STAGE_FILE, write_first_stage
 from ..io import atomic_write_json
 from ..llm.factory import scoring_versions
-from ..store import VOLATILE_FILE, RunFolder, RunStatus
+from ..store import CALIBRATIONS_FILE, VOLATILE_FILE, RunFolder, RunStatus, committed_calibrations
 from .config import RunConfig
 from .executors import Executor
 from .inputs import input_hashes, stored_inputs
@@ -26,8 +26,8 @@ from .manifest import build_manifest, git_info
 from .queries import QuerySet, load_queries, synthetic_candidates_for
 from .shards import run_fingerprint
 
-__all__ = ["RunResult", "PreparedRun", "prepare_run", "finish_run", "run_status", "print_cost_notice",
-           "wanted_identity", "stored_identity"]
+__all__ = ["RunResult", "PreparedRun", "prepare_run", "record_calibrations", "finish_run", "run_status",
+           "print_cost_notice", "wanted_identity", "stored_identity"]
 
 
 @dataclass
@@ -59,6 +59,8 @@ class PreparedRun:
     timings: dict[str, float]
     t_start: float
     inputs: dict[str, str] = field(default_factory=dict)
+    #: the calibrations recorded beside the run's finished shards when it started (:func:`record_calibrations`)
+    recorded_calibrations: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any], out: Path | None = None) -> None:
@@ -111,9 +113,11 @@ def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | No
     timings["check_seconds"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
     calibrations: dict[int, Any] = {}
+    known: dict[int, dict[str, Any]] = {}
     if "stella" in config.methods:
+        known = committed_calibrations(out)         # what the run's finished shards were computed with
         for k in sorted({q.k for q in qs.test}):
-            cal = executor.calibrate(config, qs.validation, k, progress=progress)
+            cal = executor.calibrate(config, qs.validation, k, progress=progress, known=known.get(k))
             if not cal.query_ids:
                 raise InvariRankError(
                     f"STELLA calibration for K={k}: none of the {len(qs.validation)} validation queries has a "
@@ -122,7 +126,29 @@ def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | No
             calibrations[k] = cal
     timings["calibration_seconds"] = round(time.perf_counter() - t, 3)
     return PreparedRun(config, out, qs, facts, model, test_sha256, fingerprint, parts, calibrations,
-                       timings, t_start, inputs)
+                       timings, t_start, inputs, known)
+
+
+def record_calibrations(p: PreparedRun, resumed: bool) -> None:
+    """Write the run's calibrations beside its shards (``.work/calibrations.json``, committed with them by
+    :func:`invarirank.store.export_shards`), once the finished shards of this run are known (``resumed``: some were
+    accepted). A calibration whose counts differ from the one recorded with those shards is an error, and the
+    record is left as it was: their STELLA_LW rows were computed with the recorded one."""
+    if not p.calibrations:
+        return
+    folder = RunFolder(p.out)
+    path = folder.work / CALIBRATIONS_FILE
+    for k, cal in sorted(p.calibrations.items()):
+        then = p.recorded_calibrations.get(k)
+        if resumed and then is not None and then.get("counts") != cal.counts.tolist():
+            raise InvariRankError(
+                f"{path}: STELLA_LW's calibration at K={k} computed now differs from the one the run's finished "
+                f"shards were computed with (another scorer identity or other probing queries on this machine); "
+                f"their STELLA_LW rows would not match the others. Resume where they were made, or delete the "
+                f"run's shards (its shards/ in the results folder and {folder.shards}) to compute it anew")
+    folder.work.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, {"method": "stella",
+                             "calibrations": {str(k): c.to_record() for k, c in sorted(p.calibrations.items())}})
 
 
 def first_stage_rankings(config: RunConfig, qs: QuerySet) -> dict[str, list[str]] | None:

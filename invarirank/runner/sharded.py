@@ -22,7 +22,7 @@ from typing import Any
 from ..locks import folder_lock
 from .config import RunConfig
 from .executors import Executor
-from .phases import PreparedRun, RunResult, finish_run, prepare_run
+from .phases import PreparedRun, RunResult, finish_run, prepare_run, record_calibrations
 from .provenance import rows_reproduce
 from .queries import QuerySet
 from .shards import Shard, ShardFolders, plan_shards
@@ -103,6 +103,7 @@ def _plan(config: RunConfig, executor: Executor, queries: QuerySet | None, progr
         print(f"{c.run_name}: {len(folders.accepted_by_content)} shard(s) made from the same queries with other "
               f"first-stage float scores (another kind of CPU) resumed: every row's presented order and ground "
               f"truth checked against this machine's queries", file=sys.stderr)
+    record_calibrations(p, resumed=bool(done))
     size = p.config.shard_queries or executor.default_shard_queries(p.config)
     tasks = []
     for shard in plan_shards([q.query_id for q in p.qs.test], size):

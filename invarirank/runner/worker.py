@@ -179,12 +179,13 @@ class ShardWorker:
         return len(queries)
 
     def calibrate(self, validation: Sequence[Query], k: int, *, n_queries: int, repeats: int, seed: int,
-                  cache_dir: str | None, progress: bool = False) -> Any:
+                  cache_dir: str | None, progress: bool = False, known: Mapping[str, Any] | None = None) -> Any:
         """STELLA_LW's calibration for lists of ``k`` (one unit of work; cached on this worker's machine);
-        ``progress``: a progress bar over its passes."""
+        ``progress``: a progress bar over its passes; ``known``: the run's recorded calibration, taken when it
+        matches (:func:`invarirank.methods.stella.load_or_calibrate`)."""
         from ..methods.stella import load_or_calibrate
         return load_or_calibrate(self.scorer, validation, k, n_queries=n_queries, repeats=repeats, seed=seed,
-                                 cache_dir=cache_dir, progress=progress)
+                                 cache_dir=cache_dir, progress=progress, known=known)
 
     def run_shard(self, task: ShardTask) -> ShardResult:
         """Rerank the task's queries; records in the task's order."""
