@@ -53,6 +53,27 @@ def test_cached_calibration_is_not_counted(private_cache):
     assert cost_notice(config, test, validation, {}, on_gpu=False) is None     # 152 x 1 s = 152 s
 
 
+def test_a_calibration_recorded_with_the_shards_is_not_counted(private_cache):
+    """A calibration committed with the run's shards that this machine takes (same probing queries, first-stage
+    scores aside) is not priced; one of other probing queries is."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from invarirank.methods.stella import CALIBRATION_VERSION, probes_sha256, select_calibration_queries
+    test, validation = _split(2, 200, 10)
+    config = RunConfig(scorer="span", K=10, M=4, n_queries=2, methods=ALL)
+    probe = select_calibration_queries(validation, 10, 150, config.seed)
+    record = {"k": 10, "counts": np.ones((10, 10), dtype=int).tolist(), "query_ids": [q.query_id for q in probe],
+              "n_queries": 150, "repeats": 5, "seed": config.seed, "version": CALIBRATION_VERSION, "identity": {},
+              "probes_sha256": probes_sha256(probe)}
+    rescored = [replace(q, candidate_scores=tuple(0.5 - i / 100 for i in range(len(q.candidates))))
+                for q in validation]
+    assert cost_notice(config, test, rescored, {}, on_gpu=False, recorded={10: record}) is None
+    other = {**record, "probes_sha256": "0" * 64}
+    assert "7,652 passes" in cost_notice(config, test, rescored, {}, on_gpu=False, recorded={10: other})
+
+
 def test_rerank_dominated_large_simulated_config_gets_the_line():
     # the simulated scorer at its own cost (3e-4 s per pass): 3,000 queries x M=50 at K=20 without STELLA_LW:
     # per order 1 + 0 (zero-shot) + 2 (bootstrapping) + 19 (SGS) = 22 -> 3,000 x 50 x 22 = 3,300,000 passes = 990 s

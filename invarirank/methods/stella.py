@@ -49,7 +49,7 @@ from .result import MethodResult
 
 __all__ = ["stella", "stella_steps", "posterior_update", "entropy", "calibrate", "calibration_counts",
            "select_calibration_queries", "calibration_pass_count", "calibration_key", "Calibration",
-           "load_or_calibrate", "probes_sha256", "CALIBRATION_VERSION"]
+           "load_or_calibrate", "probes_sha256", "recorded_counts", "CALIBRATION_VERSION"]
 
 CALIBRATION_VERSION = 1
 
@@ -272,15 +272,17 @@ def probes_sha256(queries: Sequence[Query]) -> str:
     return queries_sha256(replace(q, candidate_scores=()) for q in queries)
 
 
-def _known_counts(known: Mapping[str, Any] | None, identity: dict[str, Any], k: int, queries: Sequence[Query],
-                  meta: Mapping[str, Any]) -> np.ndarray | None:
-    """The counts of ``known`` when it was made with this scorer identity, K, settings and probing queries'
-    content (:meth:`Calibration.to_record`), else None."""
+def recorded_counts(known: Mapping[str, Any] | None, identity: Mapping[str, Any], k: int, queries: Sequence[Query],
+                    n_queries: int, repeats: int, seed: int) -> np.ndarray | None:
+    """The counts of the recorded calibration ``known`` (:meth:`Calibration.to_record`) when it was made with this
+    scorer key identity, K, settings, probing query ids and probing queries' content (:func:`probes_sha256`;
+    ``queries``: the selected, truncated probing queries), else None."""
     if not isinstance(known, Mapping):
         return None
+    meta = {"n_queries": n_queries, "repeats": repeats, "seed": seed, "version": CALIBRATION_VERSION}
     try:
         counts = np.asarray(known["counts"], dtype=np.int64)
-        same = (known.get("identity") == identity and int(known["k"]) == k and counts.shape == (k, k)
+        same = (known.get("identity") == dict(identity) and int(known["k"]) == k and counts.shape == (k, k)
                 and all(known.get(name) == value for name, value in meta.items())
                 and list(known["query_ids"]) == [q.query_id for q in queries]
                 and known.get("probes_sha256") == probes_sha256(queries))
@@ -321,7 +323,7 @@ def load_or_calibrate(scorer: Scorer, validation_queries: Sequence[Query], k: in
                                    key, True, meta, **extra)
         except (OSError, ValueError, KeyError, TypeError):
             pass                                      # unreadable cache entry: recompute and replace it
-    counts_known = _known_counts(known, identity, k, queries, meta)
+    counts_known = recorded_counts(known, identity, k, queries, n_queries, repeats, seed)
     from_known = counts_known is not None
     counts = counts_known if counts_known is not None else calibration_counts(scorer, queries, k, repeats, seed,
                                                                               progress)

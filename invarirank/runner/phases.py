@@ -67,7 +67,8 @@ def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any], ou
     """One line on stderr before a run estimated to take more than a few minutes
     (:func:`invarirank.runner.plan.cost_notice`): priced from the newest benchmark file when it measured the
     model, else from the scorer's device type (``key_identity``) and the stated assumptions; the queries already
-    in finished shards of the run folder ``out`` are not counted. Loads and measures nothing."""
+    in finished shards of the run folder ``out`` are not counted, nor a calibration recorded with them that this
+    machine takes. Loads and measures nothing."""
     from .plan import cost_notice, find_bench
     try:
         bench = find_bench(None)
@@ -78,8 +79,9 @@ def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any], ou
     from ..store import shard_query_ids
     done = shard_query_ids(out) if out is not None else set()
     left = [q for q in qs.test if q.query_id not in done]
+    recorded = committed_calibrations(out) if out is not None and "stella" in config.methods else {}
     line = cost_notice(config, left, qs.validation, key_identity, on_gpu=on_gpu, bench=bench,
-                       done=len(qs.test) - len(left))
+                       done=len(qs.test) - len(left), recorded=recorded)
     if line:
         print(f"{config.run_name}: {line}", file=sys.stderr)
 

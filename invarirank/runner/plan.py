@@ -197,15 +197,18 @@ def rerank_passes(config: RunConfig, queries: Sequence[Any], stella_updates: int
 
 
 def calibration_need(config: RunConfig, validation: Sequence[Any], ks: Sequence[int],
-                     key_identity: Mapping[str, Any]) -> tuple[int, dict[int, bool], int]:
+                     key_identity: Mapping[str, Any],
+                     recorded: Mapping[int, Mapping[str, Any]] | None = None) -> tuple[int, dict[int, bool], int]:
     """STELLA_LW calibration still to compute for lists of each K in ``ks``: ``(passes, cached, probes)`` —
-    passes of the K values whose matrix is not yet in the cache (``<cache>/stella/<key>.json``, the key of
-    :func:`invarirank.methods.stella.calibration_key` over the scorer's ``key_identity``), ``cached`` per K, and
-    the number of probing validation queries of those K. Nothing is scored; (0, {}, 0) without STELLA_LW."""
+    passes of the K values whose matrix is neither in the cache (``<cache>/stella/<key>.json``, the key of
+    :func:`invarirank.methods.stella.calibration_key` over the scorer's ``key_identity``) nor recorded with the
+    run's shards in a form this machine takes (``recorded``, by K: :func:`invarirank.methods.stella.
+    recorded_counts`), ``cached`` per K, and the number of probing validation queries of those K. Nothing is
+    scored; (0, {}, 0) without STELLA_LW."""
     if "stella" not in config.methods:
         return 0, {}, 0
     from ..assets import cache_dir as default_cache_dir
-    from ..methods.stella import calibration_key, calibration_pass_count, select_calibration_queries
+    from ..methods.stella import calibration_key, calibration_pass_count, recorded_counts, select_calibration_queries
     root = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
     passes = probes = 0
     cached: dict[int, bool] = {}
@@ -213,7 +216,9 @@ def calibration_need(config: RunConfig, validation: Sequence[Any], ks: Sequence[
         probe = select_calibration_queries(validation, k, config.calibration_queries, config.seed)
         key = calibration_key(dict(key_identity), k, probe, config.calibration_queries, config.calibration_repeats,
                               config.seed)
-        cached[k] = (root / "stella" / f"{key}.json").is_file()
+        cached[k] = (root / "stella" / f"{key}.json").is_file() or recorded_counts(
+            (recorded or {}).get(k), key_identity, k, probe, config.calibration_queries, config.calibration_repeats,
+            config.seed) is not None
         if not cached[k]:
             passes += calibration_pass_count(probe, k, config.calibration_repeats)
             probes = max(probes, len(probe))
@@ -251,12 +256,14 @@ def assumed_seconds_per_pass(config: RunConfig, k: int, *, on_gpu: bool,
 
 def cost_notice(config: RunConfig, test: Sequence[Any], validation: Sequence[Any], key_identity: Mapping[str, Any],
                 *, on_gpu: bool = False, seconds_per_pass: float | None = None, bench: Bench | None = None,
-                threshold: float = NOTICE_SECONDS, done: int = 0) -> str | None:
+                threshold: float = NOTICE_SECONDS, done: int = 0,
+                recorded: Mapping[int, Mapping[str, Any]] | None = None) -> str | None:
     """The one line printed before a run whose estimated duration exceeds ``threshold`` seconds (None below
     it): the estimate (distinct passes with STELLA_LW's 10 updates, plus calibration not yet cached), what
     dominates it and the flags (or grid settings) that shrink it. ``seconds_per_pass`` overrides
     :func:`assumed_seconds_per_pass`. ``test``: the queries still to compute; ``done``: how many more are in
-    finished shards already (said, not counted)."""
+    finished shards already (said, not counted); ``recorded``: the calibrations recorded with them (not counted
+    when this machine takes them, :func:`calibration_need`)."""
     ks = sorted({q.k for q in test})
     if not ks:
         return None
@@ -265,7 +272,7 @@ def cost_notice(config: RunConfig, test: Sequence[Any], validation: Sequence[Any
     if seconds_per_pass is None:
         seconds_per_pass, source = assumed_seconds_per_pass(config, k_mean, on_gpu=on_gpu, bench=bench)
     rerank = rerank_passes(config, test, 10)
-    cal, _, probes = calibration_need(config, validation, ks, key_identity)
+    cal, _, probes = calibration_need(config, validation, ks, key_identity, recorded)
     seconds = (rerank + cal) * seconds_per_pass
     if seconds <= threshold:
         return None
