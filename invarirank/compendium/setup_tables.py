@@ -49,8 +49,6 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
         requested_all = sum(int(v.get("passes", 0)) for v in per.values()) or 1
         cal = passes.get("calibration") or {}
         cal_passes = sum(int(v.get("passes", 0)) for v in cal.values())
-        cached = int(stats.get("cache_hits") or 0)
-        calls = int(stats.get("calls") or 0)
         for method in run.methods:
             info = per.get(method, {})
             req = int(info.get("passes", 0))
@@ -63,8 +61,7 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
                 "passes (requested)": req,
                 "calibration passes": own_cal,
                 "distinct passes in run": distinct,
-                "scorer calls served by the pass cache": f"{cached:,} of {calls:,}" if calls else "–",
-                "s per computed pass": None if s_per_pass is None else round(s_per_pass, 2),
+                "s per pass": None if s_per_pass is None else round(s_per_pass, 2),
                 "seconds (est.)": est,
             })
     df = drop_constant_levels(pd.DataFrame.from_records(records).set_index(
@@ -72,12 +69,13 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
     df, folded = fold_columns(df)
     caption = (f"Cost per method ({setting_caption(runs)}), from the run manifests. Passes are exact: every scorer "
                "call a method requested; one run's methods share a pass cache, so its distinct passes are fewer. "
-               "Seconds are an estimate: the model's measured wall seconds per computed pass (in shards, or in the "
-               "run's last session) times the method's share of the distinct passes (plus calibration for "
-               "STELLA_LW); they depend on the machine and its load. " + folded)
+               "s per pass: the model's measured wall seconds per computed pass (in shards, or in the run's last "
+               "session; a pass served by the persistent pass cache is not counted). Seconds are an estimate: that "
+               "times the method's share of the distinct passes (plus calibration for STELLA_LW), what the method "
+               "costs when nothing is cached; they depend on the machine and its load. " + folded)
     if not styled:
         return df
-    formats = {"passes per order": _per_order, "s per computed pass": "{:.2f}", "seconds (est.)": "{:,.0f}",
+    formats = {"passes per order": _per_order, "s per pass": "{:.2f}", "seconds (est.)": "{:,.0f}",
                "passes (requested)": "{:,}", "calibration passes": "{:,}", "distinct passes in run": "{:,}"}
     return with_caption(df, caption).format({k: v for k, v in formats.items() if k in df.columns}, na_rep="–")
 
