@@ -61,7 +61,7 @@ __all__ = ["RESULT_FILES", "OPTIONAL_RESULT_FILES", "RUN_FILES", "VOLATILE_FILE"
            "complete_runs", "publish_run", "find_observations", "RunFolder",
            "identity_difference", "project_root", "checkout_root", "RunStatus", "refresh_metrics", "SHARDS_DIR",
            "SHARD_FILES", "CALIBRATIONS_FILE", "export_shards", "import_shards", "committed_shards",
-           "committed_queries", "committed_calibrations"]
+           "committed_queries", "committed_calibrations", "has_committed_calibrations"]
 
 #: a run folder's status against a run's identity (see :meth:`RunFolder.status`)
 RunStatus = Literal["complete", "missing", "incomplete", "mismatch", "outdated", "old-metrics"]
@@ -460,6 +460,12 @@ def import_shards(target: str | os.PathLike, work_dir: str | os.PathLike) -> lis
     copied = _copy_shards(RunFolder(target).committed, RunFolder(work_dir).shards)
     _copy_file(RunFolder(target).committed / CALIBRATIONS_FILE, RunFolder(work_dir).work / CALIBRATIONS_FILE)
     return copied
+
+
+def has_committed_calibrations(target: str | os.PathLike) -> bool:
+    """Whether a results folder's committed shards come with STELLA_LW calibrations (``<target>/shards/
+    calibrations.json``), for estimates only: a resumed run checks each one (:func:`committed_calibrations`)."""
+    return (RunFolder(target).committed / CALIBRATIONS_FILE).is_file() and bool(committed_shards(target))
 
 
 def committed_calibrations(folder: str | os.PathLike) -> dict[int, dict[str, Any]]:

@@ -98,6 +98,12 @@ def test_dry_run_counts_queries_committed_in_shards_as_done():
     row = next(line for line in quarter.splitlines() if line.startswith(spec.run_name))
     assert row.split()[2:4] == ["40", "30"]
     assert "passes still to compute: 0-0" in format_grid_estimate([spec], ["complete"], committed=[0])
+    stella = spec.replace(methods=["zero_shot", "stella"])
+    e = estimate_run(stella, calibration_relevant=1.0)
+    assert e["calibration_passes"] > 0
+    recorded = format_grid_estimate([stella], ["missing"], committed=[30], recorded=[True])  # with its calibration
+    assert f"passes still to compute: {e['passes_min'] // 4}-{e['passes_max'] // 4}" in recorded
+    assert next(line for line in recorded.splitlines() if line.startswith(spec.run_name)).split()[-1] == "rec."
 
 
 @pytest.mark.parametrize("text, message", [

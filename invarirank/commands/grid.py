@@ -89,10 +89,11 @@ def run(args: argparse.Namespace) -> int:
     if args.seconds_per_pass is not None and not (math.isfinite(args.seconds_per_pass) and args.seconds_per_pass > 0):
         raise InvariRankError(f"--seconds-per-pass {args.seconds_per_pass:g}: expected a positive number of seconds")
     if args.dry_run:
-        from ..store import committed_queries
+        from ..store import committed_queries, has_committed_calibrations
         committed = [committed_queries(results / str(c.grid) / c.run_name) for c in grid.runs]
+        recorded = [has_committed_calibrations(results / str(c.grid) / c.run_name) for c in grid.runs]
         statuses = [run_status(c, run_folder(c, results)) for c in grid.runs]
-        print(format_grid_estimate(grid.runs, statuses, args.seconds_per_pass, committed))
+        print(format_grid_estimate(grid.runs, statuses, args.seconds_per_pass, committed, recorded))
         if grid.raw.get("estimate"):
             print()
             print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=find_bench(args.bench)))

@@ -450,29 +450,34 @@ def format_grid_cost(configs: Sequence[RunConfig], assumptions: Mapping[str, Any
 
 
 def format_grid_estimate(configs: Sequence[RunConfig], statuses: Sequence[str],
-                         seconds_per_pass: float | None = None, committed: Sequence[int] | None = None) -> str:
+                         seconds_per_pass: float | None = None, committed: Sequence[int] | None = None,
+                         recorded: Sequence[bool] | None = None) -> str:
     """Status and distinct passes of every run; minutes at ``seconds_per_pass`` (complete runs cost nothing).
     ``committed``: queries of each run already committed in shards (``results/<grid>/<run>/shards/``); a run's
-    reranking passes still to compute shrink in proportion (its STELLA_LW calibration is counted whole: a fresh
-    machine computes it again)."""
+    reranking passes still to compute shrink in proportion. ``recorded``: whether the run's STELLA_LW calibration
+    is committed with those shards (``shards/calibrations.json``): then it is not counted (a fresh machine takes
+    it), else it is counted whole (shown ``rec.``)."""
     todo_lo = todo_hi = 0
     committed = list(committed) if committed is not None else [0] * len(configs)
+    recorded = list(recorded) if recorded is not None else [False] * len(configs)
     lines = [f"{'run':<52} {'status':<9} {'queries':>7} {'in shards':>9} {'passes (distinct)':>18} {'calib.':>7}"]
-    for config, status, done in zip(configs, statuses, committed):
+    for config, status, done, has_cal in zip(configs, statuses, committed, recorded):
         try:
             est = estimate_run(config)
         except InvariRankError as exc:
             lines.append(f"{config.run_name:<52} {status:<9} {exc}")
             continue
+        cal = 0 if has_cal else est["calibration_passes"]
         if status != "complete":
             left = max(0, est["queries"] - done) / max(1, est["queries"])
-            todo_lo += int(round(est["passes_min"] * left)) + est["calibration_passes"]
-            todo_hi += int(round(est["passes_max"] * left)) + est["calibration_passes"]
+            todo_lo += int(round(est["passes_min"] * left)) + cal
+            todo_hi += int(round(est["passes_max"] * left)) + cal
+        shown = "rec." if has_cal and est["calibration_passes"] else str(est["calibration_passes"])
         lines.append(f"{config.run_name:<52} {status:<9} {est['queries']:>7} {done or '':>9} "
-                     f"{est['passes_min']:>8}-{est['passes_max']:<9} {est['calibration_passes']:>7}")
+                     f"{est['passes_min']:>8}-{est['passes_max']:<9} {shown:>7}")
     text = (f"passes still to compute: {todo_lo}-{todo_hi} (calib.: STELLA_LW calibration, counted with one "
             f"relevant candidate per validation query; each further relevant candidate adds as many again; "
-            f"queries in shards are done)")
+            f"rec.: recorded with the committed shards, not counted; queries in shards are done)")
     if seconds_per_pass:
         text += (f"; at {seconds_per_pass:g} s per pass about {todo_lo * seconds_per_pass / 60:.1f}-"
                  f"{todo_hi * seconds_per_pass / 60:.1f} minutes of scoring (plus model loading, first stage and "
