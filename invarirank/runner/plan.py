@@ -456,7 +456,7 @@ def format_grid_estimate(configs: Sequence[RunConfig], statuses: Sequence[str],
     ``committed``: queries of each run already committed in shards (``results/<grid>/<run>/shards/``); a run's
     reranking passes still to compute shrink in proportion. ``recorded``: whether the run's STELLA_LW calibration
     is committed with those shards (``shards/calibrations.json``): then it is not counted (a fresh machine takes
-    it), else it is counted whole (shown ``rec.``)."""
+    it) and shown ``rec.``, else it is counted whole."""
     todo_lo = todo_hi = 0
     committed = list(committed) if committed is not None else [0] * len(configs)
     recorded = list(recorded) if recorded is not None else [False] * len(configs)
