@@ -54,14 +54,14 @@ from .errors import InvariRankError
 from .evaluation.engine import METRICS_SCHEMA_VERSION, evaluate
 from .evaluation.observations import read_text
 from .evaluation.references import FIRST_STAGE_FILE
-from .io import atomic_write_json, atomic_write_text, read_json
+from .io import atomic_path, atomic_write_json, atomic_write_text, read_json
 from .locks import LOCK_NAME
 
 __all__ = ["RESULT_FILES", "OPTIONAL_RESULT_FILES", "RUN_FILES", "VOLATILE_FILE", "read_volatile", "Run", "load_run",
            "complete_runs", "publish_run", "find_observations", "RunFolder",
            "identity_difference", "project_root", "checkout_root", "RunStatus", "refresh_metrics", "SHARDS_DIR",
            "SHARD_FILES", "CALIBRATIONS_FILE", "export_shards", "import_shards", "committed_shards",
-           "committed_queries", "committed_calibrations", "has_committed_calibrations"]
+           "committed_queries", "recorded_calibrations", "has_committed_calibrations"]
 
 #: a run folder's status against a run's identity (see :meth:`RunFolder.status`)
 RunStatus = Literal["complete", "missing", "incomplete", "mismatch", "outdated", "old-metrics"]
@@ -434,10 +434,8 @@ def shard_query_ids(folder: str | os.PathLike) -> set[str]:
 def _copy_file(source: Path, dest: Path) -> None:
     """Copy ``source`` over ``dest`` atomically when it exists and ``dest`` lacks its bytes."""
     if source.is_file() and not (dest.is_file() and dest.read_bytes() == source.read_bytes()):
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
-        shutil.copyfile(source, tmp)
-        os.replace(tmp, dest)
+        with atomic_path(dest) as tmp:
+            shutil.copyfile(source, tmp)
 
 
 def export_shards(work_dir: str | os.PathLike, target: str | os.PathLike) -> list[str]:
@@ -464,11 +462,11 @@ def import_shards(target: str | os.PathLike, work_dir: str | os.PathLike) -> lis
 
 def has_committed_calibrations(target: str | os.PathLike) -> bool:
     """Whether a results folder's committed shards come with STELLA_LW calibrations (``<target>/shards/
-    calibrations.json``), for estimates only: a resumed run checks each one (:func:`committed_calibrations`)."""
+    calibrations.json``), for estimates only: a resumed run checks each one (:func:`recorded_calibrations`)."""
     return (RunFolder(target).committed / CALIBRATIONS_FILE).is_file() and bool(committed_shards(target))
 
 
-def committed_calibrations(folder: str | os.PathLike) -> dict[int, dict[str, Any]]:
+def recorded_calibrations(folder: str | os.PathLike) -> dict[int, dict[str, Any]]:
     """The STELLA_LW calibrations recorded with a run in progress (``<folder>/.work/calibrations.json``), by K;
     empty when there are none. An unreadable file is an error: the run's shards were computed with it."""
     path = RunFolder(folder).work / CALIBRATIONS_FILE

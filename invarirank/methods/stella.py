@@ -272,6 +272,11 @@ def probes_sha256(queries: Sequence[Query]) -> str:
     return queries_sha256(replace(q, candidate_scores=()) for q in queries)
 
 
+def _meta(n_queries: int, repeats: int, seed: int) -> dict[str, int]:
+    """The calibration's settings as recorded beside its counts (:attr:`Calibration.meta`)."""
+    return {"n_queries": n_queries, "repeats": repeats, "seed": seed, "version": CALIBRATION_VERSION}
+
+
 def recorded_counts(known: Mapping[str, Any] | None, identity: Mapping[str, Any], k: int, queries: Sequence[Query],
                     n_queries: int, repeats: int, seed: int) -> np.ndarray | None:
     """The counts of the recorded calibration ``known`` (:meth:`Calibration.to_record`) when it was made with this
@@ -279,7 +284,7 @@ def recorded_counts(known: Mapping[str, Any] | None, identity: Mapping[str, Any]
     ``queries``: the selected, truncated probing queries), else None."""
     if not isinstance(known, Mapping):
         return None
-    meta = {"n_queries": n_queries, "repeats": repeats, "seed": seed, "version": CALIBRATION_VERSION}
+    meta = _meta(n_queries, repeats, seed)
     try:
         counts = np.asarray(known["counts"], dtype=np.int64)
         same = (known.get("identity") == dict(identity) and int(known["k"]) == k and counts.shape == (k, k)
@@ -311,7 +316,7 @@ def load_or_calibrate(scorer: Scorer, validation_queries: Sequence[Query], k: in
         from ..assets import cache_dir as default_cache_dir
         cache_dir = default_cache_dir()
     path = Path(cache_dir) / "stella" / f"{key}.json"
-    meta = {"n_queries": n_queries, "repeats": repeats, "seed": seed, "version": CALIBRATION_VERSION}
+    meta = _meta(n_queries, repeats, seed)
     extra = {"identity": identity, "probes": probes_sha256(queries)}
     passes = calibration_pass_count(queries, k, repeats)
     if path.is_file():

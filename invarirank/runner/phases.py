@@ -9,6 +9,7 @@ from __future__ import annotations
 import platform
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from ..errors import InvariRankError
 from ..evaluation.references import FIRST_STAGE_FILE, write_first_stage
 from ..io import atomic_write_json
 from ..llm.factory import scoring_versions
-from ..store import CALIBRATIONS_FILE, VOLATILE_FILE, RunFolder, RunStatus, committed_calibrations
+from ..store import CALIBRATIONS_FILE, VOLATILE_FILE, RunFolder, RunStatus, recorded_calibrations
 from .config import RunConfig
 from .executors import Executor
 from .inputs import input_hashes, stored_inputs
@@ -63,12 +64,14 @@ class PreparedRun:
     recorded_calibrations: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
-def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any], out: Path | None = None) -> None:
+def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any], out: Path | None = None, *,
+                      recorded: Mapping[int, Mapping[str, Any]] | None = None) -> None:
     """One line on stderr before a run estimated to take more than a few minutes
     (:func:`invarirank.runner.plan.cost_notice`): priced from the newest benchmark file when it measured the
     model, else from the scorer's device type (``key_identity``) and the stated assumptions; the queries already
-    in finished shards of the run folder ``out`` are not counted, nor a calibration recorded with them that this
-    machine takes. Loads and measures nothing."""
+    in finished shards of the run folder ``out`` are not counted, nor a calibration of ``recorded`` (the STELLA_LW
+    calibrations recorded with them, by K: :func:`invarirank.store.recorded_calibrations`) that this machine
+    takes. Loads and measures nothing."""
     from .plan import cost_notice, find_bench
     try:
         bench = find_bench(None)
@@ -79,9 +82,8 @@ def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any], ou
     from ..store import shard_query_ids
     done = shard_query_ids(out) if out is not None else set()
     left = [q for q in qs.test if q.query_id not in done]
-    recorded = committed_calibrations(out) if out is not None and "stella" in config.methods else {}
     line = cost_notice(config, left, qs.validation, key_identity, on_gpu=on_gpu, bench=bench,
-                       done=len(qs.test) - len(left), recorded=recorded)
+                       done=len(qs.test) - len(left), recorded=recorded or {})
     if line:
         print(f"{config.run_name}: {line}", file=sys.stderr)
 
@@ -109,15 +111,15 @@ def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | No
     test_sha256 = queries_sha256(qs.test)
     validation = queries_sha256(qs.validation) if "stella" in config.methods else None
     fingerprint, parts = run_fingerprint(config.identity(), facts["key_identity"], test_sha256, validation)
-    print_cost_notice(config, qs, facts, out)
+    # the calibrations the run's finished shards were computed with, read once: priced and then taken
+    known = recorded_calibrations(out) if "stella" in config.methods else {}
+    print_cost_notice(config, qs, facts, out, recorded=known)
     t = time.perf_counter()
     executor.check_queries(config, [*qs.test, *(qs.validation if "stella" in config.methods else ())])
     timings["check_seconds"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
     calibrations: dict[int, Any] = {}
-    known: dict[int, dict[str, Any]] = {}
     if "stella" in config.methods:
-        known = committed_calibrations(out)         # what the run's finished shards were computed with
         for k in sorted({q.k for q in qs.test}):
             cal = executor.calibrate(config, qs.validation, k, progress=progress, known=known.get(k))
             if not cal.query_ids:
