@@ -1,6 +1,7 @@
 """The one path rule (:meth:`invarirank.runner.RunConfig.with_absolute_paths`): ``~`` and environment variables
 expanded, a relative ``raw_dir``/``data_dir``/``candidates`` taken against the root given (the project root in a
-grid, the working directory in a run with ``out``), an unset ``$VAR`` left for the grid's check to name."""
+grid, the working directory in a run with ``out``), an unset ``$VAR`` an error naming the setting (the grid's
+check names the run too)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,42 @@ def test_a_run_s_inputs_are_hashed_where_it_reads_them(tmp_path, monkeypatch):
     assert input_hashes(RunConfig(candidates="c.jsonl")) == here
     assert input_hashes(RunConfig(candidates=str(tmp_path / "sub" / "c.jsonl"))) == here and "candidates" in here
     assert input_hashes(RunConfig(candidates="sub/c.jsonl")) == {}       # not here: the run reports it
+
+
+def _toy_candidates(path: Path) -> None:
+    from invarirank.candidates import write_candidates
+    from invarirank.llm.testing import toy_split_queries
+    write_candidates(path, toy_split_queries(n_test=2, k=4))
+
+
+def test_a_run_in_place_reads_the_path_its_inputs_hash_names(tmp_path, monkeypatch):
+    """A run with ``out`` expands ``~`` and ``$VAR`` in its path settings before it reads them, as the hash of its
+    inputs does: a candidates file named ``$IR_CANDS/c.jsonl`` or ``~/c.jsonl`` is the file it names (the run
+    used to look for a file literally called ``$IR_CANDS/c.jsonl`` in the working directory)."""
+    from invarirank.runner import run_experiment
+    _toy_candidates(tmp_path / "c.jsonl")
+    monkeypatch.setenv("IR_CANDS", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    settings = dict(scorer="simulated", K=4, M=2, methods=["zero_shot"], exposure_k=2, n_bootstrap=10)
+    metrics = []
+    for n, given in enumerate(("$IR_CANDS/c.jsonl", "${IR_CANDS}/c.jsonl", "~/c.jsonl", "c.jsonl")):
+        out = tmp_path / f"run{n}"
+        run_experiment(RunConfig(candidates=given, out=str(out), **settings), progress=False)
+        metrics.append((out / "metrics.json").read_bytes())
+    assert len(set(metrics)) == 1
+
+
+def test_a_run_in_place_names_an_unset_variable_of_a_path(tmp_path, monkeypatch):
+    import pytest
+
+    from invarirank.errors import InvariRankError
+    from invarirank.runner import run_experiment
+    monkeypatch.delenv("IR_UNSET", raising=False)
+    monkeypatch.chdir(tmp_path)
+    config = RunConfig(candidates="$IR_UNSET/c.jsonl", scorer="simulated", K=4, M=2, methods=["zero_shot"],
+                       exposure_k=2, out=str(tmp_path / "run"))
+    with pytest.raises(InvariRankError, match=r"setting 'candidates' = '\$IR_UNSET/c.jsonl' uses the environment "
+                                              r"variable IR_UNSET, which is not set"):
+        run_experiment(config, progress=False)
+    assert not (tmp_path / "run").exists()

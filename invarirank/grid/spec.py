@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import math
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 
 from ..errors import InvariRankError
 from ..io import load_yaml, read_utf8
-from ..runner import PATH_SETTINGS, RunConfig, simple_name
+from ..runner import RunConfig, simple_name
 
 __all__ = ["Grid", "load_grid", "lab_runs", "main_run", "main_sweep", "check_paths", "check_folders"]
 
@@ -233,14 +232,10 @@ def check_paths(grid: Grid) -> None:
     """Before a dry or real run: every path setting of every run (``raw_dir``, ``data_dir``, ``candidates``) has
     its environment variables set; an unset ``${VAR}`` is an error naming the run, the setting and the variable."""
     for config in grid.runs:
-        for name in PATH_SETTINGS:
-            value = getattr(config, name)
-            if not value:
-                continue
-            left = re.search(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", os.path.expandvars(value))
-            if left:
-                raise InvariRankError(f"{grid.path}: run {config.run_name}: setting {name!r} = {value!r} uses the "
-                                      f"environment variable {left.group(1)}, which is not set")
+        if unset := config.unset_path_variable():
+            name, value, variable = unset
+            raise InvariRankError(f"{grid.path}: run {config.run_name}: setting {name!r} = {value!r} uses the "
+                                  f"environment variable {variable}, which is not set")
 
 
 def lab_runs(lab: Mapping[str, Any]) -> list[RunConfig]:

@@ -282,6 +282,16 @@ class RunConfig:
         return {name: _expanded(value) for name in PATH_SETTINGS
                 if (value := getattr(self, name)) and "$" not in os.path.expandvars(value)}
 
+    def unset_path_variable(self) -> tuple[str, str, str] | None:
+        """The first path setting (:data:`PATH_SETTINGS`) whose value uses an environment variable that is not
+        set, as ``(setting, value, variable)``; None when there is none."""
+        for name in PATH_SETTINGS:
+            value = getattr(self, name)
+            left = re.search(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", os.path.expandvars(value)) if value else None
+            if left:
+                return name, str(value), left.group(1)
+        return None
+
     def relative_paths(self) -> list[str]:
         """The path settings (:data:`PATH_SETTINGS`) given as relative paths (after expanding ``~`` and
         environment variables): the ones :meth:`with_absolute_paths` changes."""

@@ -111,11 +111,18 @@ def mismatch_error(config: RunConfig, target: Path) -> InvariRankError:
 def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Path | None,
            allow_run: bool) -> _Place:
     """The reuse check of one run (see the module docstring). A run published in a results folder reads its
-    relative paths against the project root, as a grid file's (:meth:`RunConfig.with_absolute_paths`)."""
+    relative paths against the project root, as a grid file's; a run computed in place (``out``) against the
+    working directory, as the check of its inputs (:func:`invarirank.runner.inputs.input_hashes`). Either way
+    ``~`` and environment variables are expanded (:meth:`RunConfig.with_absolute_paths`), and one that is not set
+    is an error naming the setting."""
+    if unset := config.unset_path_variable():
+        name, value, variable = unset
+        raise InvariRankError(f"setting {name!r} = {value!r} uses the environment variable {variable}, which is "
+                              f"not set")
     target = run_folder(config, results_dir)
     in_place = bool(config.out)
-    if not in_place and config.relative_paths():
-        config = config.with_absolute_paths(project_root())
+    root = project_root() if not in_place and config.relative_paths() else Path.cwd()   # cwd: no relative path
+    config = config.with_absolute_paths(root)
     who = "rerank" if in_place else "grid"
     if target.exists() and not target.is_dir():
         raise InvariRankError(f"{target}: the run folder must be a folder")
