@@ -121,7 +121,8 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
                               f"not set")
     target = run_folder(config, results_dir)
     in_place = bool(config.out)
-    root = project_root() if not in_place and config.relative_paths() else Path.cwd()   # cwd: no relative path
+    # a grid's relative paths: the project root; a run in place: the working directory (so is a run with none)
+    root = project_root() if not in_place and config.relative_paths() else Path.cwd()
     config = config.with_absolute_paths(root)
     who = "rerank" if in_place else "grid"
     if target.exists() and not target.is_dir():
