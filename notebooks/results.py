@@ -106,14 +106,13 @@ if chosen is not None:                                   # what of the grid show
 #   it). Both are far weaker rankers than the paper's models, so absolute values, HR@5 in particular, are not
 #   comparable with the paper's.
 # - **Data**: MovieLens-100K, the embedded data set, instead of MovieLens-32M and Amazon Books.
-# - **One main list length** for all four methods, shorter than the paper's $K = 25$, because SGS needs $K$
-#   passes per presented order and STELLA_LW up to ten plus its calibration.
-# - **A cheaper sweep over $K$** for Figures 1 and 2: only zero-shot and bootstrapping (1 and 3 passes per order)
-#   at the other list lengths, on the same users (queries are sampled once among those kept at the smallest $K$).
 # - **Fewer queries** and a **smaller STELLA_LW calibration** (fewer validation queries and repeats). Whether that
 #   is enough to tell the methods apart is not assumed: the paired comparisons decide it, claim by claim.
+#
+# The list lengths of the grid shown:
 
 # %% tags=["remove-input"]
+display(Markdown(compendium.list_length_bullets(main, sweep)))
 compendium.scale_table(main_runs)
 
 # %% [markdown]
@@ -213,14 +212,21 @@ display(Markdown(compendium.summary_sentence(main)))
 #
 # The span scorer (the authors' template: mean log-probability of each candidate's own tokens) against the
 # choice scorer (the paper's wording: next-token log-probability of each candidate's label), on the same data,
-# model, queries and $K$.
+# model, queries and $K$: from the grid shown, else from the next preferred grid that has such a pair.
 
 # %% tags=["remove-input"]
-cmp = compendium.scorer_comparison(main_runs)
-display(cmp if cmp is not None else
-        Markdown("No pair of span and choice runs on the same data set, model and K in this grid."))
-choice = next((r for r in main_runs if r.scorer == "choice" and r.K == main.K), None)
-display(Markdown(section5.choice_sentence(choice, main)))
+pair_grid = compendium.scorer_pair_grid(runs, [shown, *(c.name for c in choices)])
+pair_runs = [r for r in runs if r.grid == pair_grid]
+if pair_grid is None:
+    display(Markdown("No pair of span and choice runs on the same data set, model and K in the grids shown."))
+else:
+    if pair_grid != shown:
+        display(Markdown(f"The grid shown above has no choice-scorer run; these are runs of the {pair_grid} grid."))
+    display(compendium.scorer_comparison(pair_runs))
+choice = next((r for r in sorted(pair_runs, key=lambda r: r.K != main.K) if r.scorer == "choice"), None)
+span = next((r for r in pair_runs if choice is not None and r.scorer == "span" and (r.K, r.model, r.dataset) ==
+             (choice.K, choice.model, choice.dataset)), None)
+display(Markdown(section5.choice_sentence(choice, span)))
 
 # %% [markdown]
 # ## Cost per method

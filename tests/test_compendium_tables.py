@@ -101,6 +101,37 @@ def test_scorer_comparison_needs_a_pair(simulated_run):
     assert set(df.index.get_level_values("scorer")) == {"span", "choice"}
 
 
+def test_the_scorer_pair_comes_from_the_first_grid_that_has_one(simulated_run):
+    """The results page's span-vs-choice section: the grid shown when it has a pair, else the next one that does
+    (the paper-cpu grid has no choice run; the evidence grid has one)."""
+    span, choice, alone = (copy.deepcopy(simulated_run) for _ in range(3))
+    span.scorer, choice.scorer, alone.scorer = "span", "choice", "span"
+    span.grid = choice.grid = "evidence"
+    alone.grid = "paper-cpu"
+    runs = [alone, span, choice]
+    assert C.scorer_pair_grid(runs, ["paper-cpu", "evidence"]) == "evidence"
+    assert C.scorer_pair_grid(runs, ["paper-cpu"]) is None
+    choice.K += 1                                             # not on the same K: no pair
+    assert C.scorer_pair_grid(runs, ["paper-cpu", "evidence"]) is None
+
+
+def test_list_length_bullets_say_where_the_grid_shown_departs_from_the_paper(simulated_run):
+    """Table 1 at the paper's K = 25 or not, and Figures 1-2 at the paper's 15, 25 and 50 or not: the results
+    page's "what was scaled down" follows the grid it shows (it once said "shorter than K = 25" whatever it was)."""
+    main, k15, k50 = (copy.deepcopy(simulated_run) for _ in range(3))
+    main.K, k15.K, k50.K = 25, 15, 50
+    k15.methods = k50.methods = ["zero_shot", "bootstrapping"]
+    text = C.list_length_bullets(main, [main, k15, k50])
+    assert "Table 1 at the paper's list length, $K = 25$**, with all four methods." in text
+    assert "Figures 1 and 2 at $K$ = 15, 25 and 50** (the paper's list lengths): only zero-shot and " \
+           "bootstrapping (1 and 3 passes per presented order)" in text
+    main.K = 10
+    text = C.list_length_bullets(main, [main, k15])
+    assert "Table 1 at a shorter list length, $K = 10$**" in text and "(the paper's is $K = 25$)" in text
+    assert "at $K$ = 10 and 15** (the paper's are 15, 25 and 50)" in text
+    assert "No sweep over $K$" in C.list_length_bullets(main, [main])
+
+
 def test_scale_table_and_run_table_read_the_run(simulated_run):
     scale = C.scale_table([simulated_run], styled=False)
     assert scale.loc["list lengths K", "this book"] == "6" and scale.loc["presented orders M", "this book"] == "4"

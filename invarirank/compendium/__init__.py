@@ -50,7 +50,13 @@ from .labels import (
                      setting_caption,
 )
 from .method_orderings import ordering_agreement, orderings
-from .prose import paper_ordering_sentence, reference_sentence, shown_grid_sentence, summary_sentence
+from .prose import (
+                     list_length_bullets,
+                     paper_ordering_sentence,
+                     reference_sentence,
+                     shown_grid_sentence,
+                     summary_sentence,
+)
 from .select import (
                      GridChoice,
                      collect_runs,
@@ -66,7 +72,16 @@ from .select import (
                      sweep_runs,
 )
 from .setup_tables import cost_table, coverage_table, data_stats_table, run_settings_table, scale_table
-from .tables import beside_paper, format_ci, metrics_frame, paper_table, run_table, scorer_comparison, table1
+from .tables import (
+                     beside_paper,
+                     format_ci,
+                     metrics_frame,
+                     paper_table,
+                     run_table,
+                     scorer_comparison,
+                     scorer_pair_grid,
+                     table1,
+)
 from .verdicts import claim_marks, resolution_sentence, run_claims, smallest_p, verdict_sentence, verdicts_html
 
 __all__ = [
@@ -75,6 +90,7 @@ __all__ = [
     "run_setting", "metrics_frame", "format_ci", "setting_caption", "run_table", "table1", "paper_table",
     "beside_paper", "exposure_bands", "figure_exposure", "figure_k_sweep", "method_colors", "orderings",
     "ordering_agreement", "paper_ordering_sentence", "summary_sentence", "reference_sentence", "scorer_comparison",
+    "scorer_pair_grid", "list_length_bullets",
     "cost_table",
     "scale_table", "data_stats_table", "coverage_table", "figure_training_loss", "model_label", "dataset_label",
     "html_escape", "key", "grid_to_show", "GridChoice", "grid_choice", "shard_progress",

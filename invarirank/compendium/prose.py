@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ..methods.registry import method as registered_method
 from ..store import Run
 from .labels import METHOD_LABELS, METRIC_LABELS, PAPER_LOC_ORDER, method_label, run_setting, signed
 from .method_orderings import ordering
 from .select import GridChoice
 from .tables import ci_of
 
-__all__ = ["paper_ordering_sentence", "summary_sentence", "shown_grid_sentence", "reference_sentence"]
+__all__ = ["paper_ordering_sentence", "summary_sentence", "shown_grid_sentence", "reference_sentence",
+           "list_length_bullets", "PAPER_TABLE1_K", "PAPER_SWEEP_KS"]
+
+#: the list length of the paper's Table 1, and those of its Figures 1 and 2
+PAPER_TABLE1_K = 25
+PAPER_SWEEP_KS = (15, 25, 50)
 
 
 def paper_ordering_sentence(run: Run) -> str:
@@ -152,3 +158,35 @@ def reference_sentence(run: Run) -> str:
     if lines:
         parts.append("HR@5, method minus reference: " + "; ".join(lines) + ".")
     return " ".join(parts)
+
+
+def _ks(ks: Sequence[int]) -> str:
+    """``[15, 25, 50]`` → ``"15, 25 and 50"``."""
+    text = [str(k) for k in ks]
+    return text[0] if len(text) == 1 else f"{', '.join(text[:-1])} and {text[-1]}"
+
+
+def list_length_bullets(main: Run, sweep: Sequence[Run]) -> str:
+    """Two Markdown bullets on the list lengths shown, against the paper's (:data:`PAPER_TABLE1_K`,
+    :data:`PAPER_SWEEP_KS`): the main run's K and methods (Table 1), then the K sweep of Figures 1 and 2 (``sweep``:
+    the main run's setting at every K) and which methods it has beside the main K."""
+    n = len(main.methods)
+    methods = "all four methods" if n == 4 else f"{n} of the four methods"
+    if main.K == PAPER_TABLE1_K:
+        head = f"- **Table 1 at the paper's list length, $K = {main.K}$**, with {methods}."
+    else:
+        head = (f"- **Table 1 at a {'shorter' if main.K < PAPER_TABLE1_K else 'longer'} list length, $K = "
+                f"{main.K}$**, with {methods} (the paper's is $K = {PAPER_TABLE1_K}$): SGS needs $K$ passes per "
+                f"presented order and STELLA_LW up to ten plus its calibration.")
+    ks = sorted({r.K for r in sweep} | {main.K})
+    paper = _ks(PAPER_SWEEP_KS)
+    if len(ks) == 1:
+        return f"{head}\n- **No sweep over $K$**: Figures 1 and 2 have the one list length (the paper's: {paper})."
+    others = sorted({m for r in sweep if r.K != main.K for m in r.methods}, key=list(METHOD_LABELS).index)
+    same = "the paper's list lengths" if tuple(ks) == PAPER_SWEEP_KS else f"the paper's are {paper}"
+    counts = [registered_method(m).passes_text.replace("-", "–").replace("K", "$K$") for m in others]
+    passes = "1 pass" if counts == ["1"] else f"{_ks(counts)} passes"
+    cheap = (f"only {' and '.join(method_label(m) for m in others)} ({passes} per presented order) at the other "
+             f"list lengths" if set(others) < set(main.methods) else "the same methods at every list length")
+    return (f"{head}\n- **Figures 1 and 2 at $K$ = {_ks(ks)}** ({same}): {cheap}, on the same users (queries "
+            f"are sampled once among those kept at the smallest $K$).")

@@ -35,7 +35,7 @@ from .verdicts import MARKS, claim_marks
 
 __all__ = ["metrics_frame", "format_ci", "with_caption", "ci_of", "drop_constant_levels", "fold_columns",
            "run_table", "table1", "reference_cells", "REFERENCE_LABELS",
-           "paper_table", "beside_paper", "scorer_comparison"]
+           "paper_table", "beside_paper", "scorer_comparison", "scorer_pair_grid"]
 
 _FRAME_COLUMNS = ["grid", "run", "dataset", "model", "scorer", "K", "M", "queries", "method", "metric", "value",
                   "low", "high"]
@@ -265,20 +265,35 @@ def beside_paper(runs: Sequence[Run], paper: pd.DataFrame, *, K: int | None = No
     return with_caption(df, caption) if styled else df
 
 
+def _scorer_pairs(runs: Sequence[Run]) -> list[list[Run]]:
+    """Per (dataset, model, K) of ``runs``: the :data:`~invarirank.compendium.labels.REFERENCE_SCORER` run then
+    every other real scorer's run, where there is at least one of each."""
+    groups: dict[tuple, dict[str, Run]] = {}
+    for r in runs:
+        groups.setdefault((r.dataset, r.model, r.K), {})[r.scorer] = r
+    pairs = []
+    for by in groups.values():
+        others = sorted(s for s in by if s not in (REFERENCE_SCORER, "simulated"))
+        if REFERENCE_SCORER in by and others:
+            pairs.append([by[REFERENCE_SCORER], *(by[s] for s in others)])
+    return pairs
+
+
+def scorer_pair_grid(runs: Sequence[Run], grids: Sequence[str]) -> str | None:
+    """The first of ``grids`` whose runs hold a pair :func:`scorer_comparison` shows (span and another real scorer
+    on the same data set, model and K), or None: the results page takes its span-vs-choice section from the grid it
+    shows, else from the next grid that has one."""
+    return next((g for g in grids if _scorer_pairs([r for r in runs if r.grid == g])), None)
+
+
 def scorer_comparison(runs: Sequence[Run], metrics: Sequence[str] = RUN_METRICS, digits: int = 3,
                       styled: bool = True) -> Any | None:
     """The :data:`~invarirank.compendium.labels.REFERENCE_SCORER` (span) beside every other real scorer (e.g.
     choice) on the same (dataset, model, K), methods in common; ``None`` when the runs hold no such pair."""
-    groups: dict[tuple, dict[str, Run]] = {}
-    for r in runs:
-        groups.setdefault((r.dataset, r.model, r.K), {})[r.scorer] = r
     records = []
     used = []
-    for (dataset, model, K), by in groups.items():
-        others = sorted(s for s in by if s not in (REFERENCE_SCORER, "simulated"))
-        if REFERENCE_SCORER not in by or not others:
-            continue
-        pair = [by[REFERENCE_SCORER], *(by[s] for s in others)]
+    for pair in _scorer_pairs(runs):
+        dataset, model, K = pair[0].dataset, pair[0].model, pair[0].K
         used += pair
         common = [m for m in METHODS if all(m in r.methods for r in pair)]
         for method in common:
