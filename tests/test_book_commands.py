@@ -78,3 +78,18 @@ def test_the_quick_variant_lands_where_the_results_chapter_says():
     config = _config(params, where)
     assert f"results/{config.grid}/{config.run_name}/" in text, config.run_name
     assert config.methods == ["zero_shot", "bootstrapping"] and config.K == 15
+
+
+GRID_COMMANDS = [c for c in COMMANDS if (ROOT / "configs" / f"grid-{c[1].get('grid')}.yaml").is_file()]
+
+
+@pytest.mark.parametrize("where,params", GRID_COMMANDS, ids=[f"{c[1]['grid']}: {c[0][:50]}" for c in GRID_COMMANDS])
+def test_a_command_for_a_grid_gives_that_grid_s_settings(where, params):
+    """A papermill command that names a grid of ``configs/`` (``-p grid evidence``) gives that grid's defaults
+    (the settings that select its users and set its calibration), so its run joins that grid's figures."""
+    from invarirank.grid import load_grid
+    grid = load_grid(ROOT / "configs" / f"grid-{params['grid']}.yaml")
+    config = _config(params, where)
+    wanted = {k: v for k, v in (grid.raw.get("defaults") or {}).items() if k in RunConfig.field_names()}
+    got = {k: getattr(config, k) for k in wanted}
+    assert got == wanted, where
