@@ -223,9 +223,7 @@ else:
     if pair_grid != shown:
         display(Markdown(f"The grid shown above has no choice-scorer run; these are runs of the {pair_grid} grid."))
     display(compendium.scorer_comparison(pair_runs))
-choice = next((r for r in sorted(pair_runs, key=lambda r: r.K != main.K) if r.scorer == "choice"), None)
-span = next((r for r in pair_runs if choice is not None and r.scorer == "span" and (r.K, r.model, r.dataset) ==
-             (choice.K, choice.model, choice.dataset)), None)
+choice, span = compendium.choice_and_span(pair_runs, main.K)
 display(Markdown(section5.choice_sentence(choice, span)))
 
 # %% [markdown]

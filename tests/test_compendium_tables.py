@@ -111,6 +111,8 @@ def test_the_scorer_pair_comes_from_the_first_grid_that_has_one(simulated_run):
     runs = [alone, span, choice]
     assert C.scorer_pair_grid(runs, ["paper-cpu", "evidence"]) == "evidence"
     assert C.scorer_pair_grid(runs, ["paper-cpu"]) is None
+    assert C.choice_and_span([span, choice], k=span.K) == (choice, span)
+    assert C.choice_and_span([alone]) == (None, None)
     choice.K += 1                                             # not on the same K: no pair
     assert C.scorer_pair_grid(runs, ["paper-cpu", "evidence"]) is None
 

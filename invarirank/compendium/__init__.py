@@ -74,6 +74,7 @@ from .select import (
 from .setup_tables import cost_table, coverage_table, data_stats_table, run_settings_table, scale_table
 from .tables import (
                      beside_paper,
+                     choice_and_span,
                      format_ci,
                      metrics_frame,
                      paper_table,
@@ -90,7 +91,7 @@ __all__ = [
     "run_setting", "metrics_frame", "format_ci", "setting_caption", "run_table", "table1", "paper_table",
     "beside_paper", "exposure_bands", "figure_exposure", "figure_k_sweep", "method_colors", "orderings",
     "ordering_agreement", "paper_ordering_sentence", "summary_sentence", "reference_sentence", "scorer_comparison",
-    "scorer_pair_grid", "list_length_bullets",
+    "scorer_pair_grid", "choice_and_span", "list_length_bullets",
     "cost_table",
     "scale_table", "data_stats_table", "coverage_table", "figure_training_loss", "model_label", "dataset_label",
     "html_escape", "key", "grid_to_show", "GridChoice", "grid_choice", "shard_progress",

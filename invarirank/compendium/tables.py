@@ -35,7 +35,7 @@ from .verdicts import MARKS, claim_marks
 
 __all__ = ["metrics_frame", "format_ci", "with_caption", "ci_of", "drop_constant_levels", "fold_columns",
            "run_table", "table1", "reference_cells", "REFERENCE_LABELS",
-           "paper_table", "beside_paper", "scorer_comparison", "scorer_pair_grid"]
+           "paper_table", "beside_paper", "scorer_comparison", "scorer_pair_grid", "choice_and_span"]
 
 _FRAME_COLUMNS = ["grid", "run", "dataset", "model", "scorer", "K", "M", "queries", "method", "metric", "value",
                   "low", "high"]
@@ -284,6 +284,17 @@ def scorer_pair_grid(runs: Sequence[Run], grids: Sequence[str]) -> str | None:
     on the same data set, model and K), or None: the results page takes its span-vs-choice section from the grid it
     shows, else from the next grid that has one."""
     return next((g for g in grids if _scorer_pairs([r for r in runs if r.grid == g])), None)
+
+
+def choice_and_span(runs: Sequence[Run], k: int | None = None) -> tuple[Run | None, Run | None]:
+    """``(choice, span)``: a choice-scorer run of ``runs`` and the span run on its data set, model and K, from the
+    pair at list length ``k`` when there is one, else the first pair; ``(None, None)`` without a pair."""
+    pairs = sorted(_scorer_pairs(runs), key=lambda pair: pair[0].K != k)
+    for pair in pairs:
+        choice = next((r for r in pair if r.scorer == "choice"), None)
+        if choice is not None:
+            return choice, pair[0]
+    return None, None
 
 
 def scorer_comparison(runs: Sequence[Run], metrics: Sequence[str] = RUN_METRICS, digits: int = 3,
