@@ -76,3 +76,20 @@ def test_a_run_in_place_names_an_unset_variable_of_a_path(tmp_path, monkeypatch)
                                               r"variable IR_UNSET, which is not set"):
         run_experiment(config, progress=False)
     assert not (tmp_path / "run").exists()
+
+
+def test_the_command_line_names_the_yaml_file_or_the_flag_of_an_unset_variable(tmp_path, monkeypatch, capsys):
+    """``invarirank rerank``: the error names where the path was given — the YAML file, or the flag (a quoted
+    ``'$V/c.jsonl'`` reaches it unexpanded) — before any work, dry run included."""
+    from invarirank.cli import main
+    monkeypatch.delenv("IR_UNSET", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cfg.yaml").write_text("candidates: $IR_UNSET/c.jsonl\nscorer: simulated\n", encoding="utf-8")
+    for args, where in ((["--config", "cfg.yaml"], "cfg.yaml"), (["--candidates", "$IR_UNSET/c.jsonl"], "--candidates"),
+                        (["--config", "cfg.yaml", "--dry-run"], "cfg.yaml")):
+        capsys.readouterr()
+        assert main(["rerank", *args, "--scorer", "simulated", "--out", "run"]) != 0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"invarirank: error: {where}: setting 'candidates' = '$IR_UNSET/c.jsonl' uses the environment "
+                       f"variable IR_UNSET, which is not set"], err
+    assert not (tmp_path / "run").exists()

@@ -176,11 +176,18 @@ def config_from_args(args: argparse.Namespace):
 
 def check_arguments(args: argparse.Namespace, config: Any) -> None:
     """Argument checks of ``invarirank rerank`` made before any work (the run schema's own checks are
-    :meth:`RunConfig.normalise`'s): ``--out`` and the cache folder must be writable folders (one line naming the
-    path otherwise); the explicit safety flags and ``--no-progress`` are handed to the model loader."""
+    :meth:`RunConfig.normalise`'s): a path setting may not use an unset environment variable (one line naming the
+    flag or the YAML file, the setting and the variable); ``--out`` and the cache folder must be writable folders
+    (one line naming the path otherwise); the explicit safety flags and ``--no-progress`` are handed to the model
+    loader."""
     from ..io import check_output_dir
     from ..llm.models import allow, quiet_loading
 
+    if unset := config.unset_path_variable():           # named where it was given: the flag, else the YAML file
+        name, value, variable = unset
+        where = f"--{name.replace('_', '-')}" if getattr(args, name, None) is not None else args.config
+        raise InvariRankError(f"{where}: setting {name!r} = {value!r} uses the environment variable {variable}, "
+                              f"which is not set")
     if not args.dry_run:
         from ..runner import run_folder
         check_output_dir(run_folder(config), "--out" if config.out else "the run folder")
