@@ -253,21 +253,22 @@ compendium.cost_table(main_runs)
 #   above measured at $K = 15$. The run is published to `results/default/ml-100k-lightgcn-smollm2-135m-span-k15/`;
 #   while the evidence grid is shown it appears in the tables under *Other grids* below, not in Figures 1–2. Its
 #   entry in `configs/grid-default.yaml` is `{K: 15, methods: [zero_shot, bootstrapping]}`.
-# - **A run of the evidence grid** (it joins Figures 1–2 and the claims on $K$ while this page shows the evidence
-#   grid): give it the evidence grid's settings, `papermill notebooks/rerank.ipynb /tmp/ev-k20.ipynb -p grid evidence -p name smollm2-span-k20
-#   -p K 20 -p M 20 -p n_queries 40 -p sample_k 5 -p calibration_queries 30 -p calibration_repeats 2 -p methods
-#   zero_shot,bootstrapping`: 40 queries × 20 orders × (1 + 3) passes, of which the cache serves bootstrapping's
-#   first pass, so about 2,400 distinct passes (the cost table above gives the seconds per pass measured at each
-#   $K$). To compute it in resumable shards instead, add `{name: smollm2-span-k20, K: 20, methods: [zero_shot,
+# - **A run of the evidence grid** (it joins Figures 1–2 and the claims on $K$ while this page shows the evidence grid):
+#   give it the evidence grid's settings, `papermill notebooks/rerank.ipynb /tmp/ev-k20.ipynb -p grid evidence -p name
+#   smollm2-span-k20 -p K 20 -p M 20 -p n_queries 40 -p sample_k 5 -p calibration_queries 30 -p calibration_repeats 2 -p
+#   methods zero_shot,bootstrapping`: 40 queries × 20 orders × (1 + 3) passes, of which the cache serves bootstrapping's
+#   first pass, so about 2,400 distinct passes (the cost table above gives the seconds per pass measured at each $K$).
+#   To compute it in resumable shards instead, add `{name: smollm2-span-k20, K: 20, methods: [zero_shot,
 #   bootstrapping]}` to `configs/grid-evidence.yaml` and run `invarirank grid configs/grid-evidence.yaml --only
-#   smollm2-span-k20 --shard-queries 5 --skip-results`; its name added to `EVIDENCE_PAGES` in the Makefile gives it
-#   a page. Then `make book`.
+#   smollm2-span-k20 --shard-queries 5 --skip-results`; its name added to `EVIDENCE_PAGES` in the Makefile gives it a
+#   page. Then `make book`.
 # - **A run of the paper-cpu grid** (it joins Figures 1–2 once this page shows the paper-cpu grid): the same with
 #   that grid's settings, `papermill notebooks/rerank.ipynb /tmp/pc-k20.ipynb -p grid paper-cpu -p name
 #   smollm2-span-k20 -p K 20 -p M 20 -p n_queries 40 -p sample_k 15 -p calibration_queries 30 -p
 #   calibration_repeats 2 -p methods zero_shot,bootstrapping`, or its entry added to `configs/grid-paper-cpu.yaml`
 #   and `invarirank grid configs/grid-paper-cpu.yaml --only smollm2-span-k20 --shard-queries 2 --skip-results`; its
-#   name added to `PAPER_CPU_PAGES` gives it a page. The same number of passes as above, on 40 other users.
+#   name added to `PAPER_CPU_PAGES` gives it a page. The same number of passes as above, on another draw of 40
+#   users.
 #
 # Commit the published folder if the run should stay in the book; `invarirank grid FILE --dry-run` prices any
 # run of a grid file before it starts, and `invarirank rerank --dry-run` a single run.
