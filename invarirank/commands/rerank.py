@@ -184,10 +184,9 @@ def check_arguments(args: argparse.Namespace, config: Any) -> None:
     from ..llm.models import allow, quiet_loading
 
     if unset := config.unset_path_variable():           # named where it was given: the flag, else the YAML file
-        name, value, variable = unset
-        where = f"--{name.replace('_', '-')}" if getattr(args, name, None) is not None else args.config
-        raise InvariRankError(f"{where}: setting {name!r} = {value!r} uses the environment variable {variable}, "
-                              f"which is not set")
+        name = unset[0]
+        config.check_path_variables(f"--{name.replace('_', '-')}" if getattr(args, name, None) is not None
+                                    else args.config)
     if not args.dry_run:
         from ..runner import run_folder
         check_output_dir(run_folder(config), "--out" if config.out else "the run folder")

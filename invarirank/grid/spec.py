@@ -232,10 +232,7 @@ def check_paths(grid: Grid) -> None:
     """Before a dry or real run: every path setting of every run (``raw_dir``, ``data_dir``, ``candidates``) has
     its environment variables set; an unset ``${VAR}`` is an error naming the run, the setting and the variable."""
     for config in grid.runs:
-        if unset := config.unset_path_variable():
-            name, value, variable = unset
-            raise InvariRankError(f"{grid.path}: run {config.run_name}: setting {name!r} = {value!r} uses the "
-                                  f"environment variable {variable}, which is not set")
+        config.check_path_variables(f"{grid.path}: run {config.run_name}")
 
 
 def lab_runs(lab: Mapping[str, Any]) -> list[RunConfig]:

@@ -292,6 +292,15 @@ class RunConfig:
                 return name, str(value), left.group(1)
         return None
 
+    def check_path_variables(self, where: str | None = None) -> None:
+        """Raise :class:`InvariRankError` when a path setting uses an unset environment variable
+        (:meth:`unset_path_variable`): one line naming ``where`` (a file, a flag, a grid's run) when given, the
+        setting, its value and the variable."""
+        if unset := self.unset_path_variable():
+            name, value, variable = unset
+            raise InvariRankError(f"{where + ': ' if where else ''}setting {name!r} = {value!r} uses the environment "
+                                  f"variable {variable}, which is not set")
+
     def relative_paths(self) -> list[str]:
         """The path settings (:data:`PATH_SETTINGS`) given as relative paths (after expanding ``~`` and
         environment variables): the ones :meth:`with_absolute_paths` changes."""

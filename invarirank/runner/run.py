@@ -115,10 +115,7 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
     working directory, as the check of its inputs (:func:`invarirank.runner.inputs.input_hashes`). Either way
     ``~`` and environment variables are expanded (:meth:`RunConfig.with_absolute_paths`), and one that is not set
     is an error naming the setting."""
-    if unset := config.unset_path_variable():
-        name, value, variable = unset
-        raise InvariRankError(f"setting {name!r} = {value!r} uses the environment variable {variable}, which is "
-                              f"not set")
+    config.check_path_variables()
     target = run_folder(config, results_dir)
     in_place = bool(config.out)
     # a grid's relative paths: the project root; a run in place: the working directory (so is a run with none)
