@@ -114,3 +114,17 @@ def test_pairwise_table_lists_the_claims_in_the_section5_tables_order(simulated_
 def test_table_cells_use_a_true_minus_and_no_negative_zero():
     assert C.format_ci(-0.012, -0.046, -0.0001) == "−0.012 [−0.046, 0.000]"
     assert C.format_ci(0.5, 0.4, 0.6) == "0.500 [0.400, 0.600]"
+
+
+def test_sentences_write_no_negative_zero(simulated_run):
+    """A random order's expected LOC is zero up to the draws' noise (−0.00003 at K = 50 in the paper-cpu run): the
+    sentence says ``LOC = 0.000``, and a difference that rounds to zero is ``+0.000``."""
+    run = copy.deepcopy(simulated_run)
+    random_row = run.metrics["references"]["random"]["overall"]
+    random_row["loc"], random_row["gpi"] = -0.00003, -0.2
+    text = C.reference_sentence(run)
+    assert "LOC = 0.000 " in text and "−0.000" not in text and "-0.000" not in text, text
+    assert "GPI = −0.200" in text, text                       # a true minus sign, as in the tables
+    assert labels.decimal(-0.0004) == "0.000" and labels.decimal(-0.0006) == "−0.001"
+    assert labels.signed(-0.0004) == "+0.000" and labels.signed(-0.0006) == "−0.001"
+    assert labels.signed(0.034) == "+0.034"

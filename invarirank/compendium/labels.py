@@ -99,9 +99,22 @@ def simulated_setting(run: Run) -> str:
     return f"simulated scorer on {data}"
 
 
+def decimal(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` decimals with a true minus sign (U+2212); a value that rounds to zero is ``0.000``, not
+    ``−0.000`` (e.g. a random order's expected LOC, zero up to the draws' noise)."""
+    text = f"{x:.{digits}f}"
+    if float(text) == 0:
+        text = f"{0:.{digits}f}"
+    return text.replace("-", "−")
+
+
 def signed(x: float) -> str:
-    """``+0.034`` / ``−0.043``: three decimals, always a sign, a true minus sign (U+2212)."""
-    return f"{x:+.3f}".replace("-", "−")
+    """``+0.034`` / ``−0.043``: three decimals, always a sign, a true minus sign (U+2212); a difference that rounds
+    to zero is ``+0.000``, never ``−0.000``."""
+    text = f"{x:+.3f}"
+    if float(text) == 0:
+        text = "+0.000"
+    return text.replace("-", "−")
 
 
 def setting_caption(runs: Sequence[Run]) -> str:

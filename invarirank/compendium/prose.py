@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from ..methods.registry import method as registered_method
 from ..store import Run
-from .labels import METHOD_LABELS, METRIC_LABELS, PAPER_LOC_ORDER, method_label, run_setting, signed
+from .labels import METHOD_LABELS, METRIC_LABELS, PAPER_LOC_ORDER, decimal, method_label, run_setting, signed
 from .method_orderings import ordering
 from .select import GridChoice
 from .tables import ci_of
@@ -115,7 +115,7 @@ def _p(p: float) -> str:
 def _v(value: float | None) -> str:
     """A metric value in a sentence: three decimals, or "undefined" (e.g. PPI of a run whose pairs are all seen in
     one cell)."""
-    return "undefined" if value is None else f"{value:.3f}"
+    return "undefined" if value is None else decimal(value)
 
 
 def reference_sentence(run: Run) -> str:

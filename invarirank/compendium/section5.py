@@ -23,7 +23,7 @@ from ..evaluation.claims import holm
 from ..evaluation.comparisons import ALPHA, comparison, sign_flip_p
 from ..methods.registry import SWEEP_METHODS
 from ..store import Run
-from .labels import HIGHER_IS_BETTER, METRIC_LABELS, method_label, metric_label, model_label, signed
+from .labels import HIGHER_IS_BETTER, METRIC_LABELS, decimal, method_label, metric_label, model_label, signed
 from .tables import with_caption
 from .verdicts import MARKS, claim_label, run_claims, smallest_p
 
@@ -353,8 +353,9 @@ def choice_sentence(choice: Run | None, span: Run | None = None, k: int = 5) -> 
     e = _exposure(choice, "zero_shot")
     first = e[0] if e else float("nan")
     text = (f"With the choice scorer ({model_label(choice.model)}, K = {choice.K}, {choice.n_queries} queries) "
-            f"zero-shot has PPI {ov['ppi']:.3f} and LOC {ov['loc']:.3f}, and the candidate shown first, labelled "
-            f"[A], reaches the top {k} in {first:.0%} of rows (top-{k} exposure at positions 0–{min(k, len(e)) - 1}: "
+            f"zero-shot has PPI {decimal(ov['ppi'])} and LOC {decimal(ov['loc'])}, and the candidate shown first, "
+            f"labelled [A], reaches the top {k} in {first:.0%} of rows (top-{k} exposure at positions "
+            f"0–{min(k, len(e)) - 1}: "
             + ", ".join(f"{x:.2f}" for x in e[:k]) + ")")
     if ov["ppi"] > 0.9 and first > 0.95:
         text += (": its ranking follows the labels [A], [B], …, not the candidates they carry (the same labels win "
@@ -363,5 +364,5 @@ def choice_sentence(choice: Run | None, span: Run | None = None, k: int = 5) -> 
                  "with a model this small, and the reproduction rests on the span scorer")
     if span is not None and "zero_shot" in span.methods:
         s = span.metrics["methods"]["zero_shot"]["overall"]
-        text += f" (span scorer on the same queries: PPI {s['ppi']:.3f}, LOC {s['loc']:.3f})"
+        text += f" (span scorer on the same queries: PPI {decimal(s['ppi'])}, LOC {decimal(s['loc'])})"
     return text + "."

@@ -23,6 +23,7 @@ from .labels import (
     RUN_METRICS,
     TABLE1_METRICS,
     dataset_label,
+    decimal,
     method_label,
     metric_label,
     model_label,
@@ -69,20 +70,11 @@ def format_ci(value: float, low: float, high: float, digits: int = 3, html: bool
     ``html`` the interval goes on a second, smaller line (for the book's tables)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
-    text = _number(value, digits)
+    text = decimal(value, digits)
     if low is not None and high is not None and not (math.isnan(low) or math.isnan(high)):
-        interval = f"[{_number(low, digits)}, {_number(high, digits)}]"
+        interval = f"[{decimal(low, digits)}, {decimal(high, digits)}]"
         text += f'<br><span class="ci">{interval}</span>' if html else f" {interval}"
     return text
-
-
-def _number(x: float, digits: int) -> str:
-    """``x`` to ``digits`` decimals with a true minus sign; a value that rounds to zero is ``0.000``, not
-    ``-0.000``."""
-    text = f"{x:.{digits}f}"
-    if float(text) == 0:
-        text = f"{0:.{digits}f}"
-    return text.replace("-", "−")
 
 
 def with_caption(df: pd.DataFrame, caption: str) -> Any:
