@@ -149,6 +149,11 @@ def reference_cells(run: Run, reference: str, metrics: Sequence[str], digits: in
     return out
 
 
+#: Said under a run's metrics table when it shows the exposure MAD (the protocol chapter gives the reason at length).
+EXPOSURE_INTERVAL_NOTE = (" The exposure MAD's interval sits high and can exclude the value: resampling queries adds "
+                          "noise, which only raises a deviation from the flat line.")
+
+
 def run_table(run: Run, metrics: Sequence[str] = RUN_METRICS, digits: int = 3, styled: bool = True) -> Any:
     """One run's metrics per method, each ``value [95% interval]``, then its reference rows (first-stage order,
     random order) where ``metrics.json`` has them."""
@@ -161,7 +166,10 @@ def run_table(run: Run, metrics: Sequence[str] = RUN_METRICS, digits: int = 3, s
             rows[label] = cells
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "method"
-    return with_caption(df, f"{run_setting(run)}. Value [95% bootstrap interval over queries].") if styled else df
+    caption = f"{run_setting(run)}. Value [95% bootstrap interval over queries]."
+    if any(m.startswith("exposure_") for m in metrics):
+        caption += EXPOSURE_INTERVAL_NOTE
+    return with_caption(df, caption) if styled else df
 
 
 def table1(runs: Sequence[Run], *, K: int | None = None, digits: int = 3, styled: bool = True,
