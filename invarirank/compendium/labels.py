@@ -110,11 +110,9 @@ def decimal(x: float, digits: int = 3) -> str:
 
 def signed(x: float) -> str:
     """``+0.034`` / ``−0.043``: three decimals, always a sign, a true minus sign (U+2212); a difference that rounds
-    to zero is ``+0.000``, never ``−0.000``."""
-    text = f"{x:+.3f}"
-    if float(text) == 0:
-        text = "+0.000"
-    return text.replace("-", "−")
+    to zero is ``+0.000``, never ``−0.000`` (:func:`decimal` with a plus sign in front of what is not negative)."""
+    text = decimal(x)
+    return text if text.startswith("−") else f"+{text}"
 
 
 def setting_caption(runs: Sequence[Run]) -> str:

@@ -167,7 +167,7 @@ def run_table(run: Run, metrics: Sequence[str] = RUN_METRICS, digits: int = 3, s
     df = pd.DataFrame.from_dict(rows, orient="index")
     df.index.name = "method"
     caption = f"{run_setting(run)}. Value [95% bootstrap interval over queries]."
-    if any(m.startswith("exposure_") for m in metrics):
+    if any(m.startswith("exposure_mad@") for m in metrics):
         caption += EXPOSURE_INTERVAL_NOTE
     return with_caption(df, caption) if styled else df
 
