@@ -142,6 +142,7 @@ def test_run_page_titles_use_display_names_and_label_smoke_runs():
         assert all("MovieLens-100K" in t and "ml-100k" not in t and "smollm2-135m" not in t for t in titles), titles
     assert len(set(every)) == len(every), every
     assert "SmolLM2-135M at K = 15, span scorer (MovieLens-100K, 40 queries kept at K = 5 × M = 20)" in every
-    from invarirank.compendium.titles import data_page_title
-    assert data_page_title("ml-100k", [25, 5, 15, 10]) == \
+    from invarirank.compendium.labels import dataset_label
+    from invarirank.grid.book_build import data_page_title
+    assert data_page_title(dataset_label("ml-100k"), [25, 5, 15, 10]) == \
         "MovieLens-100K at K = 5, 10, 15, 25: counts and the first stage's coverage"

@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
             print()
             print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=find_bench(args.bench)))
         return 0
-    from ..compendium.titles import data_page_title, run_page_title
+    from ..compendium.labels import dataset_label
+    from ..compendium.titles import run_page_title
     from ..grid.book_build import PageTitles
     t0 = time.perf_counter()
     executor = executor_from_args(args)
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         summary = build(args.grid, build_dir=args.build_dir, results_dir=args.results_dir, work_dir=args.work_dir,
                         force=args.force, only=args.only, skip_results=args.skip_results, kernel=args.kernel,
                         executor=executor, execution=execution, root=root,
-                        titles=PageTitles(run=run_page_title, data=data_page_title))
+                        titles=PageTitles(run=run_page_title, dataset=dataset_label))
     finally:
         if executor is not None:
             executor.close()

@@ -1,20 +1,21 @@
 """The titles of the book's executed pages (the sidebar shows them), in display names.
 
 The grid layer that executes the pages knows run and data-set ids only (:class:`invarirank.grid.book_build.
-PageTitles`); the command line hands it these two functions. A run is given as any object with the settings of
-:class:`invarirank.runner.RunConfig` (this layer does not import the runner).
+PageTitles`); the command line hands it :func:`run_page_title` for the run pages and
+:func:`invarirank.compendium.labels.dataset_label` for the data pages' names (the grid's
+:func:`~invarirank.grid.book_build.data_page_title` writes the rest). A run is given as any object with the settings
+of :class:`invarirank.runner.RunConfig` (this layer does not import the runner).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from ..evaluation.comparisons import ALPHA
 from .labels import dataset_label, model_label
 from .verdicts import smallest_p
 
-__all__ = ["run_page_title", "data_page_title"]
+__all__ = ["run_page_title"]
 
 
 def run_page_title(config: Any) -> str:
@@ -32,10 +33,3 @@ def run_page_title(config: Any) -> str:
              f"({dataset_label(config.data_label)}, {queries} × M = {config.M})")
     smoke = config.scorer == "simulated" or (n is not None and smallest_p(n) >= ALPHA)
     return f"Smoke run: {title}" if smoke else title
-
-
-def data_page_title(name: str, ks: Sequence[int]) -> str:
-    """A data page's title: the data set's display name (a label given in the grid is kept) and its list lengths,
-    e.g. ``MovieLens-100K at K = 5, 10, 15, 25: counts and the first stage's coverage``."""
-    at = f" at K = {', '.join(str(k) for k in sorted(ks))}" if ks else ""
-    return f"{dataset_label(name)}{at}: counts and the first stage's coverage"

@@ -27,26 +27,29 @@ from ..store import RunFolder, complete_runs, project_root
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, lab_runs, load_grid, main_run
 
-__all__ = ["build", "compute_runs", "run_parameters", "PageTitles", "OUTSIDE_CHECKOUT"]
+__all__ = ["build", "compute_runs", "run_parameters", "PageTitles", "data_page_title", "OUTSIDE_CHECKOUT"]
 
 
 def _run_id_title(config: RunConfig) -> str:
     return f"Run {config.run_name}"
 
 
-def _data_id_title(name: str, ks: Sequence[int]) -> str:
+def data_page_title(name: str, ks: Sequence[int]) -> str:
+    """A data page's title: the data set's name and its list lengths, in increasing order, e.g. ``MovieLens-100K at
+    K = 5, 10, 15, 25: counts and the first stage's coverage`` (no ``at K`` part without list lengths)."""
     at = f" at K = {', '.join(str(k) for k in sorted(ks))}" if ks else ""
     return f"{name}{at}: counts and the first stage's coverage"
 
 
 @dataclass(frozen=True)
 class PageTitles:
-    """How :func:`build` titles the pages it executes: ``run`` (a run → its page's title) and ``data`` (a data set's
-    label or id and its list lengths → its data page's title). The grid layer knows ids only; ``invarirank grid``
-    passes the book's display names (:mod:`invarirank.compendium.titles`)."""
+    """How :func:`build` titles the pages it executes: ``run`` (a run → its page's title) and ``dataset`` (a data
+    set's label or id → the name its data page's title gives it, :func:`data_page_title`). The grid layer knows ids
+    only; ``invarirank grid`` passes the book's display names (:mod:`invarirank.compendium.titles`,
+    :func:`invarirank.compendium.labels.dataset_label`)."""
 
     run: Callable[[RunConfig], str] = _run_id_title
-    data: Callable[[str, Sequence[int]], str] = _data_id_title
+    dataset: Callable[[str], str] = str
 
 
 #: what to do when neither the grid file nor the working directory lies in a checkout
@@ -137,7 +140,8 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
         if not only or "data" in only:
             params = _data_parameters(entry, grid, root)
             execute("data.ipynb", out, params, [],
-                    title=titles.data(entry.get("label") or entry["dataset"], params["K_values"]))
+                    title=data_page_title(titles.dataset(entry.get("label") or entry["dataset"]),
+                                          params["K_values"]))
     run_pages = [pages / "rerank" / f"{c.run_name}.ipynb" for c in grid.runs]
     for config in selected:
         folder = RunFolder(run_folder(config, results))
