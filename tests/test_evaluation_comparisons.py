@@ -190,7 +190,13 @@ def test_literal_computation_on_a_small_file(tmp_path):
         return exposure([r for i in drawn for r in by[(method, qids[i])]], k=2)["mad"]
 
     reps = [pooled_mad("follow", row) - pooled_mad("noisy", row) for row in draws]
-    assert rec["ci"] == pytest.approx(np.percentile(reps, [2.5, 97.5]).tolist(), abs=1e-12)
+    low, high = np.percentile(reps, [2.5, 97.5])            # the basic interval reflects them about the estimate
+    assert rec["ci"] == pytest.approx([2 * observed - high, 2 * observed - low], abs=1e-12)
+    for method in ("follow", "noisy"):                      # each method's own interval: basic, clipped at 0
+        value = lit[method]["overall"]["exposure_mad@2"]
+        low, high = np.percentile([pooled_mad(method, row) for row in draws], [2.5, 97.5])
+        ci = stored["methods"][method]["overall"]["ci"]["exposure_mad@2"]
+        assert ci == pytest.approx([max(0.0, 2 * value - high), max(0.0, 2 * value - low)], abs=1e-12)
     assert rec["sd"] == pytest.approx(np.std(reps, ddof=1) * math.sqrt(6), abs=1e-12)
 
 

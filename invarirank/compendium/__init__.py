@@ -25,7 +25,8 @@ Modules, in the order they build on each other:
 
 Conventions: methods in the paper's order (zero-shot, bootstrapping, STELLA_LW, SGS); "better" is higher for
 HR@k, nDCG@k and LOC, lower for PPI, GPI and the exposure deviation (an ordering lists methods best first);
-intervals are 95% percentile bootstrap intervals over queries; positions are 0-based presented positions.
+intervals are 95% bootstrap intervals over queries (percentile intervals, basic ones for the exposure
+deviations); positions are 0-based presented positions.
 
 Imports: :mod:`invarirank.store`, :mod:`invarirank.evaluation`, the core modules and the method registry only —
 never the runner, the language models or torch.

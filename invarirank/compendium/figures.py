@@ -1,7 +1,8 @@
 """The figures, for the book and for ``invarirank report`` alike: top-k exposure by presented position (Figure 1),
 metrics against the list length K (Figure 2), and the first stage's training loss.
 
-Every interval drawn is a 95% percentile bootstrap interval over queries: the metric intervals are read from
+Every interval drawn is a 95% percentile bootstrap interval over queries (none of them draws an exposure deviation,
+whose interval is a basic one; the lab's sweep figure, :mod:`.lab`, does): the metric intervals are read from
 ``metrics.json``; the exposure bands are computed from the observations by
 :func:`invarirank.evaluation.positional_exposure.exposure_band` (seeded, so a re-execution draws the same band).
 Positions are 0-based presented positions. Methods keep one colour each across all figures (:func:`method_colors`),

@@ -1,7 +1,8 @@
 """The results tables: a run's metrics, the paper's Table 1 for our runs and beside the paper's own values, and the
 span-vs-choice scorer comparison. Every value is read from a run's ``metrics.json``.
 
-Cells read ``value [95% interval]`` (the percentile bootstrap interval over queries stored in ``metrics.json``);
+Cells read ``value [95% interval]`` (the bootstrap interval over queries stored in ``metrics.json``: percentile,
+but basic for the exposure deviations, :mod:`invarirank.evaluation.bootstrap`);
 styled tables (pandas Stylers) carry the setting in their caption, so a glued table states what it shows.
 """
 
@@ -150,8 +151,9 @@ def reference_cells(run: Run, reference: str, metrics: Sequence[str], digits: in
 
 
 #: Said under a run's metrics table when it shows the exposure MAD (the protocol chapter gives the reason at length).
-EXPOSURE_INTERVAL_NOTE = (" The exposure MAD's interval sits high and can exclude the value: resampling queries adds "
-                          "noise, which only raises a deviation from the flat line.")
+EXPOSURE_INTERVAL_NOTE = (" The exposure MAD's interval is a basic bootstrap interval: noise only raises a deviation "
+                          "from the flat line, so the value is biased upward and the interval, which corrects for "
+                          "that, can lie below it.")
 
 
 def run_table(run: Run, metrics: Sequence[str] = RUN_METRICS, digits: int = 3, styled: bool = True) -> Any:

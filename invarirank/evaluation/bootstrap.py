@@ -9,7 +9,13 @@ recomputes each statistic from per-query sums:
   is dropped);
 - exposure deviations: the pooled per-position sums of the drawn queries.
 
-The interval is [2.5th, 97.5th] percentile of the replicates (numpy's linear interpolation) for level 0.95.
+The interval is [2.5th, 97.5th] percentile of the replicates (numpy's linear interpolation) for level 0.95
+(:func:`percentile_interval`), except for the exposure deviations (MAD and maximum deviation), which take the
+**basic** (pivotal) interval [2θ - q97.5, 2θ - q2.5] of the estimate θ, clipped at 0 (:func:`basic_interval`). A
+deviation of a noisy curve from a flat line is biased upward (noise only adds deviation), and a resample adds the
+noise again: the percentile interval sits above the estimate by about its bias and, measured on simulated rankers
+with a known curve, covers a true exposure MAD of 0.01 in none of 300 draws (Q = 40, M = 20, K = 25), where the
+basic interval covers it in 87% (``python -m benchmarks.exposure_intervals``, ``book/data/exposure_intervals.json``).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-__all__ = ["resample_counts", "ratio_replicates", "percentile_interval", "collect", "ratio"]
+__all__ = ["resample_counts", "ratio_replicates", "percentile_interval", "basic_interval", "collect", "ratio"]
 
 
 def resample_counts(n_queries: int, n_boot: int, seed: int, chunk_cells: int = 1 << 22) -> Iterator[np.ndarray]:
@@ -48,6 +54,20 @@ def percentile_interval(replicates: np.ndarray, level: float = 0.95) -> list[flo
     tail = (100.0 - 100.0 * level) / 2.0                  # percent in each tail: 2.5 for level 0.95
     r = np.sort(r)
     return [_quantile(r, tail / 100.0), _quantile(r, (100.0 - tail) / 100.0)]
+
+
+def basic_interval(replicates: np.ndarray, estimate: float, level: float = 0.95,
+                   lower: float | None = 0.0) -> list[float] | None:
+    """The basic (pivotal) bootstrap interval [2θ - q_high, 2θ - q_low] of the estimate θ, where [q_low, q_high] is
+    :func:`percentile_interval` of the finite replicates: it reflects the replicates' shift from θ (their bias)
+    instead of carrying it, so an estimate that is biased upward gets an interval below the percentile one. Both
+    ends are raised to ``lower`` when given (default 0: a deviation cannot be negative). None when no replicate is
+    finite. For replicates symmetric about θ it equals the percentile interval."""
+    q = percentile_interval(replicates, level)
+    if q is None:
+        return None
+    low, high = 2.0 * float(estimate) - q[1], 2.0 * float(estimate) - q[0]
+    return [low, high] if lower is None else [max(lower, low), max(lower, high)]
 
 
 def _quantile(sorted_values: np.ndarray, q: float) -> float:

@@ -9,10 +9,10 @@ query by query. For one metric and two methods ``a`` and ``b`` (``a`` before ``b
   units, whichever direction is better. (For the row-averaged effectiveness metrics this equals the difference of
   the two overall values when every query has the same number of rows in both methods, as in a run with M orders
   per query; otherwise queries weigh equally here.)
-- ``ci``: the paired percentile bootstrap interval (``ci_level``, 0.95) of ``mean_diff``: a replicate draws the
-  queries with replacement and both methods use the drawn queries (:mod:`.bootstrap`, seeded with the evaluate
-  seed: the same resamples as the per-method intervals); replicates without a paired query are dropped. ``None``
-  when the bootstrap is off.
+- ``ci``: the paired percentile bootstrap interval (``ci_level``, 0.95) of ``mean_diff`` (the basic interval for the
+  exposure MAD, below): a replicate draws the queries with replacement and both methods use the drawn queries
+  (:mod:`.bootstrap`, seeded with the evaluate seed: the same resamples as the per-method intervals); replicates
+  without a paired query are dropped. ``None`` when the bootstrap is off.
 - ``p``: the two-sided paired sign-flip permutation p-value of "within a query the two methods' values are
   exchangeable": T(s) = |sum_q s_q d_q| over sign vectors s in {-1, +1}^n. With n <= 16 (``EXACT_MAX_QUERIES``)
   all 2^n sign vectors are enumerated and p = #{s: T(s) >= T(1)} / 2^n, exact (``"exact": true``; the identity and
@@ -27,11 +27,13 @@ query by query. For one metric and two methods ``a`` and ``b`` (``a`` before ``b
 **Exposure.** ``exposure_mad@E`` has no per-query value: it is a deviation of the exposure curve pooled over all
 rows. It is compared through each query's contributions to the pool (per-position top-E hits, rows and expected
 hits, see :mod:`.positional_exposure`): ``mean_diff`` = MAD_a - MAD_b pooled over the paired queries (those both
-methods have); the bootstrap resamples the contributions; the permutation test *swaps* the two methods'
-contributions of the queries where s_q = -1 (for a per-query value that swap is exactly the sign flip of d_q), same
-sign vectors, same p rule; ``sd`` is the *effective* per-query spread, bootstrap standard error × √n, which is what
-``queries_80`` needs (``None`` when the bootstrap is off). ``exposure_maxdev@E`` (a maximum, not smooth under
-resampling) is not compared.
+methods have); the bootstrap resamples the contributions, and ``ci`` is the **basic** interval of the difference
+(:func:`invarirank.evaluation.bootstrap.basic_interval`, not clipped: a difference can be negative), since each MAD
+is biased upward by an amount that depends on its own curve, so their difference's percentile interval is shifted
+too; the permutation test *swaps* the two methods' contributions of the queries where s_q = -1 (for a per-query
+value that swap is exactly the sign flip of d_q), same sign vectors, same p rule; ``sd`` is the *effective*
+per-query spread, bootstrap standard error × √n, which is what ``queries_80`` needs (``None`` when the bootstrap
+is off). ``exposure_maxdev@E`` (a maximum, not smooth under resampling) is not compared.
 
 Shape (a, b in the run's method order, only a before b; :func:`comparison` reads either orientation)::
 
@@ -314,8 +316,8 @@ def _permutation_p(n: int, D: np.ndarray, pooled: Sequence[_Pooled], n_permutati
 
 def _bootstrap_intervals(Q: int, D0: np.ndarray, valid: np.ndarray, pooled: Sequence[_Pooled], n_bootstrap: int,
                          seed: int, level: float) -> tuple[list, list, list]:
-    """Paired bootstrap: (interval of each column's mean difference, interval of each pooled difference, standard
-    error of each pooled difference), all ``None`` when ``n_bootstrap`` is 0."""
+    """Paired bootstrap: (percentile interval of each column's mean difference, basic interval of each pooled
+    difference, standard error of each pooled difference), all ``None`` when ``n_bootstrap`` is 0."""
     c, k = D0.shape[1], len(pooled)
     if n_bootstrap == 0 or Q == 0:
         return [None] * c, [None] * k, [None] * k
@@ -334,9 +336,10 @@ def _bootstrap_intervals(Q: int, D0: np.ndarray, valid: np.ndarray, pooled: Sequ
     reps = bootstrap.collect(Q, n_bootstrap, seed, np.hstack(blocks), {"mean": means, "pooled": pooled_diffs})
     ci_lin = [bootstrap.percentile_interval(reps["mean"][:, j], level) for j in range(c)]
     ci_pool, se_pool = [], []
-    for i in range(k):
+    for i, pl in enumerate(pooled):
         r = reps["pooled"][:, i]
         r = r[np.isfinite(r)]
-        ci_pool.append(bootstrap.percentile_interval(r, level))
+        value = float(pl.stat(pl.a.sum(axis=0)[None])[0] - pl.stat(pl.b.sum(axis=0)[None])[0])
+        ci_pool.append(bootstrap.basic_interval(r, value, level, lower=None))
         se_pool.append(float(r.std(ddof=1)) if len(r) >= 2 else None)
     return ci_lin, ci_pool, se_pool

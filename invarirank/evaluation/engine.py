@@ -1,8 +1,8 @@
 """``evaluate``: observations → the metrics dictionary written as ``metrics.json`` (the book's metrics chapter).
 
-Shape (``METRICS_SCHEMA_VERSION`` = 3)::
+Shape (``METRICS_SCHEMA_VERSION`` = 4)::
 
-    {"schema_version": 3,
+    {"schema_version": 4,
      "settings": {"ks": [1, 5, 10], "exposure_k": 5, "buckets": 3, "exact_kemeny_max_k": 10,
                   "bootstrap": 1000, "permutations": 10000, "seed": 0, "ci_level": 0.95},
      "methods": {METHOD: {
@@ -29,16 +29,20 @@ no pair of the query was seen in two position cells; GPI and LOC when the query 
 (and ``gpi_suboptimal_queries``, the queries where the local search missed the optimum) is null unless **every**
 query with a GPI was solved exactly; ``exposure_mad@E`` and ``exposure_maxdev@E`` when no list is longer than E
 (every item reaches the top-E: no position can be favoured). ``expected_exposure@E`` is always a list, aligned with
-``exposure@E``. ``ci`` holds 95% percentile bootstrap intervals over queries (see :mod:`.bootstrap`) for every
-scalar metric that has a value (empty when ``n_bootstrap`` = 0). ``comparisons`` compares every two methods paired
+``exposure@E``. ``ci`` holds 95% bootstrap intervals over queries (see :mod:`.bootstrap`) for every scalar metric
+that has a value (empty when ``n_bootstrap`` = 0): percentile intervals, except the basic (pivotal) interval,
+clipped at 0, for ``exposure_mad@E`` and ``exposure_maxdev@E``, deviations whose percentile interval sits above the
+value by about its upward bias. ``comparisons`` compares every two methods paired
 over their shared queries on every per-query metric and ``exposure_mad@E`` (A before B in method order, differences
 A - B; :mod:`.comparisons`), ``claims`` judges the paper's claims whose methods and metric the run has
 (:mod:`.claims`); both are empty with one method or ``n_permutations`` = 0. There is no NaN anywhere, and the same
 input and settings give the same dictionary (so byte-identical JSON).
 
-``references`` (schema 3) holds the reference rows of :mod:`.references`: the first stage's own order (only when
-its rankings are given) and a uniformly random order (exact effectiveness; PPI/GPI/LOC over
-``settings["reference_replicates"]`` seeded draws; absent when that is 0), each compared with every method.
+Schema 4 is schema 3 with those basic intervals of the two exposure deviations (schema 3 gave them percentile
+intervals, which could lie wholly above the value). ``references`` (since schema 3) holds the reference rows of
+:mod:`.references`: the first stage's own order (only when its rankings are given) and a uniformly random order
+(exact effectiveness; PPI/GPI/LOC over ``settings["reference_replicates"]`` seeded draws; absent when that is 0),
+each compared with every method.
 Schema 2 was the same without ``references`` and ``settings["reference_replicates"]``, schema 1 also without
 ``comparisons``, ``claims`` and ``settings["permutations"]``; no committed run has either. A metrics dictionary
 read back from a file is checked with :func:`check_metrics_version`: another schema version is one clear error
@@ -76,7 +80,7 @@ from .references import (
 __all__ = ["METRICS_SCHEMA_VERSION", "evaluate", "evaluate_rows", "check_settings", "check_metrics_version",
            "dumps_metrics"]
 
-METRICS_SCHEMA_VERSION = 3
+METRICS_SCHEMA_VERSION = 4
 CI_LEVEL = 0.95
 _GPI_CHUNK_CELLS = 1 << 20
 
@@ -290,8 +294,10 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
         if exposure_defined:
             stats[f"exposure_mad@{E}"], stats[f"exposure_maxdev@{E}"] = mad, maxdev
         reps = bootstrap.collect(Q, st["bootstrap"], st["seed"], V, stats)
+        deviations = (f"exposure_mad@{E}", f"exposure_maxdev@{E}")
         for name in stats:
-            interval = bootstrap.percentile_interval(reps[name], CI_LEVEL)
+            interval = (bootstrap.basic_interval(reps[name], overall[name], CI_LEVEL) if name in deviations
+                        else bootstrap.percentile_interval(reps[name], CI_LEVEL))
             if interval is not None:
                 ci[name] = interval
     overall["ci"] = ci
