@@ -288,6 +288,40 @@ def test_a_fresh_machine_resumes_with_the_calibration_committed_beside_the_shard
         ensure_run(_tiny(methods=["zero_shot", "stella"]), results, work)
 
 
+def test_a_session_on_another_machine_leaves_the_committed_calibration_record_as_it_was(tmp_path, monkeypatch):
+    """The record's ``key`` is the cache key of the machine that computed the calibration (another CPU's first-stage
+    float scores change it). A later session on another machine takes the record (same counts) and commits its next
+    shard without rewriting the record: ``shards/calibrations.json`` keeps its bytes."""
+    import json
+
+    import invarirank.runner.run as run_module
+    from invarirank.io import atomic_write_json
+    from invarirank.store import CALIBRATIONS_FILE, committed_shards
+
+    spec = _tiny(shard_queries=1, methods=["zero_shot", "stella"])
+    results, work = tmp_path / "results", tmp_path / "runs"
+    real_export = run_module.export_shards
+
+    def export_then_die(work_dir, target):               # each session ends right after its first shard
+        real_export(work_dir, target)
+        raise Killed
+    monkeypatch.setattr(run_module, "export_shards", export_then_die)
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache1"))
+    with pytest.raises(Killed):
+        ensure_run(spec, results, work)
+    committed = results / "t" / "tiny" / "shards"
+    record = json.loads((committed / CALIBRATIONS_FILE).read_text())
+    record["calibrations"]["5"]["key"] = "f" * 64        # as the machine that computed it keyed its cache
+    atomic_write_json(committed / CALIBRATIONS_FILE, record)
+    before = (committed / CALIBRATIONS_FILE).read_bytes()
+    shutil.rmtree(work)                                   # the next session: a fresh machine, an empty cache
+    monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache2"))
+    with pytest.raises(Killed):
+        ensure_run(spec, results, work)
+    assert len(committed_shards(committed.parent)) == 2
+    assert (committed / CALIBRATIONS_FILE).read_bytes() == before
+
+
 def test_a_committed_shard_of_another_configuration_is_refused(tmp_path, monkeypatch):
     """Shards committed by a run of other settings (here M = 4) under this run's name are never mixed in: the
     resumed run stops with one line naming the shard and the part that differs."""

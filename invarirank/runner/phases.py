@@ -137,22 +137,27 @@ def record_calibrations(p: PreparedRun, resumed: bool) -> None:
     """Write the run's calibrations beside its shards (``.work/calibrations.json``, committed with them by
     :func:`invarirank.store.export_shards`), once the finished shards of this run are known (``resumed``: some were
     accepted). A calibration whose counts differ from the one recorded with those shards is an error, and the
-    record is left as it was: their STELLA_LW rows were computed with the recorded one."""
+    record is left as it was: their STELLA_LW rows were computed with the recorded one. A recorded calibration
+    with the same counts is kept as it was recorded, byte for byte: its ``key`` is the cache key of the machine
+    that computed it, which another machine's first-stage float scores change, and a resumed session on another
+    machine must not rewrite a committed file for that."""
     if not p.calibrations:
         return
     folder = RunFolder(p.out)
     path = folder.work / CALIBRATIONS_FILE
+    records: dict[str, Any] = {}
     for k, cal in sorted(p.calibrations.items()):
         then = p.recorded_calibrations.get(k)
-        if resumed and then is not None and then.get("counts") != cal.counts.tolist():
+        same = then is not None and then.get("counts") == cal.counts.tolist()
+        records[str(k)] = then if same else cal.to_record()
+        if resumed and then is not None and not same:
             raise InvariRankError(
                 f"{path}: STELLA_LW's calibration at K={k} computed now differs from the one the run's finished "
                 f"shards were computed with (another scorer identity or other probing queries on this machine); "
                 f"their STELLA_LW rows would not match the others. Resume where they were made, or delete the "
                 f"run's shards (its shards/ in the results folder and {folder.shards}) to compute it anew")
     folder.work.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, {"method": "stella",
-                             "calibrations": {str(k): c.to_record() for k, c in sorted(p.calibrations.items())}})
+    atomic_write_json(path, {"method": "stella", "calibrations": records})
 
 
 def first_stage_rankings(config: RunConfig, qs: QuerySet) -> dict[str, list[str]] | None:
