@@ -184,6 +184,22 @@ def test_incomplete_folder_is_recomputed(tmp_path, monkeypatch):
     assert run_status(_tiny(), run_folder(_tiny(), tmp_path / "r")) == "complete"
 
 
+def _die_after_each_export(monkeypatch, exported: list | None = None):
+    """Every session ends (raises :class:`Killed`) right after it commits its first shard into the results folder;
+    ``exported`` collects what each commit copied. Returns the real ``export_shards``, to put back."""
+    import invarirank.runner.run as run_module
+
+    real_export = run_module.export_shards
+
+    def export_then_die(work_dir, target):
+        names = real_export(work_dir, target)
+        if exported is not None:
+            exported.append(names)
+        raise Killed
+    monkeypatch.setattr(run_module, "export_shards", export_then_die)
+    return real_export
+
+
 def test_shards_are_committed_as_they_finish_and_a_fresh_clone_resumes_from_them(tmp_path, monkeypatch):
     """A run in shards copies each finished shard into results/<grid>/<run>/shards/ (the part to commit); a
     session on a fresh clone (no work folder) computes only the other shards, whatever its shard setting, and
@@ -194,13 +210,8 @@ def test_shards_are_committed_as_they_finish_and_a_fresh_clone_resumes_from_them
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
     results, work = tmp_path / "results", tmp_path / "runs"
     spec = _tiny(shard_queries=1)
-    exported = []
-    real_export = run_module.export_shards
-
-    def export_then_die(work_dir, target):               # the session ends right after its first shard
-        exported.append(real_export(work_dir, target))
-        raise Killed
-    monkeypatch.setattr(run_module, "export_shards", export_then_die)
+    exported: list = []
+    real_export = _die_after_each_export(monkeypatch, exported)      # the session ends after its first shard
     with pytest.raises(Killed):
         ensure_run(spec, results, work)
     target = results / "t" / "tiny"
@@ -235,13 +246,8 @@ def test_a_fresh_machine_resumes_with_the_calibration_committed_beside_the_shard
 
     spec = _tiny(shard_queries=1, methods=["zero_shot", "stella"])
     results, work = tmp_path / "results", tmp_path / "runs"
-    real_export = run_module.export_shards
-
-    def export_then_die(work_dir, target):               # the session ends right after its first shard
-        real_export(work_dir, target)
-        raise Killed
+    real_export = _die_after_each_export(monkeypatch)                # the session ends after its first shard
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache1"))
-    monkeypatch.setattr(run_module, "export_shards", export_then_die)
     with pytest.raises(Killed):
         ensure_run(spec, results, work)
     committed = results / "t" / "tiny" / "shards"
@@ -269,7 +275,7 @@ def test_a_fresh_machine_resumes_with_the_calibration_committed_beside_the_shard
     # counts differ from what it computes
     shutil.rmtree(results), shutil.rmtree(work)
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache4"))
-    monkeypatch.setattr(run_module, "export_shards", export_then_die)
+    _die_after_each_export(monkeypatch)
     with pytest.raises(Killed):
         ensure_run(spec, results, work)
     monkeypatch.setattr(run_module, "export_shards", real_export)
@@ -294,18 +300,12 @@ def test_a_session_on_another_machine_leaves_the_committed_calibration_record_as
     shard without rewriting the record: ``shards/calibrations.json`` keeps its bytes."""
     import json
 
-    import invarirank.runner.run as run_module
     from invarirank.io import atomic_write_json
     from invarirank.store import CALIBRATIONS_FILE, committed_shards
 
     spec = _tiny(shard_queries=1, methods=["zero_shot", "stella"])
     results, work = tmp_path / "results", tmp_path / "runs"
-    real_export = run_module.export_shards
-
-    def export_then_die(work_dir, target):               # each session ends right after its first shard
-        real_export(work_dir, target)
-        raise Killed
-    monkeypatch.setattr(run_module, "export_shards", export_then_die)
+    _die_after_each_export(monkeypatch)                                # each session ends after its first shard
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache1"))
     with pytest.raises(Killed):
         ensure_run(spec, results, work)
@@ -329,12 +329,7 @@ def test_a_committed_shard_of_another_configuration_is_refused(tmp_path, monkeyp
 
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
     results, work = tmp_path / "results", tmp_path / "runs"
-    real_export = run_module.export_shards
-
-    def export_then_die(work_dir, target):
-        real_export(work_dir, target)
-        raise Killed
-    monkeypatch.setattr(run_module, "export_shards", export_then_die)
+    real_export = _die_after_each_export(monkeypatch)
     with pytest.raises(Killed):
         ensure_run(_tiny(M=4, shard_queries=1), results, work)
     monkeypatch.setattr(run_module, "export_shards", real_export)
