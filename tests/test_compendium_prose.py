@@ -5,9 +5,12 @@ is described as one, and the §5 table's reasons name the models actually shown 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 from invarirank import compendium as C
 from invarirank.compendium import labels, section5
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _best_everywhere(run: C.Run, method: str) -> C.Run:
@@ -128,3 +131,18 @@ def test_sentences_write_no_negative_zero(simulated_run):
     assert labels.decimal(-0.0004) == "0.000" and labels.decimal(-0.0006) == "−0.001"
     assert labels.signed(-0.0004) == "+0.000" and labels.signed(-0.0006) == "−0.001"
     assert labels.signed(0.034) == "+0.034"
+
+
+def test_the_reference_sentence_reads_the_first_stage_orders_exposure_mad_as_the_noise_floor():
+    """The first stage's order ignores the presented order, so its true exposure MAD is 0 and what it reads is noise:
+    the committed K = 50 run's sentence gives that value as the floor (and a run without it says nothing)."""
+    from invarirank.store import load_run
+
+    run = load_run(ROOT / "results" / "paper-cpu" / "smollm2-span-k50")
+    mad = run.metrics["references"]["first_stage"]["overall"]["exposure_mad@5"]
+    assert 0 < mad < 0.02
+    text = C.reference_sentence(run)
+    assert f"its true exposure MAD is 0: the {labels.decimal(mad)} it reads is what noise alone gives" in text, text
+    run = copy.deepcopy(run)
+    run.metrics["references"]["first_stage"]["overall"]["exposure_mad@5"] = None
+    assert "noise alone" not in C.reference_sentence(run)

@@ -139,6 +139,11 @@ def reference_sentence(run: Run) -> str:
         parts.append(f"The first stage's own order of the same candidates scores HR@5 = {_v(hr)} and nDCG@5 = "
                      f"{_v(fs['overall'].get('ndcg@5'))} ({why}); its consistency is perfect by construction (PPI = "
                      f"GPI = 0, LOC = 1), since its output never depends on the presented order.")
+        mad = fs["overall"].get("exposure_mad@5")
+        if mad is not None:
+            parts.append(f"For the same reason its true exposure MAD is 0: the {_v(mad)} it reads is what noise alone "
+                         f"gives at these queries and orders, the floor against which the methods' exposure MAD is "
+                         f"read.")
     if rnd:
         o = rnd["overall"]
         draws = run.metrics["settings"].get("reference_replicates")
