@@ -143,6 +143,10 @@ class _Pooled(NamedTuple):
     stat: Callable[[np.ndarray], np.ndarray]
     n: int                                    # paired queries
 
+    def observed(self) -> float:
+        """The statistic of a's pooled contributions minus b's: the difference the test and the interval are of."""
+        return float(self.stat(self.a.sum(axis=0)[None])[0] - self.stat(self.b.sum(axis=0)[None])[0])
+
 
 def compare_methods(methods: Mapping[str, PerQuery], *, seed: int = 0, n_bootstrap: int = 1000,
                     n_permutations: int = PERMUTATIONS, ci_level: float = 0.95) -> dict:
@@ -218,7 +222,7 @@ def compare_methods(methods: Mapping[str, PerQuery], *, seed: int = 0, n_bootstr
                                                                   bool(exact_lin[j]), sd)
     for i, (metric, a, b) in enumerate(pool_keys):
         pl = pooled[i]
-        mean = float(pl.stat(pl.a.sum(axis=0)[None])[0] - pl.stat(pl.b.sum(axis=0)[None])[0])
+        mean = pl.observed()
         sd = None if se_pool[i] is None else se_pool[i] * math.sqrt(pl.n)
         out.setdefault(metric, {}).setdefault(a, {})[b] = _record(pl.n, mean, ci_pool[i], p_pool[i], exact, sd)
     return out
@@ -291,7 +295,7 @@ def _permutation_p(n: int, D: np.ndarray, pooled: Sequence[_Pooled], n_permutati
     total_d = D.sum(axis=0)
     threshold = np.abs(total_d) - _TIE * np.abs(D).sum(axis=0)
     totals = [(pl.a.sum(axis=0), pl.b.sum(axis=0)) for pl in pooled]
-    observed = [abs(float(pl.stat(ta[None])[0] - pl.stat(tb[None])[0])) for pl, (ta, tb) in zip(pooled, totals)]
+    observed = [abs(pl.observed()) for pl in pooled]
     pool_threshold = [t * (1 - _TIE) - 1e-12 for t in observed]                # deviations lie in [0, 1]
     delta = np.hstack([D] + [pl.b - pl.a for pl in pooled])
     moving = np.flatnonzero(np.any(delta != 0, axis=0))                        # columns the flips can change
@@ -339,7 +343,6 @@ def _bootstrap_intervals(Q: int, D0: np.ndarray, valid: np.ndarray, pooled: Sequ
     for i, pl in enumerate(pooled):
         r = reps["pooled"][:, i]
         r = r[np.isfinite(r)]
-        value = float(pl.stat(pl.a.sum(axis=0)[None])[0] - pl.stat(pl.b.sum(axis=0)[None])[0])
-        ci_pool.append(bootstrap.basic_interval(r, value, level, lower=None))
+        ci_pool.append(bootstrap.basic_interval(r, pl.observed(), level, lower=None))
         se_pool.append(float(r.std(ddof=1)) if len(r) >= 2 else None)
     return ci_lin, ci_pool, se_pool
