@@ -28,6 +28,7 @@ the same arguments give the same file, but for its ``seconds``.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import platform
 import time
@@ -60,8 +61,10 @@ def simulate_hits(rng: np.random.Generator, queries: int, orders: int, K: int, b
     return hits.sum(axis=1)
 
 
+@functools.cache
 def true_curve(beta: float, K: int, queries: int, seed: int, orders: int = 20, chunk: int = 5000) -> np.ndarray:
-    """E_5(p) of the ranker over ``queries`` simulated queries (exactly flat for ``beta`` = 0)."""
+    """E_5(p) of the ranker over ``queries`` simulated queries (exactly flat for ``beta`` = 0); computed once per
+    arguments (the paired difference reuses the scenarios' curves), so do not modify the array returned."""
     if beta == 0:
         return np.full(K, TOP / K)
     rng = np.random.default_rng(seed)
