@@ -117,3 +117,12 @@ def test_table_puts_one_pair_per_line(simulated_run):
 def test_markdown_to_html_escapes_and_keeps_bold():
     assert S.markdown_to_html("**8 of 9** claims <of> the paper's") == \
         "<p><strong>8 of 9</strong> claims &lt;of&gt; the paper&#x27;s</p>"
+
+
+def test_the_absolute_loc_claim_names_our_k_and_value(simulated_run):
+    """The paper's "all values below 0.13" is a level of 3–7 B models at K = 25: the row says so and quotes our
+    STELLA_LW LOC with the K it was measured at (the paper's own K once Table 1 is at K = 25)."""
+    row = next(r for r in S.section5_rows(simulated_run, [simulated_run]) if "below 0.13" in r["the paper"])
+    loc = simulated_run.metrics["methods"]["stella"]["overall"]["loc"]
+    assert row["verdict"] == S.NOT_TESTABLE
+    assert row["evidence"].endswith(f"has its own scale (ours at K = {simulated_run.K}: {loc:.3f})")

@@ -185,8 +185,8 @@ def section5_rows(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = (
         "combinations.”", *_of_claim("loc_order", claim_runs), short="the ordering on LOC")
     stella = main.metrics["methods"].get("stella", {}).get("overall", {}).get("loc")
     add("Output consistency", "“STELLA_LW produces the lowest LOC, with all values below 0.13.”", "–", NOT_TESTABLE,
-        f"an absolute level reached by 3–7 B models at K = 25, while {model_label(main.model)} at K = {main.K} has "
-        f"its own scale" + (f" (ours: {stella:.3f})" if stella is not None else ""))
+        f"an absolute level reached by 3–7 B models at K = 25, while {model_label(main.model)} has its own scale"
+        + (f" (ours at K = {main.K}: {stella:.3f})" if stella is not None else f" (no STELLA_LW run at K = {main.K})"))
     skews = [(r, exposure_skew(r, rows=exposure_rows.get(r.name))) for r in sweep]
     skews = [(r, s) for r, s in skews if s is not None]
     if skews:
