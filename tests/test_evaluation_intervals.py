@@ -1,7 +1,7 @@
 """The bootstrap intervals: the basic interval of the exposure deviations (reflection, clipping, the percentile
 interval's equal for symmetric replicates) and what it is for, measured on simulated rankers with a known curve
 (``benchmarks/exposure_intervals.py``, small): the percentile interval of a deviation sits above the truth, the
-basic one covers it."""
+basic one covers it. The replicates' totals are summed in query order, so every processor gets the same bits."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 from benchmarks import exposure_intervals as sim
-from invarirank.evaluation.bootstrap import basic_interval, percentile_interval
+from invarirank.evaluation.bootstrap import (
+    basic_interval,
+    collect,
+    percentile_interval,
+    ratio,
+    resample_counts,
+    totals,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,3 +60,19 @@ def test_the_committed_measurement_is_the_one_the_protocol_chapter_shows():
     assert near["truth"] == pytest.approx(0.01, abs=0.002)
     assert near["coverage"]["percentile"] == 0 and near["coverage"]["basic"] >= 0.85
     assert m["paired_difference"]["coverage"]["basic"] > m["paired_difference"]["coverage"]["percentile"]
+
+
+def test_replicate_totals_are_summed_in_query_order_not_by_a_blas_kernel():
+    """A BLAS product sums in an order that depends on the processor's kernel (it moved the last binary digit of
+    committed intervals between two machines); the totals add query by query, left to right. On these columns the
+    order shows: 1e16 + 1 rounds back to 1e16, so the left-to-right sum of each block of four is 1 (a pairwise or
+    blocked sum gives 2 a block)."""
+    column = np.array([1e16, 1.0, -1e16, 1.0] * 8)
+    counts = np.ones((3, column.size))
+    assert totals(counts, column).tolist() == [1.0, 1.0, 1.0]
+    assert totals(counts, np.column_stack([column, 2 * column])).tolist() == [[1.0, 2.0]] * 3
+    rng = np.random.default_rng(0)
+    c, v = rng.integers(0, 4, (50, 40)).astype(float), rng.random((40, 3))
+    assert totals(c, v) == pytest.approx(c @ v, rel=1e-13)
+    y = totals(np.vstack(list(resample_counts(40, 200, 7))), v)       # collect sums its resamples the same way
+    assert collect(40, 200, 7, v, {"r": ratio(0, 1)})["r"].tolist() == (y[:, 0] / y[:, 1]).tolist()

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-__all__ = ["resample_counts", "ratio_replicates", "percentile_interval", "basic_interval", "collect", "ratio"]
+__all__ = ["resample_counts", "totals", "ratio_replicates", "percentile_interval", "basic_interval", "collect", "ratio"]
 
 
 def resample_counts(n_queries: int, n_boot: int, seed: int, chunk_cells: int = 1 << 22) -> Iterator[np.ndarray]:
@@ -38,10 +38,28 @@ def resample_counts(n_queries: int, n_boot: int, seed: int, chunk_cells: int = 1
         yield np.bincount(flat, minlength=b * n_queries).reshape(b, n_queries).astype(np.float64)
 
 
+def totals(counts: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """``Y = counts @ columns`` (B x Q times Q x S), summed query by query in query order: the same bits on every
+    processor. A BLAS product's summation order depends on the kernel OpenBLAS picks for the processor (or
+    ``OPENBLAS_CORETYPE``), and moved the last binary digit of committed intervals between two machines; elementwise
+    products and sums are exactly rounded whatever the SIMD width. About Q passes over a B x S block: a few
+    milliseconds for 1,000 replicates of 40 queries."""
+    c = np.asarray(counts, dtype=np.float64)
+    v = np.asarray(columns, dtype=np.float64)
+    vector = v.ndim == 1
+    v = v[:, None] if vector else v
+    out = np.zeros((c.shape[0], v.shape[1]))
+    step = np.empty_like(out)
+    for q in range(v.shape[0]):
+        np.multiply(c[:, q:q + 1], v[q], out=step)
+        out += step
+    return out[:, 0] if vector else out
+
+
 def ratio_replicates(counts: np.ndarray, numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     """sum_q C[b, q] numerator[q] / sum_q C[b, q] denominator[q] per replicate (NaN when the denominator is 0)."""
-    num = counts @ np.asarray(numerator, dtype=np.float64)
-    den = counts @ np.asarray(denominator, dtype=np.float64)
+    num = totals(counts, numerator)
+    den = totals(counts, denominator)
     return np.divide(num, den, out=np.full_like(num, np.nan), where=den > 0)
 
 
@@ -85,13 +103,14 @@ def collect(n_queries: int, n_boot: int, seed: int, columns: np.ndarray,
             statistics: dict[str, Callable[[np.ndarray], np.ndarray]]) -> dict[str, np.ndarray]:
     """Replicates of every statistic on the same resamples.
 
-    ``columns``: Q x S per-query sums; each replicate's column totals are ``Y = C @ columns`` (one matrix
-    product for all statistics); ``statistics[name](Y)`` maps a block of totals (b x S) to one value per replicate.
+    ``columns``: Q x S per-query sums; each replicate's column totals are ``Y = C @ columns`` (:func:`totals`, one
+    pass for all statistics, the same bits on every processor); ``statistics[name](Y)`` maps a block of totals
+    (b x S) to one value per replicate.
     """
     parts: dict[str, list[np.ndarray]] = {name: [] for name in statistics}
     V = np.ascontiguousarray(columns, dtype=np.float64)
     for counts in resample_counts(n_queries, n_boot, seed):
-        Y = counts @ V
+        Y = totals(counts, V)
         for name, fn in statistics.items():
             parts[name].append(fn(Y))
     return {name: np.concatenate(v) if v else np.zeros(0) for name, v in parts.items()}

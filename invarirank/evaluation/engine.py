@@ -1,8 +1,8 @@
 """``evaluate``: observations → the metrics dictionary written as ``metrics.json`` (the book's metrics chapter).
 
-Shape (``METRICS_SCHEMA_VERSION`` = 4)::
+Shape (``METRICS_SCHEMA_VERSION`` = 5)::
 
-    {"schema_version": 4,
+    {"schema_version": 5,
      "settings": {"ks": [1, 5, 10], "exposure_k": 5, "buckets": 3, "exact_kemeny_max_k": 10,
                   "bootstrap": 1000, "permutations": 10000, "seed": 0, "ci_level": 0.95},
      "methods": {METHOD: {
@@ -80,7 +80,7 @@ from .references import (
 __all__ = ["METRICS_SCHEMA_VERSION", "evaluate", "evaluate_rows", "check_settings", "check_metrics_version",
            "dumps_metrics"]
 
-METRICS_SCHEMA_VERSION = 4
+METRICS_SCHEMA_VERSION = 5
 CI_LEVEL = 0.95
 _GPI_CHUNK_CELLS = 1 << 20
 
