@@ -139,10 +139,7 @@ section5.section5_table(main, sweep, [r for r in table_runs if r.K == main.K], o
 
 # %% tags=["remove-input"]
 display(compendium.table1(table_runs, K=main.K))
-models = list(dict.fromkeys(compendium.model_label(r.model) for r in table_runs if r.K == main.K))
-display(Markdown(f"Table 1 shows {len(models)} models side by side ({', '.join(models)}), each with its own "
-                 f"queries." if len(models) > 1 else f"Table 1 shows one model, {models[0]}; a second model's run at "
-                 f"K = {main.K} joins it (and the claims' table) once it is complete."))
+display(Markdown(compendium.table_models_sentence(table_runs, runs, main.K)))
 if compendium.reference_sentence(main):
     display(Markdown("**The reference rows.** " + compendium.reference_sentence(main)))
 

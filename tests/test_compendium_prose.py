@@ -146,3 +146,21 @@ def test_the_reference_sentence_reads_the_first_stage_orders_exposure_mad_as_the
     run = copy.deepcopy(run)
     run.metrics["references"]["first_stage"]["overall"]["exposure_mad@5"] = None
     assert "noise alone" not in C.reference_sentence(run)
+
+
+def test_a_one_model_table_1_says_where_the_second_model_was_run(simulated_run):
+    """Table 1 of the paper-cpu grid has SmolLM2 alone; Gemma 3 ran all four methods in the evidence grid only: the
+    sentence under Table 1 names that grid, its K and queries, and never promises a run that no grid holds."""
+    main = copy.deepcopy(simulated_run)
+    main.grid, main.model, main.K = "paper-cpu", "smollm2-135m", 25
+    gemma = copy.deepcopy(simulated_run)
+    gemma.grid, gemma.model, gemma.K, gemma.n_queries = "evidence", "gemma3-270m", 10, 20
+    text = C.table_models_sentence([main], [main, gemma], 25)
+    assert text == ("Table 1 shows one model, SmolLM2-135M. A second model, Gemma-3-270M, was run with all four "
+                    "methods in the evidence grid only, at K = 10 on 20 queries: its Table 1 and verdicts are under "
+                    "*Other grids* below."), text
+    gemma.methods = ["zero_shot", "bootstrapping"]                 # not a Table 1 of its own
+    assert C.table_models_sentence([main], [main, gemma], 25) == "Table 1 shows one model, SmolLM2-135M."
+    gemma.grid, gemma.K = "paper-cpu", 25                          # both models in the grid shown
+    assert C.table_models_sentence([main, gemma], [main, gemma], 25).startswith(
+        "Table 1 shows 2 models side by side (SmolLM2-135M, Gemma-3-270M)")

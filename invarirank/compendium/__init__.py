@@ -57,6 +57,7 @@ from .prose import (
                      reference_sentence,
                      shown_grid_sentence,
                      summary_sentence,
+                     table_models_sentence,
 )
 from .select import (
                      GridChoice,
@@ -91,7 +92,8 @@ __all__ = [
     "Run", "load_run", "collect_runs", "main_run", "main_k", "sweep_runs", "other_grids", "setting_groups",
     "run_setting", "metrics_frame", "format_ci", "setting_caption", "run_table", "table1", "paper_table",
     "beside_paper", "exposure_bands", "figure_exposure", "figure_k_sweep", "method_colors", "orderings",
-    "ordering_agreement", "paper_ordering_sentence", "summary_sentence", "reference_sentence", "scorer_comparison",
+    "ordering_agreement", "paper_ordering_sentence", "summary_sentence", "table_models_sentence",
+    "reference_sentence", "scorer_comparison",
     "scorer_pair_grid", "choice_and_span", "list_length_bullets",
     "cost_table",
     "scale_table", "data_stats_table", "coverage_table", "figure_training_loss", "model_label", "dataset_label",

@@ -7,13 +7,22 @@ from collections.abc import Mapping, Sequence
 
 from ..methods.registry import method as registered_method
 from ..store import Run
-from .labels import METHOD_LABELS, METRIC_LABELS, PAPER_LOC_ORDER, decimal, method_label, run_setting, signed
+from .labels import (
+    METHOD_LABELS,
+    METRIC_LABELS,
+    PAPER_LOC_ORDER,
+    decimal,
+    method_label,
+    model_label,
+    run_setting,
+    signed,
+)
 from .method_orderings import ordering
 from .select import GridChoice
 from .tables import ci_of
 
 __all__ = ["paper_ordering_sentence", "summary_sentence", "shown_grid_sentence", "reference_sentence",
-           "list_length_bullets", "PAPER_TABLE1_K", "PAPER_SWEEP_KS"]
+           "list_length_bullets", "table_models_sentence", "PAPER_TABLE1_K", "PAPER_SWEEP_KS"]
 
 #: the list length of the paper's Table 1, and those of its Figures 1 and 2
 PAPER_TABLE1_K = 25
@@ -195,3 +204,24 @@ def list_length_bullets(main: Run, sweep: Sequence[Run]) -> str:
              f"list lengths" if set(others) < set(main.methods) else "the same methods at every list length")
     return (f"{head}\n- **Figures 1 and 2 at $K$ = {_ks(ks)}** ({same}): {cheap}, on the same users (queries "
             f"are sampled once among those kept at the smallest $K$).")
+
+
+def table_models_sentence(table_runs: Sequence[Run], runs: Sequence[Run], K: int) -> str:
+    """Which models Table 1 shows at list length ``K`` (``table_runs``: the grid shown), and, when it shows one, where
+    a second model was run with all four methods (``runs``: every finished run; the one of another grid with the most
+    queries, then the largest K), so that a reader of a one-model Table 1 knows where the other model's verdicts
+    are (the results page's *Other grids*)."""
+    shown = [r for r in table_runs if r.K == K]
+    models = list(dict.fromkeys(model_label(r.model) for r in shown))
+    if len(models) > 1:
+        return f"Table 1 shows {len(models)} models side by side ({', '.join(models)}), each with its own queries."
+    grids = {r.grid for r in shown}
+    elsewhere = sorted((r for r in runs if r.grid not in grids and model_label(r.model) not in models
+                        and set(PAPER_LOC_ORDER) <= set(r.methods)), key=lambda r: (-r.n_queries, -r.K, r.name))
+    head = f"Table 1 shows one model, {models[0]}." if models else "Table 1 has no run at this list length."
+    if not elsewhere:
+        return head
+    other = elsewhere[0]
+    return (f"{head} A second model, {model_label(other.model)}, was run with all four methods in the {other.grid} "
+            f"grid only, at K = {other.K} on {other.n_queries} queries: its Table 1 and verdicts are under "
+            f"*Other grids* below.")
