@@ -227,7 +227,7 @@ from invarirank.evaluation import sign_flip_p
 
 p5, exact = sign_flip_p([1.0] * 5)
 print(f"five queries, SGS ahead of zero-shot on every one: sign-flip p = {p5:.4f} "
-      f"({'all 2^5 sign vectors' if exact else 'sampled'}), not below 0.05")
+      f"({'all 2⁵ sign vectors' if exact else 'sampled'}), not below 0.05")
 
 # %% tags=["hide-cell"]
 pair, metric = ("sgs", "zero_shot"), "loc"     # SGS minus zero-shot on LOC: positive = SGS more consistent

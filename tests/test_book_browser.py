@@ -60,6 +60,8 @@ _PROBE = r"""
       function (e) { e.remove(); });
     var text = clone.textContent || "";
     RAW.forEach(function (needle) { if (text.indexOf(needle) >= 0) out.raw_math.push(needle); });
+    // inline math MathJax left alone, e.g. "$K = 10$" in a Markdown output (a dollar amount has no closing one)
+    (text.match(/\$[A-Za-z\\][^$\n]{0,60}\$/g) || []).slice(0, 5).forEach(function (m) { out.raw_math.push(m); });
     var pre = document.createElement("pre");
     pre.id = "__book_check__";
     pre.textContent = JSON.stringify(out);
@@ -193,7 +195,7 @@ def test_checker_finds_each_kind_of_problem(tmp_path: Path):
     good = ('<html><body><main style="width:600px"><p>fine</p><table><tr><td>1</td></tr></table>'
             '<img src="ok.png" alt="A red square drawn for the test"><a href="bad.html">x</a></main></body></html>')
     (tmp_path / "good.html").write_text(good.replace('<a href="bad.html">x</a>', ""))
-    bad = ('<html><body><main style="width:600px"><p>PLACEHOLDER and $$x^2$$ and \\frac{1}{2}</p>'
+    bad = ('<html><body><main style="width:600px"><p>PLACEHOLDER and $$x^2$$ and \\frac{1}{2} at $K = 10$</p>'
            '<div style="overflow-x:auto"><table style="width:2000px"><tr><td>wide</td></tr></table></div>'
            '<img src="ok.png" alt="ok.png"><img src="missing.png" alt="a missing image here">'
            '<a href="nowhere.html">x</a></main></body></html>')
@@ -209,7 +211,7 @@ def test_checker_finds_each_kind_of_problem(tmp_path: Path):
     text = "\n".join(report["bad.html"])
     for needle in ("broken local link: a nowhere.html", "broken local link: img missing.png", "PLACEHOLDER",
                    "table wider than the page", "ok.png: no real alt text", "missing.png: did not load",
-                   "raw math left: $$", "raw math left: \\frac"):
+                   "raw math left: $$", "raw math left: \\frac", "raw math left: $K = 10$"):
         assert needle in text, (needle, text)
 
 

@@ -124,14 +124,14 @@ def test_list_length_bullets_say_where_the_grid_shown_departs_from_the_paper(sim
     main.K, k15.K, k50.K = 25, 15, 50
     k15.methods = k50.methods = ["zero_shot", "bootstrapping"]
     text = C.list_length_bullets(main, [main, k15, k50])
-    assert "Table 1 at the paper's list length, $K = 25$**, with all four methods." in text
-    assert "Figures 1 and 2 at $K$ = 15, 25 and 50** (the paper's list lengths): only zero-shot and " \
+    assert "Table 1 at the paper's list length, K = 25**, with all four methods." in text
+    assert "Figures 1 and 2 at K = 15, 25 and 50** (the paper's list lengths): only zero-shot and " \
            "bootstrapping (1 and 3 passes per presented order)" in text
     main.K = 10
     text = C.list_length_bullets(main, [main, k15])
-    assert "Table 1 at a shorter list length, $K = 10$**" in text and "(the paper's is $K = 25$)" in text
-    assert "at $K$ = 10 and 15** (the paper's are 15, 25 and 50)" in text
-    assert "No sweep over $K$" in C.list_length_bullets(main, [main])
+    assert "Table 1 at a shorter list length, K = 10**" in text and "(the paper's is K = 25)" in text
+    assert "at K = 10 and 15** (the paper's are 15, 25 and 50)" in text
+    assert "No sweep over K" in C.list_length_bullets(main, [main])
 
 
 def test_scale_table_and_run_table_read_the_run(simulated_run):

@@ -45,7 +45,7 @@ def test_five_queries_cannot_resolve_and_the_page_says_why(simulated_run):
     assert C.verdicts.smallest_p(40, 10_000) == pytest.approx(1 / 10_001)
     assert {v["verdict"] for v in C.run_claims(simulated_run).values()} == {"unresolved"}
     text = C.resolution_sentence(simulated_run)
-    assert "n = 5 queries" in text and "2/2^5 = 0.0625" in text and "no pair of methods can be resolved" in text
+    assert "n = 5 queries" in text and "2/2⁵ = 0.0625" in text and "no pair of methods can be resolved" in text
     assert "A pair needs at least 6 queries, a claim of 3 pairs at least 7 queries" in text
 
 

@@ -187,23 +187,23 @@ def list_length_bullets(main: Run, sweep: Sequence[Run]) -> str:
     n = len(main.methods)
     methods = "all four methods" if n == 4 else f"{n} of the four methods"
     if main.K == PAPER_TABLE1_K:
-        head = f"- **Table 1 at the paper's list length, $K = {main.K}$**, with {methods}."
+        head = f"- **Table 1 at the paper's list length, K = {main.K}**, with {methods}."
     else:
-        head = (f"- **Table 1 at a {'shorter' if main.K < PAPER_TABLE1_K else 'longer'} list length, $K = "
-                f"{main.K}$**, with {methods} (the paper's is $K = {PAPER_TABLE1_K}$): SGS needs $K$ passes per "
+        head = (f"- **Table 1 at a {'shorter' if main.K < PAPER_TABLE1_K else 'longer'} list length, K = "
+                f"{main.K}**, with {methods} (the paper's is K = {PAPER_TABLE1_K}): SGS needs K passes per "
                 f"presented order and STELLA_LW up to ten plus its calibration.")
     ks = sorted({r.K for r in sweep} | {main.K})
     paper = _ks(PAPER_SWEEP_KS)
     if len(ks) == 1:
-        return f"{head}\n- **No sweep over $K$**: Figures 1 and 2 have the one list length (the paper's: {paper})."
+        return f"{head}\n- **No sweep over K**: Figures 1 and 2 have the one list length (the paper's: {paper})."
     others = sorted({m for r in sweep if r.K != main.K for m in r.methods}, key=list(METHOD_LABELS).index)
     same = "the paper's list lengths" if tuple(ks) == PAPER_SWEEP_KS else f"the paper's are {paper}"
-    counts = [registered_method(m).passes_text.replace("-", "–").replace("K", "$K$") for m in others]
+    counts = [registered_method(m).passes_text.replace("-", "–") for m in others]
     passes = "1 pass" if counts == ["1"] else f"{_ks(counts)} passes"
     cheap = (f"only {' and '.join(method_label(m) for m in others)} ({passes} per presented order) at the other "
              f"list lengths" if set(others) < set(main.methods) else "the same methods at every list length")
-    return (f"{head}\n- **Figures 1 and 2 at $K$ = {_ks(ks)}** ({same}): {cheap}, on the same users (queries "
-            f"are sampled once among those kept at the smallest $K$).")
+    return (f"{head}\n- **Figures 1 and 2 at K = {_ks(ks)}** ({same}): {cheap}, on the same users (queries "
+            f"are sampled once among those kept at the smallest K).")
 
 
 def table_models_sentence(table_runs: Sequence[Run], runs: Sequence[Run], K: int) -> str:

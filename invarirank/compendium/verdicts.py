@@ -23,6 +23,9 @@ from .labels import METHODS, method_label, metric_label, model_label
 __all__ = ["run_claims", "claim_label", "pair_state", "MARKS", "claim_marks", "smallest_p", "fewest_queries",
            "queries_needed", "resolution_sentence", "verdict_sentence", "verdicts_html"]
 
+#: digits as superscripts, for a power written in prose ("2/2⁵")
+SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
 #: Table 1's mark of a claimed pair, by its state (see :func:`pair_state`)
 MARKS = {"resolved": "●", "against": "✗", "unresolved": "○"}
 
@@ -106,7 +109,7 @@ def resolution_sentence(run: Run) -> str:
     pairs = max(len(v["pairs"]) for v in claims.values())
     head = f"With n = {n} queries"
     if n <= EXACT_MAX_QUERIES:
-        how = f"the smallest exact two-sided sign-flip p-value is 2/2^{n} = {floor:.4g}"
+        how = f"the smallest exact two-sided sign-flip p-value is 2/2{str(n).translate(SUPERSCRIPT)} = {floor:.4g}"
     else:
         how = f"the smallest sign-flip p-value with {flips:,} random sign vectors is 1/{flips + 1:,} = {floor:.2g}"
     if floor >= ALPHA:
