@@ -1,6 +1,6 @@
 """The book's Sphinx extension (book/_ext/launch_source.py): repository and launch buttons only with
 INVARIRANK_REPOSITORY_URL, launch links of generated pages to their source notebook, download links untouched,
-and papermill's injected parameters removed from the pages."""
+and each executed page shows the parameters it ran with, without machine paths."""
 
 from __future__ import annotations
 
@@ -55,14 +55,29 @@ def test_launch_links_go_to_the_source_notebook_and_downloads_stay():
     assert buttons[1]["buttons"][0]["url"] == f"../../_sources/{page}.ipynb"
 
 
-def test_injected_parameters_are_removed_from_the_pages(tmp_path):
+def test_a_page_shows_the_parameters_it_ran_with_without_machine_paths(tmp_path):
+    """A run page of the evidence grid showed the notebook's defaults (M = 8, 5 queries) beside a run of M = 20 and
+    40 queries: the injected cell takes the defaults' collapsed place, without this machine's folders."""
     folder = tmp_path / "book" / "generated" / "rerank"
     folder.mkdir(parents=True)
-    nb = {"cells": [{"cell_type": "code", "metadata": {"tags": ["injected-parameters"]},
-                     "source": "results_dir = '/tmp/x'", "outputs": []},
-                    {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": "K = 10", "outputs": []}],
-          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    (folder / "run.ipynb").write_text(json.dumps(nb))
+
+    def notebook(defaults_tags):
+        return {"cells": [{"cell_type": "code", "metadata": {"tags": ["parameters", *defaults_tags]},
+                           "source": "K = 10\nM = 8", "outputs": []},
+                          {"cell_type": "code", "metadata": {"tags": ["injected-parameters"]},
+                           "source": "# Parameters\nK = 25\nM = 20\nresults_dir = \"/work/x/results\"\n"
+                                     "grid_file = 'C:\\\\x.yaml'\ncache_dir = None\nlabel = \"ml\"", "outputs": []}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (folder / "run.ipynb").write_text(json.dumps(notebook(["hide-cell"])))
+    (folder / "results.ipynb").write_text(json.dumps(notebook(["remove-cell"])))
     ext.hide_injected_parameters(SimpleNamespace(srcdir=str(tmp_path)))
-    cells = json.loads((folder / "run.ipynb").read_text())["cells"]
-    assert "remove-cell" in cells[0]["metadata"]["tags"] and "remove-cell" not in cells[1]["metadata"]["tags"]
+    defaults, injected = json.loads((folder / "run.ipynb").read_text())["cells"]
+    assert "remove-cell" in defaults["metadata"]["tags"]
+    assert injected["metadata"]["tags"] == ["injected-parameters", "hide-cell"]
+    assert injected["source"].splitlines()[1:] == ["K = 25", "M = 20", "cache_dir = None", 'label = "ml"']
+    assert "/work" not in injected["source"] and "C:" not in injected["source"]
+    before = (folder / "run.ipynb").read_text()
+    ext.hide_injected_parameters(SimpleNamespace(srcdir=str(tmp_path)))      # a second build changes nothing
+    assert (folder / "run.ipynb").read_text() == before
+    _, injected = json.loads((folder / "results.ipynb").read_text())["cells"]   # its defaults are off the page
+    assert "remove-cell" in injected["metadata"]["tags"] and "hide-cell" not in injected["metadata"]["tags"]

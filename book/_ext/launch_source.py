@@ -1,6 +1,6 @@
 """Sphinx extension of the invarirank book: the repository and launch buttons only where a repository is
-configured, launch buttons of executed pages open their *source* notebook, and papermill's injected parameters
-(which hold this machine's paths) never reach a page.
+configured, launch buttons of executed pages open their *source* notebook, and an executed page shows the parameters it ran
+with (papermill's injected cell, without this machine's paths) instead of the notebook's defaults.
 
 **Repository URL.** ``_config.yml`` names no repository: the public one is read at build time from the
 environment variable ``INVARIRANK_REPOSITORY_URL`` (e.g. ``https://github.com/OWNER/invarirank``). Without it the
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -76,17 +77,44 @@ def configure_repository(app: Any, config: Any) -> None:
     config.html_theme_options = options
 
 
+#: a parameter line whose value is an absolute path (this machine's results, work or grid-file folder)
+_MACHINE_PATH = re.compile(r"""^\s*\w+\s*=\s*["'](/|[A-Za-z]:[\\/]|~)""")
+
+
 def hide_injected_parameters(app: Any) -> None:
-    """Tag papermill's ``injected-parameters`` cells of the executed notebooks under ``book/generated/``
-    ``remove-cell``: they hold this machine's paths (results and work folders), which no page shows."""
+    """Show each executed notebook under ``book/generated/`` with the parameters it was executed with, not the
+    notebook's defaults (a run page of the evidence grid showed ``M = 8``, ``n_queries = 5`` beside a run of
+    M = 20 and 40 queries): papermill's ``injected-parameters`` cell keeps its collapsed place without the lines
+    that hold this machine's paths (results and work folders, grid files), and the defaults cell is removed from
+    the page. A notebook whose defaults cell is removed already (the results page) keeps its injected cell off the
+    page too. The executed notebook on disk is rewritten only when something changes."""
     for path in sorted(Path(app.srcdir, "book", "generated").rglob("*.ipynb")):
         nb = json.loads(path.read_text(encoding="utf-8"))
+        cells = nb.get("cells", [])
+        defaults = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+        shown = any("hide-cell" in c["metadata"]["tags"] for c in defaults)    # collapsed on the page, not removed
         changed = False
-        for cell in nb.get("cells", []):
+        for cell in cells:
             tags = cell.setdefault("metadata", {}).setdefault("tags", [])
-            if "injected-parameters" in tags and "remove-cell" not in tags:
-                tags.append("remove-cell")
-                changed = True
+            if "injected-parameters" not in tags:
+                continue
+            source = cell.get("source", "")
+            lines = (source if isinstance(source, str) else "".join(source)).splitlines()
+            kept = [line for line in lines if not _MACHINE_PATH.match(line)]
+            if kept and kept[0].strip() == "# Parameters":
+                kept[0] = "# Parameters this page was executed with (folders of the machine that built it left out)"
+            text = "\n".join(kept)
+            if text != (source if isinstance(source, str) else "".join(source)):
+                cell["source"], changed = text, True
+            want = ["hide-cell"] if shown else ["remove-cell"]
+            new_tags = [t for t in tags if t not in ("hide-cell", "remove-cell")] + want
+            if new_tags != tags:
+                cell["metadata"]["tags"], changed = new_tags, True
+            if shown:
+                for d in defaults:
+                    if "remove-cell" not in d["metadata"]["tags"]:
+                        d["metadata"]["tags"].append("remove-cell")
+                        changed = True
         if changed:
             path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
