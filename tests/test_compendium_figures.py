@@ -97,3 +97,19 @@ def test_report_writes_both_figures_with_the_figure_module(simulated_run, tmp_pa
     assert "paired comparisons" in comparisons and "claims (Holm" in comparisons
     for name, verdict in simulated_run.metrics["claims"].items():
         assert f"  {name}: {verdict['verdict']} (" in comparisons
+
+
+def test_each_exposure_panel_is_scaled_to_its_own_curves(simulated_run):
+    """At K = 50 every curve lies near 5/K = 0.1: on a fixed [0, 1] axis the methods could not be told apart (the
+    K = 50 run page). Each panel runs from 0 to a little above its highest band, and holds every band."""
+    bands = C.exposure_bands(simulated_run, n_bootstrap=30, seed=1)
+    ax = C.figure_exposure([simulated_run], n_bootstrap=30, seed=1).axes[0]
+    low, high = ax.get_ylim()
+    assert low == 0 and high == pytest.approx(min(1.02, max(bands.high.max(), bands.expected.max()) * 1.12 + 0.01))
+    flat = bands.assign(exposure=0.1, low=0.08, high=0.12, expected=0.1)
+    assert C.figures.exposure_ylim(flat) == pytest.approx((0.0, 0.12 * 1.12 + 0.01))
+    assert C.figures.exposure_ylim(bands.assign(high=1.0))[1] == 1.02
+    wide = copy.deepcopy(simulated_run)
+    wide.K = 12
+    fig = C.figure_exposure([simulated_run, wide], n_bootstrap=30, seed=1)
+    assert fig.axes[0].get_shared_y_axes().get_siblings(fig.axes[0]) == [fig.axes[0]]    # not shared

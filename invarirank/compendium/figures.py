@@ -30,7 +30,7 @@ from .labels import HIGHER_IS_BETTER, METHODS, dataset_label, method_label, metr
 from .tables import metrics_frame
 
 __all__ = ["method_colors", "method_markers", "exposure_bands", "figure_exposure", "figure_k_sweep",
-           "slide_figure", "figure_training_loss", "save_png"]
+           "slide_figure", "figure_training_loss", "save_png", "exposure_ylim"]
 
 #: panels per row before a figure wraps to the next row
 _MAX_COLUMNS = 3
@@ -151,7 +151,7 @@ def figure_exposure(runs: Sequence[Run], k: int = 5, n_bootstrap: int = 1000, se
     runs = [r for r in runs if r.K > k] or runs
     one_setting = len({_setting(r) for r in runs}) == 1
     fig, axes = _panels(len(runs), 5.0 if len(runs) == 1 else PAGE_WIDTH / min(len(runs), _MAX_COLUMNS), 3.0,
-                        sharey=True)
+                        sharey=False)       # each K its own scale: 5/K is 0.33 at K = 15, 0.1 at K = 50
     for ax, run in zip(axes, runs):
         bands = exposure_bands(run, k=k, n_bootstrap=n_bootstrap, seed=seed)
         _draw_exposure(ax, run, bands, k)
@@ -177,7 +177,15 @@ def _draw_exposure(ax: Any, run: Run, bands: pd.DataFrame, k: int) -> None:
     expected = bands[bands.method == run.methods[0]]
     ax.plot(expected.position, expected.expected, ls="--", color="0.3", lw=1, label=f"position-blind ({k}/K)")
     ax.set_xlabel("input position p (0-based)")
-    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylim(*exposure_ylim(bands))
+
+
+def exposure_ylim(bands: pd.DataFrame) -> tuple[float, float]:
+    """A panel's y range: from 0 to a little above its highest band or expectation (at most 1.02), so that the
+    curves of a long list, all near 5/K, fill the panel instead of a strip at the bottom of [0, 1]."""
+    top = float(np.nanmax(np.r_[bands.high.to_numpy(dtype=float), bands.exposure.to_numpy(dtype=float),
+                                bands.expected.to_numpy(dtype=float)]))
+    return 0.0, min(1.02, top * 1.12 + 0.01)
 
 
 def slide_figure(run: Run, k: int = 5, n_bootstrap: int = 1000, seed: int = 0):
