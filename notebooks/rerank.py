@@ -110,7 +110,11 @@ if compendium.reference_sentence(run):
 # ## Top-5 exposure by input position
 
 # %% tags=["remove-input"] mystnb={"image": {"alt": "Line chart of this run: the share of rows in which the candidate shown at each input position reaches the top 5, one line and marker per method with a shaded 95% band, and a dashed position-blind line at 5/K.", "width": "100%"}}
-compendium.figure_exposure([run])
+if run.K > 5:
+    display(compendium.figure_exposure([run]))
+else:
+    display(Markdown(f"At K = {run.K} every candidate reaches the top 5, whatever its input position: there is no "
+                     f"exposure curve to draw."))
 
 # %% [markdown]
 # The share of rows in which the candidate shown at input position $p$ reached the top 5, per method, with a 95%
@@ -119,7 +123,8 @@ compendium.figure_exposure([run])
 # ## Method orderings (better ≻ worse)
 
 # %% tags=["remove-input"]
-compendium.orderings(run)
+display(compendium.orderings(run) if len(run.methods) > 1 else
+        Markdown("The run has one method: there is nothing to order."))
 
 # %% [markdown]
 # ## Cost

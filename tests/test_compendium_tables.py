@@ -170,3 +170,18 @@ def test_a_run_table_with_the_exposure_mad_says_why_its_interval_can_exclude_the
     caption = C.run_table(run).caption
     assert caption.endswith(C.tables.EXPOSURE_INTERVAL_NOTE) and "can lie below it" in caption
     assert "exposure MAD" not in C.run_table(run, metrics=("hr@5", "ppi", "loc")).caption
+
+
+def test_orderings_never_write_a_tie_as_a_win(simulated_run):
+    """A run page read "bootstrapping (0.450) ≻ SGS (0.450)" and "zero-shot (-0.012)": a tie is "=", a difference
+    beyond the decimals shown "≈", a minus sign is a true minus, and a metric no method has gets no row."""
+    run = copy.deepcopy(simulated_run)
+    ov = {m: run.metrics["methods"][m]["overall"] for m in run.methods}
+    ov["zero_shot"]["loc"], ov["bootstrapping"]["loc"], ov["stella"]["loc"], ov["sgs"]["loc"] = \
+        0.45, 0.45, 0.4501, -0.012
+    for m in run.methods:
+        ov[m]["exposure_mad@5"] = None
+    df = C.orderings(run, styled=False)
+    assert df.loc["LOC", "ordering (best first)"] == \
+        "STELLA_LW (0.450) ≈ zero-shot (0.450) = bootstrapping (0.450) ≻ SGS (−0.012)"
+    assert "exposure MAD" not in df.index and len(df) > 0

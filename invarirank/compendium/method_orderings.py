@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..evaluation.agreement import kendall_tau
 from ..store import Run
-from .labels import HIGHER_IS_BETTER, METHODS, ORDERING_METRICS, method_label, metric_label, run_setting
+from .labels import HIGHER_IS_BETTER, METHODS, ORDERING_METRICS, decimal, method_label, metric_label, run_setting
 from .tables import with_caption
 
 __all__ = ["ordering", "orderings", "ordering_agreement"]
@@ -29,17 +29,27 @@ def ordering(run: Run, metric: str) -> list[str]:
 
 
 def orderings(run: Run, metrics: Sequence[str] = ORDERING_METRICS, digits: int = 3, styled: bool = True) -> Any:
-    """Per metric, the run's methods best first with their values (``SGS (0.81) ≻ bootstrapping (0.74) ≻ ...``)."""
+    """Per metric, the run's methods best first with their values (``SGS (0.810) ≻ bootstrapping (0.740) ≻ ...``).
+    Two neighbours with the same value are joined by ``=``, and by ``≈`` when they differ only beyond the
+    ``digits`` shown (a tie is never written as a win); a metric no method has a value for (the exposure deviation
+    at K ≤ 5) has no row."""
     rows = {}
     for metric in metrics:
         order = ordering(run, metric)
+        if not order:
+            continue
         vals = {m: run.metrics["methods"][m]["overall"].get(metric) for m in order}
-        rows[metric_label(metric)] = {
-            "better": "higher" if HIGHER_IS_BETTER.get(metric, True) else "lower",
-            "ordering (best first)": " ≻ ".join(f"{method_label(m)} ({vals[m]:.{digits}f})" for m in order)}
-    df = pd.DataFrame.from_dict(rows, orient="index")
+        text = f"{method_label(order[0])} ({decimal(vals[order[0]], digits)})"
+        for a, b in zip(order, order[1:]):
+            shown_a, shown_b = decimal(vals[a], digits), decimal(vals[b], digits)
+            join = " = " if vals[a] == vals[b] else " ≈ " if shown_a == shown_b else " ≻ "
+            text += f"{join}{method_label(b)} ({shown_b})"
+        rows[metric_label(metric)] = {"better": "higher" if HIGHER_IS_BETTER.get(metric, True) else "lower",
+                                      "ordering (best first)": text}
+    df = pd.DataFrame.from_dict(rows, orient="index", columns=["better", "ordering (best first)"])
     df.index.name = "metric"
-    return with_caption(df, f"Method orderings, {run_setting(run)}.") if styled else df
+    caption = f"Method orderings, {run_setting(run)}; = a tie, ≈ equal to {digits} decimals."
+    return with_caption(df, caption) if styled else df
 
 
 def ordering_agreement(run: Run, metrics: Sequence[str] = ORDERING_METRICS, styled: bool = True) -> Any:
