@@ -66,6 +66,9 @@ def test_the_api_page_renders_each_front_door_docstring_with_its_stability(refer
             assert f"invarirank.{name}" in text, name
     assert "rerank_query(scorer: Scorer, query: Query, *, methods" in text      # the signature, from the code
     assert text.count("Stability: full") >= 6                                   # the docstrings' own lines
+    assert "Built-in immutable sequence" not in text                            # METHODS: not tuple's docstring
+    stated = re.search(r"order of presentation: \(([^)]*)\)", text)
+    assert stated and tuple(re.findall(r'"(\w+)"', stated.group(1))) == invarirank.METHODS
     rows = [line for line in (ROOT / "book" / "reference" / "api.md").read_text(encoding="utf-8").splitlines()
             if line.startswith("| `invarirank.")]
     for name in set(invarirank.__all__) - {"__version__"}:            # each front-door name: a row, stability full

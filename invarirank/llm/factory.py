@@ -63,8 +63,8 @@ def make_scorer(kind: str = "span", model: Any = None, *, seed: int = 0, cache_d
 
     * ``"span"`` (default) and ``"choice"``: :class:`invarirank.llm.span.SpanScorer` /
       :class:`invarirank.llm.choice.ChoiceScorer` on ``model`` (registry name, default ``"smollm2-135m"``;
-      local folder; Hugging Face id; or a :class:`invarirank.llm.models.LoadedModel`), with the persistent pass
-      cache in ``cache_dir`` (default ``cache_dir()/passes``). ``options`` are the scorer options
+      local folder; Hugging Face id; or an already loaded :class:`invarirank.llm.models.LoadedModel`), with the
+      persistent pass cache in ``cache_dir`` (default ``cache_dir()/passes``). ``options`` are the scorer options
       (``device``, ``dtype``, ``max_length``, ``truncate_history``, ``pass_cache``, ``prefix_reuse``,
       ``batch_size``, ``max_batch_tokens``, ``special_delimiters`` (span), ``labels`` (choice), ...: the tables
       of :mod:`invarirank.llm.options`).
