@@ -123,3 +123,24 @@ def test_the_projects_benchmark_files_are_merged_per_device(tmp_path):
     assert bench.seconds_per_pass("m/a", 50) == pytest.approx(1 / 4.0)
     assert bench.seconds_per_pass("m/b", 25) is None                         # measured on another device only
     assert find_bench(None, root=tmp_path / "elsewhere") is None
+
+
+def test_a_k_the_benchmark_did_not_measure_is_priced_as_scaled_not_measured(tmp_path):
+    """The paper-scale page called every priced row 'measured' while the benchmark had measured K = 25 only for
+    Qwen: a row priced from another K says so, and the total line counts it apart."""
+    from pathlib import Path
+
+    from invarirank.grid import load_grid
+    from invarirank.runner.plan import format_grid_cost, grid_cost_table, load_bench
+    root = Path(__file__).resolve().parents[1]
+    grid = load_grid(root / "configs" / "grid-paper.yaml")
+    path = tmp_path / "h200.json"
+    path.write_text(json.dumps({"device": "NVIDIA H200", "results": [
+        {"model": "Qwen/Qwen2.5-7B-Instruct", "K": 25, "config": "c", "passes_per_s": 100.0}]}))
+    table = grid_cost_table(grid.runs, grid.raw["estimate"], load_bench(path))
+    qwen = table[table["run"].str.contains("qwen")]
+    assert {(k, s) for k, s in zip(qwen["K"], qwen["source"])} == \
+        {(15, "scaled from K = 25"), (25, "measured"), (50, "scaled from K = 25")}
+    assert list(qwen["s per pass"]) == [0.01 * k / 25 for k in qwen["K"]]
+    text = format_grid_cost(grid.runs, grid.raw["estimate"], bench=path)
+    assert "2 of 18 runs measured, 4 scaled from the model's measurement at another K" in text

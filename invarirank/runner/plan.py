@@ -61,11 +61,16 @@ class Bench:
         """Measured seconds per distinct pass of ``model`` at K = ``k``; a K that was not measured is scaled
         from the nearest measured K by the new tokens per pass (the candidates: the history prefix is reused);
         None when the model was not measured."""
-        ks = sorted(kk for (m, kk) in self.passes_per_second if m == model)
-        if not ks:
+        near = self.nearest_k(model, k)
+        if near is None:
             return None
-        near = min(ks, key=lambda kk: (abs(kk - k), kk))
         return (1.0 / self.passes_per_second[(str(model), near)]) * (k / near)
+
+    def nearest_k(self, model: str | None, k: int) -> int | None:
+        """The measured K of ``model`` that :meth:`seconds_per_pass` prices K = ``k`` from (``k`` itself when it
+        was measured); None when the model was not measured."""
+        ks = sorted(kk for (m, kk) in self.passes_per_second if m == model)
+        return min(ks, key=lambda kk: (abs(kk - k), kk)) if ks else None
 
 
 def load_bench(path: str | Path) -> Bench:
@@ -377,11 +382,13 @@ def grid_cost_table(configs: Sequence[RunConfig], assumptions: Mapping[str, Any]
           parameters_billion: {model-id: 3.2, ...}
 
     A forward pass over L tokens costs about ``2 × parameters × L`` FLOPs; hours = passes × that / throughput.
-    An upper-bound style estimate: prefix reuse and early stopping make real runs shorter.
+    Priced from the assumptions, an upper-bound style estimate: prefix reuse and early stopping make real runs
+    shorter (a measurement already includes prefix reuse).
 
     With ``bench`` (:func:`load_bench`), a run whose model was measured is priced from the measurement instead
     (seconds per pass of the four methods' request stream at that K, :meth:`Bench.seconds_per_pass`); the
-    column ``source`` says which (``measured`` or ``assumed``). The first stage (LightGCN, once per data set) is
+    column ``source`` says which: ``measured``, ``scaled from K = …`` (the model measured at another K, scaled by
+    the new tokens per pass) or ``assumed``. The first stage (LightGCN, once per data set) is
     priced when the benchmark file holds its measured seconds per epoch (``first stage hours``, on the row of
     the data set's first run).
     """
@@ -402,7 +409,8 @@ def grid_cost_table(configs: Sequence[RunConfig], assumptions: Mapping[str, Any]
         source = "assumed"
         measured = bench.seconds_per_pass(config.model, e["K"]) if bench is not None else None
         if measured is not None:
-            sec, source = measured, "measured"
+            near = bench.nearest_k(config.model, e["K"]) if bench is not None else None
+            sec, source = measured, "measured" if near == e["K"] else f"scaled from K = {near}"
         extra: dict[str, Any] = {}
         if bench is not None:
             extra["source"] = source
@@ -441,9 +449,11 @@ def format_grid_cost(configs: Sequence[RunConfig], assumptions: Mapping[str, Any
     lines.append(f"{'total':<56}{passes:>22}{int(df['calibration passes'].sum()):>9,}{'':>8}{gpu:>17}")
     if bench is not None:
         n = int((df["source"] == "measured").sum())
+        scaled = int(df["source"].str.startswith("scaled").sum())
         first = df["first stage hours"].dropna()
-        lines.append(f"priced from {bench.source} ({bench.device}): {n} of {len(df)} runs measured, the others at the "
-                     f"assumed {assumptions.get('effective_tflops', 100)} TFLOP/s"
+        lines.append(f"priced from {bench.source} ({bench.device}): {n} of {len(df)} runs measured"
+                     + (f", {scaled} scaled from the model's measurement at another K" if scaled else "")
+                     + f", the others at the assumed {assumptions.get('effective_tflops', 100)} TFLOP/s"
                      + (f"; first stage (LightGCN, {bench.first_stage.get('device', 'cpu')}): {first.sum():.1f} h"
                         if len(first) else "; first stage not measured"))
     return "\n".join(lines)
