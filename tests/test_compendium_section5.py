@@ -4,6 +4,7 @@ difference, the headline counts the rows, and the sentences read the numbers the
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,13 @@ def test_the_absolute_loc_claim_names_our_k_and_value(simulated_run):
     loc = simulated_run.metrics["methods"]["stella"]["overall"]["loc"]
     assert row["verdict"] == S.NOT_TESTABLE
     assert row["evidence"].endswith(f"has its own scale (ours at K = {simulated_run.K}: {loc:.3f})")
+
+
+def test_the_claims_table_carries_the_class_that_fixes_its_column_widths(simulated_run):
+    """The evidence column was squeezed to a few words a line by the quotations beside it: the table carries the
+    class ``claims`` that the book's stylesheet gives fixed column widths, five of them."""
+    html = S.section5_table(simulated_run, [simulated_run]).to_html()
+    assert 'class="claims"' in html
+    css = (ROOT / "book" / "_static" / "invarirank.css").read_text(encoding="utf-8")
+    widths = [float(w) for w in re.findall(r"table\.claims th:nth-child\(\d\) \{ width: (\d+)%; \}", css)]
+    assert len(widths) == 5 and sum(widths) == 100

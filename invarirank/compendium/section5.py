@@ -256,7 +256,8 @@ def section5_table(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = 
                f"{MARKS['resolved']} resolved in the paper's direction, {MARKS['against']} resolved against it, "
                f"{MARKS['unresolved']} unresolved (paired sign-flip test over queries, Holm-adjusted p < 0.05); "
                f"Δ = mean over queries of the first method's value minus the second's.")
-    return with_caption(df, caption) if styled else df
+    # class "claims": fixed column widths in the book's stylesheet, so the evidence column is not squeezed
+    return with_caption(df, caption).set_table_attributes('class="claims"') if styled else df
 
 
 def verdict_counts(rows: Sequence[Mapping[str, str]]) -> dict[str, int]:
