@@ -138,3 +138,14 @@ def test_the_grid_shown_needs_every_run_complete(simulated_run, tmp_path):
     assert progress == {"evidence": {"sweep": (3, 40)}}
     text = C.shown_grid_sentence("default", [evidence], "default", {"evidence": ["sweep"]}, progress)
     assert "missing: sweep (3 of 40 queries committed in shards)" in text
+
+
+def test_a_run_without_the_claims_methods_says_why_it_has_no_verdict(simulated_run):
+    """The K = 50 run (zero-shot and bootstrapping) said "no paired comparisons of the claims' methods" above a claims
+    table with two verdicts: it has comparisons, and no claim's pairs; the sentence names its methods."""
+    two = copy.deepcopy(simulated_run)
+    two.methods = ["zero_shot", "bootstrapping"]
+    two.metrics["claims"] = {}
+    text = C.resolution_sentence(two)
+    assert "this run alone judges none of the paper's method claims (it has zero-shot, bootstrapping;" in text
+    assert "no verdicts" not in text

@@ -137,7 +137,7 @@ def _of_claim(name: str, runs: Sequence[Run]) -> tuple[str, str, str, list[tuple
         evidence.append((f"{who}: " if who else "") + _verdict_pairs_text(v))
     found = [(run.name, name, run_claims(run)[name]["verdict"]) for run in runs if name in run_claims(run)]
     if not verdicts:
-        return tested, NOT_TESTABLE, "the runs shown lack one of the claim's methods", []
+        return tested or "–", NOT_TESTABLE, "the runs shown lack one of the claim's methods", []
     return tested, "; ".join(verdicts), SEP.join(evidence), found
 
 

@@ -101,8 +101,12 @@ def resolution_sentence(run: Run) -> str:
     of m pairs by m."""
     claims = run_claims(run)
     if not claims:
-        return (f"{model_label(run.model)}, K = {run.K}: no verdicts (the run's metrics.json holds no paired "
-                f"comparisons of the claims' methods).")
+        if not run.metrics.get("comparisons"):
+            return (f"{model_label(run.model)}, K = {run.K}: no verdicts (the run's metrics.json holds no paired "
+                    f"comparisons).")
+        return (f"{model_label(run.model)}, K = {run.K}: this run alone judges none of the paper's method claims "
+                f"(it has {', '.join(method_label(m) for m in run.methods)}; each claim compares methods it lacks), "
+                f"so its Table 1 has no marks; the claims' table below judges what this grid's runs together allow.")
     n = min(p["n"] for v in claims.values() for p in v["pairs"])
     flips = (run.metrics.get("settings") or {}).get("permutations") or PERMUTATIONS
     floor = smallest_p(n, flips)
