@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import sys
@@ -53,10 +54,15 @@ def test_observed_versus_resolved_helpers(simulated_run):
     table = lab.resolution_table({2.0: {"five": simulated_run}}, "loc", "sgs", "zero_shot")
     row = table.loc[(2.0, "five")]
     assert row["queries"] == 5 and row["p"] == f"{record['p']:.4f} (not resolved)"
-    assert row["SGS − zero-shot"].startswith(f"{record['mean_diff']:+.3f} [")
-    # an unresolved pair never plans fewer queries than the exact test needs to reach p < 0.05 at all (6)
+    assert row["SGS − zero-shot"].startswith(f"{record['mean_diff']:+.3f} [".replace("-", "−"))
+    assert "-" not in row["SGS − zero-shot"]                                # true minus signs
+    # a pair never plans fewer queries than the exact test needs to reach p < 0.05 at all (6)
     if record["queries_80"]:
         assert int(row["queries for 80% power"].replace(",", "")) == max(record["queries_80"], 6)
+    resolved = copy.deepcopy(simulated_run)                     # a resolved pilot still shows the size it plans
+    resolved.metrics["comparisons"]["loc"]["zero_shot"]["sgs"]["p"] = 0.001     # stored A before B, file order
+    row = lab.resolution_table({2.0: {"pilot": resolved}}, "loc", "sgs", "zero_shot").loc[(2.0, "pilot")]
+    assert row["p"].endswith("(resolved)") and row["queries for 80% power"] != "–"
 
 
 def test_lab_notebook_runs_without_torch(tmp_path: Path):

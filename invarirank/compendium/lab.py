@@ -18,7 +18,7 @@ from ..evaluation.comparisons import ALPHA, comparison
 from ..methods.registry import LAB_CONTRAST
 from ..store import Run
 from .figures import DPI, method_colors, method_markers
-from .labels import METHODS, RUN_METRICS, method_label, metric_label
+from .labels import METHODS, RUN_METRICS, method_label, metric_label, signed
 from .select import collect_runs
 from .tables import metrics_frame
 from .verdicts import fewest_queries, queries_needed
@@ -145,17 +145,18 @@ def resolution_table(runs: Mapping[float, Mapping[str, Run]], metric: str, bette
     """Observed versus resolved: for each bias strength and each labelled run of it, the paired comparison of
     ``better`` - ``worse`` on ``metric`` (one pair, so no Holm correction): queries, mean difference [95% paired
     bootstrap interval], sign-flip p with whether it resolves the pair (p < 0.05), and the queries that would resolve it
-    with 80% power (never fewer than the exact test needs at all)."""
+    with 80% power planned from that run, resolved or not (never fewer than the exact test needs at all): the pilot's
+    is the size of the fresh run beside it."""
     records = []
     for strength, labelled in runs.items():
         for label, run in labelled.items():
             rec = comparison(run.metrics["comparisons"], metric, better, worse)
             ci = rec.get("ci")
-            need = queries_needed(rec, 1) if rec["p"] >= ALPHA else None
+            need = queries_needed(rec, 1)       # also for a resolved run: the pilot's row gives the fresh run's size
             records.append({
                 "bias strength": strength, "run": label, "queries": rec["n"],
-                f"{method_label(better)} − {method_label(worse)}": f"{rec['mean_diff']:+.3f}"
-                + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""),
+                f"{method_label(better)} − {method_label(worse)}": signed(rec["mean_diff"])
+                + (f" [{signed(ci[0])}, {signed(ci[1])}]" if ci else ""),
                 "p": f"{rec['p']:.4f} ({'resolved' if rec['p'] < ALPHA else 'not resolved'})",
                 "queries for 80% power": "–" if need is None else f"{need:,}"})
     return pd.DataFrame.from_records(records).set_index(["bias strength", "run"])
