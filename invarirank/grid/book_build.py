@@ -100,6 +100,14 @@ def run_parameters(config: RunConfig, results_dir: Path, work_dir: Path) -> dict
     return {**settings, "results_dir": str(results_dir), "work_dir": str(work_dir)}
 
 
+
+def run_page_name(config: Any) -> str:
+    """The file of a run's page under ``<build>/rerank/``: its list length first, zero-padded, then the run's name
+    (``k005-smollm2-span-k5.ipynb``), so that the book's table of contents, which sorts a folder's pages by name,
+    lists a grid's runs by K (by name, ``…-k25`` came before ``…-k5``). A run whose K comes from its candidates
+    file (``K: null``) is named by the run alone."""
+    return f"{config.run_name}.ipynb" if config.K is None else f"k{int(config.K):03d}-{config.run_name}.ipynb"
+
 def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None = None,
           results_dir: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
           force: bool = False, only: Sequence[str] = (), skip_results: bool = False,
@@ -142,11 +150,11 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
             execute("data.ipynb", out, params, [],
                     title=data_page_title(titles.dataset(entry.get("label") or entry["dataset"]),
                                           params["K_values"]))
-    run_pages = [pages / "rerank" / f"{c.run_name}.ipynb" for c in grid.runs]
+    run_pages = [pages / "rerank" / run_page_name(c) for c in grid.runs]
     for config in selected:
         folder = RunFolder(run_folder(config, results))
         run_files = [folder.file(f) for f in (RunFolder.MANIFEST, RunFolder.METRICS)]
-        execute("rerank.ipynb", pages / "rerank" / f"{config.run_name}.ipynb",
+        execute("rerank.ipynb", pages / "rerank" / run_page_name(config),
                 run_parameters(config, results, work), run_files, title=titles.run(config))
     for folder, keep in ((pages / "rerank", run_pages), (pages / "data", data_pages)):
         if folder.is_dir():                      # pages of runs no longer in the grid would be stale
