@@ -141,7 +141,7 @@ def test_run_page_titles_use_display_names_and_label_smoke_runs():
         assert all(t.startswith("Smoke run: ") == smoke for t in titles), titles
         assert all("MovieLens-100K" in t and "ml-100k" not in t and "smollm2-135m" not in t for t in titles), titles
     assert len(set(every)) == len(every), every
-    assert "SmolLM2-135M at K = 15, span scorer (MovieLens-100K, 40 queries kept at K = 5 × M = 20)" in every
+    assert "SmolLM2-135M at K = 15, span scorer (MovieLens-100K, 40 queries kept at K = 5, M = 20)" in every
     from invarirank.compendium.labels import dataset_label
     from invarirank.grid.book_build import data_page_title
     assert data_page_title(dataset_label("ml-100k"), [25, 5, 15, 10]) == \

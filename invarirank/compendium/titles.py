@@ -20,8 +20,9 @@ __all__ = ["run_page_title"]
 
 def run_page_title(config: Any) -> str:
     """Model, K, scorer, then data set, queries and M, e.g. ``SmolLM2-135M at K = 10, span scorer (MovieLens-100K,
-    40 queries × M = 20)``. When the queries were sampled among those kept at another K (``sample_k``), that K
-    too (``…, 40 queries kept at K = 5 × M = 20)``): it tells apart two grids' runs at one K. "Smoke run: " comes
+    40 queries, M = 20)``. When the queries were sampled among those kept at another K (``sample_k``), that K
+    too (``…, 40 queries kept at K = 5, M = 20)``; "× M" read as "K = 5 × M"): it tells apart two grids' runs at
+    one K. "Smoke run: " comes
     first when the run's queries are too few for the paired test to resolve any claim (its smallest p-value is
     not below 0.05) or its scorer is the simulated one."""
     n = config.n_queries
@@ -30,6 +31,6 @@ def run_page_title(config: Any) -> str:
     if sample_k is not None and sample_k != config.effective_k:
         queries += f" kept at K = {sample_k}"
     title = (f"{model_label(config.model_name)} at K = {config.effective_k}, {config.scorer} scorer "
-             f"({dataset_label(config.data_label)}, {queries} × M = {config.M})")
+             f"({dataset_label(config.data_label)}, {queries}, M = {config.M})")
     smoke = config.scorer == "simulated" or (n is not None and smallest_p(n) >= ALPHA)
     return f"Smoke run: {title}" if smoke else title
