@@ -31,8 +31,9 @@
 # through the same runner (or resumed after an interruption: every run is computed in one-query shards, and each
 # finished shard is kept) and published
 # there, where the results chapter finds it. The parameters fill the one run schema (`invarirank.runner.RunConfig`:
-# every setting it has is a parameter here); their defaults are the default grid's scaled-down settings (the
-# paper's values are in the comments).
+# every setting it has is a parameter here). The collapsed cell below holds the parameters this page was executed
+# with; the notebook's own defaults, the default grid's scaled-down settings with the paper's values in comments,
+# are in `notebooks/rerank.py`.
 
 # %% tags=["parameters", "hide-cell"]
 grid = "default"            # results/<grid>/<run>/
