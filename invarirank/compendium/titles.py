@@ -22,9 +22,8 @@ def run_page_title(config: Any) -> str:
     """Model, K, scorer, then data set, queries and M, e.g. ``SmolLM2-135M at K = 10, span scorer (MovieLens-100K,
     40 queries, M = 20)``. When the queries were sampled among those kept at another K (``sample_k``), that K
     too (``…, 40 queries kept at K = 5, M = 20)``; "× M" read as "K = 5 × M"): it tells apart two grids' runs at
-    one K. "Smoke run: " comes
-    first when the run's queries are too few for the paired test to resolve any claim (its smallest p-value is
-    not below 0.05) or its scorer is the simulated one."""
+    one K. "Smoke run: " comes first when the run's queries are too few for the paired test to resolve any claim
+    (its smallest p-value is not below 0.05) or its scorer is the simulated one."""
     n = config.n_queries
     queries = "all queries" if n is None else f"{n:,} queries"
     sample_k = getattr(config, "sample_k", None)

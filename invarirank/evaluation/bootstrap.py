@@ -42,8 +42,9 @@ def totals(counts: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """``Y = counts @ columns`` (B x Q times Q x S), summed query by query in query order: the same bits on every
     processor. A BLAS product's summation order depends on the kernel OpenBLAS picks for the processor (or
     ``OPENBLAS_CORETYPE``), and moved the last binary digit of committed intervals between two machines; elementwise
-    products and sums are exactly rounded whatever the SIMD width. About Q passes over a B x S block: a few
-    milliseconds for 1,000 replicates of 40 queries."""
+    products and sums are exactly rounded whatever the SIMD width. Q passes over a B x S block: measured on a
+    busy 2-core machine, about 10 ms for 1,000 replicates of 40 queries and 60 columns, 0.2 s for 1,000 queries
+    (a BLAS product: 6 ms), the price of the same bits everywhere."""
     c = np.asarray(counts, dtype=np.float64)
     v = np.asarray(columns, dtype=np.float64)
     vector = v.ndim == 1
