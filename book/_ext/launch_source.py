@@ -1,6 +1,7 @@
 """Sphinx extension of the invarirank book: the repository and launch buttons only where a repository is
-configured, launch buttons of executed pages open their *source* notebook, and an executed page shows the parameters it ran
-with (papermill's injected cell, without this machine's paths) instead of the notebook's defaults.
+configured, launch buttons of executed pages open their *source* notebook, and an executed page shows the
+parameters it ran with (papermill's injected cell, without this machine's paths) instead of the notebook's
+defaults.
 
 **Repository URL.** ``_config.yml`` names no repository: the public one is read at build time from the
 environment variable ``INVARIRANK_REPOSITORY_URL`` (e.g. ``https://github.com/OWNER/invarirank``). Without it the

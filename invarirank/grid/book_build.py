@@ -100,13 +100,13 @@ def run_parameters(config: RunConfig, results_dir: Path, work_dir: Path) -> dict
     return {**settings, "results_dir": str(results_dir), "work_dir": str(work_dir)}
 
 
-
 def run_page_name(config: Any) -> str:
     """The file of a run's page under ``<build>/rerank/``: its list length first, zero-padded, then the run's name
     (``k005-smollm2-span-k5.ipynb``), so that the book's table of contents, which sorts a folder's pages by name,
     lists a grid's runs by K (by name, ``…-k25`` came before ``…-k5``). A run whose K comes from its candidates
     file (``K: null``) is named by the run alone."""
     return f"{config.run_name}.ipynb" if config.K is None else f"k{int(config.K):03d}-{config.run_name}.ipynb"
+
 
 def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None = None,
           results_dir: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
