@@ -100,12 +100,12 @@ def hide_injected_parameters(app: Any) -> None:
             if "injected-parameters" not in tags:
                 continue
             source = cell.get("source", "")
-            lines = (source if isinstance(source, str) else "".join(source)).splitlines()
-            kept = [line for line in lines if not _MACHINE_PATH.match(line)]
+            original = source if isinstance(source, str) else "".join(source)
+            kept = [line for line in original.splitlines() if not _MACHINE_PATH.match(line)]
             if kept and kept[0].strip() == "# Parameters":
                 kept[0] = "# Parameters this page was executed with (folders of the machine that built it left out)"
             text = "\n".join(kept)
-            if text != (source if isinstance(source, str) else "".join(source)):
+            if text != original:
                 cell["source"], changed = text, True
             want = ["hide-cell"] if shown else ["remove-cell"]
             new_tags = [t for t in tags if t not in ("hide-cell", "remove-cell")] + want

@@ -409,7 +409,7 @@ def grid_cost_table(configs: Sequence[RunConfig], assumptions: Mapping[str, Any]
         source = "assumed"
         measured = bench.seconds_per_pass(config.model, e["K"]) if bench is not None else None
         if measured is not None:
-            near = bench.nearest_k(config.model, e["K"]) if bench is not None else None
+            near = bench.nearest_k(config.model, e["K"])                              # type: ignore[union-attr]
             sec, source = measured, "measured" if near == e["K"] else f"scaled from K = {near}"
         extra: dict[str, Any] = {}
         if bench is not None:
