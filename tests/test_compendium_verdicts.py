@@ -84,7 +84,7 @@ def test_claim_tables_hold_the_stored_verdicts_and_pairs(simulated_run):
     row = pairs.loc[("LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW", "SGS vs bootstrapping")]
     assert row["difference [95% CI]"].startswith(f"{first['mean_diff']:+.3f} [".replace("-", "−"))
     assert "-" not in "".join(pairs["difference [95% CI]"])          # true minus signs only
-    assert row["Holm p"] == f"{first['p_holm']:.3g}" and row["state"] == "○ unresolved"
+    assert row["Holm p"] == f"{first['p_holm']:.3f}" and row["state"] == "○ unresolved"
     assert row["queries for 80% power"] == f"{max(first['queries_80'], 7):,}"    # never below what 3 pairs need
     assert [C.verdicts.fewest_queries(m) for m in (1, 2, 3)] == [6, 7, 7]
     html = C.verdicts_html([simulated_run])
@@ -149,3 +149,22 @@ def test_a_run_without_the_claims_methods_says_why_it_has_no_verdict(simulated_r
     text = C.resolution_sentence(two)
     assert "this run alone judges none of the paper's method claims (it has zero-shot, bootstrapping;" in text
     assert "no verdicts" not in text
+
+
+@pytest.mark.parametrize(("p", "value", "sentence"), [
+    (1.0, "1.000", "Holm p = 1.000"), (0.0343, "0.034", "Holm p = 0.034"), (0.0005, "0.001", "Holm p = 0.001"),
+    (0.00049, "< 0.001", "Holm p < 0.001"), (1 / 10_001, "< 0.001", "Holm p < 0.001")])
+def test_every_p_value_is_written_with_one_precision(p, value, sentence):
+    assert C.labels.p_value(p) == value and C.labels.p_equals(p, "Holm p") == sentence
+
+
+def test_no_page_text_writes_a_p_value_in_another_precision(simulated_run):
+    """Every p in the claims' sentences and the pairs' table goes through ``p_value``: three decimals or "< 0.001"
+    (the pages once mixed "Holm p 1", "0.0003" and "0.000305")."""
+    import re
+    pairs = C.pairwise_table(simulated_run, styled=False)
+    for column in ("p", "Holm p"):
+        assert all(re.fullmatch(r"\d\.\d{3}|< 0\.001", v) for v in pairs[column]), list(pairs[column])
+    text = " ".join(C.section5._verdict_pairs_text(v) for v in C.run_claims(simulated_run).values())
+    found = re.findall(r"Holm p( = | < |\s)(\S+?)[;)]", text)
+    assert found and all(re.fullmatch(r"( = \d\.\d{3})|( < 0\.001)", sep + v) for sep, v in found), found

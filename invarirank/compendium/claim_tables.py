@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ..store import Run
-from .labels import method_label, model_label, run_setting
+from .labels import method_label, model_label, p_value, run_setting
 from .tables import with_caption
 from .verdicts import MARKS, claim_label, pair_state, queries_needed, run_claims
 
@@ -70,7 +70,7 @@ def pairwise_table(run: Run, digits: int = 3, styled: bool = True) -> Any | None
             q = queries_needed(p, len(verdict["pairs"]))
             records.append({
                 "claim": claim_label(verdict), "pair": f"{method_label(p['better'])} vs {method_label(p['worse'])}",
-                "n": p["n"], "difference [95% CI]": diff, "p": f"{p['p']:.3g}", "Holm p": f"{p['p_holm']:.3g}",
+                "n": p["n"], "difference [95% CI]": diff, "p": p_value(p["p"]), "Holm p": p_value(p["p_holm"]),
                 "state": _STATE_TEXT[pair_state(p)],
                 "queries for 80% power": "–" if p["resolved"] or q is None else f"{q:,}"})
     df = pd.DataFrame.from_records(records).set_index(["claim", "pair"])

@@ -115,6 +115,19 @@ def signed(x: float) -> str:
     return text if text.startswith("−") else f"+{text}"
 
 
+def p_value(p: float) -> str:
+    """A p-value as every page writes it: three decimals (``0.034``, ``1.000``), or ``< 0.001`` below that (the
+    sign-flip test's floor with 10,000 random sign vectors is about 1e-4, so more digits would suggest a precision
+    the test does not have)."""
+    return f"{p:.3f}" if round(p, 3) >= 1e-3 else "< 0.001"
+
+
+def p_equals(p: float, name: str = "p") -> str:
+    """``p = 0.034`` / ``p < 0.001`` (``name`` e.g. ``"Holm p"``): :func:`p_value` in a sentence."""
+    text = p_value(p)
+    return f"{name} {text}" if text.startswith("<") else f"{name} = {text}"
+
+
 def setting_caption(runs: Sequence[Run]) -> str:
     """What a table shows: model(s), dataset(s), scorer(s), K, M and queries, in one line (numbers ascending)."""
     def join(values: Iterable[Any]) -> str:

@@ -14,6 +14,7 @@ from .labels import (
     decimal,
     method_label,
     model_label,
+    p_equals,
     run_setting,
     signed,
 )
@@ -117,10 +118,6 @@ def shown_grid_sentence(shown: str, choices: Sequence[GridChoice], fallback: str
     return " ".join([head, *itself, *waiting])
 
 
-def _p(p: float) -> str:
-    return f"p = {p:.3f}" if p >= 1e-3 else "p < 0.001"
-
-
 def _v(value: float | None) -> str:
     """A metric value in a sentence: three decimals, or "undefined" (e.g. PPI of a run whose pairs are all seen in
     one cell)."""
@@ -166,7 +163,7 @@ def reference_sentence(run: Run) -> str:
         for name, block in (("the first-stage order", fs), ("the random order", rnd)):
             rec = ((block or {}).get("comparisons") or {}).get("hr@5", {}).get(method)
             if rec:
-                bits.append(f"{signed(rec['mean_diff'])} against {name} ({_p(rec['p'])})")
+                bits.append(f"{signed(rec['mean_diff'])} against {name} ({p_equals(rec['p'])})")
         if bits:
             lines.append(f"{method_label(method)} {', '.join(bits)}")
     if lines:

@@ -23,7 +23,16 @@ from ..evaluation.claims import holm
 from ..evaluation.comparisons import ALPHA, comparison, sign_flip_p
 from ..methods.registry import SWEEP_METHODS
 from ..store import Run
-from .labels import HIGHER_IS_BETTER, METRIC_LABELS, decimal, method_label, metric_label, model_label, signed
+from .labels import (
+    HIGHER_IS_BETTER,
+    METRIC_LABELS,
+    decimal,
+    method_label,
+    metric_label,
+    model_label,
+    p_equals,
+    signed,
+)
 from .tables import with_caption
 from .verdicts import MARKS, claim_label, run_claims, smallest_p
 
@@ -110,7 +119,7 @@ def _pair_text(p: Mapping[str, Any], with_context: bool = False) -> str:
     pair: Pair = p["pair"]
     where = f" ({metric_label(pair.metric)}, K = {pair.run.K})" if with_context else ""
     return (f"{MARKS[p['state']]} {method_label(pair.better)}{BETTER}{method_label(pair.worse)}{where} "
-            f"(Δ {signed(p['mean_diff'])}, Holm p {p['p_holm']:.2g})")
+            f"(Δ {signed(p['mean_diff'])}, {p_equals(p['p_holm'], 'Holm p')})")
 
 
 def _verdict_pairs_text(verdict: Mapping[str, Any]) -> str:
@@ -119,7 +128,7 @@ def _verdict_pairs_text(verdict: Mapping[str, Any]) -> str:
     for p in verdict["pairs"]:
         state = "unresolved" if not p["resolved"] else "resolved" if p["direction"] == "as claimed" else "against"
         out.append(f"{MARKS[state]} {method_label(p['better'])}{BETTER}{method_label(p['worse'])} "
-                   f"(Δ {signed(p['mean_diff'])}, Holm p {p['p_holm']:.2g})")
+                   f"(Δ {signed(p['mean_diff'])}, {p_equals(p['p_holm'], 'Holm p')})")
     return SEP.join(out)
 
 
@@ -199,7 +208,7 @@ def section5_rows(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = (
             "input positions receiving lower exposure than later positions.”",
             "zero-shot top-5 exposure: last third of input positions ≻ first third, at every K = "
             + ", ".join(str(r.K) for r, _ in skews), verdict,
-            SEP.join(f"{MARKS[st]} K = {r.K}: Δ {signed(s['mean_diff'])} (Holm p {q:.2g})"
+            SEP.join(f"{MARKS[st]} K = {r.K}: Δ {signed(s['mean_diff'])} ({p_equals(q, 'Holm p')})"
                       for (r, s), st, q in zip(skews, states, adjusted)),
             short="zero-shot's early positions lose exposure")
     add("Marginal position exposure", "“Bootstrapping reduces this skew but does not eliminate it, while STELLA_LW "

@@ -18,7 +18,7 @@ from typing import Any
 from ..evaluation.claims import PAPER_CLAIMS, judge_claims
 from ..evaluation.comparisons import ALPHA, EXACT_MAX_QUERIES, PERMUTATIONS
 from ..store import Run
-from .labels import METHODS, method_label, metric_label, model_label
+from .labels import METHODS, method_label, metric_label, model_label, p_equals, signed
 
 __all__ = ["run_claims", "claim_label", "pair_state", "MARKS", "claim_marks", "smallest_p", "fewest_queries",
            "queries_needed", "resolution_sentence", "verdict_sentence", "verdicts_html"]
@@ -150,7 +150,7 @@ def queries_needed(pair: Mapping[str, Any], pairs: int) -> int | None:
 
 def verdict_sentence(verdict: Mapping[str, Any]) -> str:
     """One claim's verdict in words, e.g. ``LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW — unresolved: 1 of 3
-    pairs resolved in the paper's direction (SGS vs bootstrapping); unresolved: ... (Holm p 0.19; about 120
+    pairs resolved in the paper's direction (SGS vs bootstrapping); unresolved: ... (Holm p = 0.190; about 120
     queries for 80% power).``"""
     return f"{claim_label(verdict)} — {verdict['verdict']}: {_pair_summary(verdict)}"
 
@@ -169,12 +169,13 @@ def _pair_summary(verdict: Mapping[str, Any]) -> str:
              + (f" ({', '.join(names(p) for p in by_state['resolved'])})" if by_state["resolved"] else "")]
     if by_state["against"]:
         parts.append("resolved against the paper: " + ", ".join(
-            f"{names(p)} (difference {p['mean_diff']:+.3f}, Holm p {p['p_holm']:.2g})" for p in by_state["against"]))
+            f"{names(p)} (difference {signed(p['mean_diff'])}, {p_equals(p['p_holm'], 'Holm p')})"
+            for p in by_state["against"]))
     if by_state["unresolved"]:
         def need(p: Mapping[str, Any]) -> str:
             q = queries_needed(p, len(pairs))
             return f"; about {q:,} queries for 80% power" if q else ""
-        parts.append("unresolved: " + ", ".join(f"{names(p)} (Holm p {p['p_holm']:.2g}{need(p)})"
+        parts.append("unresolved: " + ", ".join(f"{names(p)} ({p_equals(p['p_holm'], 'Holm p')}{need(p)})"
                                                 for p in by_state["unresolved"]))
     return "; ".join(parts) + "."
 
