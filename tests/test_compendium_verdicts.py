@@ -152,8 +152,8 @@ def test_a_run_without_the_claims_methods_says_why_it_has_no_verdict(simulated_r
 
 
 @pytest.mark.parametrize(("p", "value", "sentence"), [
-    (1.0, "1.000", "Holm p = 1.000"), (0.0343, "0.034", "Holm p = 0.034"), (0.0005, "0.001", "Holm p = 0.001"),
-    (0.00049, "< 0.001", "Holm p < 0.001"), (1 / 10_001, "< 0.001", "Holm p < 0.001")])
+    (1.0, "1.000", "Holm p = 1.000"), (0.0343, "0.034", "Holm p = 0.034"), (0.001, "0.001", "Holm p = 0.001"),
+    (0.0006, "< 0.001", "Holm p < 0.001"), (1 / 10_001, "< 0.001", "Holm p < 0.001")])
 def test_every_p_value_is_written_with_one_precision(p, value, sentence):
     assert C.labels.p_value(p) == value and C.labels.p_equals(p, "Holm p") == sentence
 

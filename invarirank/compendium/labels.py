@@ -119,7 +119,7 @@ def p_value(p: float) -> str:
     """A p-value as every page writes it: three decimals (``0.034``, ``1.000``), or ``< 0.001`` below that (the
     sign-flip test's floor with 10,000 random sign vectors is about 1e-4, so more digits would suggest a precision
     the test does not have)."""
-    return f"{p:.3f}" if round(p, 3) >= 1e-3 else "< 0.001"
+    return f"{p:.3f}" if p >= 1e-3 else "< 0.001"
 
 
 def p_equals(p: float, name: str = "p") -> str:
