@@ -80,7 +80,7 @@ grid: setup
 EVIDENCE_PAGES ?= smollm2-span-k10 smollm2-span-k5 smollm2-span-k15 smollm2-span-k25 gemma3-span-k10 smollm2-choice-k10
 
 # a page per complete run of the paper-cpu grid, and its data page: the first stage's coverage at K = 15, 25, 50
-PAPER_CPU_PAGES ?= smollm2-span-k15 smollm2-span-k50
+PAPER_CPU_PAGES ?= smollm2-span-k15 smollm2-span-k25 smollm2-span-k50
 
 book: grid
 	$(INVARIRANK) grid configs/grid-evidence.yaml --build-dir book/generated/evidence --skip-results --only data \
