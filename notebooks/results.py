@@ -289,6 +289,8 @@ for name, group in others.items():
     smoke = compendium.smallest_p(min(r.n_queries for r in group)) >= 0.05
     display(Markdown(f"### Grid {name}" + (" (smoke runs)" if smoke else "")))
     display(Markdown(compendium.resolution_sentence(group_main)))
-    display(compendium.table1(group, K=k))
+    for scorer in dict.fromkeys([group_main.scorer, *(r.scorer for r in group)]):   # one table per scorer
+        if any(r.K == k and r.scorer == scorer for r in group):
+            display(compendium.table1([r for r in group if r.scorer == scorer], K=k))
     display(section5.section5_table(group_main, compendium.sweep_runs(group, group_main),
                                     [r for r in group if r.K == k], mark=False))
