@@ -99,8 +99,9 @@ if chosen is not None:                                   # what of the grid show
 # ## What was run, and what was scaled down
 #
 # The paper reranks with 3–7 B models on a GPU, 500 queries per setting in the authors' configuration. Here one
-# forward pass of SmolLM2-135M over the candidates of one presented order takes about a second on a CPU core (the
-# user's history before them is computed once per query and reused), so the budget is spent as follows:
+# forward pass of SmolLM2-135M over the candidates of one presented order takes one to a few seconds on a CPU core,
+# by machine and $K$ (the user's history before them is computed once per query and reused; the cost table below
+# gives what these runs measured), so the budget is spent as follows:
 #
 # - **Model**: SmolLM2-135M-Instruct, small enough for a CPU (and, in the evidence grid at $K = 10$, Gemma 3 270M
 #   beside it: the base model, not an instruction-tuned one, its weights dequantized to float32 from the Q4_K_M
@@ -247,11 +248,13 @@ compendium.cost_table(main_runs)
 #   methods zero_shot,bootstrapping` reranks the default grid's 5 queries × M = 8 orders at $K = 15$: 160
 #   requested passes, 120 of them distinct (the cache serves bootstrapping's first pass), a few minutes on one
 #   core. All four methods (no `-p methods`) request up to $5 \cdot 8 \cdot (1 + 3 + 15 + 10) = 1{,}160$ passes,
-#   about 1,040 distinct, plus STELLA_LW's calibration: roughly half an hour at the seconds per pass the cost table
-#   above measured at $K = 15$. The run is published to `results/default/ml-100k-lightgcn-smollm2-135m-span-k15/`;
-#   while the evidence grid is shown it appears in the tables under *Other grids* below, not in Figures 1–2. Its
-#   entry in `configs/grid-default.yaml` is `{K: 15, methods: [zero_shot, bootstrapping]}`.
-# - **A run of the evidence grid** (it joins Figures 1–2 and the claims on $K$ while this page shows the evidence grid):
+#   about 1,040 distinct, plus STELLA_LW's calibration: 1,040 times the seconds per pass the cost table above
+#   measured at $K = 15$, half an hour to an hour on the machines these runs used. The run is published to
+#   `results/default/ml-100k-lightgcn-smollm2-135m-span-k15/` and appears in the tables under *Other grids* below,
+#   not in Figures 1–2 (the default grid is not one of the grids that set them). Its entry in
+#   `configs/grid-default.yaml` is `{K: 15, methods: [zero_shot, bootstrapping]}`.
+# - **A run of the evidence grid** (it appears under *Other grids*; it would join Figures 1–2 and the claims on $K$
+#   only in a checkout where the page falls back to the evidence grid, i.e. where a paper-cpu run is missing):
 #   give it the evidence grid's settings, `papermill notebooks/rerank.ipynb /tmp/ev-k20.ipynb -p grid evidence -p name
 #   smollm2-span-k20 -p K 20 -p M 20 -p n_queries 40 -p sample_k 5 -p calibration_queries 30 -p calibration_repeats 2 -p
 #   methods zero_shot,bootstrapping`: 40 queries × 20 orders × (1 + 3) passes, of which the cache serves bootstrapping's
@@ -260,7 +263,7 @@ compendium.cost_table(main_runs)
 #   bootstrapping]}` to `configs/grid-evidence.yaml` and run `invarirank grid configs/grid-evidence.yaml --only
 #   smollm2-span-k20 --shard-queries 5 --skip-results`; its name added to `EVIDENCE_PAGES` in the Makefile gives it a
 #   page. Then `make book`.
-# - **A run of the paper-cpu grid** (it joins Figures 1–2 once this page shows the paper-cpu grid): the same with
+# - **A run of the paper-cpu grid** (it joins Figures 1–2 and the claims on $K$, since this grid sets them): the same with
 #   that grid's settings, `papermill notebooks/rerank.ipynb /tmp/pc-k20.ipynb -p grid paper-cpu -p name
 #   smollm2-span-k20 -p K 20 -p M 20 -p n_queries 40 -p sample_k 15 -p calibration_queries 30 -p
 #   calibration_repeats 2 -p methods zero_shot,bootstrapping`, or its entry added to `configs/grid-paper-cpu.yaml`
@@ -274,8 +277,8 @@ compendium.cost_table(main_runs)
 # %% [markdown]
 # ## Other grids
 #
-# Finished runs of other grids (the default grid while the evidence grid is shown, the paper-scale grid once
-# someone has run it on a GPU) are shown here with the same tables. A grid of a handful of queries is a **smoke
+# Finished runs of the grids not shown above (the evidence grid or the paper-cpu grid, whichever does not set Table 1;
+# the default grid; the paper-scale grid once someone has run it on a GPU) are shown here with the same tables. A grid of a handful of queries is a **smoke
 # run**: it checks that the pipeline works end to end, and cannot resolve any claim, for the reason its first
 # sentence gives.
 
