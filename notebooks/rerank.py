@@ -113,14 +113,14 @@ if compendium.reference_sentence(run):
 # %% tags=["remove-input"] mystnb={"image": {"alt": "Line chart of this run: the share of rows in which the candidate shown at each input position reaches the top 5, one line and marker per method with a shaded 95% band, and a dashed position-blind line at 5/K.", "width": "100%"}}
 if run.K > 5:
     display(compendium.figure_exposure([run]))
-else:
+    display(Markdown("The share of rows in which the candidate shown at input position *p* reached the top 5, per "
+                     "method, with a 95% bootstrap band over queries. A reranker that ignores positions stays near "
+                     "the dashed line 5/*K*."))      # plain text: Markdown outputs are not typeset by MathJax
+else:       # no figure, so no caption either
     display(Markdown(f"At K = {run.K} every candidate reaches the top 5, whatever its input position: there is no "
                      f"exposure curve to draw."))
 
 # %% [markdown]
-# The share of rows in which the candidate shown at input position $p$ reached the top 5, per method, with a 95%
-# bootstrap band over queries. A reranker that ignores positions stays near the dashed line $5/K$.
-#
 # ## Method orderings (better ≻ worse)
 
 # %% tags=["remove-input"]
