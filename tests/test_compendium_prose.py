@@ -164,3 +164,30 @@ def test_a_one_model_table_1_says_where_the_second_model_was_run(simulated_run):
     gemma.grid, gemma.K = "paper-cpu", 25                          # both models in the grid shown
     assert C.table_models_sentence([main, gemma], [main, gemma], 25).startswith(
         "Table 1 shows 2 models side by side (SmolLM2-135M, Gemma-3-270M)")
+
+
+def test_the_reference_sentence_says_in_words_what_the_hr5_comparisons_resolve():
+    """The committed K = 25 run (Table 1): no method's HR@5 is resolved against either reference at 40 queries, and
+    the page says so; the evidence run at K = 10 (queries sampled at K = 5, so the first stage's HR@5 is 1) has every
+    method resolved below the first-stage order; a doctored p moves a method into the resolved list."""
+    from invarirank.store import load_run
+
+    k25 = load_run(ROOT / "results" / "paper-cpu" / "smollm2-span-k25")
+    text = C.reference_sentence(k25)
+    assert "no method's HR@5 is distinguishable (paired p < 0.05)" in text and "neither clearly improves" in text
+    k10 = load_run(ROOT / "results" / "evidence" / "smollm2-span-k10")
+    assert ("Resolved at these 40 queries (paired p < 0.05, no correction): below the first-stage order: zero-shot, "
+            "bootstrapping, STELLA_LW, SGS;") in C.reference_sentence(k10)
+    doctored = copy.deepcopy(k25)
+    rec = doctored.metrics["references"]["random"]["comparisons"]["hr@5"]["sgs"]
+    rec["p"], rec["mean_diff"] = 0.01, 0.094
+    assert "Resolved at these 40 queries (paired p < 0.05, no correction): above the random order: SGS;" in \
+        C.reference_sentence(doctored)
+
+
+def test_a_smoke_runs_reference_sentence_draws_no_conclusion(simulated_run):
+    """Five queries cannot resolve a pair (smallest exact p 0.0625): no sentence on what HR@5 resolves."""
+    assert simulated_run.n_queries < 6
+    text = C.reference_sentence(simulated_run)
+    assert "HR@5, method minus reference" in text
+    assert "distinguishable" not in text and "Resolved at these" not in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ..evaluation.comparisons import ALPHA
 from ..methods.registry import method as registered_method
 from ..store import Run
 from .labels import (
@@ -21,6 +22,7 @@ from .labels import (
 from .method_orderings import ordering
 from .select import GridChoice
 from .tables import ci_of
+from .verdicts import smallest_p
 
 __all__ = ["paper_ordering_sentence", "summary_sentence", "shown_grid_sentence", "reference_sentence",
            "list_length_bullets", "table_models_sentence", "PAPER_TABLE1_K", "PAPER_SWEEP_KS"]
@@ -158,17 +160,36 @@ def reference_sentence(run: Run) -> str:
                      f"{_v(o.get('ppi'))}, GPI = {_v(o.get('gpi'))} and LOC = {_v(o.get('loc'))} (mean of {draws} "
                      f"seeded draws per query): the scale on which the methods' consistency is read.")
     lines = []
+    verdicts: dict[str, list[str]] = {}        # "above the random order" → methods, ... (p < 0.05, uncorrected)
     for method in run.methods:
         bits = []
         for name, block in (("the first-stage order", fs), ("the random order", rnd)):
             rec = ((block or {}).get("comparisons") or {}).get("hr@5", {}).get(method)
             if rec:
                 bits.append(f"{signed(rec['mean_diff'])} against {name} ({p_equals(rec['p'])})")
+                if rec["p"] < ALPHA:
+                    verdicts.setdefault(f"{'above' if rec['mean_diff'] > 0 else 'below'} {name}", []).append(
+                        method_label(method))
         if bits:
             lines.append(f"{method_label(method)} {', '.join(bits)}")
     if lines:
         parts.append("HR@5, method minus reference: " + "; ".join(lines) + ".")
+        if smallest_p(run.n_queries) < ALPHA:        # a smoke run can resolve nothing: its page says so already
+            parts.append(_effectiveness_sentence(verdicts, run.n_queries))
     return " ".join(parts)
+
+
+def _effectiveness_sentence(verdicts: Mapping[str, list[str]], n_queries: int) -> str:
+    """What the HR@5 comparisons with the reference rows say, in words: which methods are resolved above or below
+    which reference (paired sign-flip p < 0.05, no correction), or that none is."""
+    if not verdicts:
+        return (f"So at these {n_queries} queries no method's HR@5 is distinguishable (paired p < {ALPHA}) from the "
+                f"first stage's own order or from a random order: on effectiveness this reranker neither clearly "
+                f"improves on the first stage nor clearly beats chance, and the consistency measures, not HR@5, are "
+                f"what this run can speak to.")
+    said = "; ".join(f"{where}: {', '.join(methods)}" for where, methods in verdicts.items())
+    return (f"Resolved at these {n_queries} queries (paired p < {ALPHA}, no correction): {said}; every other "
+            f"method–reference pair is not distinguishable on HR@5.")
 
 
 def _ks(ks: Sequence[int]) -> str:
