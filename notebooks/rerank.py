@@ -19,8 +19,10 @@
 # One reranking run: one data set, one first stage, one model and scorer, one list length $K$, and its methods,
 # each applied to the same $M$ presented orders of every sampled query. The grid (`invarirank grid`) computes every
 # missing run first and then executes this notebook once per run with papermill, so here the finished run is only
-# read. To execute it yourself with other parameters (the results chapter's section *Adding a run* gives the
-# commands, their cost and where the run appears; `methods` is a comma-separated list):
+# read. To re-execute this page's run, pass each parameter of the collapsed cell below as `-p name value` (the
+# results are reused, not recomputed); to run another setting, change them. The example below is not this page's
+# run but the cheapest new one, a run of the default grid at $K = 15$ (the results chapter's section *Adding a run*
+# gives the commands for each grid, their cost and where the run appears; `methods` is a comma-separated list):
 #
 # ```bash
 # papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15 \
