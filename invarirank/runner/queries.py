@@ -1,7 +1,8 @@
 """Query selection: a run's test queries (in run order), its validation queries and their provenance.
 
 ``n_queries = N`` samples N test queries with the seed from those kept at ``sample_k`` (the smallest K of a
-sweep; default K), so a sweep over K compares the same users. With ``candidates`` (a candidates file), its
+sweep; default K), so a sweep over K compares the same users; ``first_queries = F`` then keeps the first F of
+them (in run order), so a smaller run reranks the first users of a larger one. With ``candidates`` (a candidates file), its
 ``split = "test"`` lines are the queries and its ``split = "validation"`` lines calibrate STELLA_LW; given ``K``,
 longer candidate lists are cut to their first K; without ``K`` each list is used as is (its length is its K).
 Either way a query is kept only when its (cut) list holds a relevant item, as the first stage's are, so leaving
@@ -142,6 +143,8 @@ def load_queries(config: RunConfig, progress: bool = True) -> QuerySet:
         raise InvariRankError(f"n_queries {config.n_queries}: only {len(pool_ids)} test queries are available"
                               f"{kept}; ask for at most {len(pool_ids)} (or leave it unset for all)")
     chosen = _sample(pool_ids, config.n_queries, config.seed)
+    if config.first_queries is not None:          # a prefix of the sample: the same users as the larger run's first
+        chosen = chosen[: config.first_queries]
     missing = [qid for qid in chosen if qid not in at_k]
     queries = [at_k[qid] for qid in chosen if qid in at_k]
     if not queries:
