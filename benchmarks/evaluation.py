@@ -47,8 +47,17 @@ SCENARIOS = [  # (queries, K, M, reference seconds of a pure-Python implementati
 GOAL = 100.0
 
 
-def generate(path: Path, queries: int, K: int, M: int, *, bias: float = 1.0, noise: float = 0.5,
-             seed: int = 0, method: str = "simulated") -> None:
+def generate(
+    path: Path,
+    queries: int,
+    K: int,
+    M: int,
+    *,
+    bias: float = 1.0,
+    noise: float = 0.5,
+    seed: int = 0,
+    method: str = "simulated",
+) -> None:
     """Write a synthetic observations file (JSON Lines) from a position-biased simulated reranker."""
     rng = np.random.default_rng(seed)
     lines = []
@@ -63,10 +72,21 @@ def generate(path: Path, queries: int, K: int, M: int, *, bias: float = 1.0, noi
             presented = rng.permutation(K)
             score = utility[presented] + bonus + noise * rng.normal(size=K)
             ranked = presented[np.argsort(-score, kind="stable")]
-            lines.append(json.dumps({"schema_version": 1, "query_id": f"u{q}", "method": method, "permutation": t,
-                                     "input": [ids[i] for i in presented.tolist()],
-                                     "output": [ids[i] for i in ranked.tolist()],
-                                     "relevant": relevant, "model": "simulated", "k": K}))
+            lines.append(
+                json.dumps(
+                    {
+                        "schema_version": 1,
+                        "query_id": f"u{q}",
+                        "method": method,
+                        "permutation": t,
+                        "input": [ids[i] for i in presented.tolist()],
+                        "output": [ids[i] for i in ranked.tolist()],
+                        "relevant": relevant,
+                        "model": "simulated",
+                        "k": K,
+                    }
+                )
+            )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -75,8 +95,13 @@ def time_cli(path: Path, out: Path) -> tuple[float, float]:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "invarirank.cli", "evaluate", str(path), "--output", str(out)],
-                          cwd=ROOT, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "invarirank.cli", "evaluate", str(path), "--output", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     seconds = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -88,6 +113,7 @@ def time_literal(path: Path, n_queries: int) -> tuple[float, float, list[dict], 
     """(wall, CPU) seconds of the literal evaluator (read + metrics) on the rows of the first ``n_queries`` queries."""
     sys.path.insert(0, str(ROOT))
     from tests.literal_evaluator import literal_evaluate
+
     t0, c0 = time.perf_counter(), time.process_time()
     rows, keep = [], set()
     with open(path, encoding="utf-8") as fh:
@@ -107,6 +133,7 @@ def time_literal(path: Path, n_queries: int) -> tuple[float, float, list[dict], 
 def check_equal(rows: list[dict], literal: dict) -> int:
     """Number of per-query metric values where the fast evaluator differs from the literal one."""
     from invarirank.evaluation import evaluate
+
     fast = evaluate(rows, n_bootstrap=0, exact_kemeny_max_k=None)
     bad = 0
     for method, block in literal["methods"].items():
@@ -116,8 +143,9 @@ def check_equal(rows: list[dict], literal: dict) -> int:
                 if key in ("gpi_mass", "gpi_order"):
                     continue
                 b = f[key]
-                if (a is None) != (b is None) or (a is not None and not math.isclose(a, b, rel_tol=1e-9,
-                                                                                      abs_tol=1e-12)):
+                if (a is None) != (b is None) or (
+                    a is not None and not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+                ):
                     bad += 1
     return bad
 
@@ -126,8 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.evaluation", description=__doc__.split("\n")[0])
     ap.add_argument("--json", metavar="FILE", help="also write the measurements as JSON")
     ap.add_argument("--repeats", type=int, default=3, help="whole-process runs per scenario (best is reported)")
-    ap.add_argument("--literal-queries", default=None, metavar="N1,N2",
-                    help="queries timed with the literal evaluator per scenario (default 20,4)")
+    ap.add_argument(
+        "--literal-queries",
+        default=None,
+        metavar="N1,N2",
+        help="queries timed with the literal evaluator per scenario (default 20,4)",
+    )
     ap.add_argument("--quick", action="store_true", help="a tenth of the queries (a smoke run; no reference ratio)")
     args = ap.parse_args(argv)
     scenarios = [dict(s) for s in SCENARIOS]
@@ -152,40 +184,64 @@ def main(argv: list[str] | None = None) -> int:
             scale = s["queries"] / n_lit
             literal_full, literal_cpu_full = lit_s * scale, lit_cpu * scale
             mismatches = check_equal(lit_rows, lit_result)
-            r = {"queries": s["queries"], "K": s["K"], "M": s["M"], "rows": s["queries"] * s["M"],
-                 "file_mb": round(size_mb, 2), "load_average_1min": round(os.getloadavg()[0], 2),
-                 "fast_wall_s_best": round(fast, 3), "fast_wall_s_median": round(statistics.median(walls), 3),
-                 "fast_wall_runs_s": [round(x, 3) for x in walls], "fast_cpu_s_best": round(fast_cpu, 3),
-                 "literal_queries_timed": n_lit, "literal_wall_s_subset": round(lit_s, 3),
-                 "literal_cpu_s_subset": round(lit_cpu, 3), "literal_scale": scale,
-                 "literal_wall_s_scaled": round(literal_full, 1), "literal_cpu_s_scaled": round(literal_cpu_full, 1),
-                 "speedup_vs_literal_wall": round(literal_full / fast, 1),
-                 "speedup_vs_literal_cpu": round(literal_cpu_full / fast_cpu, 1),
-                 "reference_s": s["reference_s"], "literal_equal_mismatches": mismatches}
+            r = {
+                "queries": s["queries"],
+                "K": s["K"],
+                "M": s["M"],
+                "rows": s["queries"] * s["M"],
+                "file_mb": round(size_mb, 2),
+                "load_average_1min": round(os.getloadavg()[0], 2),
+                "fast_wall_s_best": round(fast, 3),
+                "fast_wall_s_median": round(statistics.median(walls), 3),
+                "fast_wall_runs_s": [round(x, 3) for x in walls],
+                "fast_cpu_s_best": round(fast_cpu, 3),
+                "literal_queries_timed": n_lit,
+                "literal_wall_s_subset": round(lit_s, 3),
+                "literal_cpu_s_subset": round(lit_cpu, 3),
+                "literal_scale": scale,
+                "literal_wall_s_scaled": round(literal_full, 1),
+                "literal_cpu_s_scaled": round(literal_cpu_full, 1),
+                "speedup_vs_literal_wall": round(literal_full / fast, 1),
+                "speedup_vs_literal_cpu": round(literal_cpu_full / fast_cpu, 1),
+                "reference_s": s["reference_s"],
+                "literal_equal_mismatches": mismatches,
+            }
             if not args.quick:
                 r["speedup_vs_reference"] = round(s["reference_s"] / fast, 1)
                 r["speedup_vs_reference_cpu"] = round(s["reference_s"] / fast_cpu, 1)
                 r["goal_met"] = r["speedup_vs_reference"] >= GOAL
             ok &= mismatches == 0
             results.append(r)
-            print(f"{s['queries']} queries x K={s['K']} x M={s['M']} ({r['rows']} rows, {size_mb:.1f} MB; "
-                  f"load average {r['load_average_1min']}):")
-            print(f"  invarirank evaluate, whole process (start-up, read, validate, metrics, 1000-replicate CIs, "
-                  f"write): best {fast:.2f} s wall ({fast_cpu:.2f} s CPU), median {statistics.median(walls):.2f} s "
-                  f"of {len(walls)} runs")
-            print(f"  literal evaluator: {lit_s:.2f} s wall ({lit_cpu:.2f} s CPU) on the first {n_lit} queries, "
-                  f"scaled x{scale:g} → {literal_full:.0f} s wall ({literal_cpu_full:.0f} s CPU) for all "
-                  f"(read + metrics; no bootstrap, no start-up)")
-            print(f"  speed-up vs literal (same run): {literal_full / fast:.0f}x wall, "
-                  f"{literal_cpu_full / fast_cpu:.0f}x CPU; fast == literal on the subset: "
-                  f"{'yes' if mismatches == 0 else f'NO ({mismatches} values differ)'}")
+            print(
+                f"{s['queries']} queries x K={s['K']} x M={s['M']} ({r['rows']} rows, {size_mb:.1f} MB; "
+                f"load average {r['load_average_1min']}):"
+            )
+            print(
+                f"  invarirank evaluate, whole process (start-up, read, validate, metrics, 1000-replicate CIs, "
+                f"write): best {fast:.2f} s wall ({fast_cpu:.2f} s CPU), median {statistics.median(walls):.2f} s "
+                f"of {len(walls)} runs"
+            )
+            print(
+                f"  literal evaluator: {lit_s:.2f} s wall ({lit_cpu:.2f} s CPU) on the first {n_lit} queries, "
+                f"scaled x{scale:g} → {literal_full:.0f} s wall ({literal_cpu_full:.0f} s CPU) for all "
+                f"(read + metrics; no bootstrap, no start-up)"
+            )
+            print(
+                f"  speed-up vs literal (same run): {literal_full / fast:.0f}x wall, "
+                f"{literal_cpu_full / fast_cpu:.0f}x CPU; fast == literal on the subset: "
+                f"{'yes' if mismatches == 0 else f'NO ({mismatches} values differ)'}"
+            )
             if not args.quick:
-                print(f"  vs the reference {s['reference_s']:.0f} s: {r['speedup_vs_reference']:.0f}x wall "
-                      f"(goal >= {GOAL:.0f}x: {'met' if r['goal_met'] else 'NOT met'}); "
-                      f"{r['speedup_vs_reference_cpu']:.0f}x on CPU seconds")
+                print(
+                    f"  vs the reference {s['reference_s']:.0f} s: {r['speedup_vs_reference']:.0f}x wall "
+                    f"(goal >= {GOAL:.0f}x: {'met' if r['goal_met'] else 'NOT met'}); "
+                    f"{r['speedup_vs_reference_cpu']:.0f}x on CPU seconds"
+                )
             if r["load_average_1min"] > (os.cpu_count() or 1):
-                print(f"  note: the machine was busy (load {r['load_average_1min']} on {os.cpu_count()} cores), "
-                      f"so wall times are inflated; the CPU-second ratios are the steadier figure")
+                print(
+                    f"  note: the machine was busy (load {r['load_average_1min']} on {os.cpu_count()} cores), "
+                    f"so wall times are inflated; the CPU-second ratios are the steadier figure"
+                )
     if args.json:
         Path(args.json).write_text(json.dumps({"benchmark": "evaluation", "scenarios": results}, indent=2) + "\n")
         print(f"wrote {args.json}")

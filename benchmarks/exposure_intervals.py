@@ -46,8 +46,15 @@ PAIR = (0.5, 0.25)
 TOP = 5
 
 
-def simulate_hits(rng: np.random.Generator, queries: int, orders: int, K: int, beta: float,
-                  utilities: np.ndarray | None = None, perms: np.ndarray | None = None) -> np.ndarray:
+def simulate_hits(
+    rng: np.random.Generator,
+    queries: int,
+    orders: int,
+    K: int,
+    beta: float,
+    utilities: np.ndarray | None = None,
+    perms: np.ndarray | None = None,
+) -> np.ndarray:
     """``hits[q, p]``: of query q's ``orders`` presented orders, how many put the item at 0-based presented position
     p into the ranker's top 5 (see the module docstring). ``utilities`` (Q x K) and ``perms`` (Q x M x K, item at
     each position) are drawn when not given, so two rankers can share them."""
@@ -83,8 +90,9 @@ def _columns(hits: np.ndarray, M: int, K: int) -> np.ndarray:
     return np.hstack([hits, n, n * TOP / K])
 
 
-def scenario(beta: float, *, Q: int, M: int, K: int, draws: int, n_boot: int, truth_queries: int,
-             seed: int) -> dict[str, Any]:
+def scenario(
+    beta: float, *, Q: int, M: int, K: int, draws: int, n_boot: int, truth_queries: int, seed: int
+) -> dict[str, Any]:
     """One ``beta``: truths, mean estimates, coverage and widths of both intervals for the MAD and the maximum
     deviation."""
     x = TOP / K
@@ -110,21 +118,32 @@ def scenario(beta: float, *, Q: int, M: int, K: int, draws: int, n_boot: int, tr
             for kind, (lo, hi) in (("percentile", pct), ("basic", basic)):
                 cover[s, kind] += lo <= truth[s] <= hi
                 width[s, kind] += hi - lo
-    return {"beta": beta, **{s: {"truth": truth[s], "mean_estimate": float(np.mean(est[s])),
-                                 "percentile_above_estimate": above[s] / draws,
-                                 "coverage": {k: cover[s, k] / draws for k in ("percentile", "basic")},
-                                 "mean_width": {k: width[s, k] / draws for k in ("percentile", "basic")}}
-                             for s in fns}}
+    return {
+        "beta": beta,
+        **{
+            s: {
+                "truth": truth[s],
+                "mean_estimate": float(np.mean(est[s])),
+                "percentile_above_estimate": above[s] / draws,
+                "coverage": {k: cover[s, k] / draws for k in ("percentile", "basic")},
+                "mean_width": {k: width[s, k] / draws for k in ("percentile", "basic")},
+            }
+            for s in fns
+        },
+    }
 
 
-def paired_difference(*, Q: int, M: int, K: int, draws: int, n_boot: int, truth_queries: int,
-                      seed: int) -> dict[str, Any]:
+def paired_difference(
+    *, Q: int, M: int, K: int, draws: int, n_boot: int, truth_queries: int, seed: int
+) -> dict[str, Any]:
     """MAD_a - MAD_b of the rankers of :data:`PAIR` on the same queries and presented orders (independent noise):
     coverage of the true difference by the percentile and the basic (unclipped) interval of the difference."""
     x = TOP / K
     a, b = PAIR
-    truth = float(np.abs(true_curve(a, K, truth_queries, seed + 1) - x).mean()
-                  - np.abs(true_curve(b, K, truth_queries, seed + 1) - x).mean())
+    truth = float(
+        np.abs(true_curve(a, K, truth_queries, seed + 1) - x).mean()
+        - np.abs(true_curve(b, K, truth_queries, seed + 1) - x).mean()
+    )
     mad, _ = _statistics(K)
     rng = np.random.default_rng(seed)
     cover = {"percentile": 0, "basic": 0}
@@ -154,37 +173,66 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bootstrap", type=int, default=1000, help="replicates per interval (default 1000)")
     ap.add_argument("--truth-queries", type=int, default=100_000, help="queries behind each true curve")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json", metavar="FILE",
-                    help="write the measurement here (e.g. book/data/exposure_intervals.json)")
+    ap.add_argument(
+        "--json", metavar="FILE", help="write the measurement here (e.g. book/data/exposure_intervals.json)"
+    )
     args = ap.parse_args(argv)
     for name in ("queries", "orders", "draws", "bootstrap", "truth_queries"):
         if getattr(args, name) < 2:
             ap.error(f"--{name.replace('_', '-')}: expected an integer >= 2, got {getattr(args, name)}")
     if args.k <= TOP:
-        ap.error(f"--k: expected more than {TOP} candidates (with K <= {TOP} every item reaches the top {TOP}), "
-                 f"got {args.k}")
-    common = {"Q": args.queries, "M": args.orders, "K": args.k, "draws": args.draws, "n_boot": args.bootstrap,
-              "truth_queries": args.truth_queries, "seed": args.seed}
+        ap.error(
+            f"--k: expected more than {TOP} candidates (with K <= {TOP} every item reaches the top {TOP}), got {args.k}"
+        )
+    common = {
+        "Q": args.queries,
+        "M": args.orders,
+        "K": args.k,
+        "draws": args.draws,
+        "n_boot": args.bootstrap,
+        "truth_queries": args.truth_queries,
+        "seed": args.seed,
+    }
     t0 = time.perf_counter()
     rows = []
     for beta in BETAS:
         r = scenario(beta, **common)
         rows.append(r)
-        print(f"beta {beta:4}: " + "; ".join(
-            f"{s} true {r[s]['truth']:.4f} mean est. {r[s]['mean_estimate']:.4f} coverage percentile "
-            f"{r[s]['coverage']['percentile']:.2f} basic {r[s]['coverage']['basic']:.2f} (percentile wholly above "
-            f"the estimate: {r[s]['percentile_above_estimate']:.0%})" for s in ("mad", "maxdev")), flush=True)
+        print(
+            f"beta {beta:4}: "
+            + "; ".join(
+                f"{s} true {r[s]['truth']:.4f} mean est. {r[s]['mean_estimate']:.4f} coverage percentile "
+                f"{r[s]['coverage']['percentile']:.2f} basic {r[s]['coverage']['basic']:.2f} (percentile wholly above "
+                f"the estimate: {r[s]['percentile_above_estimate']:.0%})"
+                for s in ("mad", "maxdev")
+            ),
+            flush=True,
+        )
     pair = paired_difference(**common)
-    print(f"paired difference, beta {PAIR[0]} - {PAIR[1]}: true {pair['truth']:.4f}, coverage percentile "
-          f"{pair['coverage']['percentile']:.2f} basic {pair['coverage']['basic']:.2f}")
+    print(
+        f"paired difference, beta {PAIR[0]} - {PAIR[1]}: true {pair['truth']:.4f}, coverage percentile "
+        f"{pair['coverage']['percentile']:.2f} basic {pair['coverage']['basic']:.2f}"
+    )
     seconds = time.perf_counter() - t0
     print(f"{seconds:.0f} s")
     if args.json:
-        out = {"queries": args.queries, "orders": args.orders, "K": args.k, "top": TOP, "draws": args.draws,
-               "bootstrap": args.bootstrap, "truth_queries": args.truth_queries, "seed": args.seed, "level": 0.95,
-               "ranker": "u ~ N(0, 1) per item, score u - beta p / (K - 1) + Gumbel noise, top 5",
-               "scenarios": rows, "paired_difference": pair, "seconds": round(seconds, 1),
-               "numpy": np.__version__, "python": platform.python_version()}
+        out = {
+            "queries": args.queries,
+            "orders": args.orders,
+            "K": args.k,
+            "top": TOP,
+            "draws": args.draws,
+            "bootstrap": args.bootstrap,
+            "truth_queries": args.truth_queries,
+            "seed": args.seed,
+            "level": 0.95,
+            "ranker": "u ~ N(0, 1) per item, score u - beta p / (K - 1) + Gumbel noise, top 5",
+            "scenarios": rows,
+            "paired_difference": pair,
+            "seconds": round(seconds, 1),
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+        }
         atomic_write_text(args.json, json.dumps(out, indent=1) + "\n")
         print(f"wrote {args.json}")
     return 0

@@ -43,11 +43,51 @@ from typing import Any
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 ARCHS = ("mistral-7b-instruct-v0.3", "qwen2.5-7b-instruct", "llama-3.2-3b-instruct")
-TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 1024, "bos_token_id": None, "eos_token_id": None}
-WORDS = ("Star", "Wars", "Toy", "Story", "Fargo", "Return", "Jedi", "Contact", "English", "Patient", "Scream",
-         "Liar", "Air", "Force", "One", "Independence", "Day", "Godfather", "Titanic", "Raiders", "Lost", "Ark",
-         "Silence", "Lambs", "Pulp", "Fiction", "Twelve", "Monkeys", "Babe", "Heat", "Casino", "Sense")
+TINY = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "vocab_size": 1024,
+    "bos_token_id": None,
+    "eos_token_id": None,
+}
+WORDS = (
+    "Star",
+    "Wars",
+    "Toy",
+    "Story",
+    "Fargo",
+    "Return",
+    "Jedi",
+    "Contact",
+    "English",
+    "Patient",
+    "Scream",
+    "Liar",
+    "Air",
+    "Force",
+    "One",
+    "Independence",
+    "Day",
+    "Godfather",
+    "Titanic",
+    "Raiders",
+    "Lost",
+    "Ark",
+    "Silence",
+    "Lambs",
+    "Pulp",
+    "Fiction",
+    "Twelve",
+    "Monkeys",
+    "Babe",
+    "Heat",
+    "Casino",
+    "Sense",
+)
 
 
 def architecture(name: str, tiny: bool = False) -> tuple[str, dict[str, Any]]:
@@ -64,6 +104,7 @@ def count_parameters(fields: dict[str, Any]) -> int:
     """Parameters of the architecture, counted on the meta device (no memory, no weights)."""
     import torch
     import transformers as tf
+
     cfg = _config(fields)
     with torch.device("meta"):
         model = tf.AutoModelForCausalLM.from_config(cfg)
@@ -72,6 +113,7 @@ def count_parameters(fields: dict[str, Any]) -> int:
 
 def _config(fields: dict[str, Any]) -> Any:
     import transformers as tf
+
     f = dict(fields)
     return tf.AutoConfig.for_model(f.pop("model_type"), **f)
 
@@ -83,6 +125,7 @@ def build_model(name: str, fields: dict[str, Any], tokenizer: Any, device: Any, 
     import transformers as tf
 
     from invarirank.llm.models import LoadedModel
+
     torch.manual_seed(seed)
     previous = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
@@ -92,15 +135,25 @@ def build_model(name: str, fields: dict[str, Any], tokenizer: Any, device: Any, 
     finally:
         torch.set_default_dtype(previous)
     model.eval()
-    return LoadedModel(name=name, model=model, tokenizer=tokenizer, device=torch.device(device), dtype=dtype,
-                       folder=None, weights_sha256=f"random-init-seed-{seed}", tokenizer_sha256="bench-tokenizer",
-                       max_length=int(fields.get("max_position_embeddings", 4096)), has_chat_template=False,
-                       info={"torch": torch.__version__})
+    return LoadedModel(
+        name=name,
+        model=model,
+        tokenizer=tokenizer,
+        device=torch.device(device),
+        dtype=dtype,
+        folder=None,
+        weights_sha256=f"random-init-seed-{seed}",
+        tokenizer_sha256="bench-tokenizer",
+        max_length=int(fields.get("max_position_embeddings", 4096)),
+        has_chat_template=False,
+        info={"torch": torch.__version__},
+    )
 
 
 def matmul_tflops(device: Any, dtype: Any, n: int, repeats: int = 10) -> float:
     """TFLOP/s of an n × n × n matmul (median of ``repeats``)."""
     import torch
+
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
     times = []
@@ -111,17 +164,18 @@ def matmul_tflops(device: Any, dtype: Any, n: int, repeats: int = 10) -> float:
         _sync(device)
         times.append(time.perf_counter() - t0)
     times = sorted(times[2:])
-    return 2 * n ** 3 / times[len(times) // 2] / 1e12
+    return 2 * n**3 / times[len(times) // 2] / 1e12
 
 
 def _sync(device: Any) -> None:
     import torch
+
     if str(device).startswith("cuda"):
         torch.cuda.synchronize()
 
 
 # -- the first stage: LightGCN epochs on a graph of MovieLens-32M's size -----------------------------------
-ML32M = {"users": 200_948, "items": 87_585, "positives": 16_000_000}   # positives: ratings >= 4, about half
+ML32M = {"users": 200_948, "items": 87_585, "positives": 16_000_000}  # positives: ratings >= 4, about half
 
 
 def first_stage(scale: float, steps: int, seed: int = 0) -> dict[str, Any]:
@@ -134,6 +188,7 @@ def first_stage(scale: float, steps: int, seed: int = 0) -> dict[str, Any]:
     import torch.nn.functional as F
 
     from invarirank.retrieval.lightgcn import LightGCNConfig, build_norm_adj, propagate
+
     cfg = LightGCNConfig()
     rng = np.random.default_rng(seed)
     n_users, n_items = max(2, int(ML32M["users"] * scale)), ML32M["items"]
@@ -160,10 +215,17 @@ def first_stage(scale: float, steps: int, seed: int = 0) -> dict[str, Any]:
         times.append(time.perf_counter() - t)
     per_step = sorted(times[1:])[len(times[1:]) // 2]
     batches = -(-ML32M["positives"] // cfg.batch_size)
-    return {"seconds_per_epoch": {"ml-32m": round(batches * per_step / scale, 1)}, "epochs": cfg.epochs,
-            "device": "cpu", "threads": torch.get_num_threads(), "scale": scale, "positives": n_pos,
-            "seconds_per_step": round(per_step, 4), "adjacency_seconds": round(build, 2),
-            "extrapolated": scale != 1.0}
+    return {
+        "seconds_per_epoch": {"ml-32m": round(batches * per_step / scale, 1)},
+        "epochs": cfg.epochs,
+        "device": "cpu",
+        "threads": torch.get_num_threads(),
+        "scale": scale,
+        "positives": n_pos,
+        "seconds_per_step": round(per_step, 4),
+        "adjacency_seconds": round(build, 2),
+        "extrapolated": scale != 1.0,
+    }
 
 
 # -- prompts of the paper's shape and the methods' request stream ----------------------------------------
@@ -175,6 +237,7 @@ def make_queries(tokenizer: Any, n: int, k: int, history_tokens: int, candidate_
     from invarirank.llm.span import SpanScorer
     from invarirank.llm.testing import tiny_model
     from invarirank.types import HistoryEntry, Item, Query
+
     probe = SpanScorer(tiny_model("llama", tokenizer, seed=0), pass_cache=False)
     rng = np.random.default_rng(seed)
 
@@ -215,7 +278,7 @@ def request_stream(queries: list, m: int, seed: int) -> list[list[list[tuple[str
     from invarirank.orders import presented_orders
     from invarirank.types import ScorerBase
 
-    class Recorder(ScorerBase):      # batches one query's orders: score_requests goes through score_batch
+    class Recorder(ScorerBase):  # batches one query's orders: score_requests goes through score_batch
         def __init__(self) -> None:
             self.inner, self.name, self.batch_size, self.rounds = SimulatedScorer(seed=seed), "rec", 8, []
 
@@ -231,9 +294,18 @@ def request_stream(queries: list, m: int, seed: int) -> list[list[list[tuple[str
         rec = Recorder()
         k = len(q.candidates)
         matrix = np.full((k, k), 1.0 / k)
-        steps = [method_steps(name, q, [q.candidates[i] for i in o.positions], seed=seed, t=o.key,
-                              **({"matrix": matrix} if name == "stella" else {}))
-                 for o in presented_orders(q.query_id, k, m, seed) for name in METHODS]
+        steps = [
+            method_steps(
+                name,
+                q,
+                [q.candidates[i] for i in o.positions],
+                seed=seed,
+                t=o.key,
+                **({"matrix": matrix} if name == "stella" else {}),
+            )
+            for o in presented_orders(q.query_id, k, m, seed)
+            for name in METHODS
+        ]
         drive_many(steps, QueryPassCache(rec), q)
         stream.append(rec.rounds)
     return stream
@@ -247,8 +319,9 @@ def replay(scorer: Any, queries: list, stream: list, window: int) -> None:
     for start in range(0, len(queries), window):
         idx = list(range(start, min(start + window, len(queries))))
         for r in range(max(len(stream[i]) for i in idx)):
-            requests = [(queries[i], [by_id[i][x] for x in order]) for i in idx if r < len(stream[i])
-                        for order in stream[i][r]]
+            requests = [
+                (queries[i], [by_id[i][x] for x in order]) for i in idx if r < len(stream[i]) for order in stream[i][r]
+            ]
             if window == 1:
                 scorer.score_batch(requests[0][0], [items for _, items in requests])
             else:
@@ -258,34 +331,48 @@ def replay(scorer: Any, queries: list, stream: list, window: int) -> None:
 def flops(scorer: Any, fields: dict[str, Any]) -> float:
     """FLOPs of the work the scorer counted (see the module docstring)."""
     counts = scorer.model_flop_counts()
-    width = int(fields["num_attention_heads"]) * int(fields.get("head_dim") or
-                                                     int(fields["hidden_size"]) // int(fields["num_attention_heads"]))
+    width = int(fields["num_attention_heads"]) * int(
+        fields.get("head_dim") or int(fields["hidden_size"]) // int(fields["num_attention_heads"])
+    )
     s = scorer.stats
-    return (2.0 * counts["non_embedding_params"] * s["tokens_computed"]
-            + 2.0 * counts["output_projection_params"] * s["positions_projected"]
-            + 4.0 * width * s["attention_context"])
+    return (
+        2.0 * counts["non_embedding_params"] * s["tokens_computed"]
+        + 2.0 * counts["output_projection_params"] * s["positions_projected"]
+        + 4.0 * width * s["attention_context"]
+    )
 
 
 def peak_memory_gib(device: Any) -> float:
     import torch
+
     if str(device).startswith("cuda"):
-        return torch.cuda.max_memory_allocated() / 2 ** 30
+        return torch.cuda.max_memory_allocated() / 2**30
     import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def measure(name: str, model_id: str, fields: dict[str, Any], lm: Any, queries: list, stream: list, config: str,
-            args: argparse.Namespace, matmul: float) -> dict[str, Any]:
+def measure(
+    name: str,
+    model_id: str,
+    fields: dict[str, Any],
+    lm: Any,
+    queries: list,
+    stream: list,
+    config: str,
+    args: argparse.Namespace,
+    matmul: float,
+) -> dict[str, Any]:
     """One configuration (a, b or c) on one architecture and K."""
     import torch
 
     from invarirank.llm.span import SpanScorer
+
     options = {"a": {"prefix_reuse": False}, "b": {}, "c": {"max_batch_tokens": args.max_batch_tokens}}[config]
-    scorer = SpanScorer(lm, pass_cache=False, batch_size=args.batch_size, prefix_cache_size=args.window,
-                        **options)
+    scorer = SpanScorer(lm, pass_cache=False, batch_size=args.batch_size, prefix_cache_size=args.window, **options)
     if str(lm.device).startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
-    replay(scorer, queries[-1:], [stream[-1][:2]], 1)   # warm-up: two rounds of a spare query (kernels, allocator)
+    replay(scorer, queries[-1:], [stream[-1][:2]], 1)  # warm-up: two rounds of a spare query (kernels, allocator)
     scorer.reset_stats()
     queries, stream = queries[:-1], stream[:-1]
     _sync(lm.device)
@@ -296,19 +383,34 @@ def measure(name: str, model_id: str, fields: dict[str, Any], lm: Any, queries: 
     passes = sum(len(orders) for rounds in stream for orders in rounds)
     achieved = flops(scorer, fields) / wall / 1e12
     s = scorer.stats
-    return {"arch": name, "model": model_id, "K": len(queries[0].candidates), "config": config,
-            "queries": len(queries), "passes": passes, "seconds": round(wall, 4),
-            "passes_per_s": round(passes / wall, 3), "tokens_per_s": round(s["tokens_computed"] / wall, 1),
-            "tflops": round(achieved, 4), "share_of_matmul": round(achieved / matmul, 4),
-            "forward_calls": int(s["forward_passes"]), "prefix_forwards": int(s["prefix_passes"]),
-            "tokens_computed": int(s["tokens_computed"]), "prefix_tokens": int(s["prefix_tokens"]),
-            "peak_memory_gib": round(peak_memory_gib(lm.device), 3)}
+    return {
+        "arch": name,
+        "model": model_id,
+        "K": len(queries[0].candidates),
+        "config": config,
+        "queries": len(queries),
+        "passes": passes,
+        "seconds": round(wall, 4),
+        "passes_per_s": round(passes / wall, 3),
+        "tokens_per_s": round(s["tokens_computed"] / wall, 1),
+        "tflops": round(achieved, 4),
+        "share_of_matmul": round(achieved / matmul, 4),
+        "forward_calls": int(s["forward_passes"]),
+        "prefix_forwards": int(s["prefix_passes"]),
+        "tokens_computed": int(s["tokens_computed"]),
+        "prefix_tokens": int(s["prefix_tokens"]),
+        "peak_memory_gib": round(peak_memory_gib(lm.device), 3),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.gpu", description=__doc__.split("\n\n")[0])
-    p.add_argument("--json", metavar="FILE", default=str(Path(tempfile.gettempdir()) / "invarirank-bench-gpu.json"),
-                   help="where to write the figures, after each configuration (default: a file in the temp folder)")
+    p.add_argument(
+        "--json",
+        metavar="FILE",
+        default=str(Path(tempfile.gettempdir()) / "invarirank-bench-gpu.json"),
+        help="where to write the figures, after each configuration (default: a file in the temp folder)",
+    )
     p.add_argument("--archs", default=",".join(ARCHS), help=f"comma-separated, of {', '.join(ARCHS)}")
     p.add_argument("--ks", default="25,15,50", help="list lengths, in the order measured (default 25,15,50)")
     p.add_argument("--configs", default="b,c,a", help="configurations, in the order measured (default b,c,a)")
@@ -323,8 +425,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="auto", help="auto (cuda when available), cuda or cpu")
     p.add_argument("--time-limit", type=float, default=480.0, help="start no configuration after this many s")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--first-stage", action="store_true",
-                   help="also time LightGCN steps on the CPU on a graph of ML-32M's size (see first_stage)")
+    p.add_argument(
+        "--first-stage",
+        action="store_true",
+        help="also time LightGCN steps on the CPU on a graph of ML-32M's size (see first_stage)",
+    )
     p.add_argument("--first-stage-scale", type=float, default=0.125, help="graph size as a fraction of ML-32M")
     p.add_argument("--first-stage-steps", type=int, default=3)
     p.add_argument("--skip-scorer", action="store_true", help="only the first stage (with --first-stage)")
@@ -334,9 +439,13 @@ def main(argv: list[str] | None = None) -> int:
     import transformers
 
     from invarirank.llm.testing import train_tokenizer
+
     t_start = time.perf_counter()
-    device = "cuda" if args.device == "auto" and torch.cuda.is_available() else (
-        "cpu" if args.device == "auto" else args.device)
+    device = (
+        "cuda"
+        if args.device == "auto" and torch.cuda.is_available()
+        else ("cpu" if args.device == "auto" else args.device)
+    )
     on_gpu = device.startswith("cuda")
     tiny = args.tiny or not on_gpu
     dtype = torch.bfloat16 if on_gpu else torch.float32
@@ -349,12 +458,19 @@ def main(argv: list[str] | None = None) -> int:
     matmul = matmul_tflops(device, dtype, 8192 if on_gpu else 512)
     report: dict[str, Any] = {
         "schema_version": 1,
-        "device": (torch.cuda.get_device_name() if on_gpu
-                   else f"cpu ({platform.machine()}, {torch.get_num_threads()} threads)"),
-        "dtype": str(dtype).replace("torch.", ""), "tiny": tiny, "torch": torch.__version__,
-        "transformers": transformers.__version__, "python": platform.python_version(),
+        "device": (
+            torch.cuda.get_device_name() if on_gpu else f"cpu ({platform.machine()}, {torch.get_num_threads()} threads)"
+        ),
+        "dtype": str(dtype).replace("torch.", ""),
+        "tiny": tiny,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
         "matmul_tflops": round(matmul, 4),
-        "settings": {k: v for k, v in vars(args).items() if k != "json"}, "results": [], "complete": False}
+        "settings": {k: v for k, v in vars(args).items() if k != "json"},
+        "results": [],
+        "complete": False,
+    }
 
     def write() -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -366,23 +482,29 @@ def main(argv: list[str] | None = None) -> int:
     if args.first_stage:
         report["first_stage"] = first_stage(args.first_stage_scale, args.first_stage_steps, args.seed)
         write()
-        print(f"first stage: {report['first_stage']['seconds_per_epoch']['ml-32m']:.0f} s per LightGCN epoch at "
-              f"ML-32M size (CPU, {report['first_stage']['threads']} threads)", file=sys.stderr, flush=True)
+        print(
+            f"first stage: {report['first_stage']['seconds_per_epoch']['ml-32m']:.0f} s per LightGCN epoch at "
+            f"ML-32M size (CPU, {report['first_stage']['threads']} threads)",
+            file=sys.stderr,
+            flush=True,
+        )
     tokenizer = train_tokenizer("bytelevel")
     ks = [int(k) for k in args.ks.split(",") if k.strip()]
     archs = [a.strip() for a in args.archs.split(",") if a.strip() and not args.skip_scorer]
     # K by K, every architecture at one K before the next K: a run cut short by --time-limit still covers every
     # model at the first K. The model is rebuilt for each K (random initialisation on the device: seconds).
-    for k in ks if archs else []:                            # --skip-scorer: no prompts to build
-        queries = make_queries(tokenizer, args.queries + 1, k, args.history_tokens, args.candidate_tokens,
-                               args.seed)                     # + 1: the warm-up query
+    for k in ks if archs else []:  # --skip-scorer: no prompts to build
+        queries = make_queries(
+            tokenizer, args.queries + 1, k, args.history_tokens, args.candidate_tokens, args.seed
+        )  # + 1: the warm-up query
         stream = request_stream(queries, args.m, args.seed)
         for name in archs:
             model_id, fields = architecture(name, tiny)
             fields["vocab_size"] = max(int(fields["vocab_size"]), len(tokenizer))
             lm = build_model(model_id, fields, tokenizer, device, dtype, args.seed)
             report.setdefault("parameters_billion", {})[name] = round(
-                sum(p.numel() for p in lm.model.parameters()) / 1e9, 4)
+                sum(p.numel() for p in lm.model.parameters()) / 1e9, 4
+            )
             for config in [c.strip() for c in args.configs.split(",") if c.strip()]:
                 if time.perf_counter() - t_start > args.time_limit:
                     report["stopped"] = f"time limit {args.time_limit:g} s reached before {name} K={k} ({config})"
@@ -392,9 +514,13 @@ def main(argv: list[str] | None = None) -> int:
                 row = measure(name, model_id, fields, lm, queries, stream, config, args, matmul)
                 report["results"].append(row)
                 write()
-                print(f"{name} K={k} ({config}): {row['passes_per_s']:.1f} passes/s, {row['tflops']:.2f} TFLOP/s "
-                      f"({100 * row['share_of_matmul']:.0f} % of matmul), {row['forward_calls']} forwards, "
-                      f"peak {row['peak_memory_gib']:.2f} GiB", file=sys.stderr, flush=True)
+                print(
+                    f"{name} K={k} ({config}): {row['passes_per_s']:.1f} passes/s, {row['tflops']:.2f} TFLOP/s "
+                    f"({100 * row['share_of_matmul']:.0f} % of matmul), {row['forward_calls']} forwards, "
+                    f"peak {row['peak_memory_gib']:.2f} GiB",
+                    file=sys.stderr,
+                    flush=True,
+                )
             del lm
             if on_gpu:
                 torch.cuda.empty_cache()

@@ -72,9 +72,12 @@ def _loaded(model: str, precision: str) -> Any:
     import torch
 
     fp32 = load_model(model, dtype="float32", reuse=False)
-    linear = {name for name, mod in fp32.model.named_modules()
-              if isinstance(mod, torch.nn.Linear) and not name.endswith("lm_head")}
-    with warnings.catch_warnings():   # deprecated in favour of torchao, which is not installed; still exact here
+    linear = {
+        name
+        for name, mod in fp32.model.named_modules()
+        if isinstance(mod, torch.nn.Linear) and not name.endswith("lm_head")
+    }
+    with warnings.catch_warnings():  # deprecated in favour of torchao, which is not installed; still exact here
         warnings.simplefilter("ignore")
         quantized = torch.ao.quantization.quantize_dynamic(fp32.model, linear, dtype=torch.qint8)
     out = wrap_model(quantized, fp32.tokenizer, name=f"{fp32.name}-int8", folder=fp32.folder)
@@ -119,8 +122,10 @@ def agreement(model: str, queries: list[Any], orders: int) -> dict[str, Any]:
         taus = [_tau(a, b) for a, b in zip(scores["float32"], scores[p])]
         diff = max(float(np.max(np.abs(a - b))) for a, b in zip(scores["float32"], scores[p]))
         out["precisions"][p] = {
-            "seconds_per_pass": float(np.median(seconds[p])), "speedup": ref / float(np.median(seconds[p])),
-            "kendall_tau_mean": float(np.mean(taus)), "kendall_tau_min": float(np.min(taus)),
+            "seconds_per_pass": float(np.median(seconds[p])),
+            "speedup": ref / float(np.median(seconds[p])),
+            "kendall_tau_mean": float(np.mean(taus)),
+            "kendall_tau_min": float(np.min(taus)),
             "max_abs_score_diff": diff,
         }
     return out
@@ -148,18 +153,29 @@ def small_run(model: str, queries: list[Any], validation: list[Any], k: int, ord
                 for name in METHODS:
                     opts = {"matrix": matrix} if name == "stella" else {}
                     res = run_method(name, cache, q, presented, seed=42, t=o.key, **opts)
-                    rows.append({"query_id": q.query_id, "method": name, "permutation": o.key,
-                                 "input": [it.item_id for it in presented],
-                                 "output": list(res.output),
-                                 "relevant": list(q.ground_truth)})
+                    rows.append(
+                        {
+                            "query_id": q.query_id,
+                            "method": name,
+                            "permutation": o.key,
+                            "input": [it.item_id for it in presented],
+                            "output": list(res.output),
+                            "relevant": list(q.ground_truth),
+                        }
+                    )
         metrics = evaluate(rows, n_bootstrap=0)
-        out[p] = {"seconds": time.perf_counter() - t0,
-                  "methods": {m: {"ppi": v["overall"]["ppi"], "loc": v["overall"]["loc"]}
-                              for m, v in metrics["methods"].items()}}
+        out[p] = {
+            "seconds": time.perf_counter() - t0,
+            "methods": {
+                m: {"ppi": v["overall"]["ppi"], "loc": v["overall"]["loc"]} for m, v in metrics["methods"].items()
+            },
+        }
     for p in PRECISIONS:
         out[p]["max_diff_from_float32"] = max(
             abs(out[p]["methods"][m][x] - out["float32"]["methods"][m][x])
-            for m in out[p]["methods"] for x in ("ppi", "loc"))
+            for m in out[p]["methods"]
+            for x in ("ppi", "loc")
+        )
     return out
 
 
@@ -199,14 +215,22 @@ def main(argv: list[str] | None = None) -> int:
 
     threads = set_threads(args.threads)
     queries, validation = _queries(args.k, args.queries)
-    result: dict[str, Any] = {"k": args.k, "queries": args.queries, "orders": args.orders, "threads": threads,
-                              "cpu_flags": _cpu_flags(), "load_average_start": list(os.getloadavg()), "models": {}}
+    result: dict[str, Any] = {
+        "k": args.k,
+        "queries": args.queries,
+        "orders": args.orders,
+        "threads": threads,
+        "cpu_flags": _cpu_flags(),
+        "load_average_start": list(os.getloadavg()),
+        "models": {},
+    }
     for i, model in enumerate(args.models):
         result["models"][model] = agreement(model, queries, args.orders)
         _write(args.json, result)
         if i == 0 and args.run_queries:
-            result["models"][model]["run"] = small_run(model, queries[:args.run_queries], validation, args.k,
-                                                       args.run_orders)
+            result["models"][model]["run"] = small_run(
+                model, queries[: args.run_queries], validation, args.k, args.run_orders
+            )
         _write(args.json, result)
     result["load_average_end"] = list(os.getloadavg())
     result["verdict"] = verdict(result)

@@ -45,16 +45,20 @@ def cpu_flags() -> dict[str, Any]:
         out = ""
     fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
     flags = flags_of()
-    return {"model_name": fields.get("Model name", "").strip() or platform.processor(),
-            "bf16_flags": sorted(flags & {*BF16_CPU_FLAGS, "amx_tile"}), "avx512f": "avx512f" in flags,
-            "avx2": "avx2" in flags, "bf16_supported": bool(cpu_supports_bf16(flags))}
+    return {
+        "model_name": fields.get("Model name", "").strip() or platform.processor(),
+        "bf16_flags": sorted(flags & {*BF16_CPU_FLAGS, "amx_tile"}),
+        "avx512f": "avx512f" in flags,
+        "avx2": "avx2" in flags,
+        "bf16_supported": bool(cpu_supports_bf16(flags)),
+    }
 
 
 def _kendall(a: list[float], b: list[float]) -> float:
     from scipy.stats import kendalltau
 
     tau = kendalltau(a, b).statistic
-    return 1.0 if tau != tau else float(tau)          # constant scores on both sides: identical orderings
+    return 1.0 if tau != tau else float(tau)  # constant scores on both sides: identical orderings
 
 
 def _verdicts(metrics: dict) -> dict[str, str]:
@@ -88,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     from invarirank.runner.rerank import rerank_query
 
     torch.set_num_threads(1)
-    os.environ["INVARIRANK_ALLOW_EMULATED_BF16"] = "1"      # this script measures the emulation itself
+    os.environ["INVARIRANK_ALLOW_EMULATED_BF16"] = "1"  # this script measures the emulation itself
     run = Path(args.run)
     manifest = json.loads((run / "manifest.json").read_text())
     cfg = dict(manifest["config"])
@@ -103,25 +107,32 @@ def main(argv: list[str] | None = None) -> int:
     queries = [qs[qid] for qid in order]
     dataset = cfg["dataset"]
 
-    scorers = {dt: QueryPassCache(make_scorer(cfg["scorer"], cfg["model"], dtype=dt, pass_cache=False,
-                                         **cfg.get("scorer_options", {})))
-               for dt in ("float32", "bfloat16")}
+    scorers = {
+        dt: QueryPassCache(
+            make_scorer(cfg["scorer"], cfg["model"], dtype=dt, pass_cache=False, **cfg.get("scorer_options", {}))
+        )
+        for dt in ("float32", "bfloat16")
+    }
     seconds = {dt: 0.0 for dt in scorers}
     passes = {dt: 0 for dt in scorers}
     rows: dict[str, list[dict]] = {dt: [] for dt in scorers}
     warm = queries[0]
-    for sc in scorers.values():          # warm-up: one presented order of one method, not timed
+    for sc in scorers.values():  # warm-up: one presented order of one method, not timed
         sc.scorer.score(warm, warm.candidates)
     for i, q in enumerate(queries):
         for dt, sc in scorers.items():
             t0 = time.perf_counter()
-            got = rerank_query(sc, q, methods=methods, M=config.M, seed=config.seed, model=cfg["model"],
-                               dataset=dataset)
+            got = rerank_query(
+                sc, q, methods=methods, M=config.M, seed=config.seed, model=cfg["model"], dataset=dataset
+            )
             seconds[dt] += time.perf_counter() - t0
             passes[dt] += sum(r.passes for r in got)
             rows[dt].extend(r.to_json() for r in got)
-        print(f"query {i + 1}/{len(queries)} {q.query_id}: float32 {seconds['float32']:.0f} s, "
-              f"bfloat16 {seconds['bfloat16']:.0f} s", file=sys.stderr)
+        print(
+            f"query {i + 1}/{len(queries)} {q.query_id}: float32 {seconds['float32']:.0f} s, "
+            f"bfloat16 {seconds['bfloat16']:.0f} s",
+            file=sys.stderr,
+        )
 
     # float32 must reproduce the committed rows: same rankings, scores within 1e-5
     ref = {(r["query_id"], r["method"], r["permutation"]): r for r in committed}
@@ -129,8 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows["float32"]:
         c = ref[(r["query_id"], r["method"], r["permutation"])]
         if list(c["output"]) != list(r["output"]):
-            sys.exit(f"float32 does not reproduce the committed ranking of {r['query_id']} {r['method']} "
-                     f"order {r['permutation']}")
+            sys.exit(
+                f"float32 does not reproduce the committed ranking of {r['query_id']} {r['method']} "
+                f"order {r['permutation']}"
+            )
         worst = max(worst, max(abs(a - b) for a, b in zip(c["scores"], r["scores"])))
 
     taus, same = [], 0
@@ -140,29 +153,43 @@ def main(argv: list[str] | None = None) -> int:
     metrics = {dt: evaluate(rows[dt], n_bootstrap=200) for dt in rows}
     per_method = {}
     for m in methods:
-        per_method[m] = {dt: {k: metrics[dt]["methods"][m]["overall"][k] for k in ("ppi", "gpi", "loc")}
-                         for dt in rows}
-        per_method[m]["difference"] = {k: per_method[m]["bfloat16"][k] - per_method[m]["float32"][k]
-                                       for k in ("ppi", "gpi", "loc")}
+        per_method[m] = {dt: {k: metrics[dt]["methods"][m]["overall"][k] for k in ("ppi", "gpi", "loc")} for dt in rows}
+        per_method[m]["difference"] = {
+            k: per_method[m]["bfloat16"][k] - per_method[m]["float32"][k] for k in ("ppi", "gpi", "loc")
+        }
     verdicts = {dt: _verdicts(metrics[dt]) for dt in rows}
     speed = {dt: seconds[dt] / max(passes[dt], 1) for dt in rows}
     flags = cpu_flags()
     out = {
         "what": "bfloat16 against float32 on the CPU, paired on a committed run's queries and presented orders",
-        "run": str(run), "methods": methods, "queries": len(queries), "query_ids": order, "M": cfg["M"],
-        "K": cfg["K"], "threads": 1, "cpu": flags, "torch": torch.__version__,
-        "passes": passes, "seconds": seconds, "seconds_per_pass": speed,
+        "run": str(run),
+        "methods": methods,
+        "queries": len(queries),
+        "query_ids": order,
+        "M": cfg["M"],
+        "K": cfg["K"],
+        "threads": 1,
+        "cpu": flags,
+        "torch": torch.__version__,
+        "passes": passes,
+        "seconds": seconds,
+        "seconds_per_pass": speed,
         "speedup_bf16": speed["float32"] / speed["bfloat16"],
         "float32_vs_committed_max_abs_score_difference": worst,
         "tau": {"mean": sum(taus) / len(taus), "min": min(taus), "orders": len(taus)},
         "identical_rankings": same / len(taus),
-        "consistency": per_method, "verdicts": verdicts,
+        "consistency": per_method,
+        "verdicts": verdicts,
     }
-    rule = {"speedup >= 1.5": out["speedup_bf16"] >= 1.5, "mean tau >= 0.95": out["tau"]["mean"] >= 0.95,
-            "PPI and LOC within 0.02": all(abs(v["difference"][k]) <= 0.02 for v in per_method.values()
-                                           for k in ("ppi", "loc")),
-            "verdicts the same": verdicts["float32"] == verdicts["bfloat16"],
-            "CPU supports bf16": flags["bf16_supported"]}
+    rule = {
+        "speedup >= 1.5": out["speedup_bf16"] >= 1.5,
+        "mean tau >= 0.95": out["tau"]["mean"] >= 0.95,
+        "PPI and LOC within 0.02": all(
+            abs(v["difference"][k]) <= 0.02 for v in per_method.values() for k in ("ppi", "loc")
+        ),
+        "verdicts the same": verdicts["float32"] == verdicts["bfloat16"],
+        "CPU supports bf16": flags["bf16_supported"],
+    }
     out["rule"] = rule
     out["decision"] = "bfloat16" if all(rule.values()) else "float32"
     print(json.dumps(out, indent=1))

@@ -39,13 +39,25 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["INVARIRANK_CACHE"] = str(base / "cache")
 
     def config(name: str, **kw) -> RunConfig:
-        return RunConfig.from_mapping(dict(dataset="synthetic", scorer="simulated", K=args.k, M=args.m,
-                                           n_queries=args.queries, n_bootstrap=0, seed=1, grid="bench",
-                                           out=str(base / name), cache_dir=str(base / "cache"), **kw))
+        return RunConfig.from_mapping(
+            dict(
+                dataset="synthetic",
+                scorer="simulated",
+                K=args.k,
+                M=args.m,
+                n_queries=args.queries,
+                n_bootstrap=0,
+                seed=1,
+                grid="bench",
+                out=str(base / name),
+                cache_dir=str(base / "cache"),
+                **kw,
+            )
+        )
 
     t0 = time.perf_counter()
     warm = RunConfig.from_mapping(dict(config("warm").to_dict(), n_queries=1))
-    run_experiment(warm, progress=False)                     # STELLA_LW's calibration, cached for all three
+    run_experiment(warm, progress=False)  # STELLA_LW's calibration, cached for all three
     print(f"calibration: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     figures: dict[str, dict] = {}
     local = run_experiment(config("local"), progress=False)
@@ -55,23 +67,35 @@ def main(argv: list[str] | None = None) -> int:
         with RayExecutor(workers=workers) as ex:
             ex.resources()
             startup = time.perf_counter() - t
-            res = run_experiment(config(f"ray{workers}", shard_queries=args.shard_queries), progress=False,
-                                 executor=ex)
-        figures[f"ray-{workers}"] = {"seconds": res.volatile["timings"]["rerank_seconds_this_session"],
-                                     "ray_start_seconds": round(startup, 2)}
-    same = all((base / name / "observations.jsonl").read_bytes() == (base / "local" / "observations.jsonl")
-               .read_bytes() for name in ("ray2", "ray1"))
+            res = run_experiment(config(f"ray{workers}", shard_queries=args.shard_queries), progress=False, executor=ex)
+        figures[f"ray-{workers}"] = {
+            "seconds": res.volatile["timings"]["rerank_seconds_this_session"],
+            "ray_start_seconds": round(startup, 2),
+        }
+    same = all(
+        (base / name / "observations.jsonl").read_bytes() == (base / "local" / "observations.jsonl").read_bytes()
+        for name in ("ray2", "ray1")
+    )
     for f in figures.values():
         f["queries_per_s"] = round(args.queries / f["seconds"], 3)
     local_rate = figures["local"]["queries_per_s"]
-    report = {"queries": args.queries, "K": args.k, "M": args.m, "shard_queries": args.shard_queries,
-              "cpus": os.cpu_count(), "figures": figures, "identical_observations": same,
-              "speedup_2_workers": round(figures["ray-2"]["queries_per_s"] / local_rate, 3),
-              "overhead_1_worker": round(1 - figures["ray-1"]["queries_per_s"] / local_rate, 3)}
+    report = {
+        "queries": args.queries,
+        "K": args.k,
+        "M": args.m,
+        "shard_queries": args.shard_queries,
+        "cpus": os.cpu_count(),
+        "figures": figures,
+        "identical_observations": same,
+        "speedup_2_workers": round(figures["ray-2"]["queries_per_s"] / local_rate, 3),
+        "overhead_1_worker": round(1 - figures["ray-1"]["queries_per_s"] / local_rate, 3),
+    }
     print(json.dumps(report, indent=2))
-    print(f"2 workers: {report['speedup_2_workers']:.2f}x the local executor (goal >= 1.7); 1 worker: "
-          f"{100 * report['overhead_1_worker']:.1f} % overhead (goal <= 10 %); observations identical: {same}",
-          file=sys.stderr)
+    print(
+        f"2 workers: {report['speedup_2_workers']:.2f}x the local executor (goal >= 1.7); 1 worker: "
+        f"{100 * report['overhead_1_worker']:.1f} % overhead (goal <= 10 %); observations identical: {same}",
+        file=sys.stderr,
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -70,22 +70,26 @@ def _time_pyg_inner(data, epochs: int, seed: int) -> dict:
         perm = rng.permutation(pu.size)
         neg = sample_negatives(pu[perm], keys, ni, rng) + nu
         for start in range(0, pu.size, cfg.batch_size):
-            b = perm[start:start + cfg.batch_size]
+            b = perm[start : start + cfg.batch_size]
             u = torch.from_numpy(pu[b])
             p = torch.from_numpy(pi[b] + nu)
-            q = torch.from_numpy(neg[start:start + cfg.batch_size])
+            q = torch.from_numpy(neg[start : start + cfg.batch_size])
             label_index = torch.stack([torch.cat([u, u]), torch.cat([p, q])])
             pos_rank, neg_rank = model(adj, label_index).chunk(2)
-            loss = model.recommendation_loss(pos_rank, neg_rank, node_id=label_index.unique(),
-                                             lambda_reg=cfg.l2)
+            loss = model.recommendation_loss(pos_rank, neg_rank, node_id=label_index.unique(), lambda_reg=cfg.l2)
             opt.zero_grad()
             loss.backward()
             opt.step()
         if epoch > 0:
             times.append(time.perf_counter() - t0)
     import torch_geometric
-    return {"version": torch_geometric.__version__, "epochs_timed": len(times),
-            "seconds_per_epoch": statistics.mean(times), "epoch_seconds": times}
+
+    return {
+        "version": torch_geometric.__version__,
+        "epochs_timed": len(times),
+        "seconds_per_epoch": statistics.mean(times),
+        "epoch_seconds": times,
+    }
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -97,29 +101,58 @@ def run(args: argparse.Namespace) -> dict:
 
     data_dir = Path(args.data) if args.data else _prepared_ml100k()
     data = load_retrieval_data(data_dir)
-    res: dict = {"data": str(data_dir), "users": data.n_users, "items": data.n_items,
-                 "train_positives": data.n_positives, "torch_threads": torch.get_num_threads(),
-                 "torch": torch.__version__}
+    res: dict = {
+        "data": str(data_dir),
+        "users": data.n_users,
+        "items": data.n_items,
+        "train_positives": data.n_positives,
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+    }
 
     # 1. our LightGCN, protocol settings, full training (timing + quality from the same run)
     cfg = LightGCNConfig(epochs=args.epochs)
-    users, items, info = train_lightgcn(data.n_users, data.n_items, data.pos_user, data.pos_item,
-                                        config=cfg, seed=42, device="cpu", progress=not args.json)
+    users, items, info = train_lightgcn(
+        data.n_users,
+        data.n_items,
+        data.pos_user,
+        data.pos_item,
+        config=cfg,
+        seed=42,
+        device="cpu",
+        progress=not args.json,
+    )
     ep = info["epoch_seconds"]
     steady = ep[1:] if len(ep) > 1 else ep
-    res["lightgcn"] = {"epochs": cfg.epochs, "threads": info["threads"], "train_seconds": info["train_seconds"],
-                       "first_epoch_seconds": ep[0], "seconds_per_epoch_median": statistics.median(steady),
-                       "seconds_per_epoch_mean": statistics.mean(steady),
-                       "final_loss": info["loss_curve"][-1]}
+    res["lightgcn"] = {
+        "epochs": cfg.epochs,
+        "threads": info["threads"],
+        "train_seconds": info["train_seconds"],
+        "first_epoch_seconds": ep[0],
+        "seconds_per_epoch_median": statistics.median(steady),
+        "seconds_per_epoch_mean": statistics.mean(steady),
+        "final_loss": info["loss_curve"][-1],
+    }
     quality = {"lightgcn": evaluate_embeddings(data, users, items, k=25)}
     # the same code on all of torch's threads, a few epochs, for reference
     all_threads = torch.get_num_threads()
     if args.extra_epochs and all_threads != info["threads"]:
-        _, _, inf2 = train_lightgcn(data.n_users, data.n_items, data.pos_user, data.pos_item,
-                                    config=LightGCNConfig(epochs=args.extra_epochs + 1), seed=42,
-                                    device="cpu", progress=False, threads=all_threads)
-        res["lightgcn_all_threads"] = {"threads": all_threads, "epochs_timed": args.extra_epochs,
-                                       "seconds_per_epoch_mean": statistics.mean(inf2["epoch_seconds"][1:])}
+        _, _, inf2 = train_lightgcn(
+            data.n_users,
+            data.n_items,
+            data.pos_user,
+            data.pos_item,
+            config=LightGCNConfig(epochs=args.extra_epochs + 1),
+            seed=42,
+            device="cpu",
+            progress=False,
+            threads=all_threads,
+        )
+        res["lightgcn_all_threads"] = {
+            "threads": all_threads,
+            "epochs_timed": args.extra_epochs,
+            "seconds_per_epoch_mean": statistics.mean(inf2["epoch_seconds"][1:]),
+        }
 
     # 2. torch_geometric side by side
     if args.skip_pyg:
@@ -150,45 +183,56 @@ def run(args: argparse.Namespace) -> dict:
 
 def _print(res: dict) -> None:
     lg = res["lightgcn"]
-    print(f"data {res['data']}: {res['users']} users, {res['items']} items, "
-          f"{res['train_positives']} training positives; torch {res['torch']}, "
-          f"{res['torch_threads']} threads")
+    print(
+        f"data {res['data']}: {res['users']} users, {res['items']} items, "
+        f"{res['train_positives']} training positives; torch {res['torch']}, "
+        f"{res['torch_threads']} threads"
+    )
     ok = "meets" if lg["seconds_per_epoch_mean"] <= GOAL_EPOCH_SECONDS else "MISSES"
-    print(f"LightGCN (hand-written sparse, {lg['threads']} thread(s)): {lg['seconds_per_epoch_mean']:.3f} s/epoch mean "
-          f"(median {lg['seconds_per_epoch_median']:.3f}, first epoch {lg['first_epoch_seconds']:.2f} s); "
-          f"{lg['epochs']} epochs in {lg['train_seconds']:.1f} s; {ok} the goal <= {GOAL_EPOCH_SECONDS} s/epoch")
+    print(
+        f"LightGCN (hand-written sparse, {lg['threads']} thread(s)): {lg['seconds_per_epoch_mean']:.3f} s/epoch mean "
+        f"(median {lg['seconds_per_epoch_median']:.3f}, first epoch {lg['first_epoch_seconds']:.2f} s); "
+        f"{lg['epochs']} epochs in {lg['train_seconds']:.1f} s; {ok} the goal <= {GOAL_EPOCH_SECONDS} s/epoch"
+    )
     if "lightgcn_all_threads" in res:
         at = res["lightgcn_all_threads"]
-        print(f"  same code on {at['threads']} threads: {at['seconds_per_epoch_mean']:.3f} s/epoch "
-              f"over {at['epochs_timed']} epochs (for reference)")
+        print(
+            f"  same code on {at['threads']} threads: {at['seconds_per_epoch_mean']:.3f} s/epoch "
+            f"over {at['epochs_timed']} epochs (for reference)"
+        )
     pyg = res["torch_geometric"]
     if "skipped" in pyg:
         print(f"torch_geometric LightGCN: skipped ({pyg['skipped']})")
     else:
-        print(f"torch_geometric {pyg['version']} LightGCN (CSR adjacency, {pyg['threads']} thread(s)): "
-              f"{pyg['seconds_per_epoch']:.3f} "
-              f"s/epoch over {pyg['epochs_timed']} epochs -> {pyg['ratio_to_ours']:.1f}x the hand-written time")
-    print(f"{'retriever':<11} {'recall@25':>9} {'ndcg@25':>8} {'cov@15':>7} {'cov@25':>7} {'cov@50':>7} "
-          f"{'train s':>8}")
+        print(
+            f"torch_geometric {pyg['version']} LightGCN (CSR adjacency, {pyg['threads']} thread(s)): "
+            f"{pyg['seconds_per_epoch']:.3f} "
+            f"s/epoch over {pyg['epochs_timed']} epochs -> {pyg['ratio_to_ours']:.1f}x the hand-written time"
+        )
+    print(f"{'retriever':<11} {'recall@25':>9} {'ndcg@25':>8} {'cov@15':>7} {'cov@25':>7} {'cov@50':>7} {'train s':>8}")
     for name, q in res["quality"].items():
-        print(f"{name:<11} {q['recall@25']:>9.4f} {q['ndcg@25']:>8.4f} {q['coverage@15']:>7.4f} "
-              f"{q['coverage@25']:>7.4f} {q['coverage@50']:>7.4f} {q['train_seconds']:>8.2f}")
+        print(
+            f"{name:<11} {q['recall@25']:>9.4f} {q['ndcg@25']:>8.4f} {q['coverage@15']:>7.4f} "
+            f"{q['coverage@25']:>7.4f} {q['coverage@50']:>7.4f} {q['train_seconds']:>8.2f}"
+        )
     r = res["ratio_recall@25_lightgcn_over_popularity"]
     ok = "meets" if r is not None and r >= GOAL_RATIO else "MISSES"
     if lg["epochs"] != 100:
         ok += f" -- but LightGCN ran {lg['epochs']} epochs, the goal is for the protocol's 100"
-    print(f"recall@25 LightGCN / popularity = {r:.2f} ({ok} the goal >= {GOAL_RATIO}); "
-          f"ALS / popularity = {res['ratio_recall@25_als_over_popularity']:.2f}")
+    print(
+        f"recall@25 LightGCN / popularity = {r:.2f} ({ok} the goal >= {GOAL_RATIO}); "
+        f"ALS / popularity = {res['ratio_recall@25_als_over_popularity']:.2f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.retrieval", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=None,
-                        help="prepared folder (default: invarirank.data.prepare('ml-100k'))")
+    parser.add_argument("--data", default=None, help="prepared folder (default: invarirank.data.prepare('ml-100k'))")
     parser.add_argument("--epochs", type=int, default=100, help="LightGCN epochs (default: protocol, 100)")
     parser.add_argument("--pyg-epochs", type=int, default=3, help="timed torch_geometric epochs (default 3)")
-    parser.add_argument("--extra-epochs", type=int, default=5,
-                        help="epochs timed again on all of torch's threads (0: skip; default 5)")
+    parser.add_argument(
+        "--extra-epochs", type=int, default=5, help="epochs timed again on all of torch's threads (0: skip; default 5)"
+    )
     parser.add_argument("--skip-pyg", action="store_true", help="do not time torch_geometric")
     parser.add_argument("--json", action="store_true", help="print the measurements as JSON")
     args = parser.parse_args(argv)
@@ -196,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         res = run(args)
     except Exception as exc:  # noqa: BLE001 - a benchmark reports and fails, never hangs
         from invarirank.errors import InvariRankError
+
         if not isinstance(exc, (InvariRankError, ImportError)):
             raise
         print(f"benchmarks.retrieval: error: {exc}", file=sys.stderr)

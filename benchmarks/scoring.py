@@ -84,9 +84,12 @@ def build_query(user: str | None = None) -> Any:
     items: dict[str, Item] = {}
     for row in _read_tsv(folder / "ml-100k.item"):
         year = row.get("release_year", "").strip()
-        items[row["item_id"]] = Item(row["item_id"], row["movie_title"].strip(),
-                                     int(year) if year.isdigit() else None,
-                                     tuple(g for g in row.get("class", "").split(" ") if g))
+        items[row["item_id"]] = Item(
+            row["item_id"],
+            row["movie_title"].strip(),
+            int(year) if year.isdigit() else None,
+            tuple(g for g in row.get("class", "").split(" ") if g),
+        )
     inter = _read_tsv(folder / "ml-100k.inter")
     by_user: dict[str, list[tuple[float, int, float]]] = {}
     popularity: dict[str, int] = {}
@@ -98,8 +101,9 @@ def build_query(user: str | None = None) -> Any:
     newest = sorted(rated, key=lambda x: (-x[0], x[1]))[:HISTORY]
     history = tuple(HistoryEntry(items[str(i)], r) for _, i, r in newest)
     seen = {str(i) for _, i, _ in rated}
-    popular = sorted((iid for iid in popularity if iid not in seen and iid in items),
-                     key=lambda iid: (-popularity[iid], int(iid)))[:K]
+    popular = sorted(
+        (iid for iid in popularity if iid not in seen and iid in items), key=lambda iid: (-popularity[iid], int(iid))
+    )[:K]
     cands = tuple(items[i] for i in popular)
     return Query(f"u{uid}", uid, history, cands, (cands[0].item_id,))
 
@@ -132,8 +136,9 @@ def workload(query: Any, orders: int, seed: int = 0) -> list[tuple[str, int, lis
     return passes
 
 
-def _run_interleaved(naive: Any, fast: Any, query: Any, passes: list[tuple[str, int, list[int]]],
-                     counts: dict[str, int]) -> dict[str, Any]:
+def _run_interleaved(
+    naive: Any, fast: Any, query: Any, passes: list[tuple[str, int, list[int]]], counts: dict[str, int]
+) -> dict[str, Any]:
     """Run the pass sequence on both paths, alternating pass by pass (naive pass i, then optimised pass i), so
     that both see the same machine conditions; each path's time is the sum of its own passes' wall times.
     Also returns the GFLOP/s of every optimised pass that ran the model (a diagnostic)."""
@@ -152,8 +157,10 @@ def _run_interleaved(naive: Any, fast: Any, query: Any, passes: list[tuple[str, 
             dt = time.perf_counter() - p0
             times[name] += dt
             if name == "fast" and scorer.stats["tokens_computed"] > before["tokens_computed"]:
-                delta = {k: scorer.stats[k] - before[k] for k in ("tokens_computed", "positions_projected",
-                                                                  "attention_context")}
+                delta = {
+                    k: scorer.stats[k] - before[k]
+                    for k in ("tokens_computed", "positions_projected", "attention_context")
+                }
                 rates.append(model_flops(delta, counts) / dt / 1e9)
     return {"times": times, "scores": scores, "rates": rates}
 
@@ -178,11 +185,12 @@ def matmul_gflops(repeats: int = 5, n: int = 2048) -> float:
         t0 = time.perf_counter()
         torch.mm(a, b)
         best = min(best, time.perf_counter() - t0)
-    return 2 * n ** 3 / best / 1e9
+    return 2 * n**3 / best / 1e9
 
 
-def measure(model: str = "smollm2-135m", orders: int = 2, user: str | None = None, threads: int | None = None,
-            seed: int = 0) -> dict[str, Any]:
+def measure(
+    model: str = "smollm2-135m", orders: int = 2, user: str | None = None, threads: int | None = None, seed: int = 0
+) -> dict[str, Any]:
     import torch
 
     from invarirank.llm.models import load_model, set_threads
@@ -259,11 +267,17 @@ def measure(model: str = "smollm2-135m", orders: int = 2, user: str | None = Non
         "flop_counts": counts,
     }
     result["goals"] = {
-        "token_work_ratio": {"target": f"<= {GOAL_TOKEN_RATIO}", "value": result["token_work_ratio"],
-                             "met": ratio <= GOAL_TOKEN_RATIO},
+        "token_work_ratio": {
+            "target": f"<= {GOAL_TOKEN_RATIO}",
+            "value": result["token_work_ratio"],
+            "met": ratio <= GOAL_TOKEN_RATIO,
+        },
         "max_abs_score_diff": {"target": f"<= {GOAL_SCORE_DIFF}", "value": diff, "met": diff <= GOAL_SCORE_DIFF},
-        "forward_vs_matmul": {"target": f">= {GOAL_FLOPS_SHARE} x matmul_gflops",
-                              "value": result["forward_share_of_matmul"], "met": fwd >= GOAL_FLOPS_SHARE * mm},
+        "forward_vs_matmul": {
+            "target": f">= {GOAL_FLOPS_SHARE} x matmul_gflops",
+            "value": result["forward_share_of_matmul"],
+            "met": fwd >= GOAL_FLOPS_SHARE * mm,
+        },
     }
     result["goals_met"] = all(g["met"] for g in result["goals"].values())
     return result
@@ -285,24 +299,38 @@ def main(argv: list[str] | None = None) -> int:
     except InvariRankError as exc:
         print(f"invarirank: error: {exc}", file=sys.stderr)
         return 2
-    print(f"scoring benchmark: {res['model']}, query {res['query_id']}, K={res['k']}, history {res['history']}, "
-          f"M={res['orders']} orders, {res['passes']} passes ({res['distinct_prompts']} distinct prompts), "
-          f"{res['threads']} threads")
-    print(f"  machine load (1-min average) {res['load_average_1min_start_end']} on {os.cpu_count()} CPUs "
-          f"(other processes share the cores when it exceeds the CPU count)")
+    print(
+        f"scoring benchmark: {res['model']}, query {res['query_id']}, K={res['k']}, history {res['history']}, "
+        f"M={res['orders']} orders, {res['passes']} passes ({res['distinct_prompts']} distinct prompts), "
+        f"{res['threads']} threads"
+    )
+    print(
+        f"  machine load (1-min average) {res['load_average_1min_start_end']} on {os.cpu_count()} CPUs "
+        f"(other processes share the cores when it exceeds the CPU count)"
+    )
     print(f"  naive      {res['naive_seconds']:9.1f} s  {res['naive_tokens']:9d} token positions")
-    print(f"  optimised  {res['optimized_seconds']:9.1f} s  {res['optimized_tokens']:9d} token positions "
-          f"(speed-up x{res['speedup']:.2f}; warm rerun {res['warm_rerun_seconds']:.2f} s, "
-          f"{res['warm_rerun_forward_passes']} forwards)")
-    print(f"  token_work_ratio   {res['token_work_ratio']:.4f}  (goal <= {GOAL_TOKEN_RATIO}: "
-          f"{'met' if res['goals']['token_work_ratio']['met'] else 'NOT met'})")
-    print(f"  max_abs_score_diff {res['max_abs_score_diff']:.3g}  (goal <= {GOAL_SCORE_DIFF}: "
-          f"{'met' if res['goals']['max_abs_score_diff']['met'] else 'NOT met'})")
-    print(f"  forward_gflops     {res['forward_gflops']:.1f}  vs matmul_gflops {res['matmul_gflops']:.1f} "
-          f"= {res['forward_share_of_matmul']:.0%} (goal >= {GOAL_FLOPS_SHARE:.0%}: "
-          f"{'met' if res['goals']['forward_vs_matmul']['met'] else 'NOT met'})")
-    print(f"  (diagnostic: optimised passes one by one reach median {res['diagnostic_pass_gflops_median']} and best "
-          f"{res['diagnostic_pass_gflops_best']} GFLOP/s; matmul at start {res['matmul_gflops_at_start']})")
+    print(
+        f"  optimised  {res['optimized_seconds']:9.1f} s  {res['optimized_tokens']:9d} token positions "
+        f"(speed-up x{res['speedup']:.2f}; warm rerun {res['warm_rerun_seconds']:.2f} s, "
+        f"{res['warm_rerun_forward_passes']} forwards)"
+    )
+    print(
+        f"  token_work_ratio   {res['token_work_ratio']:.4f}  (goal <= {GOAL_TOKEN_RATIO}: "
+        f"{'met' if res['goals']['token_work_ratio']['met'] else 'NOT met'})"
+    )
+    print(
+        f"  max_abs_score_diff {res['max_abs_score_diff']:.3g}  (goal <= {GOAL_SCORE_DIFF}: "
+        f"{'met' if res['goals']['max_abs_score_diff']['met'] else 'NOT met'})"
+    )
+    print(
+        f"  forward_gflops     {res['forward_gflops']:.1f}  vs matmul_gflops {res['matmul_gflops']:.1f} "
+        f"= {res['forward_share_of_matmul']:.0%} (goal >= {GOAL_FLOPS_SHARE:.0%}: "
+        f"{'met' if res['goals']['forward_vs_matmul']['met'] else 'NOT met'})"
+    )
+    print(
+        f"  (diagnostic: optimised passes one by one reach median {res['diagnostic_pass_gflops_median']} and best "
+        f"{res['diagnostic_pass_gflops_best']} GFLOP/s; matmul at start {res['matmul_gflops_at_start']})"
+    )
     if args.json:
         from invarirank.io import atomic_write_json
 

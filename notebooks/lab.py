@@ -52,10 +52,10 @@
 # without the `models` extra), and on Binder.
 
 # %% tags=["parameters"]
-results_dir = None     # None: <repository>/results (the sweep: results/lab/)
+results_dir = None  # None: <repository>/results (the sweep: results/lab/)
 lab_grid = "lab"
-shape = "primacy"      # for the live run: primacy | recency | u | none
-strength = 1.5         # position effect, in utility standard deviations
+shape = "primacy"  # for the live run: primacy | recency | u | none
+strength = 1.5  # position effect, in utility standard deviations
 K = 10
 M = 10
 n_queries = 20
@@ -141,8 +141,9 @@ compendium.orderings(live)
 # %% tags=["hide-cell"]
 none = live_run("none", 0.0, K=K, M=M, n_queries=n_queries)
 ov = none.metrics["methods"]["zero_shot"]["overall"]
-print(f"no position effect: zero-shot PPI {ov['ppi']:.3f}, LOC {ov['loc']:.3f}, "
-      f"exposure MAD {ov['exposure_mad@5']:.3f}")
+print(
+    f"no position effect: zero-shot PPI {ov['ppi']:.3f}, LOC {ov['loc']:.3f}, exposure MAD {ov['exposure_mad@5']:.3f}"
+)
 
 # %% [markdown]
 # **Exercise 2.** In the sweep, which method has the flattest exposure (smallest exposure MAD) at the
@@ -159,8 +160,10 @@ print(f"no position effect: zero-shot PPI {ov['ppi']:.3f}, LOC {ov['loc']:.3f}, 
 strongest = sweep[(sweep["shape"] == "primacy") & (sweep.strength == sweep.strength.max())]
 for metric in ("exposure_mad@5", "ppi"):
     s = strongest[strongest.metric == metric].sort_values("value")
-    print(f"{compendium.METRIC_LABELS[metric]} (lower is better): "
-          + " ≻ ".join(f"{compendium.METHOD_LABELS[m]} {v:.3f}" for m, v in zip(s.method, s.value)))
+    print(
+        f"{compendium.METRIC_LABELS[metric]} (lower is better): "
+        + " ≻ ".join(f"{compendium.METHOD_LABELS[m]} {v:.3f}" for m, v in zip(s.method, s.value))
+    )
 
 # %% [markdown]
 # **Exercise 3.** The best-fitting ranking can never contradict more than half of the preference mass:
@@ -226,20 +229,23 @@ compendium.figure_exposure([u])
 from invarirank.evaluation import sign_flip_p
 
 p5, exact = sign_flip_p([1.0] * 5)
-print(f"five queries, SGS ahead of zero-shot on every one: sign-flip p = {p5:.4f} "
-      f"({'all 2⁵ sign vectors' if exact else 'sampled'}), not below 0.05")
+print(
+    f"five queries, SGS ahead of zero-shot on every one: sign-flip p = {p5:.4f} "
+    f"({'all 2⁵ sign vectors' if exact else 'sampled'}), not below 0.05"
+)
 
 # %% tags=["hide-cell"]
-pair, metric = ("sgs", "zero_shot"), "loc"     # SGS minus zero-shot on LOC: positive = SGS more consistent
+pair, metric = ("sgs", "zero_shot"), "loc"  # SGS minus zero-shot on LOC: positive = SGS more consistent
 methods = ("zero_shot", "sgs")
 runs = {}
 for bias in (0.5, 1.0, 2.0):
     pilot = live_run(shape, bias, K=K, M=M, n_queries=n_queries, methods=methods, seed=0)
     need = lab.planned_queries(pilot, metric, *pair)
-    runs[bias] = {"five queries": live_run(shape, bias, K=K, M=M, n_queries=5, methods=methods, seed=1),
-                  f"pilot ({n_queries} queries)": pilot,
-                  "fresh run of the planned size": live_run(shape, bias, K=K, M=M, n_queries=need, methods=methods,
-                                                            seed=2)}
+    runs[bias] = {
+        "five queries": live_run(shape, bias, K=K, M=M, n_queries=5, methods=methods, seed=1),
+        f"pilot ({n_queries} queries)": pilot,
+        "fresh run of the planned size": live_run(shape, bias, K=K, M=M, n_queries=need, methods=methods, seed=2),
+    }
 lab.resolution_table(runs, metric, *pair)
 
 # %% [markdown]
@@ -264,4 +270,3 @@ lab.resolution_table(runs, metric, *pair)
 
 # %% tags=["hide-input"]
 lab.inversion_table(sweep, "primacy")
-

@@ -38,34 +38,34 @@
 # are in `notebooks/rerank.py`.
 
 # %% tags=["parameters", "hide-cell"]
-grid = "default"            # results/<grid>/<run>/
-name = None                 # None: <dataset>-<retriever>-<model>-<scorer>-k<K>
+grid = "default"  # results/<grid>/<run>/
+name = None  # None: <dataset>-<retriever>-<model>-<scorer>-k<K>
 dataset = "ml-100k"
-label = None                # the data set's name in run names and tables (default: dataset)
-raw_dir = None              # raw files (None: the embedded ML-100K)
+label = None  # the data set's name in run names and tables (default: dataset)
+raw_dir = None  # raw files (None: the embedded ML-100K)
 retriever = "lightgcn"
 model = "smollm2-135m"
-scorer = "span"             # span | choice | simulated
-K = 10                      # candidates per query
-M = 8                       # presented orders per query (the paper: 20)
-n_queries = 5               # test queries sampled (None: all kept ones; the paper: 500)
-sample_k = 6                # sample queries among those kept at this K (the smallest K of a sweep)
-methods = None              # None: all, in the paper's order
+scorer = "span"  # span | choice | simulated
+K = 10  # candidates per query
+M = 8  # presented orders per query (the paper: 20)
+n_queries = 5  # test queries sampled (None: all kept ones; the paper: 500)
+sample_k = 6  # sample queries among those kept at this K (the smallest K of a sweep)
+methods = None  # None: all, in the paper's order
 seed = 42
-calibration_queries = 5     # STELLA_LW calibration: validation queries (the paper: 150) ...
-calibration_repeats = 1     # ... and repeats per position (the paper: 5)
+calibration_queries = 5  # STELLA_LW calibration: validation queries (the paper: 150) ...
+calibration_repeats = 1  # ... and repeats per position (the paper: 5)
 scorer_options = {}
 device = "auto"
-data_dir = None             # an already prepared data folder (None: prepared on demand)
+data_dir = None  # an already prepared data folder (None: prepared on demand)
 retrieval_seed = 42
-candidates = None           # a candidates file instead of the first stage
-noise_floor = False         # True: M copies of one order
+candidates = None  # a candidates file instead of the first stage
+noise_floor = False  # True: M copies of one order
 eval_ks = [1, 5, 10]
 exposure_k = 5
 n_bootstrap = 1000
-cache_dir = None            # None: $INVARIRANK_CACHE
-results_dir = None          # None: <project>/results
-work_dir = None             # None: <project>/runs
+cache_dir = None  # None: $INVARIRANK_CACHE
+results_dir = None  # None: <project>/results
+work_dir = None  # None: <project>/runs
 
 # %% tags=["remove-cell"]
 # %matplotlib inline
@@ -74,20 +74,28 @@ from IPython.display import Markdown, display
 from invarirank import compendium
 from invarirank.runner import RunConfig, ensure_run
 
-config = RunConfig.from_mapping({k: v for k, v in dict(globals()).items() if k in RunConfig.field_names()},
-                                "notebook parameters")
+config = RunConfig.from_mapping(
+    {k: v for k, v in dict(globals()).items() if k in RunConfig.field_names()}, "notebook parameters"
+)
 run_dir = ensure_run(config, results_dir, work_dir)
 run = compendium.load_run(run_dir)
 
 # %% tags=["remove-input"]
 smoke = compendium.smallest_p(run.n_queries) >= 0.05 or run.scorer == "simulated"
-lines = [f"**Run `{run.grid}/{run.name}`**: {compendium.run_setting(run)}; methods "
-         f"{', '.join(compendium.METHOD_LABELS.get(m, m) for m in run.methods)}."]
+lines = [
+    f"**Run `{run.grid}/{run.name}`**: {compendium.run_setting(run)}; methods "
+    f"{', '.join(compendium.METHOD_LABELS.get(m, m) for m in run.methods)}."
+]
 if smoke:
-    lines.append("**This is a smoke run**: it checks that the pipeline works end to end and resolves nothing. "
-                 + compendium.resolution_sentence(run)
-                 + (" Its scorer is simulated, so its numbers say nothing about language models."
-                    if run.scorer == "simulated" else ""))
+    lines.append(
+        "**This is a smoke run**: it checks that the pipeline works end to end and resolves nothing. "
+        + compendium.resolution_sentence(run)
+        + (
+            " Its scorer is simulated, so its numbers say nothing about language models."
+            if run.scorer == "simulated"
+            else ""
+        )
+    )
 display(Markdown("\n\n".join(lines)))
 
 # %% [markdown]
@@ -115,19 +123,30 @@ if compendium.reference_sentence(run):
 # %% tags=["remove-input"] mystnb={"image": {"alt": "Line chart of this run: the share of rows in which the candidate shown at each input position reaches the top 5, one line and marker per method with a shaded 95% band, and a dashed position-blind line at 5/K.", "width": "100%"}}
 if run.K > 5:
     display(compendium.figure_exposure([run]))
-    display(Markdown("The share of rows in which the candidate shown at input position *p* reached the top 5, per "
-                     "method, with a 95% bootstrap band over queries. A reranker that ignores positions stays near "
-                     "the dashed line 5/*K*."))      # plain text: Markdown outputs are not typeset by MathJax
-else:       # no figure, so no caption either
-    display(Markdown(f"At K = {run.K} every candidate reaches the top 5, whatever its input position: there is no "
-                     f"exposure curve to draw."))
+    display(
+        Markdown(
+            "The share of rows in which the candidate shown at input position *p* reached the top 5, per "
+            "method, with a 95% bootstrap band over queries. A reranker that ignores positions stays near "
+            "the dashed line 5/*K*."
+        )
+    )  # plain text: Markdown outputs are not typeset by MathJax
+else:  # no figure, so no caption either
+    display(
+        Markdown(
+            f"At K = {run.K} every candidate reaches the top 5, whatever its input position: there is no "
+            f"exposure curve to draw."
+        )
+    )
 
 # %% [markdown]
 # ## Method orderings (better ≻ worse)
 
 # %% tags=["remove-input"]
-display(compendium.orderings(run) if len(run.methods) > 1 else
-        Markdown("The run has one method: there is nothing to order."))
+display(
+    compendium.orderings(run)
+    if len(run.methods) > 1
+    else Markdown("The run has one method: there is nothing to order.")
+)
 
 # %% [markdown]
 # ## Cost

@@ -26,14 +26,14 @@
 # PPI, GPI or exposure deviation. An ordering lists methods best first, A ≻ B ≻ C.
 
 # %% tags=["parameters", "remove-cell"]
-grid = "default"            # the grid executed (`invarirank grid FILE`); shown only while no preferred grid is complete
-results_dir = None          # None: <project>/results
-paper_table = None          # None: <project>/book/data/paper_table1.csv
-include_simulated = False   # simulated runs belong to the teaching lab; True only for smoke builds and tests
-main_run = None             # the run that sets Table 1 (None: the one with the most methods)
-grid_file = None            # informational: the grid file that was executed
-preferred_grids = None      # grid files to take Table 1 from, first complete wins (None: configs/grid-paper-cpu.yaml,
-                            # then configs/grid-evidence.yaml); [] never switches from `grid`
+grid = "default"  # the grid executed (`invarirank grid FILE`); shown only while no preferred grid is complete
+results_dir = None  # None: <project>/results
+paper_table = None  # None: <project>/book/data/paper_table1.csv
+include_simulated = False  # simulated runs belong to the teaching lab; True only for smoke builds and tests
+main_run = None  # the run that sets Table 1 (None: the one with the most methods)
+grid_file = None  # informational: the grid file that was executed
+preferred_grids = None  # grid files to take Table 1 from, first complete wins (None: configs/grid-paper-cpu.yaml,
+# then configs/grid-evidence.yaml); [] never switches from `grid`
 
 # %% tags=["remove-cell"]
 # %matplotlib inline
@@ -60,14 +60,15 @@ if preferred_grids is None:
     preferred_grids = [root / "configs" / "grid-paper-cpu.yaml", root / "configs" / "grid-evidence.yaml"]
 grids = [load_grid(f) for f in preferred_grids if Path(f).is_file()]
 choices = [compendium.grid_choice(g, main_sweep(g)) for g in grids]
-if any(c.name == grid for c in choices):     # a preferred grid executed on its own shows itself, whatever is complete
+if any(c.name == grid for c in choices):  # a preferred grid executed on its own shows itself, whatever is complete
     choices = [c for c in choices if c.name == grid]
 shown, missing = compendium.grid_to_show(results_dir, choices, grid)
 chosen = next((c for c in choices if c.name == shown), None)
 if chosen is not None and shown != grid:
     main_run = chosen.main_run
-shown_sentence = compendium.shown_grid_sentence(shown, choices, grid, missing,
-                                                compendium.shard_progress(results_dir, choices, missing))
+shown_sentence = compendium.shown_grid_sentence(
+    shown, choices, grid, missing, compendium.shard_progress(results_dir, choices, missing)
+)
 
 main_runs = [r for r in runs if r.grid == shown]
 if not main_runs:
@@ -79,7 +80,7 @@ paper = compendium.paper_table(paper_table)
 observations = {r.name: read_observations(r.observations) for r in sweep}
 claim_rows = section5.section5_rows(main, sweep, [r for r in table_runs if r.K == main.K], observations)
 headline = section5.headline_sentence(main, claim_rows)
-glue("headline", HTML(section5.markdown_to_html(headline)), display=False)   # the introduction quotes it
+glue("headline", HTML(section5.markdown_to_html(headline)), display=False)  # the introduction quotes it
 
 # %% [markdown]
 # ## In one paragraph
@@ -87,13 +88,19 @@ glue("headline", HTML(section5.markdown_to_html(headline)), display=False)   # t
 # %% tags=["remove-input"]
 display(Markdown(headline))
 display(Markdown(shown_sentence))
-if chosen is not None:                                   # what of the grid shown is still being computed
+if chosen is not None:  # what of the grid shown is still being computed
     finished = {r.name for r in runs if r.grid == chosen.name}
-    pending = [f"{name} ({compendium.committed_queries(results_dir, chosen.name, name)} of {n} "
-               f"queries committed in shards)" for name, n in chosen.runs if name not in finished]
+    pending = [
+        f"{name} ({compendium.committed_queries(results_dir, chosen.name, name)} of {n} queries committed in shards)"
+        for name, n in chosen.runs
+        if name not in finished
+    ]
     if pending:
-        display(Markdown(f"Still being computed in this grid: {'; '.join(pending)}; each joins this page once "
-                         f"it is complete."))
+        display(
+            Markdown(
+                f"Still being computed in this grid: {'; '.join(pending)}; each joins this page once it is complete."
+            )
+        )
 
 # %% [markdown]
 # ## What was run, and what was scaled down
@@ -292,8 +299,11 @@ for name, group in others.items():
     smoke = compendium.smallest_p(min(r.n_queries for r in group)) >= 0.05
     display(Markdown(f"### Grid {name}" + (" (smoke runs)" if smoke else "")))
     display(Markdown(compendium.resolution_sentence(group_main)))
-    for scorer in dict.fromkeys([group_main.scorer, *(r.scorer for r in group)]):   # one table per scorer
+    for scorer in dict.fromkeys([group_main.scorer, *(r.scorer for r in group)]):  # one table per scorer
         if any(r.K == k and r.scorer == scorer for r in group):
             display(compendium.table1([r for r in group if r.scorer == scorer], K=k))
-    display(section5.section5_table(group_main, compendium.sweep_runs(group, group_main),
-                                    [r for r in group if r.K == k], mark=False))
+    display(
+        section5.section5_table(
+            group_main, compendium.sweep_runs(group, group_main), [r for r in group if r.K == k], mark=False
+        )
+    )

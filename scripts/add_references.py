@@ -29,8 +29,13 @@ def check_reproduces(folder: Path, test: list, config) -> None:
     from invarirank.runner.provenance import rows_reproduce
     from invarirank.store import find_observations
 
-    why = rows_reproduce(read_observations(find_observations(folder)), {q.query_id: q for q in test},
-                         M=config.M, seed=config.seed, noise_floor=config.noise_floor)
+    why = rows_reproduce(
+        read_observations(find_observations(folder)),
+        {q.query_id: q for q in test},
+        M=config.M,
+        seed=config.seed,
+        noise_floor=config.noise_floor,
+    )
     if why is not None:
         raise SystemExit(f"{folder}: {why}: the first stage differs here")
 
@@ -43,10 +48,10 @@ def add_references(folder: Path) -> str:
 
     manifest = json.loads((folder / "manifest.json").read_text())
     cfg = {k: v for k, v in manifest["config"].items() if v is not None}
-    if cfg.get("dataset") != "synthetic":         # the lab's generated sets have no first stage (nor a file here)
+    if cfg.get("dataset") != "synthetic":  # the lab's generated sets have no first stage (nor a file here)
         config = RunConfig.from_mapping(cfg)
         qs = load_queries(config, progress=False)
-        rankings = first_stage_rankings(config, qs)     # the rule a finished run writes its file by
+        rankings = first_stage_rankings(config, qs)  # the rule a finished run writes its file by
         if rankings is not None:
             check_reproduces(folder, qs.test, config)
             write_first_stage(folder / FIRST_STAGE_FILE, rankings)

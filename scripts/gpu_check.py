@@ -81,8 +81,9 @@ def _move(lm: Any, device: str, dtype: Any) -> Any:
     return wrap_model(model, lm.tokenizer, name=f"{lm.name}@{device}/{str(dtype).replace('torch.', '')}")
 
 
-def check_model(lm_cpu: Any, jobs: list[tuple[Any, list[Any]]], device: str, margin: float,
-                enforce_bf16: bool = True) -> dict[str, Any]:
+def check_model(
+    lm_cpu: Any, jobs: list[tuple[Any, list[Any]]], device: str, margin: float, enforce_bf16: bool = True
+) -> dict[str, Any]:
     import torch
 
     from invarirank.llm.choice import ChoiceScorer
@@ -108,19 +109,32 @@ def check_model(lm_cpu: Any, jobs: list[tuple[Any, list[Any]]], device: str, mar
             diff_cpu = max(float(np.abs(a - b).max()) for a, b in zip(single, ref))
             diff_batch = max(float(np.abs(a - b).max()) for a, b in zip(batched, single))
             diff_naive = max(float(np.abs(a - b).max()) for a, b in zip(single, naive))
-            noise = max(max(float(np.abs(a - b).max()) for a, b in zip(single, again_single)),
-                        max(float(np.abs(a - b).max()) for a, b in zip(batched, again_batched)))
+            noise = max(
+                max(float(np.abs(a - b).max()) for a, b in zip(single, again_single)),
+                max(float(np.abs(a - b).max()) for a, b in zip(batched, again_batched)),
+            )
             same_rank = sum(a == b for a, b in zip(_rankings(single), ref_rank))
             same_rank_batched = sum(a == b for a, b in zip(_rankings(batched), ref_rank))
             flips = _clear_flips(ref, single, margin) + _clear_flips(ref, batched, margin)
-            res = {"max_abs_diff_vs_cpu": diff_cpu, "max_abs_diff_batched_vs_single": diff_batch,
-                   "max_abs_diff_optimised_vs_naive": diff_naive, "noise_floor_max_abs_diff": noise,
-                   "identical_rankings": f"{same_rank}/{len(jobs)}",
-                   "identical_rankings_batched": f"{same_rank_batched}/{len(jobs)}",
-                   "clear_pairs_flipped": flips, "seconds_batched": round(secs, 3)}
+            res = {
+                "max_abs_diff_vs_cpu": diff_cpu,
+                "max_abs_diff_batched_vs_single": diff_batch,
+                "max_abs_diff_optimised_vs_naive": diff_naive,
+                "noise_floor_max_abs_diff": noise,
+                "identical_rankings": f"{same_rank}/{len(jobs)}",
+                "identical_rankings_batched": f"{same_rank_batched}/{len(jobs)}",
+                "clear_pairs_flipped": flips,
+                "seconds_batched": round(secs, 3),
+            }
             if dtype == torch.float32:
-                passed = (same_rank == len(jobs) and same_rank_batched == len(jobs) and diff_cpu <= 1e-3
-                          and diff_batch <= 1e-3 and diff_naive <= 1e-3 and noise == 0.0)
+                passed = (
+                    same_rank == len(jobs)
+                    and same_rank_batched == len(jobs)
+                    and diff_cpu <= 1e-3
+                    and diff_batch <= 1e-3
+                    and diff_naive <= 1e-3
+                    and noise == 0.0
+                )
             else:
                 passed = noise == 0.0 and ((flips == 0 and diff_batch <= 0.1) or not enforce_bf16)
                 res["enforced"] = enforce_bf16

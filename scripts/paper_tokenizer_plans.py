@@ -55,8 +55,10 @@ def main(argv: list[str] | None = None) -> int:
                             continue
                         lengths.append(plan.full_length)
                         shares.append(len(plan.prefix) / plan.full_length)
-            print(f"| {name} | {cls.kind} | {n} | {fails} | {np.mean(lengths):.0f} / {max(lengths)} | "
-                  f"{100 * np.mean(shares):.0f}% |")
+            print(
+                f"| {name} | {cls.kind} | {n} | {fails} | {np.mean(lengths):.0f} / {max(lengths)} | "
+                f"{100 * np.mean(shares):.0f}% |"
+            )
     return 0
 
 

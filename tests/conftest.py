@@ -24,18 +24,20 @@ def _require(report) -> None:
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     if "could not import" in reason:
         report.outcome = "failed"
-        report.longrepr = (f"make test (INVARIRANK_REQUIRE_ALL=1): a prerequisite is missing, so these tests cannot "
-                           f"run: {reason}; run `make setup` (or unset INVARIRANK_REQUIRE_ALL to skip them)")
+        report.longrepr = (
+            f"make test (INVARIRANK_REQUIRE_ALL=1): a prerequisite is missing, so these tests cannot "
+            f"run: {reason}; run `make setup` (or unset INVARIRANK_REQUIRE_ALL to skip them)"
+        )
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):        # importorskip inside a test or fixture
+def pytest_runtest_makereport(item, call):  # importorskip inside a test or fixture
     outcome = yield
     _require(outcome.get_result())
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_make_collect_report(collector):        # importorskip at module level skips the whole module
+def pytest_make_collect_report(collector):  # importorskip at module level skips the whole module
     outcome = yield
     _require(outcome.get_result())
 
@@ -55,8 +57,18 @@ def simulated_run(tmp_path_factory):
     from invarirank import compendium
     from invarirank.runner.lab import live_run
 
-    run = live_run("primacy", 2.0, K=6, M=4, n_queries=5, calibration_queries=4, calibration_repeats=1, seed=3,
-                   out=tmp_path_factory.mktemp("simulated"), n_bootstrap=100)
+    run = live_run(
+        "primacy",
+        2.0,
+        K=6,
+        M=4,
+        n_queries=5,
+        calibration_queries=4,
+        calibration_repeats=1,
+        seed=3,
+        out=tmp_path_factory.mktemp("simulated"),
+        n_bootstrap=100,
+    )
     return compendium.load_run(run.path)
 
 

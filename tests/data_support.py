@@ -45,8 +45,12 @@ ITEMS = [
 ]
 
 EXPECTED_TITLES = {
-    "1": ("Toy Story", 1995), "4": ("American President, The", 1995), "5": ("unknown", None),
-    "6": ("Café au lait", 1993), "7": ("2001: A Space Odyssey", 1968), "21": ("Heavy Metal", 1981),
+    "1": ("Toy Story", 1995),
+    "4": ("American President, The", 1995),
+    "5": ("unknown", None),
+    "6": ("Café au lait", 1993),
+    "7": ("2001: A Space Odyssey", 1968),
+    "21": ("Heavy Metal", 1981),
 }
 
 
@@ -71,6 +75,7 @@ def make_ratings() -> list[tuple[str, str, float, int]]:
 
 def _items_with_year(items):
     from invarirank.data.titles import split_title_year
+
     return [(i, *split_title_year(t), g) for i, t, g in items]
 
 
@@ -97,10 +102,14 @@ def write_dat_layout(folder: Path, ratings=None, items=None) -> Path:
     ratings = make_ratings() if ratings is None else ratings
     items = ITEMS if items is None else items
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "ratings.dat").write_bytes("".join(f"{u}::{i}::{int(r)}::{t}\n" for u, i, r, t in ratings)
-                                         .encode("latin-1"))
-    (folder / "movies.dat").write_bytes("".join(
-        f"{i}::{title}::{'|'.join(g) if g else '(no genres listed)'}\n" for i, title, g in items).encode("latin-1"))
+    (folder / "ratings.dat").write_bytes(
+        "".join(f"{u}::{i}::{int(r)}::{t}\n" for u, i, r, t in ratings).encode("latin-1")
+    )
+    (folder / "movies.dat").write_bytes(
+        "".join(f"{i}::{title}::{'|'.join(g) if g else '(no genres listed)'}\n" for i, title, g in items).encode(
+            "latin-1"
+        )
+    )
     return folder
 
 
@@ -108,8 +117,7 @@ def write_100k_layout(folder: Path, ratings=None, items=None) -> Path:
     ratings = make_ratings() if ratings is None else ratings
     items = ITEMS if items is None else items
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "u.data").write_text("".join(f"{u}\t{i}\t{int(r)}\t{t}\n" for u, i, r, t in ratings),
-                                   encoding="ascii")
+    (folder / "u.data").write_text("".join(f"{u}\t{i}\t{int(r)}\t{t}\n" for u, i, r, t in ratings), encoding="ascii")
     lines = []
     for i, title, genres in items:
         flags = ["1" if g in genres else "0" for g in ML100K_GENRES]
@@ -132,30 +140,60 @@ def write_atomic_layout(folder: Path, ratings=None, items=None, name: str = "tin
     return folder
 
 
-LAYOUT_WRITERS = {"csv": write_csv_layout, "dat": write_dat_layout, "100k": write_100k_layout,
-                  "atomic": write_atomic_layout}
+LAYOUT_WRITERS = {
+    "csv": write_csv_layout,
+    "dat": write_dat_layout,
+    "100k": write_100k_layout,
+    "atomic": write_atomic_layout,
+}
 
 
 # ---------------------------------------------------------------------------------------------------
 # Amazon
 
+
 def amazon_reviews(n_users: int = 5, per_user: int = 4) -> list[dict]:
     rows = []
     for u in range(n_users):
         for k in range(per_user + u % 3):
-            rows.append({"rating": float((u + k) % 5 + 1), "title": "nice", "text": "long text " * 3,
-                         "images": [], "asin": f"X{k}", "parent_asin": f"B{(u * 3 + k) % 9:03d}",
-                         "user_id": f"AUSER{u:02d}", "timestamp": 1_588_000_000_000 + u * 10_000 + k * 1000,
-                         "helpful_vote": 0, "verified_purchase": True})
+            rows.append(
+                {
+                    "rating": float((u + k) % 5 + 1),
+                    "title": "nice",
+                    "text": "long text " * 3,
+                    "images": [],
+                    "asin": f"X{k}",
+                    "parent_asin": f"B{(u * 3 + k) % 9:03d}",
+                    "user_id": f"AUSER{u:02d}",
+                    "timestamp": 1_588_000_000_000 + u * 10_000 + k * 1000,
+                    "helpful_vote": 0,
+                    "verified_purchase": True,
+                }
+            )
     return rows
 
 
 def amazon_metadata(ids=None) -> list[dict]:
     ids = [f"B{k:03d}" for k in range(9)] if ids is None else ids
-    return [{"main_category": "Books", "title": f"Book number {k}", "average_rating": 4.5,
-             "rating_number": 10, "features": [], "description": ["d"], "price": None, "images": [],
-             "videos": [], "store": "S", "categories": ["Books", "Literature & Fiction"] if k % 2 else [],
-             "details": {}, "parent_asin": i, "bought_together": None} for k, i in enumerate(ids)]
+    return [
+        {
+            "main_category": "Books",
+            "title": f"Book number {k}",
+            "average_rating": 4.5,
+            "rating_number": 10,
+            "features": [],
+            "description": ["d"],
+            "price": None,
+            "images": [],
+            "videos": [],
+            "store": "S",
+            "categories": ["Books", "Literature & Fiction"] if k % 2 else [],
+            "details": {},
+            "parent_asin": i,
+            "bought_together": None,
+        }
+        for k, i in enumerate(ids)
+    ]
 
 
 def write_jsonl(path: Path, rows: list[dict], gz: bool | None = None) -> Path:

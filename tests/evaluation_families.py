@@ -7,9 +7,28 @@ import random
 from hypothesis import strategies as st
 
 # ids that sort differently as strings and as numbers, case and non-ASCII included
-ID_POOL = ["9", "10", "B0", "b0", "100", "011", "0", "1", "2", "a", "Z", "_", "é", "-1", "1e3", "x y", "B00X12",
-           "99", "zz"]
-NOT_CANDIDATES = ["nc1", "Ω", "10"]   # "10" may or may not be a candidate
+ID_POOL = [
+    "9",
+    "10",
+    "B0",
+    "b0",
+    "100",
+    "011",
+    "0",
+    "1",
+    "2",
+    "a",
+    "Z",
+    "_",
+    "é",
+    "-1",
+    "1e3",
+    "x y",
+    "B00X12",
+    "99",
+    "zz",
+]
+NOT_CANDIDATES = ["nc1", "Ω", "10"]  # "10" may or may not be a candidate
 
 
 @st.composite
@@ -46,7 +65,15 @@ def families(draw, min_k: int = 2, max_k: int = 12, max_m: int = 20, max_queries
                     out = rnd.sample(ids, K)
                 else:
                     out = list(inp) if rnd.random() < 0.5 else list(bases[0])
-                rows.append({"query_id": f"q{q}", "method": method, "permutation": t, "input": inp,
-                             "output": out, "relevant": list(relevant)})
+                rows.append(
+                    {
+                        "query_id": f"q{q}",
+                        "method": method,
+                        "permutation": t,
+                        "input": inp,
+                        "output": out,
+                        "relevant": list(relevant),
+                    }
+                )
     rnd.shuffle(rows)
     return rows

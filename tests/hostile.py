@@ -28,7 +28,7 @@ def expect_rejected(capsys, argv: Sequence[str], needles: Sequence[str], out: Pa
     before = snapshot(out)
     try:
         code = main([str(a) for a in argv])
-    except SystemExit as exc:        # argparse's usage errors
+    except SystemExit as exc:  # argparse's usage errors
         code = exc.code
     captured = capsys.readouterr()
     lines = [line for line in captured.err.splitlines() if line.strip()]
@@ -47,7 +47,7 @@ def read_only(monkeypatch, folder: Path) -> None:
     import tempfile
 
     root = str(folder.absolute())
-    under = lambda p: os.path.abspath(os.fspath(p)).startswith(root)    # noqa: E731
+    under = lambda p: os.path.abspath(os.fspath(p)).startswith(root)  # noqa: E731
     real_access, real_mkstemp, real_mkdir = os.access, tempfile.mkstemp, os.mkdir
 
     def access(p, mode, *a, **kw):

@@ -25,6 +25,7 @@ def read_rows(path: str) -> list[dict]:
 
 # ------------------------------------------------------------------------------------ effectiveness (per row)
 
+
 def row_effectiveness(output, relevant, k):
     truth = set(relevant)
     top = output[:k]
@@ -44,6 +45,7 @@ def row_effectiveness(output, relevant, k):
 
 
 # ------------------------------------------------------------------------------------ consistency (per query)
+
 
 def above(output, i, j):
     return output.index(i) < output.index(j)
@@ -84,7 +86,7 @@ def literal_local_search(items, W):
     """GPI's search on integer win counts ``W[i][j]``: returns (M·D of the final order, the final order)."""
     K = len(items)
     score = {i: sum(W[i][j] for j in items if j != i) for i in items}
-    order = sorted(items, key=lambda i: (-score[i], i))     # descending win score, ties by code-point id
+    order = sorted(items, key=lambda i: (-score[i], i))  # descending win score, ties by code-point id
     current = contradiction(order, W)
     while True:
         best, best_swap = current, None
@@ -93,7 +95,7 @@ def literal_local_search(items, W):
                 cand = list(order)
                 cand[a], cand[b] = cand[b], cand[a]
                 d = contradiction(cand, W)
-                if d < best:                                  # strictly lower: the first best in scan order wins
+                if d < best:  # strictly lower: the first best in scan order wins
                     best, best_swap = d, (a, b)
         if best_swap is None:
             return current, order
@@ -135,6 +137,7 @@ def loc_identity(rows):
 
 
 # ------------------------------------------------------------------------------------ the whole evaluation
+
 
 def literal_evaluate(rows, ks=(1, 5, 10), exposure_k=5, buckets=3):
     methods = {}

@@ -22,8 +22,17 @@ def toy_candidates(folder: Path) -> Path:
 def simulated_config(cands: Path, out: Path, **kw: Any) -> RunConfig:
     """A small simulated run of ``cands`` into ``out`` (K = 6, M = 4, a 3 x 2 STELLA_LW calibration); ``kw``
     override any setting."""
-    base = dict(candidates=str(cands), scorer="simulated", k=6, m=4, calibration_queries=3, calibration_repeats=2,
-                n_bootstrap=20, out=str(out), seed=7)
+    base = dict(
+        candidates=str(cands),
+        scorer="simulated",
+        k=6,
+        m=4,
+        calibration_queries=3,
+        calibration_repeats=2,
+        n_bootstrap=20,
+        out=str(out),
+        seed=7,
+    )
     base.update(kw)
     return RunConfig.from_mapping(base)
 
@@ -34,7 +43,9 @@ class Killed(Exception):
 
 def kill_after(n: int) -> Callable[[int], None]:
     """A callback for ``on_shard_done`` that raises :class:`Killed` at its n-th call."""
+
     def callback(done: int) -> None:
         if done == n:
             raise Killed
+
     return callback

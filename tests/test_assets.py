@@ -49,7 +49,8 @@ def test_missing_member_is_a_clear_error(tmp_path, monkeypatch):
 
 def test_unknown_asset_name(capsys):
     from invarirank.cli import main
-    assert main(["assets", "no-such-asset"]) == 2         # bad input
+
+    assert main(["assets", "no-such-asset"]) == 2  # bad input
     assert "unknown asset 'no-such-asset'" in capsys.readouterr().err
 
 
@@ -76,6 +77,6 @@ def test_spm_pieces_are_read_without_sentencepiece():
     pieces = read_spm_pieces(assets.paper_tokenizer_files()["mistral"])
     assert len(pieces) == 32768
     assert [p for p, _, _ in pieces[:5]] == ["<unk>", "<s>", "</s>", "[INST]", "[/INST]"]
-    assert sum(1 for _, _, kind in pieces if kind == 3) == 750          # control tokens
-    assert sum(1 for _, _, kind in pieces if kind == 4) == 20           # user-defined [REFERENCE_DOC_N]
-    assert sum(1 for _, _, kind in pieces if kind == 6) == 256          # byte fallback pieces
+    assert sum(1 for _, _, kind in pieces if kind == 3) == 750  # control tokens
+    assert sum(1 for _, _, kind in pieces if kind == 4) == 20  # user-defined [REFERENCE_DOC_N]
+    assert sum(1 for _, _, kind in pieces if kind == 6) == 256  # byte fallback pieces

@@ -24,7 +24,7 @@ def _names(lines: list[str]) -> dict[str, str]:
 def test_binder_installs_the_torch_free_core_and_jupyterlab():
     core = _names(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
     binder = _names((ROOT / "binder" / "requirements.txt").read_text().splitlines())
-    assert {k: v for k, v in binder.items() if k in core} == core          # the core, with the same bounds
+    assert {k: v for k, v in binder.items() if k in core} == core  # the core, with the same bounds
     assert set(binder) - set(core) == {"jupyterlab", "ipykernel"}
     for heavy in ("torch", "transformers", "ray", "jupyter-book", "accelerate", "implicit"):
         assert heavy not in binder
@@ -33,4 +33,4 @@ def test_binder_installs_the_torch_free_core_and_jupyterlab():
 def test_binder_installs_the_package_itself_without_dependencies():
     post = (ROOT / "binder" / "postBuild").read_text()
     assert "pip install --no-deps" in post and post.rstrip().endswith("-e .")
-    assert (ROOT / "binder" / "postBuild").stat().st_mode & 0o111      # executable, as Binder requires
+    assert (ROOT / "binder" / "postBuild").stat().st_mode & 0o111  # executable, as Binder requires

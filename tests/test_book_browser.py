@@ -24,9 +24,18 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-                  "--window-size=1280,2000", "--virtual-time-budget=20000")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+    "--window-size=1280,2000",
+    "--virtual-time-budget=20000",
+)
 
 #: raw TeX that MathJax should have replaced
 RAW_MATH = ("$$", "\\frac", "\\begin{", "\\mathbb", "\\sum", "\\binom", "\\lfloor")
@@ -102,9 +111,14 @@ def chromium() -> str | None:
 def pages(html_dir: Path) -> list[Path]:
     """The book's pages (the theme's search and index pages left out)."""
     skip = {"search.html", "genindex.html", "py-modindex.html"}
-    return sorted(p for p in html_dir.rglob("*.html")
-                  if p.name not in skip and "_static" not in p.parts and "_sources" not in p.parts
-                  and not p.name.endswith(".__check__.html"))
+    return sorted(
+        p
+        for p in html_dir.rglob("*.html")
+        if p.name not in skip
+        and "_static" not in p.parts
+        and "_sources" not in p.parts
+        and not p.name.endswith(".__check__.html")
+    )
 
 
 def broken_local_links(page: Path, html: str, html_dir: Path) -> list[str]:
@@ -131,13 +145,18 @@ def check_page(page: Path, html_dir: Path, browser: str, profile: Path) -> list[
     if "PLACEHOLDER" in html:
         problems.append("PLACEHOLDER in the page")
     if re.search(r'http-equiv="refresh"', html, flags=re.I):
-        return problems                     # a redirect (index.html): its target is checked as a local link
+        return problems  # a redirect (index.html): its target is checked as a local link
     probe = page.with_name(page.name + ".__check__.html")
-    probe.write_text(html.replace("</body>", _PROBE.replace("__RAW__", json.dumps(RAW_MATH)) + "</body>"),
-                     encoding="utf-8")
+    probe.write_text(
+        html.replace("</body>", _PROBE.replace("__RAW__", json.dumps(RAW_MATH)) + "</body>"), encoding="utf-8"
+    )
     try:
-        proc = subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
-                               probe.as_uri()], capture_output=True, text=True, timeout=180)
+        proc = subprocess.run(
+            [browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", probe.as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     finally:
         probe.unlink()
     found = re.search(r'<pre id="__book_check__"[^>]*>(.*?)</pre>', proc.stdout, flags=re.S)
@@ -146,8 +165,9 @@ def check_page(page: Path, html_dir: Path, browser: str, profile: Path) -> list[
     import html as html_lib
 
     report = json.loads(html_lib.unescape(found.group(1)))
-    problems += [f"table wider than the page ({t['width']} > {t['page']} px): {t['head']!r}"
-                 for t in report["wide_tables"]]
+    problems += [
+        f"table wider than the page ({t['width']} > {t['page']} px): {t['head']!r}" for t in report["wide_tables"]
+    ]
     problems += [f"image {i['src']}: {i['problem']} (alt {i['alt']!r})" for i in report["bad_images"]]
     problems += [f"raw math left: {needle}" for needle in report["raw_math"]]
     return problems
@@ -192,33 +212,48 @@ def test_checker_finds_each_kind_of_problem(tmp_path: Path):
     if browser is None:
         pytest.skip("chromium is not installed")
     (tmp_path / "ok.png").write_bytes(_PNG)
-    good = ('<html><body><main style="width:600px"><p>fine</p><table><tr><td>1</td></tr></table>'
-            '<img src="ok.png" alt="A red square drawn for the test"><a href="bad.html">x</a></main></body></html>')
+    good = (
+        '<html><body><main style="width:600px"><p>fine</p><table><tr><td>1</td></tr></table>'
+        '<img src="ok.png" alt="A red square drawn for the test"><a href="bad.html">x</a></main></body></html>'
+    )
     (tmp_path / "good.html").write_text(good.replace('<a href="bad.html">x</a>', ""))
-    bad = ('<html><body><main style="width:600px"><p>PLACEHOLDER and $$x^2$$ and \\frac{1}{2} at $K = 10$</p>'
-           '<div style="overflow-x:auto"><table style="width:2000px"><tr><td>wide</td></tr></table></div>'
-           '<img src="ok.png" alt="ok.png"><img src="missing.png" alt="a missing image here">'
-           '<a href="nowhere.html">x</a></main></body></html>')
+    bad = (
+        '<html><body><main style="width:600px"><p>PLACEHOLDER and $$x^2$$ and \\frac{1}{2} at $K = 10$</p>'
+        '<div style="overflow-x:auto"><table style="width:2000px"><tr><td>wide</td></tr></table></div>'
+        '<img src="ok.png" alt="ok.png"><img src="missing.png" alt="a missing image here">'
+        '<a href="nowhere.html">x</a></main></body></html>'
+    )
     (tmp_path / "bad.html").write_text(bad)
     # a table that fits the padded box but not the content column inside the padding (as in the book's theme)
-    padded = ('<html><body><main style="width:600px;padding:0 40px;box-sizing:border-box">'
-              '<div style="overflow-x:auto"><table style="width:560px"><tr><td>a little too wide</td></tr></table>'
-              '</div></main></body></html>')
+    padded = (
+        '<html><body><main style="width:600px;padding:0 40px;box-sizing:border-box">'
+        '<div style="overflow-x:auto"><table style="width:560px"><tr><td>a little too wide</td></tr></table>'
+        "</div></main></body></html>"
+    )
     (tmp_path / "padded.html").write_text(padded)
     report = check_site(tmp_path, browser)
     assert report[""] == ["3"] and "good.html" not in report
     assert report["padded.html"] == ["table wider than the page (560 > 520 px): 'a little too wide'"]
     text = "\n".join(report["bad.html"])
-    for needle in ("broken local link: a nowhere.html", "broken local link: img missing.png", "PLACEHOLDER",
-                   "table wider than the page", "ok.png: no real alt text", "missing.png: did not load",
-                   "raw math left: $$", "raw math left: \\frac", "raw math left: $K = 10$"):
+    for needle in (
+        "broken local link: a nowhere.html",
+        "broken local link: img missing.png",
+        "PLACEHOLDER",
+        "table wider than the page",
+        "ok.png: no real alt text",
+        "missing.png: did not load",
+        "raw math left: $$",
+        "raw math left: \\frac",
+        "raw math left: $K = 10$",
+    ):
         assert needle in text, (needle, text)
 
 
 # a 2 x 2 red PNG
 _PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000002000000020802000000fdd49a730000001049444154789c63f8cfc000440c100a"
-    "001fee03fd8b5f14d40000000049454e44ae426082")
+    "001fee03fd8b5f14d40000000049454e44ae426082"
+)
 
 
 if __name__ == "__main__":

@@ -65,8 +65,9 @@ def _copy_book(dest: Path) -> None:
     for name in BOOK_FILES:
         src = ROOT / name
         if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("generated", "__pycache__",
-                                                                            ".ipynb_checkpoints"))
+            shutil.copytree(
+                src, dest / name, ignore=shutil.ignore_patterns("generated", "__pycache__", ".ipynb_checkpoints")
+            )
         else:
             shutil.copy2(src, dest / name)
 
@@ -74,33 +75,68 @@ def _copy_book(dest: Path) -> None:
 @pytest.fixture(scope="module")
 def built_book(tmp_path_factory) -> Path:
     """Run the smoke grid and build the book; returns the HTML folder."""
-    _need((ROOT / "book" / "_static" / "mathjax" / "tex-chtml.js").is_file(),
-          "MathJax is not in book/_static/mathjax (run `make setup`)")
+    _need(
+        (ROOT / "book" / "_static" / "mathjax" / "tex-chtml.js").is_file(),
+        "MathJax is not in book/_static/mathjax (run `make setup`)",
+    )
     src = tmp_path_factory.mktemp("book")
     _copy_book(src)
     env = dict(os.environ, PYTHONHASHSEED="0")
-    env["MPLBACKEND"] = "Agg"   # as `make` exports it: the notebooks must still render their figures inline
+    env["MPLBACKEND"] = "Agg"  # as `make` exports it: the notebooks must still render their figures inline
     # the kernels import this checkout's package (not another one the environment was installed from)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     grid = subprocess.run(
-        [PY, "-m", "invarirank.grid", "configs/grid-smoke.yaml", "--build-dir", str(src / "book" / "generated"),
-         "--results-dir", str(src / "results"), "--work-dir", str(src / "runs")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+        [
+            PY,
+            "-m",
+            "invarirank.grid",
+            "configs/grid-smoke.yaml",
+            "--build-dir",
+            str(src / "book" / "generated"),
+            "--results-dir",
+            str(src / "results"),
+            "--work-dir",
+            str(src / "runs"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert grid.returncode == 0, grid.stderr[-4000:]
     # A reader re-executes the reranking notebook with a new K (as the README shows, here with the smoke
     # grid's settings); the next grid run reuses every finished run, re-executes only the results page,
     # and the new run joins the K sweep there.
     extra = src / "extra-k10.yaml"
     extra.write_text(EXTRA_RUN_PARAMETERS.format(results=src / "results", work=src / "runs"))
-    pm = subprocess.run([PY, "-m", "papermill", "rerank.ipynb", str(src / "extra-k10.ipynb"), "-f", str(extra),
-                         "-p", "K", "10", "--no-progress-bar"], cwd=ROOT / "notebooks", env=env,
-                        capture_output=True, text=True, timeout=900)
+    pm = subprocess.run(
+        [
+            PY,
+            "-m",
+            "papermill",
+            "rerank.ipynb",
+            str(src / "extra-k10.ipynb"),
+            "-f",
+            str(extra),
+            "-p",
+            "K",
+            "10",
+            "--no-progress-bar",
+        ],
+        cwd=ROOT / "notebooks",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert pm.returncode == 0, pm.stderr[-4000:]
     again = subprocess.run(grid.args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
     assert again.returncode == 0, again.stderr[-4000:]
     (src / "second-grid.log").write_text(again.stderr)
-    build = subprocess.run([str(JB), "build", "--all", str(src)], cwd=src, env=env, capture_output=True, text=True,
-                           timeout=1500)
+    build = subprocess.run(
+        [str(JB), "build", "--all", str(src)], cwd=src, env=env, capture_output=True, text=True, timeout=1500
+    )
     assert build.returncode == 0, (build.stdout + build.stderr)[-4000:]
     html = src / "_build" / "html"
     assert (html / "index.html").is_file()
@@ -122,9 +158,17 @@ def _content_images(html: Path, rel: str) -> list[Path]:
 
 
 def test_every_chapter_is_built(built_book: Path):
-    for rel in ("book/intro.html", "book/protocol.html", "book/metrics.html", "book/first_stage.html",
-                "book/generated/results.html", "notebooks/lab.html",
-                "book/paper_scale.html", "book/references.html", "book/generated/data/ml-100k.html"):
+    for rel in (
+        "book/intro.html",
+        "book/protocol.html",
+        "book/metrics.html",
+        "book/first_stage.html",
+        "book/generated/results.html",
+        "notebooks/lab.html",
+        "book/paper_scale.html",
+        "book/references.html",
+        "book/generated/data/ml-100k.html",
+    ):
         _page(built_book, rel)
     runs = list((built_book / "book" / "generated" / "rerank").glob("*.html"))
     assert len(runs) == 2
@@ -135,11 +179,11 @@ def test_a_run_added_with_papermill_appears_in_the_results(built_book: Path):
     assert "0 computed" in log and "1 notebooks executed" in log, log[-2000:]
     assert "executing results.ipynb" in log
     results = _page(built_book, "book/generated/results.html")
-    assert "at K = 6, 8, 10:" in results           # Figure 2's sentence: the new K joins the sweep
+    assert "at K = 6, 8, 10:" in results  # Figure 2's sentence: the new K joins the sweep
 
 
 def test_results_page_holds_the_table_and_the_figures_as_images(built_book: Path):
-    assert not (built_book / "book" / "experiments.html").exists()     # one results page, not two
+    assert not (built_book / "book" / "experiments.html").exists()  # one results page, not two
     for rel in ("book/generated/results.html",):
         text = _page(built_book, rel)
         assert text.count("<table") >= 3, rel
@@ -160,7 +204,7 @@ def test_no_error_output_in_any_page(built_book: Path):
         text = page.read_text(encoding="utf-8")
         assert "Traceback (most recent call last)" not in text, page
         assert 'class="output error' not in text, page
-        assert "IPython.core.display" not in text, page        # a glued object pasted as its repr
+        assert "IPython.core.display" not in text, page  # a glued object pasted as its repr
 
 
 def test_the_intro_states_the_headline_result(built_book: Path):
@@ -202,7 +246,7 @@ def test_no_page_shows_a_machine_path_or_a_file_readers_do_not_have(built_book: 
             continue
         text = page.read_text(encoding="utf-8")
         assert "PROTOCOL.md" not in text and "PROTOCOL §" not in text, page
-        assert str(built_book.parents[1]) not in text, page        # the build folder, e.g. results_dir=/tmp/...
+        assert str(built_book.parents[1]) not in text, page  # the build folder, e.g. results_dir=/tmp/...
 
 
 def test_every_page_passes_the_browser_checks(built_book: Path):
@@ -235,16 +279,18 @@ def test_chromium_shows_rendered_math(built_book: Path, tmp_path: Path):
     _need(chromium is not None, "chromium is not installed")
     for rel in ("book/metrics.html", "book/intro.html"):
         url = (built_book / rel).as_uri()
-        proc = subprocess.run([chromium, *_flags(tmp_path), "--dump-dom", url], capture_output=True, text=True,
-                              timeout=180)
+        proc = subprocess.run(
+            [chromium, *_flags(tmp_path), "--dump-dom", url], capture_output=True, text=True, timeout=180
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         dom = proc.stdout
         assert dom.count("<mjx-container") >= 3, f"{rel}: MathJax did not render"
         body = dom.split("<body", 1)[-1]
         text_only = re.sub(r"<script.*?</script>", "", body, flags=re.S)
         assert "$$" not in text_only, f"{rel}: raw $$ left in the page"
-        assert "\\frac" not in re.sub(r"<[^>]+>", "", re.sub(r"<mjx-assistive-mml.*?</mjx-assistive-mml>", "",
-                                                                 text_only, flags=re.S)), f"{rel}: raw TeX left"
+        assert "\\frac" not in re.sub(
+            r"<[^>]+>", "", re.sub(r"<mjx-assistive-mml.*?</mjx-assistive-mml>", "", text_only, flags=re.S)
+        ), f"{rel}: raw TeX left"
 
 
 def test_screenshot_of_results_page_is_not_blank(built_book: Path, tmp_path: Path):
@@ -253,8 +299,12 @@ def test_screenshot_of_results_page_is_not_blank(built_book: Path, tmp_path: Pat
     shot = tmp_path / "results.png"
     url = (built_book / "book" / "generated" / "results.html").as_uri()
     flags = [f for f in _flags(tmp_path) if not f.startswith("--window-size")]
-    proc = subprocess.run([chromium, *flags, "--window-size=1280,2400", f"--screenshot={shot}", url],
-                          capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [chromium, *flags, "--window-size=1280,2400", f"--screenshot={shot}", url],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
     import numpy as np
     from PIL import Image
@@ -279,8 +329,8 @@ def test_a_failing_notebook_fails_the_build(tmp_path: Path):
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
     (tmp_path / "book" / "intro.md").write_text(
         "---\njupytext:\n  text_representation:\n    format_name: myst\nkernelspec:\n  name: python3\n"
-        "  display_name: Python 3\n---\n# Broken\n\n```{code-cell} ipython3\nraise ValueError('deliberate')\n```\n")
-    proc = subprocess.run([str(JB), "build", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=600)
+        "  display_name: Python 3\n---\n# Broken\n\n```{code-cell} ipython3\nraise ValueError('deliberate')\n```\n"
+    )
+    proc = subprocess.run([str(JB), "build", str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     assert "deliberate" in proc.stdout + proc.stderr or "ExecutionError" in proc.stdout + proc.stderr

@@ -36,8 +36,11 @@ def _commands() -> list[tuple[str, dict[str, object]]]:
     for path in SOURCES:
         for match in COMMAND.finditer(_text(path)):
             words = shlex.split(match.group(1))
-            params = {name: _resolve_type(value) for flag, name, value in zip(words[::3], words[1::3], words[2::3])
-                      if flag == "-p"}
+            params = {
+                name: _resolve_type(value)
+                for flag, name, value in zip(words[::3], words[1::3], words[2::3])
+                if flag == "-p"
+            }
             found.append((f"{path.relative_to(ROOT)}: {match.group(0)}", params))
     return found
 
@@ -46,8 +49,13 @@ def _notebook_parameters() -> dict[str, object]:
     """The reranking notebook's parameters cell: name → default value."""
     source = (ROOT / "notebooks" / "rerank.py").read_text(encoding="utf-8")
     cell = source.split('# %% tags=["parameters"', 1)[1].split("# %%", 1)[0].split("\n", 1)[1]
-    return {t.id: ast.literal_eval(node.value) for node in ast.parse(cell).body if isinstance(node, ast.Assign)
-            for t in node.targets if isinstance(t, ast.Name)}
+    return {
+        t.id: ast.literal_eval(node.value)
+        for node in ast.parse(cell).body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
 
 
 def _config(params: dict[str, object], where: str) -> RunConfig:
@@ -60,7 +68,7 @@ COMMANDS = _commands()
 
 
 def test_the_book_gives_papermill_commands():
-    assert len(COMMANDS) >= 3, COMMANDS       # rerank notebook, results chapter (two), paper-scale chapter
+    assert len(COMMANDS) >= 3, COMMANDS  # rerank notebook, results chapter (two), paper-scale chapter
 
 
 @pytest.mark.parametrize("where,params", COMMANDS, ids=[c[0][:60] for c in COMMANDS])
@@ -88,6 +96,7 @@ def test_a_command_for_a_grid_gives_that_grid_s_settings(where, params):
     """A papermill command that names a grid of ``configs/`` (``-p grid evidence``) gives that grid's defaults
     (the settings that select its users and set its calibration), so its run joins that grid's figures."""
     from invarirank.grid import load_grid
+
     grid = load_grid(ROOT / "configs" / f"grid-{params['grid']}.yaml")
     config = _config(params, where)
     wanted = {k: v for k, v in (grid.raw.get("defaults") or {}).items() if k in RunConfig.field_names()}

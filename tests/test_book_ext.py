@@ -16,9 +16,13 @@ _spec.loader.exec_module(ext)
 
 
 def _config() -> SimpleNamespace:
-    return SimpleNamespace(html_theme_options={"repository_url": "https://github.com/executablebooks/jupyter-book",
-                                               "use_repository_button": True,
-                                               "launch_buttons": {"binderhub_url": "https://mybinder.org"}})
+    return SimpleNamespace(
+        html_theme_options={
+            "repository_url": "https://github.com/executablebooks/jupyter-book",
+            "use_repository_button": True,
+            "launch_buttons": {"binderhub_url": "https://mybinder.org"},
+        }
+    )
 
 
 def test_no_repository_url_means_no_repository_or_launch_buttons(monkeypatch):
@@ -47,8 +51,10 @@ def test_launch_links_go_to_the_source_notebook_and_downloads_stay():
     assert ext.source_notebook("book/generated/data/ml-100k") == "notebooks/data.ipynb"
     assert ext.source_notebook("book/intro") is None
     page = "book/generated/results"
-    buttons = [{"url": f"https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/{page}.ipynb"},
-               {"buttons": [{"url": f"../../_sources/{page}.ipynb"}]}]
+    buttons = [
+        {"url": f"https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/{page}.ipynb"},
+        {"buttons": [{"url": f"../../_sources/{page}.ipynb"}]},
+    ]
     context = {"header_buttons": buttons}
     ext.rewrite_launch_links(None, page, "", context, None)
     assert buttons[0]["url"].endswith("urlpath=lab/tree/notebooks/results.ipynb")
@@ -62,12 +68,27 @@ def test_a_page_shows_the_parameters_it_ran_with_without_machine_paths(tmp_path)
     folder.mkdir(parents=True)
 
     def notebook(defaults_tags):
-        return {"cells": [{"cell_type": "code", "metadata": {"tags": ["parameters", *defaults_tags]},
-                           "source": "K = 10\nM = 8", "outputs": []},
-                          {"cell_type": "code", "metadata": {"tags": ["injected-parameters"]},
-                           "source": "# Parameters\nK = 25\nM = 20\nresults_dir = \"/work/x/results\"\n"
-                                     "grid_file = 'C:\\\\x.yaml'\ncache_dir = None\nlabel = \"ml\"", "outputs": []}],
-                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        return {
+            "cells": [
+                {
+                    "cell_type": "code",
+                    "metadata": {"tags": ["parameters", *defaults_tags]},
+                    "source": "K = 10\nM = 8",
+                    "outputs": [],
+                },
+                {
+                    "cell_type": "code",
+                    "metadata": {"tags": ["injected-parameters"]},
+                    "source": '# Parameters\nK = 25\nM = 20\nresults_dir = "/work/x/results"\n'
+                    "grid_file = 'C:\\\\x.yaml'\ncache_dir = None\nlabel = \"ml\"",
+                    "outputs": [],
+                },
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+
     (folder / "run.ipynb").write_text(json.dumps(notebook(["hide-cell"])))
     (folder / "results.ipynb").write_text(json.dumps(notebook(["remove-cell"])))
     ext.hide_injected_parameters(SimpleNamespace(srcdir=str(tmp_path)))
@@ -77,7 +98,7 @@ def test_a_page_shows_the_parameters_it_ran_with_without_machine_paths(tmp_path)
     assert injected["source"].splitlines()[1:] == ["K = 25", "M = 20", "cache_dir = None", 'label = "ml"']
     assert "/work" not in injected["source"] and "C:" not in injected["source"]
     before = (folder / "run.ipynb").read_text()
-    ext.hide_injected_parameters(SimpleNamespace(srcdir=str(tmp_path)))      # a second build changes nothing
+    ext.hide_injected_parameters(SimpleNamespace(srcdir=str(tmp_path)))  # a second build changes nothing
     assert (folder / "run.ipynb").read_text() == before
-    _, injected = json.loads((folder / "results.ipynb").read_text())["cells"]   # its defaults are off the page
+    _, injected = json.loads((folder / "results.ipynb").read_text())["cells"]  # its defaults are off the page
     assert "remove-cell" in injected["metadata"]["tags"] and "hide-cell" not in injected["metadata"]["tags"]

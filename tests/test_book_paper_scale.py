@@ -30,6 +30,6 @@ def test_cost_table_formats_every_number_column(monkeypatch):
     exec(compile(tree, "paper_scale.md", "exec"), scope)
     html = eval(compile(ast.Expression(last.value), "paper_scale.md", "eval"), scope).to_html()
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", html)
-    assert cells and not any(re.fullmatch(r"\d{4,}", c) for c in cells), cells[:12]      # 280000 → 280,000
-    assert not any(re.fullmatch(r"\d+\.\d{5,}", c) for c in cells), cells[:12]          # no 0.016100
+    assert cells and not any(re.fullmatch(r"\d{4,}", c) for c in cells), cells[:12]  # 280000 → 280,000
+    assert not any(re.fullmatch(r"\d+\.\d{5,}", c) for c in cells), cells[:12]  # no 0.016100
     assert any(re.fullmatch(r"\d{1,3}(,\d{3})+", c) for c in cells)

@@ -60,17 +60,20 @@ def _source_lines() -> list[str]:
 def test_source_excerpt_names_the_paper_and_is_in_its_text_when_given():
     head = SOURCE.read_text(encoding="utf-8")
     assert "10.1145/3773078.3831801" in head and "Table 1" in head
-    assert len(_source_lines()) == 13                       # the header line and 3 models x 4 methods
+    assert len(_source_lines()) == 13  # the header line and 3 models x 4 methods
     path = os.environ.get("INVARIRANK_PAPER_TEXT")
-    if path:                                                # opt-in: the excerpt is verbatim from the paper's text
+    if path:  # opt-in: the excerpt is verbatim from the paper's text
         text = Path(path).read_text(encoding="utf-8")
         assert "\n".join(_source_lines()) in text
 
 
 def test_values_equal_the_papers_text(table):
     text = "\n".join(_source_lines())
-    models = {"Llama-3B": "llama-3.2-3b-instruct", "Mistral-7B": "mistral-7b-instruct-v0.3",
-              "Qwen-7B": "qwen2.5-7b-instruct"}
+    models = {
+        "Llama-3B": "llama-3.2-3b-instruct",
+        "Mistral-7B": "mistral-7b-instruct-v0.3",
+        "Qwen-7B": "qwen2.5-7b-instruct",
+    }
     methods = {"Zero-shot": "zero_shot", "Bootstrapping": "bootstrapping", "STELLALW": "stella", "SGS": "sgs"}
     seen = 0
     model = None

@@ -34,11 +34,14 @@ def reference_html(tmp_path_factory) -> tuple[Path, str]:
     for name in ("_ext", "_static", "reference"):
         shutil.copytree(ROOT / "book" / name, src / "book" / name, ignore=shutil.ignore_patterns("mathjax"))
     shutil.copy2(ROOT / "book" / "references.bib", src / "book" / "references.bib")
-    (src / "_toc.yml").write_text("format: jb-book\nroot: book/reference/api\nchapters:\n"
-                                  + "".join(f"  - file: book/reference/{p}\n" for p in PAGES[1:]))
+    (src / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/reference/api\nchapters:\n"
+        + "".join(f"  - file: book/reference/{p}\n" for p in PAGES[1:])
+    )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    build = subprocess.run([str(JB), "build", "--all", str(src)], cwd=src, env=env, capture_output=True, text=True,
-                           timeout=900)
+    build = subprocess.run(
+        [str(JB), "build", "--all", str(src)], cwd=src, env=env, capture_output=True, text=True, timeout=900
+    )
     assert build.returncode == 0, (build.stdout + build.stderr)[-4000:]
     return src / "_build" / "html", build.stdout + build.stderr
 
@@ -64,13 +67,16 @@ def test_the_api_page_renders_each_front_door_docstring_with_its_stability(refer
     for name in invarirank.__all__:
         if name != "__version__":
             assert f"invarirank.{name}" in text, name
-    assert "rerank_query(scorer: Scorer, query: Query, *, methods" in text      # the signature, from the code
-    assert text.count("Stability: full") >= 6                                   # the docstrings' own lines
-    assert "Built-in immutable sequence" not in text                            # METHODS: not tuple's docstring
+    assert "rerank_query(scorer: Scorer, query: Query, *, methods" in text  # the signature, from the code
+    assert text.count("Stability: full") >= 6  # the docstrings' own lines
+    assert "Built-in immutable sequence" not in text  # METHODS: not tuple's docstring
     stated = re.search(r"order of presentation: \(([^)]*)\)", text)
     assert stated and tuple(re.findall(r'"(\w+)"', stated.group(1))) == invarirank.METHODS
-    rows = [line for line in (ROOT / "book" / "reference" / "api.md").read_text(encoding="utf-8").splitlines()
-            if line.startswith("| `invarirank.")]
-    for name in set(invarirank.__all__) - {"__version__"}:            # each front-door name: a row, stability full
+    rows = [
+        line
+        for line in (ROOT / "book" / "reference" / "api.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `invarirank.")
+    ]
+    for name in set(invarirank.__all__) - {"__version__"}:  # each front-door name: a row, stability full
         assert [r for r in rows if f"`invarirank.{name}`" in r and r.endswith("| full |")], name
     assert all(re.search(r"\| (full|caller|internal) \|$", r) for r in rows)

@@ -68,8 +68,7 @@ def test_committed_shards_are_whole_and_of_one_run(run: Path):
         assert Shard(int(shard.name.split("-")[0]), tuple(head["query_ids"])).id == shard.name
         # the resume's rule: shards may differ only in the hashes of the queries (another CPU's first-stage
         # scores), which a resume then checks by content (tests/test_committed_shards.py)
-        configurations.add(json.dumps({k: v for k, v in head["parts"].items() if k not in QUERY_PARTS},
-                                      sort_keys=True))
+        configurations.add(json.dumps({k: v for k, v in head["parts"].items() if k not in QUERY_PARTS}, sort_keys=True))
         seen += head["query_ids"]
     assert len(configurations) == 1 and len(seen) == len(set(seen))
 
@@ -79,10 +78,17 @@ def test_metrics_equal_evaluate_on_committed_observations(run: Path):
     stored = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
     st = stored["settings"]
     first_stage = run / "first_stage.jsonl.gz"
-    again = evaluate(run / "observations.jsonl.gz", ks=st["ks"], exposure_k=st["exposure_k"], buckets=st["buckets"],
-                     exact_kemeny_max_k=st["exact_kemeny_max_k"], n_bootstrap=st["bootstrap"], seed=st["seed"],
-                     reference_replicates=st["reference_replicates"],
-                     first_stage=first_stage if first_stage.is_file() else None)
+    again = evaluate(
+        run / "observations.jsonl.gz",
+        ks=st["ks"],
+        exposure_k=st["exposure_k"],
+        buckets=st["buckets"],
+        exact_kemeny_max_k=st["exact_kemeny_max_k"],
+        n_bootstrap=st["bootstrap"],
+        seed=st["seed"],
+        reference_replicates=st["reference_replicates"],
+        first_stage=first_stage if first_stage.is_file() else None,
+    )
     assert json.loads(json.dumps(again)) == stored
 
 
@@ -108,8 +114,9 @@ def test_manifest_describes_the_committed_run(run: Path):
 
 def test_every_run_of_the_default_grid_and_the_lab_is_committed():
     grid = load_grid(ROOT / "configs" / "grid-default.yaml")
-    missing = [s.run_name for s in [*grid.runs, *lab_runs(grid.lab)]
-               if run_status(s, run_folder(s, RESULTS)) != "complete"]
+    missing = [
+        s.run_name for s in [*grid.runs, *lab_runs(grid.lab)] if run_status(s, run_folder(s, RESULTS)) != "complete"
+    ]
     assert not missing, f"not committed under results/ (run `make grid`): {missing}"
 
 
@@ -144,5 +151,8 @@ def test_run_page_titles_use_display_names_and_label_smoke_runs():
     assert "SmolLM2-135M at K = 15, span scorer (MovieLens-100K, 40 queries kept at K = 5, M = 20)" in every
     from invarirank.compendium.labels import dataset_label
     from invarirank.grid.book_build import data_page_title
-    assert data_page_title(dataset_label("ml-100k"), [25, 5, 15, 10]) == \
-        "MovieLens-100K at K = 5, 10, 15, 25: counts and the first stage's coverage"
+
+    assert (
+        data_page_title(dataset_label("ml-100k"), [25, 5, 15, 10])
+        == "MovieLens-100K at K = 5, 10, 15, 25: counts and the first stage's coverage"
+    )

@@ -35,9 +35,20 @@ METHODS = ["zero_shot", "bootstrapping", "stella", "sgs"]
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("private_cache")]
 
 #: the default grid's stand-in: all four methods, 16 queries (exact sign-flip test), a strong primacy bias
-DEFAULT_RUN = {"dataset": "synthetic", "retriever": "none", "scorer": "simulated", "K": 6, "M": 6, "n_queries": 16,
-               "methods": METHODS, "calibration_queries": 8, "calibration_repeats": 1, "seed": 3,
-               "scorer_options": {"bias_shape": "primacy", "bias_strength": 2.0}, "name": "sim-k6"}
+DEFAULT_RUN = {
+    "dataset": "synthetic",
+    "retriever": "none",
+    "scorer": "simulated",
+    "K": 6,
+    "M": 6,
+    "n_queries": 16,
+    "methods": METHODS,
+    "calibration_queries": 8,
+    "calibration_repeats": 1,
+    "seed": 3,
+    "scorer_options": {"bias_shape": "primacy", "bias_strength": 2.0},
+    "name": "sim-k6",
+}
 
 #: the evidence grid's stand-in: a main run and its K sweep, of other sizes than the default run
 EVIDENCE_GRID = """\
@@ -50,12 +61,17 @@ runs:
 """
 
 
-def _execute(results: Path, evidence_file: Path | str, out: Path, grid: str = "default",
-             before: Path | None = None) -> str:
+def _execute(
+    results: Path, evidence_file: Path | str, out: Path, grid: str = "default", before: Path | None = None
+) -> str:
     """Execute notebooks/results.ipynb for ``grid`` on ``results`` with papermill (preferred grids: ``before``,
     then ``evidence_file``) and return the page rendered to HTML."""
-    env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        MPLBACKEND="Agg",
+        PYTHONHASHSEED="0",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
     preferred = [str(f) for f in (before, evidence_file) if f]
     params = {"grid": grid, "results_dir": str(results), "include_simulated": True, "preferred_grids": preferred}
     args = [sys.executable, "-m", "papermill", "results.ipynb", str(out), "--no-progress-bar", "-y", json.dumps(params)]
@@ -74,7 +90,7 @@ def _outputs_html(notebook: Path) -> str:
             data = output.get("data", {})
             if "text/html" in data:
                 parts.append("".join(data["text/html"]))
-            elif "text/markdown" in data:       # displayed sentences; headings as the book renders them
+            elif "text/markdown" in data:  # displayed sentences; headings as the book renders them
                 text = "".join(data["text/markdown"])
                 parts.append(re.sub(r"^### (.*)$", r"<h3>\1</h3>", text, flags=re.M))
             elif "text" in output or "text/plain" in data:
@@ -118,7 +134,7 @@ def made(tmp_path_factory) -> dict[str, Path]:
         ensure_run(config, complete, work, progress=False)
     shutil.copytree(honest / "default", complete / "default")
     shutil.copytree(complete / "evidence" / "ev-main-k6", honest / "evidence" / "ev-main-k6")
-    (honest / "evidence" / "ev-sweep-k8" / "shards" / "000").mkdir(parents=True)   # begun, not finished
+    (honest / "evidence" / "ev-sweep-k8" / "shards" / "000").mkdir(parents=True)  # begun, not finished
     (honest / "evidence" / "ev-sweep-k8" / "shards" / "000" / "observations.jsonl").write_text("")
     doctored = base / "doctored"
     shutil.copytree(honest, doctored)
@@ -128,12 +144,13 @@ def made(tmp_path_factory) -> dict[str, Path]:
 
 def test_a_doctored_run_flips_the_verdict_on_the_rendered_page(made):
     run = "sim-k6"
-    pages = {name: _execute(made[name], made["evidence"], made["base"] / f"{name}.ipynb")
-             for name in ("honest", "doctored")}
+    pages = {
+        name: _execute(made[name], made["evidence"], made["base"] / f"{name}.ipynb") for name in ("honest", "doctored")
+    }
     for name, page in pages.items():
         shown = _verdicts(page)
-        assert shown == _stored(made[name] / "default" / run), name      # every verdict is the run's own
-        assert "● vs" in page or "○ vs" in page or "✗ vs" in page       # Table 1 carries the claims' marks
+        assert shown == _stored(made[name] / "default" / run), name  # every verdict is the run's own
+        assert "● vs" in page or "○ vs" in page or "✗ vs" in page  # Table 1 carries the claims' marks
     honest, doctored = _verdicts(pages["honest"]), _verdicts(pages["doctored"])
     # zero-shot's and STELLA_LW's names swapped: the mitigations' flatter exposure is now resolved the other way
     assert honest[(run, "exposure_flattened")] == "reproduced"
@@ -142,7 +159,7 @@ def test_a_doctored_run_flips_the_verdict_on_the_rendered_page(made):
     assert honest != doctored
     for page in pages.values():
         assert "come from the default grid" in page and "missing: ev-sweep-k8" in page
-        assert "K = 8" not in page                          # the unfinished sweep run is not shown anywhere
+        assert "K = 8" not in page  # the unfinished sweep run is not shown anywhere
 
 
 def test_the_evidence_grid_sets_table_1_once_its_main_run_and_sweep_are_complete(made):
@@ -150,7 +167,7 @@ def test_the_evidence_grid_sets_table_1_once_its_main_run_and_sweep_are_complete
     assert "come from the evidence grid (grid-evidence.yaml)" in page
     assert "ev-main-k6, ev-sweep-k8" in page
     # Table 1, the K sweep and the verdicts are the evidence runs' (M = 4, 10 queries, K = 6 and 8) ...
-    assert "at K = 6, 8:" in page                          # Figure 2's sentence: the sweep's list lengths
+    assert "at K = 6, 8:" in page  # Figure 2's sentence: the sweep's list lengths
     assert re.search(r"Table 1 \(ours\)\. [^<]*M = 4; queries = 10", page)
     assert _verdicts(page) == _stored(made["complete"] / "evidence" / "ev-main-k6")
     # ... and the default grid's run moves to "Other grids"
@@ -179,15 +196,24 @@ def test_the_evidence_grid_file_holds_the_issues_runs():
     runs = {c.run_name: c for c in grid.runs}
     assert grid.name == "evidence" and main_run(grid).run_name == "smollm2-span-k10"
     main = runs["smollm2-span-k10"]
-    assert (main.effective_k, main.M, main.n_queries, main.calibration_queries, main.calibration_repeats) == \
-        (10, 20, 40, 30, 2) and list(main.methods) == METHODS
+    assert (main.effective_k, main.M, main.n_queries, main.calibration_queries, main.calibration_repeats) == (
+        10,
+        20,
+        40,
+        30,
+        2,
+    ) and list(main.methods) == METHODS
     sweep = [c for c in grid.runs if (c.model_name, c.scorer) == (main.model_name, main.scorer)]
     assert sorted(c.effective_k for c in sweep) == [5, 10, 15, 25]
-    assert {(c.M, c.n_queries, c.sample_k, c.seed) for c in sweep} == {(20, 40, 5, 42)}     # the same 40 users
+    assert {(c.M, c.n_queries, c.sample_k, c.seed) for c in sweep} == {(20, 40, 5, 42)}  # the same 40 users
     gemma, choice = runs["gemma3-span-k10"], runs["smollm2-choice-k10"]
     assert (gemma.model_name, gemma.n_queries, list(gemma.methods)) == ("gemma3-270m", 20, METHODS)
-    assert (choice.scorer, choice.n_queries, choice.sample_k, list(choice.methods)) == \
-        ("choice", 40, 5, ["zero_shot", "bootstrapping"])
+    assert (choice.scorer, choice.n_queries, choice.sample_k, list(choice.methods)) == (
+        "choice",
+        40,
+        5,
+        ["zero_shot", "bootstrapping"],
+    )
     assert all(c.dataset == "ml-100k" and c.retriever == "lightgcn" for c in grid.runs)
     assert "GRID ?= configs/grid-default.yaml" in (ROOT / "Makefile").read_text()
 
@@ -200,12 +226,17 @@ def test_the_results_page_prefers_the_paper_cpu_grid_then_the_evidence_grid():
 
     grids = [load_grid(ROOT / "configs" / f"grid-{name}.yaml") for name in ("paper-cpu", "evidence")]
     paper, evidence = (compendium.grid_choice(g, main_sweep(g)) for g in grids)
-    assert (paper.name, paper.main_run, sorted(paper.needed)) == \
-        ("paper-cpu", "smollm2-span-k25", ["smollm2-span-k15", "smollm2-span-k25", "smollm2-span-k50"])
-    assert (evidence.main_run, sorted(evidence.needed)) == \
-        ("smollm2-span-k10", ["smollm2-span-k10", "smollm2-span-k15", "smollm2-span-k25", "smollm2-span-k5"])
+    assert (paper.name, paper.main_run, sorted(paper.needed)) == (
+        "paper-cpu",
+        "smollm2-span-k25",
+        ["smollm2-span-k15", "smollm2-span-k25", "smollm2-span-k50"],
+    )
+    assert (evidence.main_run, sorted(evidence.needed)) == (
+        "smollm2-span-k10",
+        ["smollm2-span-k10", "smollm2-span-k15", "smollm2-span-k25", "smollm2-span-k5"],
+    )
     shown, missing = compendium.grid_to_show(ROOT / "results", [paper, evidence], "default")
     complete = {p.name for p in compendium.collect_runs(ROOT / "results", ["paper-cpu"])}
     assert (shown == "paper-cpu") == (set(paper.needed) <= complete)
-    assert shown in {"paper-cpu", "evidence"}                  # the evidence grid's runs are committed complete
+    assert shown in {"paper-cpu", "evidence"}  # the evidence grid's runs are committed complete
     assert set(missing.get("paper-cpu", [])) == set(paper.needed) - complete

@@ -20,29 +20,37 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_every_verb_is_registered():
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(sub.choices) == set(cli.COMMANDS) >= {"data", "retrieve", "rerank", "evaluate", "report", "grid",
-                                                    "models", "assets"}
+    assert (
+        set(sub.choices)
+        == set(cli.COMMANDS)
+        >= {"data", "retrieve", "rerank", "evaluate", "report", "grid", "models", "assets"}
+    )
 
 
-@pytest.mark.parametrize("module, args, code", [
-    ("invarirank", ["grid", "no-such-grid.yaml"], 2),
-    ("invarirank.grid", ["no-such-grid.yaml"], 2),
-    ("invarirank.assets", ["no-such-asset"], 2),
-    ("invarirank.llm.models", ["prepare", "no-such-model"], 2),
-    ("invarirank.llm.models", ["--bogus-flag"], 2),
-    ("invarirank.grid", [str(ROOT / "configs" / "grid-default.yaml"), "--dry-run"], 0),
-])
+@pytest.mark.parametrize(
+    "module, args, code",
+    [
+        ("invarirank", ["grid", "no-such-grid.yaml"], 2),
+        ("invarirank.grid", ["no-such-grid.yaml"], 2),
+        ("invarirank.assets", ["no-such-asset"], 2),
+        ("invarirank.llm.models", ["prepare", "no-such-model"], 2),
+        ("invarirank.llm.models", ["--bogus-flag"], 2),
+        ("invarirank.grid", [str(ROOT / "configs" / "grid-default.yaml"), "--dry-run"], 0),
+    ],
+)
 def test_module_aliases_share_the_exit_codes(module, args, code):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    res = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=ROOT, env=env,
-                         timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
+    )
     assert res.returncode == code, res.stderr
     if code == 2 and "--bogus-flag" not in args:
         assert res.stderr.strip().startswith("invarirank: error:") and "\n" not in res.stderr.strip()
 
 
-@pytest.mark.parametrize("error, code", [(InvariRankError("bad field x"), 2), (RunFailed("notebook failed"), 1),
-                                         (None, 0)])
+@pytest.mark.parametrize(
+    "error, code", [(InvariRankError("bad field x"), 2), (RunFailed("notebook failed"), 1), (None, 0)]
+)
 def test_one_exit_code_rule(monkeypatch, capsys, error, code):
     def func(args):
         if error is not None:

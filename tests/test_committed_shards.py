@@ -24,11 +24,17 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_fingerprint_holds_no_package_version_and_keeps_its_old_value(monkeypatch):
     identity, key = {"K": 10, "scorer": "span"}, {"model": "m", "scorer_version": 3, "template_version": 2}
     before = run_fingerprint(identity, key, "q" * 64, "v" * 64)
-    monkeypatch.setattr(invarirank, "__version__", "9.9.9")            # a release
+    monkeypatch.setattr(invarirank, "__version__", "9.9.9")  # a release
     assert run_fingerprint(identity, key, "q" * 64, "v" * 64) == before
     # the formula the committed shards were written with (package version 0.1.0 in it)
-    old = {"config": identity, "identity": key, "queries": "q" * 64, "validation": "v" * 64,
-           "invarirank": "0.1.0", "checkpoint": 1}
+    old = {
+        "config": identity,
+        "identity": key,
+        "queries": "q" * 64,
+        "validation": "v" * 64,
+        "invarirank": "0.1.0",
+        "checkpoint": 1,
+    }
     assert before[0] == sha256_json(old) and before[1]["invarirank"] == "0.1.0" and RECORD_VERSION == 1
     # what changes results changes it: the scorer's or the template's version, the settings, the record format
     assert run_fingerprint(identity, {**key, "template_version": 3}, "q" * 64, "v" * 64)[0] != before[0]
@@ -36,13 +42,19 @@ def test_the_fingerprint_holds_no_package_version_and_keeps_its_old_value(monkey
 
 
 #: every run with committed shards (a run still being computed), as (grid, run)
-SHARDED = sorted((p.parent.parent.name, p.parent.name) for p in (ROOT / "results").glob("*/*/shards")
-                 if any(s.is_dir() for s in p.iterdir()))
+SHARDED = sorted(
+    (p.parent.parent.name, p.parent.name)
+    for p in (ROOT / "results").glob("*/*/shards")
+    if any(s.is_dir() for s in p.iterdir())
+)
 
 
 def _committed(grid: str, run: str) -> int:
-    return sum(len(read_json(s / "shard.json")["query_ids"]) for s in (ROOT / "results" / grid / run /
-                                                                     "shards").iterdir() if s.is_dir())
+    return sum(
+        len(read_json(s / "shard.json")["query_ids"])
+        for s in (ROOT / "results" / grid / run / "shards").iterdir()
+        if s.is_dir()
+    )
 
 
 @pytest.mark.committed
@@ -50,8 +62,9 @@ def _committed(grid: str, run: str) -> int:
 def test_the_dry_run_counts_the_committed_shards(grid, capsys):
     """Every run of the grid is complete, or missing with the queries its committed shards hold counted."""
     assert main(["grid", str(ROOT / "configs" / f"grid-{grid}.yaml"), "--dry-run"]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if re.match(r"^\S+\s+(complete|missing|incomplete)",
-                                                                              line)]
+    lines = [
+        line for line in capsys.readouterr().out.splitlines() if re.match(r"^\S+\s+(complete|missing|incomplete)", line)
+    ]
     rows = {line.split()[0]: line for line in lines}
     assert rows and set(rows) == {c.run_name for c in load_grid(ROOT / "configs" / f"grid-{grid}.yaml").runs}
     for run, line in rows.items():
@@ -89,15 +102,16 @@ def test_a_resumed_run_accepts_the_committed_shards(grid, run, tmp_path):
     shards = committed_shards(target)
     assert len(shards) >= 1
     config = config.with_absolute_paths(ROOT)
-    qs = load_queries(config, progress=False)                 # the data and first stage, from their caches
+    qs = load_queries(config, progress=False)  # the data and first stage, from their caches
     with LocalExecutor() as ex:
         key_identity = ex.describe(config)["key_identity"]
-    validation = queries_sha256(qs.validation) if "stella" in config.methods else None   # as the runner hashes
+    validation = queries_sha256(qs.validation) if "stella" in config.methods else None  # as the runner hashes
     fingerprint, parts = run_fingerprint(config.identity(), key_identity, queries_sha256(qs.test), validation)
     heads = [read_json(shard / "shard.json") for shard in shards]
-    for head in heads:                                        # what the change of the fingerprint is about
-        assert {k: head["parts"][k] for k in ("settings", "scorer", "invarirank", "checkpoint")} == \
-            {k: parts[k] for k in ("settings", "scorer", "invarirank", "checkpoint")}
+    for head in heads:  # what the change of the fingerprint is about
+        assert {k: head["parts"][k] for k in ("settings", "scorer", "invarirank", "checkpoint")} == {
+            k: parts[k] for k in ("settings", "scorer", "invarirank", "checkpoint")
+        }
         assert set(head["query_ids"]) < {q.query_id for q in qs.test}
     from invarirank.errors import InvariRankError
     from invarirank.runner.provenance import rows_reproduce
@@ -114,10 +128,9 @@ def test_a_resumed_run_accepts_the_committed_shards(grid, run, tmp_path):
     # shards written on this kind of CPU match the fingerprint; the others (another CPU's first-stage scores, so
     # other query hashes) are accepted by content — committed shards may be of both kinds
     same = [all(head["parts"][k] == parts[k] for k in QUERY_PARTS) for head in heads]
-    assert all(head["fingerprint"] == fingerprint and head["parts"] == parts
-               for head, here in zip(heads, same) if here)
+    assert all(head["fingerprint"] == fingerprint and head["parts"] == parts for head, here in zip(heads, same) if here)
     assert folders.accepted_by_content == [s.name for s, here in zip(shards, same) if not here]
-    if not all(same):                                        # a doctored row of such a shard is refused
+    if not all(same):  # a doctored row of such a shard is refused
         other = shards[same.index(False)].name
         records = tmp_path / ".work" / "shards" / other / "records.jsonl"
         lines = records.read_text(encoding="utf-8").splitlines()

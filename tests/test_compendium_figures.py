@@ -36,19 +36,19 @@ def test_k_sweep_lines_plot_the_metrics_of_metrics_json(simulated_run):
     fig = C.figure_k_sweep([simulated_run])
     for ax, metric in zip(fig.axes, ("ppi", "gpi")):
         lines = {line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")}
-        assert len(lines) == len(simulated_run.methods)                     # a seaborn line each
-        assert len(ax.containers) == len(simulated_run.methods)             # and its interval bars
+        assert len(lines) == len(simulated_run.methods)  # a seaborn line each
+        assert len(ax.containers) == len(simulated_run.methods)  # and its interval bars
         for method in simulated_run.methods:
             expected = simulated_run.metrics["methods"][method]["overall"][metric]
             line = lines[C.METHOD_LABELS[method]]
             assert list(line.get_ydata()) == pytest.approx([expected])
-            assert list(line.get_xdata()) == pytest.approx([6], abs=0.5)      # K = 6, dodged sideways a little
+            assert list(line.get_xdata()) == pytest.approx([6], abs=0.5)  # K = 6, dodged sideways a little
 
 
 def test_exposure_figure_plots_the_bands(simulated_run):
     bands = C.exposure_bands(simulated_run, n_bootstrap=30, seed=1)
     ax = C.figure_exposure([simulated_run], n_bootstrap=30, seed=1).axes[0]
-    lines = {line.get_label(): line for line in ax.get_lines() if len(line.get_ydata())}   # not legend proxies
+    lines = {line.get_label(): line for line in ax.get_lines() if len(line.get_ydata())}  # not legend proxies
     for method in simulated_run.methods:
         b = bands[bands.method == method]
         assert list(lines[C.METHOD_LABELS[method]].get_ydata()) == pytest.approx(b.exposure.tolist())
@@ -93,7 +93,7 @@ def test_report_writes_both_figures_with_the_figure_module(simulated_run, tmp_pa
     assert [p.name for p in paths] == [FIGURE_EXPOSURE, FIGURE_METRIC_VS_K]
     assert all(p.stat().st_size > 1000 for p in paths)
     assert "summary" in text and simulated_run.name in text
-    comparisons = text.split("summary", 1)[1]       # after the summary table: the comparisons and the verdicts
+    comparisons = text.split("summary", 1)[1]  # after the summary table: the comparisons and the verdicts
     assert "paired comparisons" in comparisons and "claims (Holm" in comparisons
     for name, verdict in simulated_run.metrics["claims"].items():
         assert f"  {name}: {verdict['verdict']} (" in comparisons
@@ -112,4 +112,4 @@ def test_each_exposure_panel_is_scaled_to_its_own_curves(simulated_run):
     wide = copy.deepcopy(simulated_run)
     wide.K = 12
     fig = C.figure_exposure([simulated_run, wide], n_bootstrap=30, seed=1)
-    assert fig.axes[0].get_shared_y_axes().get_siblings(fig.axes[0]) == [fig.axes[0]]    # not shared
+    assert fig.axes[0].get_shared_y_axes().get_siblings(fig.axes[0]) == [fig.axes[0]]  # not shared

@@ -55,12 +55,12 @@ def test_observed_versus_resolved_helpers(simulated_run):
     row = table.loc[(2.0, "five")]
     assert row["queries"] == 5 and row["p"] == f"{record['p']:.4f} (not resolved)"
     assert row["SGS − zero-shot"].startswith(f"{record['mean_diff']:+.3f} [".replace("-", "−"))
-    assert "-" not in row["SGS − zero-shot"]                                # true minus signs
+    assert "-" not in row["SGS − zero-shot"]  # true minus signs
     # a pair never plans fewer queries than the exact test needs to reach p < 0.05 at all (6)
     if record["queries_80"]:
         assert int(row["queries for 80% power"].replace(",", "")) == max(record["queries_80"], 6)
-    resolved = copy.deepcopy(simulated_run)                     # a resolved pilot still shows the size it plans
-    resolved.metrics["comparisons"]["loc"]["zero_shot"]["sgs"]["p"] = 0.001     # stored A before B, file order
+    resolved = copy.deepcopy(simulated_run)  # a resolved pilot still shows the size it plans
+    resolved.metrics["comparisons"]["loc"]["zero_shot"]["sgs"]["p"] = 0.001  # stored A before B, file order
     row = lab.resolution_table({2.0: {"pilot": resolved}}, "loc", "sgs", "zero_shot").loc[(2.0, "pilot")]
     assert row["p"].endswith("(resolved)") and row["queries for 80% power"] != "–"
 
@@ -73,16 +73,21 @@ def test_lab_notebook_runs_without_torch(tmp_path: Path):
                "methods": ["zero_shot", "bootstrapping", "stella", "sgs"], "calibration_queries": 6,
                "calibration_repeats": 1, "shapes": ["primacy", "none"], "strengths": [0.0, 2.0]}}
         for spec in lab_runs(lab):
-            ensure_run(spec, {str(results)!r}, {str(tmp_path / 'runs')!r})
+            ensure_run(spec, {str(results)!r}, {str(tmp_path / "runs")!r})
         from invarirank.evaluation import evaluate, read_observations
-        m = evaluate({str(results / 'lab' / 'primacy-s2' / 'observations.jsonl.gz')!r}, n_bootstrap=10)
+        m = evaluate({str(results / "lab" / "primacy-s2" / "observations.jsonl.gz")!r}, n_bootstrap=10)
         assert set(m["methods"]) == {{"zero_shot", "bootstrapping", "stella", "sgs"}}
     """)
     script = BLOCKER + sweep + _script(results) + "\nassert 'torch' not in sys.modules\nprint('LAB-OK')\n"
-    env = dict(os.environ, MPLBACKEND="Agg", INVARIRANK_CACHE=str(tmp_path / "cache"),   # this checkout's package
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT / "notebooks", env=env, capture_output=True,
-                          text=True, timeout=600)
+    env = dict(
+        os.environ,
+        MPLBACKEND="Agg",
+        INVARIRANK_CACHE=str(tmp_path / "cache"),  # this checkout's package
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT / "notebooks", env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "LAB-OK" in proc.stdout
 

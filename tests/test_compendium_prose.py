@@ -38,10 +38,10 @@ def test_reference_sentence_survives_an_undefined_reference_metric(simulated_run
     run = copy.deepcopy(simulated_run)
     refs = run.metrics.get("references")
     assert refs and refs.get("random"), "the fixture run has reference rows"
-    refs["random"]["overall"]["ppi"] = None          # e.g. one query whose pairs all sit in one cell
+    refs["random"]["overall"]["ppi"] = None  # e.g. one query whose pairs all sit in one cell
     text = C.reference_sentence(run)
     assert "PPI = undefined" in text and "GPI = " in text
-    assert "-0." not in text                         # method-minus-reference differences use a true minus sign
+    assert "-0." not in text  # method-minus-reference differences use a true minus sign
 
 
 def test_captions_list_list_lengths_in_order(simulated_run):
@@ -62,7 +62,7 @@ def test_a_simulated_run_is_described_as_simulated(simulated_run):
 def test_section5_reasons_name_the_models_shown_and_keep_whole_sentences(simulated_run):
     rows = {r["the paper"]: r for r in section5.section5_rows(simulated_run, [simulated_run])}
     loc = next(r for p, r in rows.items() if "below 0.13" in p)
-    assert section5.SEP not in loc["evidence"], loc["evidence"]    # SEP becomes a line break in the table
+    assert section5.SEP not in loc["evidence"], loc["evidence"]  # SEP becomes a line break in the table
     assert C.model_label(simulated_run.model) in loc["evidence"] and "K = 6" in loc["evidence"]
     models = next(r for p, r in rows.items() if p.startswith("Every result “for all three models”"))
     assert "270 M" not in models["evidence"] and C.model_label(simulated_run.model) in models["evidence"]
@@ -71,7 +71,7 @@ def test_section5_reasons_name_the_models_shown_and_keep_whole_sentences(simulat
 
 
 def test_a_smoke_runs_resolution_sentence_points_to_what_its_pages_show(simulated_run):
-    text = C.resolution_sentence(simulated_run)      # run pages and "Other grids" show no pairwise table
+    text = C.resolution_sentence(simulated_run)  # run pages and "Other grids" show no pairwise table
     assert "no pair of methods can be resolved" in text and "pairwise table" not in text
     assert "queries_80" in text
 
@@ -111,7 +111,7 @@ def test_pairwise_table_lists_the_claims_in_the_section5_tables_order(simulated_
 
     claims = list(dict.fromkeys(C.pairwise_table(simulated_run, styled=False).index.get_level_values("claim")))
     assert [c.split(":")[0] for c in claims] == ["HR@5", "PPI", "GPI", "LOC", "exposure MAD"], claims
-    assert set(SECTION5_ORDER) == set(C.run_claims(simulated_run))     # the names are the run's claims
+    assert set(SECTION5_ORDER) == set(C.run_claims(simulated_run))  # the names are the run's claims
 
 
 def test_table_cells_use_a_true_minus_and_no_negative_zero():
@@ -127,7 +127,7 @@ def test_sentences_write_no_negative_zero(simulated_run):
     random_row["loc"], random_row["gpi"] = -0.00003, -0.2
     text = C.reference_sentence(run)
     assert "LOC = 0.000 " in text and "−0.000" not in text and "-0.000" not in text, text
-    assert "GPI = −0.200" in text, text                       # a true minus sign, as in the tables
+    assert "GPI = −0.200" in text, text  # a true minus sign, as in the tables
     assert labels.decimal(-0.0004) == "0.000" and labels.decimal(-0.0006) == "−0.001"
     assert labels.signed(-0.0004) == "+0.000" and labels.signed(-0.0006) == "−0.001"
     assert labels.signed(0.034) == "+0.034"
@@ -156,14 +156,17 @@ def test_a_one_model_table_1_says_where_the_second_model_was_run(simulated_run):
     gemma = copy.deepcopy(simulated_run)
     gemma.grid, gemma.model, gemma.K, gemma.n_queries = "evidence", "gemma3-270m", 10, 20
     text = C.table_models_sentence([main], [main, gemma], 25)
-    assert text == ("Table 1 shows one model, SmolLM2-135M. A second model, Gemma-3-270M, was run with all four "
-                    "methods in the evidence grid only, at K = 10 on 20 queries: its Table 1 and verdicts are under "
-                    "*Other grids* below."), text
-    gemma.methods = ["zero_shot", "bootstrapping"]                 # not a Table 1 of its own
+    assert text == (
+        "Table 1 shows one model, SmolLM2-135M. A second model, Gemma-3-270M, was run with all four "
+        "methods in the evidence grid only, at K = 10 on 20 queries: its Table 1 and verdicts are under "
+        "*Other grids* below."
+    ), text
+    gemma.methods = ["zero_shot", "bootstrapping"]  # not a Table 1 of its own
     assert C.table_models_sentence([main], [main, gemma], 25) == "Table 1 shows one model, SmolLM2-135M."
-    gemma.grid, gemma.K = "paper-cpu", 25                          # both models in the grid shown
+    gemma.grid, gemma.K = "paper-cpu", 25  # both models in the grid shown
     assert C.table_models_sentence([main, gemma], [main, gemma], 25).startswith(
-        "Table 1 shows 2 models side by side (SmolLM2-135M, Gemma-3-270M)")
+        "Table 1 shows 2 models side by side (SmolLM2-135M, Gemma-3-270M)"
+    )
 
 
 def test_the_reference_sentence_says_in_words_what_the_hr5_comparisons_resolve():
@@ -176,13 +179,17 @@ def test_the_reference_sentence_says_in_words_what_the_hr5_comparisons_resolve()
     text = C.reference_sentence(k25)
     assert "no method's HR@5 is distinguishable (paired p < 0.05)" in text and "neither clearly improves" in text
     k10 = load_run(ROOT / "results" / "evidence" / "smollm2-span-k10")
-    assert ("Resolved at these 40 queries (paired p < 0.05, no correction): below the first-stage order: zero-shot, "
-            "bootstrapping, STELLA_LW, SGS;") in C.reference_sentence(k10)
+    assert (
+        "Resolved at these 40 queries (paired p < 0.05, no correction): below the first-stage order: zero-shot, "
+        "bootstrapping, STELLA_LW, SGS;"
+    ) in C.reference_sentence(k10)
     doctored = copy.deepcopy(k25)
     rec = doctored.metrics["references"]["random"]["comparisons"]["hr@5"]["sgs"]
     rec["p"], rec["mean_diff"] = 0.01, 0.094
-    assert "Resolved at these 40 queries (paired p < 0.05, no correction): above the random order: SGS;" in \
-        C.reference_sentence(doctored)
+    assert (
+        "Resolved at these 40 queries (paired p < 0.05, no correction): above the random order: SGS;"
+        in C.reference_sentence(doctored)
+    )
 
 
 def test_a_smoke_runs_reference_sentence_draws_no_conclusion(simulated_run):

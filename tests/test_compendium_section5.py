@@ -21,11 +21,19 @@ EVIDENCE = ROOT / "results" / "evidence"
 def test_every_paragraph_of_section5_has_a_row(simulated_run):
     rows = S.section5_rows(simulated_run, [simulated_run])
     paragraphs = {r["§5"] for r in rows}
-    assert paragraphs == {"Effectiveness", "Preference consistency", "Output consistency",
-                          "Marginal position exposure", "Efficiency", "Datasets", "Models", "List length"}
+    assert paragraphs == {
+        "Effectiveness",
+        "Preference consistency",
+        "Output consistency",
+        "Marginal position exposure",
+        "Efficiency",
+        "Datasets",
+        "Models",
+        "List length",
+    }
     verdicts = {r["verdict"] for r in rows}
     assert S.NOT_TESTABLE in verdicts
-    for row in rows:       # an untestable claim says why; a tested one shows its evidence
+    for row in rows:  # an untestable claim says why; a tested one shows its evidence
         assert row["evidence"] and row["the paper"]
 
 
@@ -35,14 +43,14 @@ def test_claim_rows_carry_the_evaluations_verdicts(simulated_run):
         row = rows[C.verdicts.claim_label(verdict)]
         assert row["verdict"] == verdict["verdict"]
         assert row["evidence"].count(C.verdicts.MARKS["resolved"]) + row["evidence"].count(
-            C.verdicts.MARKS["unresolved"]) + row["evidence"].count(C.verdicts.MARKS["against"]) == \
-            len(verdict["pairs"])
+            C.verdicts.MARKS["unresolved"]
+        ) + row["evidence"].count(C.verdicts.MARKS["against"]) == len(verdict["pairs"])
 
 
 def test_the_ordering_notation_is_better_before_worse(simulated_run):
     labels = [C.verdicts.claim_label(v) for v in C.run_claims(simulated_run).values()]
     assert "LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW" in labels
-    assert "PPI: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW" in labels      # lower is better: the same order
+    assert "PPI: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW" in labels  # lower is better: the same order
     assert "HR@5: STELLA_LW ≻ zero-shot, bootstrapping, SGS" in labels
     assert "exposure MAD: bootstrapping, SGS, STELLA_LW ≻ zero-shot" in labels
     assert all("<" not in text and " > " not in text for text in labels)
@@ -61,17 +69,25 @@ def test_combined_claims_take_holm_over_all_their_pairs(simulated_run):
 def test_exposure_skew_is_the_per_query_tail_minus_head_share():
     # K = 6: head = positions 0-1, tail = positions 4-5; the output puts the presented tail first
     def row(q, t, order):
-        return {"query_id": q, "method": "zero_shot", "permutation": t, "input": list(order),
-                "output": list(reversed(order)), "relevant": ["a"]}
+        return {
+            "query_id": q,
+            "method": "zero_shot",
+            "permutation": t,
+            "input": list(order),
+            "output": list(reversed(order)),
+            "relevant": ["a"],
+        }
+
     rows = [row(q, t, o) for q in ("q1", "q2", "q3") for t, o in enumerate(["abcdef", "fedcba"])]
 
     class FakeRun:
         K, methods, observations = 6, ["zero_shot"], None
+
     skew = S.exposure_skew(FakeRun(), k=2, rows=rows)
     assert skew["mean_diff"] == pytest.approx(1.0) and skew["n"] == 3
     assert skew["p"] == pytest.approx(sign_flip_p([1.0, 1.0, 1.0])[0])
     FakeRun.K = 2
-    assert S.exposure_skew(FakeRun(), k=2, rows=rows) is None     # every candidate in the top k
+    assert S.exposure_skew(FakeRun(), k=2, rows=rows) is None  # every candidate in the top k
 
 
 def test_headline_counts_the_rows(simulated_run):
@@ -81,7 +97,7 @@ def test_headline_counts_the_rows(simulated_run):
     testable = len(rows) - counts[S.NOT_TESTABLE]
     assert f"**{counts.get('reproduced', 0)} of the {testable} claims**" in text
     assert f"{counts[S.NOT_TESTABLE]} cannot be tested" in text
-    assert "a smoke run" in text          # five queries resolve nothing
+    assert "a smoke run" in text  # five queries resolve nothing
 
 
 @pytest.mark.skipif(not (EVIDENCE / "smollm2-span-k10" / "metrics.json").is_file(), reason="no evidence runs")
@@ -103,9 +119,9 @@ def test_sentences_quote_the_committed_runs():
         text = S.choice_sentence(choice, main)
         assert f"PPI {choice.metrics['methods']['zero_shot']['overall']['ppi']:.3f}" in text
         follows = choice.metrics["methods"]["zero_shot"]["overall"]["ppi"] > 0.9
-        assert ("follows the labels" in text) == (follows and
-                                                   choice.metrics["methods"]["zero_shot"]["overall"]["exposure@5"][0]
-                                                   > 0.95)
+        assert ("follows the labels" in text) == (
+            follows and choice.metrics["methods"]["zero_shot"]["overall"]["exposure@5"][0] > 0.95
+        )
 
 
 def test_table_puts_one_pair_per_line(simulated_run):
@@ -116,8 +132,10 @@ def test_table_puts_one_pair_per_line(simulated_run):
 
 
 def test_markdown_to_html_escapes_and_keeps_bold():
-    assert S.markdown_to_html("**8 of 9** claims <of> the paper's") == \
-        "<p><strong>8 of 9</strong> claims &lt;of&gt; the paper&#x27;s</p>"
+    assert (
+        S.markdown_to_html("**8 of 9** claims <of> the paper's")
+        == "<p><strong>8 of 9</strong> claims &lt;of&gt; the paper&#x27;s</p>"
+    )
 
 
 def test_the_absolute_loc_claim_names_our_k_and_value(simulated_run):

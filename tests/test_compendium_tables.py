@@ -13,7 +13,6 @@ from invarirank import compendium as C
 ROOT = Path(__file__).resolve().parents[1]
 
 
-
 def _with_values(run: C.Run, metric: str, values: dict[str, float]) -> C.Run:
     r = copy.deepcopy(run)
     for method, v in values.items():
@@ -30,8 +29,13 @@ def test_load_run_reads_the_setting(simulated_run):
 def test_tables_state_model_dataset_k_m_and_queries(simulated_run):
     paper = C.paper_table(ROOT / "book" / "data" / "paper_table1.csv")
     run = simulated_run
-    for styler in (C.table1([run]), C.run_table(run), C.beside_paper([run], paper), C.orderings(run),
-                   C.ordering_agreement(run)):
+    for styler in (
+        C.table1([run]),
+        C.run_table(run),
+        C.beside_paper([run], paper),
+        C.orderings(run),
+        C.ordering_agreement(run),
+    ):
         caption = styler.caption
         assert "K = 6" in caption and "M = 4" in caption and "5 queries" in caption.replace("queries = 5", "5 queries")
         assert "simulated" in caption
@@ -46,7 +50,7 @@ def test_beside_paper_shows_every_paper_model_for_the_nearest_dataset(simulated_
     sources = set(df.index.get_level_values("source"))
     assert sources == {"ours", "paper: Llama-3B", "paper: Mistral-7B", "paper: Qwen-7B"}
     assert df.loc[("zero-shot", "paper: Llama-3B"), "LOC"] == "0.6358"
-    r.model = "meta-llama/Llama-3.2-3B-Instruct"      # the same model as the paper: only that one beside
+    r.model = "meta-llama/Llama-3.2-3B-Instruct"  # the same model as the paper: only that one beside
     df = C.beside_paper([r], paper, styled=False)
     assert set(df.index.get_level_values("source")) == {"ours", "paper: Llama-3B"}
 
@@ -81,14 +85,15 @@ def test_ordering_agreement_is_kendall_tau(simulated_run):
 
 
 def test_cost_table_reads_the_manifest(simulated_run):
-    df = C.cost_table([simulated_run], styled=False)      # one run: only the method is left in the index
+    df = C.cost_table([simulated_run], styled=False)  # one run: only the method is left in the index
     per = simulated_run.manifest["passes"]["per_method"]
     for method in simulated_run.methods:
         row = df.loc[C.METHOD_LABELS[method]]
         assert row["passes (requested)"] == per[method]["passes"]
     assert df.loc["zero-shot", "passes per order"] == 1.0
     assert df.loc["STELLA_LW", "calibration passes"] == sum(
-        v["passes"] for v in simulated_run.manifest["passes"]["calibration"].values())
+        v["passes"] for v in simulated_run.manifest["passes"]["calibration"].values()
+    )
 
 
 def test_scorer_comparison_needs_a_pair(simulated_run):
@@ -113,7 +118,7 @@ def test_the_scorer_pair_comes_from_the_first_grid_that_has_one(simulated_run):
     assert C.scorer_pair_grid(runs, ["paper-cpu"]) is None
     assert C.choice_and_span([span, choice], k=span.K) == (choice, span)
     assert C.choice_and_span([alone]) == (None, None)
-    choice.K += 1                                             # not on the same K: no pair
+    choice.K += 1  # not on the same K: no pair
     assert C.scorer_pair_grid(runs, ["paper-cpu", "evidence"]) is None
 
 
@@ -125,8 +130,10 @@ def test_list_length_bullets_say_where_the_grid_shown_departs_from_the_paper(sim
     k15.methods = k50.methods = ["zero_shot", "bootstrapping"]
     text = C.list_length_bullets(main, [main, k15, k50])
     assert "Table 1 at the paper's list length, K = 25**, with all four methods." in text
-    assert "Figures 1 and 2 at K = 15, 25 and 50** (the paper's list lengths): only zero-shot and " \
-           "bootstrapping (1 and 3 passes per presented order)" in text
+    assert (
+        "Figures 1 and 2 at K = 15, 25 and 50** (the paper's list lengths): only zero-shot and "
+        "bootstrapping (1 and 3 passes per presented order)" in text
+    )
     main.K = 10
     text = C.list_length_bullets(main, [main, k15])
     assert "Table 1 at a shorter list length, K = 10**" in text and "(the paper's is K = 25)" in text
@@ -177,11 +184,17 @@ def test_orderings_never_write_a_tie_as_a_win(simulated_run):
     beyond the decimals shown "≈", a minus sign is a true minus, and a metric no method has gets no row."""
     run = copy.deepcopy(simulated_run)
     ov = {m: run.metrics["methods"][m]["overall"] for m in run.methods}
-    ov["zero_shot"]["loc"], ov["bootstrapping"]["loc"], ov["stella"]["loc"], ov["sgs"]["loc"] = \
-        0.45, 0.45, 0.4501, -0.012
+    ov["zero_shot"]["loc"], ov["bootstrapping"]["loc"], ov["stella"]["loc"], ov["sgs"]["loc"] = (
+        0.45,
+        0.45,
+        0.4501,
+        -0.012,
+    )
     for m in run.methods:
         ov[m]["exposure_mad@5"] = None
     df = C.orderings(run, styled=False)
-    assert df.loc["LOC", "ordering (best first)"] == \
-        "STELLA_LW (0.450) ≈ zero-shot (0.450) = bootstrapping (0.450) ≻ SGS (−0.012)"
+    assert (
+        df.loc["LOC", "ordering (best first)"]
+        == "STELLA_LW (0.450) ≈ zero-shot (0.450) = bootstrapping (0.450) ≻ SGS (−0.012)"
+    )
     assert "exposure MAD" not in df.index and len(df) > 0

@@ -32,7 +32,7 @@ def test_claims_are_read_from_metrics_or_judged_from_the_comparisons(simulated_r
     del judged.metrics["claims"]
     assert C.run_claims(judged) == judge_claims(simulated_run.metrics["comparisons"])
     old = copy.deepcopy(judged)
-    del old.metrics["comparisons"]                # a schema-1 metrics.json: no verdict, never a guessed one
+    del old.metrics["comparisons"]  # a schema-1 metrics.json: no verdict, never a guessed one
     assert C.run_claims(old) == {}
     assert "no verdicts" in C.resolution_sentence(old)
     assert C.claims_table([old]) is None and C.pairwise_table(old) is None
@@ -54,10 +54,12 @@ def test_verdict_sentences_follow_the_pairs(simulated_run):
     assert sentence.startswith("LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW — unresolved: 0 of 3 pairs")
     good = C.run_claims(_resolve(simulated_run, "loc_order", "as claimed"))["loc_order"]
     assert "— reproduced: 3 of 3 pairs resolved in the paper's direction (SGS vs bootstrapping" in C.verdict_sentence(
-        good)
+        good
+    )
     bad = C.run_claims(_resolve(simulated_run, "ppi_order", "reversed"))["ppi_order"]
-    assert "— contradicted: 0 of 3 pairs" in C.verdict_sentence(bad) and "resolved against the paper: SGS vs" in \
-        C.verdict_sentence(bad)
+    assert "— contradicted: 0 of 3 pairs" in C.verdict_sentence(
+        bad
+    ) and "resolved against the paper: SGS vs" in C.verdict_sentence(bad)
 
 
 def test_table1_marks_each_claimed_pair_on_the_better_methods_row(simulated_run):
@@ -67,10 +69,13 @@ def test_table1_marks_each_claimed_pair_on_the_better_methods_row(simulated_run)
     assert "(" not in plain.loc["STELLA_LW", "LOC"] and "(" not in plain.loc["SGS", "nDCG@5"]
     flipped = C.table1([_resolve(simulated_run, "loc_order", "reversed")], styled=False)
     assert flipped.loc["SGS", "LOC"].endswith("(✗ vs bootstrapping)")
-    assert C.table1([_resolve(simulated_run, "loc_order", "as claimed")], styled=False).loc[
-        "zero-shot", "LOC"].endswith("(● vs STELLA_LW)")
+    assert (
+        C.table1([_resolve(simulated_run, "loc_order", "as claimed")], styled=False)
+        .loc["zero-shot", "LOC"]
+        .endswith("(● vs STELLA_LW)")
+    )
     styled = C.table1([simulated_run])
-    assert '○ vs bootstrapping</span>' in styled.to_html() and "Marks:" in styled.caption
+    assert "○ vs bootstrapping</span>" in styled.to_html() and "Marks:" in styled.caption
     assert "(" not in C.table1([simulated_run], styled=False, marks=False).loc["SGS", "LOC"]
 
 
@@ -83,9 +88,9 @@ def test_claim_tables_hold_the_stored_verdicts_and_pairs(simulated_run):
     first = claims["loc_order"]["pairs"][0]
     row = pairs.loc[("LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW", "SGS vs bootstrapping")]
     assert row["difference [95% CI]"].startswith(f"{first['mean_diff']:+.3f} [".replace("-", "−"))
-    assert "-" not in "".join(pairs["difference [95% CI]"])          # true minus signs only
+    assert "-" not in "".join(pairs["difference [95% CI]"])  # true minus signs only
     assert row["Holm p"] == f"{first['p_holm']:.3f}" and row["state"] == "○ unresolved"
-    assert row["queries for 80% power"] == f"{max(first['queries_80'], 7):,}"    # never below what 3 pairs need
+    assert row["queries for 80% power"] == f"{max(first['queries_80'], 7):,}"  # never below what 3 pairs need
     assert [C.verdicts.fewest_queries(m) for m in (1, 2, 3)] == [6, 7, 7]
     html = C.verdicts_html([simulated_run])
     for name, v in claims.items():
@@ -93,7 +98,7 @@ def test_claim_tables_hold_the_stored_verdicts_and_pairs(simulated_run):
 
 
 def test_the_grid_shown_needs_every_run_complete(simulated_run, tmp_path):
-    for name in ("main", "sweep"):                  # published run folders (observations gzipped)
+    for name in ("main", "sweep"):  # published run folders (observations gzipped)
         folder = tmp_path / "evidence" / name
         shutil.copytree(simulated_run.path, folder, ignore=shutil.ignore_patterns(".*", "observations.jsonl"))
         (folder / "observations.jsonl.gz").write_bytes(gzip.compress(simulated_run.observations.read_bytes()))
@@ -104,33 +109,40 @@ def test_the_grid_shown_needs_every_run_complete(simulated_run, tmp_path):
     # the first complete choice wins; the ones passed over say what they miss
     assert C.grid_to_show(tmp_path, [paper, evidence], "default") == ("evidence", {"paper-cpu": ["main", "sweep"]})
     text = C.shown_grid_sentence("evidence", [paper, evidence], "default", {"paper-cpu": ["main", "sweep"]})
-    assert text.startswith("Table 1 and Figures 1–2 come from the evidence grid (grid-evidence.yaml): its main run "
-                           "and K sweep (main, sweep) are complete")
+    assert text.startswith(
+        "Table 1 and Figures 1–2 come from the evidence grid (grid-evidence.yaml): its main run "
+        "and K sweep (main, sweep) are complete"
+    )
     assert "The paper-cpu grid's main run and K sweep (grid-paper-cpu.yaml) are not all complete" in text
     assert "missing: main, sweep" in text and text.endswith("The page switches to it once they are.")
-    for f in ("observations.jsonl.gz", "metrics.json"):    # the sweep keeps only its manifest and a shards/ folder
+    for f in ("observations.jsonl.gz", "metrics.json"):  # the sweep keeps only its manifest and a shards/ folder
         (tmp_path / "evidence" / "sweep" / f).unlink(missing_ok=True)
     (tmp_path / "evidence" / "sweep" / "shards").mkdir()
     assert C.grid_to_show(tmp_path, [evidence], "default") == ("default", {"evidence": ["sweep"]})
-    assert C.grid_to_show(tmp_path, [paper, evidence], "default") == \
-        ("default", {"paper-cpu": ["main", "sweep"], "evidence": ["sweep"]})
-    assert [r.name for r in C.collect_runs(tmp_path)] == ["main"]           # never shown
+    assert C.grid_to_show(tmp_path, [paper, evidence], "default") == (
+        "default",
+        {"paper-cpu": ["main", "sweep"], "evidence": ["sweep"]},
+    )
+    assert [r.name for r in C.collect_runs(tmp_path)] == ["main"]  # never shown
     nothing = C.GridChoice("evidence", "grid-evidence.yaml", "main", (), runs)
     assert C.grid_to_show(tmp_path, [nothing], "default") == ("default", {"evidence": []})
     assert C.grid_to_show(tmp_path, [], "default") == ("default", {})
     text = C.shown_grid_sentence("default", [evidence], "default", {"evidence": ["sweep"]})
     assert "from the default grid" in text and "missing: sweep" in text
     itself = C.shown_grid_sentence("evidence", [evidence], "evidence", {"evidence": ["sweep"]})
-    assert itself == ("Table 1 and Figures 1–2 come from the evidence grid. Its main run and K sweep are not all "
-                      "complete under results/evidence/ (missing: sweep); the page shows its finished runs.")
-    two = C.shown_grid_sentence("default", [paper, evidence], "default",
-                                {"paper-cpu": ["main", "sweep"], "evidence": ["sweep"]})
+    assert itself == (
+        "Table 1 and Figures 1–2 come from the evidence grid. Its main run and K sweep are not all "
+        "complete under results/evidence/ (missing: sweep); the page shows its finished runs."
+    )
+    two = C.shown_grid_sentence(
+        "default", [paper, evidence], "default", {"paper-cpu": ["main", "sweep"], "evidence": ["sweep"]}
+    )
     assert two.count("are not all complete") == 2 and two.endswith("whose runs are all complete.")
-    assert C.committed_queries(tmp_path, "evidence", "sweep") == 0        # an empty shards/ folder
+    assert C.committed_queries(tmp_path, "evidence", "sweep") == 0  # an empty shards/ folder
     shard = tmp_path / "evidence" / "sweep" / "shards" / "00000-abc"
     shard.mkdir()
     (shard / "shard.json").write_text(json.dumps({"query_ids": ["u1", "u2", "u3"]}))
-    assert C.committed_queries(tmp_path, "evidence", "sweep") == 0        # not a whole shard yet
+    assert C.committed_queries(tmp_path, "evidence", "sweep") == 0  # not a whole shard yet
     (shard / "records.jsonl").write_text("")
     (shard / "volatile.json").write_text("{}")
     assert C.committed_queries(tmp_path, "evidence", "sweep") == 3
@@ -151,9 +163,16 @@ def test_a_run_without_the_claims_methods_says_why_it_has_no_verdict(simulated_r
     assert "no verdicts" not in text
 
 
-@pytest.mark.parametrize(("p", "value", "sentence"), [
-    (1.0, "1.000", "Holm p = 1.000"), (0.0343, "0.034", "Holm p = 0.034"), (0.001, "0.001", "Holm p = 0.001"),
-    (0.0006, "< 0.001", "Holm p < 0.001"), (1 / 10_001, "< 0.001", "Holm p < 0.001")])
+@pytest.mark.parametrize(
+    ("p", "value", "sentence"),
+    [
+        (1.0, "1.000", "Holm p = 1.000"),
+        (0.0343, "0.034", "Holm p = 0.034"),
+        (0.001, "0.001", "Holm p = 0.001"),
+        (0.0006, "< 0.001", "Holm p < 0.001"),
+        (1 / 10_001, "< 0.001", "Holm p < 0.001"),
+    ],
+)
 def test_every_p_value_is_written_with_one_precision(p, value, sentence):
     assert C.labels.p_value(p) == value and C.labels.p_equals(p, "Holm p") == sentence
 
@@ -162,6 +181,7 @@ def test_no_page_text_writes_a_p_value_in_another_precision(simulated_run):
     """Every p in the claims' sentences and the pairs' table goes through ``p_value``: three decimals or "< 0.001"
     (the pages once mixed "Holm p 1", "0.0003" and "0.000305")."""
     import re
+
     pairs = C.pairwise_table(simulated_run, styled=False)
     for column in ("p", "Holm p"):
         assert all(re.fullmatch(r"\d\.\d{3}|< 0\.001", v) for v in pairs[column]), list(pairs[column])

@@ -14,10 +14,15 @@ from tests.data_support import amazon_metadata, amazon_reviews, write_jsonl
 pytestmark = pytest.mark.usefixtures("private_cache")
 
 
-@pytest.mark.parametrize("names", [("reviews.jsonl", "metadata.jsonl"),
-                                   ("reviews.jsonl.gz", "metadata.jsonl.gz"),
-                                   ("Books.jsonl.gz", "meta_Books.jsonl.gz"),
-                                   ("Books.jsonl", "meta_Books.jsonl")])
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("reviews.jsonl", "metadata.jsonl"),
+        ("reviews.jsonl.gz", "metadata.jsonl.gz"),
+        ("Books.jsonl.gz", "meta_Books.jsonl.gz"),
+        ("Books.jsonl", "meta_Books.jsonl"),
+    ],
+)
 def test_file_names_are_found(tmp_path, names):
     write_jsonl(tmp_path / names[0], amazon_reviews())
     write_jsonl(tmp_path / names[1], amazon_metadata())
@@ -121,8 +126,7 @@ def test_prepare_amazon(tmp_path, gz):
 
 
 def test_min_interactions_counts_all_ratings_amazon(tmp_path):
-    rows = [{"user_id": "A", "parent_asin": f"I{k}", "rating": 1.0 if k < 2 else 5.0, "timestamp": k}
-            for k in range(3)]
+    rows = [{"user_id": "A", "parent_asin": f"I{k}", "rating": 1.0 if k < 2 else 5.0, "timestamp": k} for k in range(3)]
     rows += [{"user_id": "B", "parent_asin": f"I{k}", "rating": 5.0, "timestamp": k} for k in range(2)]
     write_jsonl(tmp_path / "reviews.jsonl", rows)
     write_jsonl(tmp_path / "metadata.jsonl", [{"parent_asin": "I0", "title": "t", "categories": []}])

@@ -35,7 +35,7 @@ def test_code_point_order_matches_python(ids):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(min_value=0, max_value=10 ** 30), min_size=1, max_size=40))
+@given(st.lists(st.integers(min_value=0, max_value=10**30), min_size=1, max_size=40))
 def test_numeric_order_matches_python(values):
     ids = [str(v) for v in values]
     assert [ids[i] for i in canonical_argsort(ids)] == sorted(ids, key=int)

@@ -28,7 +28,7 @@ def test_layout_is_detected_and_read(tmp_path, layout):
     assert len(items) == len(ITEMS)
     for item_id, (title, year) in EXPECTED_TITLES.items():
         assert items.loc[item_id, "title"] == title
-        assert (pd.isna(items.loc[item_id, "year"]) if year is None else items.loc[item_id, "year"] == year)
+        assert pd.isna(items.loc[item_id, "year"]) if year is None else items.loc[item_id, "year"] == year
     assert items.loc["1", "genres"] == ["Animation", "Children's", "Comedy"]
     assert items.loc["21", "genres"] == []  # "(no genres listed)" / no flag set
     assert raw.titles_without_year == 1
@@ -68,17 +68,22 @@ def test_no_layout_names_the_expected_files(tmp_path):
         detect_layout(tmp_path)
 
 
-@pytest.mark.parametrize("raw,expected", [
-    ("Toy Story (1995)", ("Toy Story", 1995)),
-    ("  Heat (1995)  ", ("Heat", 1995)),
-    ("City of Lost Children, The (Cité des enfants perdus, La) (1995)",
-     ("City of Lost Children, The (Cité des enfants perdus, La)", 1995)),
-    ("unknown", ("unknown", None)),
-    ("Babylon 5 (1994-1998)", ("Babylon 5 (1994-1998)", None)),
-    ("1984 (1984)", ("1984", 1984)),
-    ("(2000)", ("(2000)", 2000)),
-    ("Year in the middle (1999) remake", ("Year in the middle (1999) remake", None)),
-])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        ("Toy Story (1995)", ("Toy Story", 1995)),
+        ("  Heat (1995)  ", ("Heat", 1995)),
+        (
+            "City of Lost Children, The (Cité des enfants perdus, La) (1995)",
+            ("City of Lost Children, The (Cité des enfants perdus, La)", 1995),
+        ),
+        ("unknown", ("unknown", None)),
+        ("Babylon 5 (1994-1998)", ("Babylon 5 (1994-1998)", None)),
+        ("1984 (1984)", ("1984", 1984)),
+        ("(2000)", ("(2000)", 2000)),
+        ("Year in the middle (1999) remake", ("Year in the middle (1999) remake", None)),
+    ],
+)
 def test_title_year_rule(raw, expected):
     assert split_title_year(raw) == expected
 
@@ -94,12 +99,16 @@ def test_genre_rule():
 def test_atomic_year_column_falls_back_to_title(tmp_path):
     folder = tmp_path / "atomic"
     folder.mkdir()
-    (folder / "x.inter").write_text("user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
-                                    "1\t1\t4\t10\n", encoding="utf-8")
-    (folder / "x.item").write_text("item_id:token\tmovie_title:token_seq\trelease_year:token\tclass:token_seq\n"
-                                   "1\tLand Before Time III (1995)\tV\tAnimation\n"
-                                   "2\tunkonwn\tunkonwn\tunknown\n"
-                                   "3\tPlain\t1999\t\n", encoding="utf-8")
+    (folder / "x.inter").write_text(
+        "user_id:token\titem_id:token\trating:float\ttimestamp:float\n1\t1\t4\t10\n", encoding="utf-8"
+    )
+    (folder / "x.item").write_text(
+        "item_id:token\tmovie_title:token_seq\trelease_year:token\tclass:token_seq\n"
+        "1\tLand Before Time III (1995)\tV\tAnimation\n"
+        "2\tunkonwn\tunkonwn\tunknown\n"
+        "3\tPlain\t1999\t\n",
+        encoding="utf-8",
+    )
     items = read_movielens(folder).items.set_index("item_id")
     assert items.loc["1", "title"] == "Land Before Time III" and items.loc["1", "year"] == 1995
     assert items.loc["2", "title"] == "unkonwn" and pd.isna(items.loc["2", "year"])

@@ -16,8 +16,20 @@ from invarirank.data.preparation import prepare_data
 from invarirank.errors import InvariRankError
 from tests.data_support import ITEMS, make_ratings, write_csv_layout
 
-STATS_KEYS = {"users", "items", "interactions", "positives", "train", "validation", "test", "test_queries",
-              "validation_queries", "raw_users", "raw_items", "raw_interactions"}
+STATS_KEYS = {
+    "users",
+    "items",
+    "interactions",
+    "positives",
+    "train",
+    "validation",
+    "test",
+    "test_queries",
+    "validation_queries",
+    "raw_users",
+    "raw_items",
+    "raw_interactions",
+}
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +50,14 @@ def test_ml100k_cli_reports_the_known_numbers(tmp_path, capsys, ml100k_raw):
     out = tmp_path / "ml"
     assert main(["data", "prepare", "--dataset", "ml-100k", "--raw-dir", str(ml100k_raw), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    for label, value in [("users (raw)", "943"), ("items (raw)", "1,682"), ("ratings (raw)", "100,000"),
-                         ("train", "69,575"), ("validation", "9,596"), ("test", "20,829")]:
+    for label, value in [
+        ("users (raw)", "943"),
+        ("items (raw)", "1,682"),
+        ("ratings (raw)", "100,000"),
+        ("train", "69,575"),
+        ("validation", "9,596"),
+        ("test", "20,829"),
+    ]:
         assert any(line.startswith(label) and line.rstrip().endswith(value) for line in printed.splitlines()), label
     stats = json.loads((out / "stats.json").read_text())
     assert STATS_KEYS <= set(stats)
@@ -51,7 +69,7 @@ def test_ml100k_cli_reports_the_known_numbers(tmp_path, capsys, ml100k_raw):
     data = load_prepared(out)
     assert len(data.items) == 1682 and data.items["item_id"].tolist()[:3] == ["1", "2", "3"]
     assert data.items.loc[0, "title"] == "Toy Story" and data.items.loc[0, "year"] == 1995
-    assert stats["test_queries"] == (data.queries["split"] == "test").sum() == 911        # as the book states
+    assert stats["test_queries"] == (data.queries["split"] == "test").sum() == 911  # as the book states
     assert stats["validation_queries"] == (data.queries["split"] == "validation").sum() == 861
     assert all(len(h) <= 20 for h in data.queries["history_item_ids"])
     # every query's exclusions are disjoint from its ground truth
@@ -75,8 +93,15 @@ def test_contract_types(tmp_path):
     assert set(inter["split"]) == {"train", "validation", "test"}
     assert list(data.items.columns) == ["item_id", "title", "year", "genres"]
     assert str(data.items["year"].dtype) == "Int64"
-    assert list(data.queries.columns) == ["query_id", "user_id", "split", "history_item_ids", "history_ratings",
-                                          "ground_truth", "exclude"]
+    assert list(data.queries.columns) == [
+        "query_id",
+        "user_id",
+        "split",
+        "history_item_ids",
+        "history_ratings",
+        "ground_truth",
+        "exclude",
+    ]
     assert all(isinstance(x, list) for x in data.queries["history_ratings"])
     assert all(isinstance(v, float) for x in data.queries["history_ratings"] for v in x)
     item = data.items_by_id()["5"]
@@ -118,8 +143,9 @@ def test_duplicate_rows_keep_the_latest_and_count_once(tmp_path):
 def test_duplicate_that_pushes_a_user_to_the_minimum_does_not_count(tmp_path):
     ratings = [r for r in make_ratings() if r[0] != "9"]
     nine = [("9", str(k), 5.0, k) for k in range(1, 10)] + [("9", "1", 4.0, 50)]  # 10 rows, 9 distinct items
-    data = load_prepared(prepare("movielens", raw_dir=write_csv_layout(tmp_path / "raw", ratings + nine),
-                                 out=tmp_path / "o"))
+    data = load_prepared(
+        prepare("movielens", raw_dir=write_csv_layout(tmp_path / "raw", ratings + nine), out=tmp_path / "o")
+    )
     assert "9" not in set(data.interactions["user_id"])
 
 
@@ -194,8 +220,7 @@ def test_items_keep_catalogue_metadata(tmp_path):
     assert data.stats["items_without_metadata"] == 0
     # a rated item missing from movies.csv keeps its id as title
     items = [i for i in ITEMS if i[0] != "3"]
-    data2 = load_prepared(prepare("movielens", write_csv_layout(tmp_path / "raw2", items=items),
-                                  out=tmp_path / "o2"))
+    data2 = load_prepared(prepare("movielens", write_csv_layout(tmp_path / "raw2", items=items), out=tmp_path / "o2"))
     row = data2.items.set_index("item_id").loc["3"]
     assert row["title"] == "3" and pd.isna(row["year"]) and row["genres"] == []
     assert data2.stats["items_without_metadata"] == 1

@@ -55,7 +55,7 @@ def _reference(rows, min_n: int, key, split="temporal", history_len=20, thr=4.0)
             continue
         urows = sorted(urows, key=lambda x: (x[3], key(x[1])))
         train_n, val_n = _sizes_by_hand(len(urows), split)
-        train, val, test = urows[:train_n], urows[train_n:train_n + val_n], urows[train_n + val_n:]
+        train, val, test = urows[:train_n], urows[train_n : train_n + val_n], urows[train_n + val_n :]
 
         def hist(seg):
             newest = sorted(seg, key=lambda x: (-x[3], key(x[1])))[:history_len]
@@ -73,9 +73,12 @@ def _reference(rows, min_n: int, key, split="temporal", history_len=20, thr=4.0)
 
 def _as_dict(queries, split):
     part = queries[queries["split"] == split]
-    return {u: (h, r, g, e) for u, h, r, g, e in zip(part["user_id"], part["history_item_ids"],
-                                                      part["history_ratings"], part["ground_truth"],
-                                                      part["exclude"])}
+    return {
+        u: (h, r, g, e)
+        for u, h, r, g, e in zip(
+            part["user_id"], part["history_item_ids"], part["history_ratings"], part["ground_truth"], part["exclude"]
+        )
+    }
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -83,8 +86,13 @@ def _as_dict(queries, split):
 def test_queries_match_reference(tmp_path, seed, split):
     rows = _random_ratings(seed)
     items = [(str(i), f"Item {i} (2000)", ["Drama"]) for i in range(1, 61)]
-    folder = prepare("movielens", raw_dir=write_csv_layout(tmp_path / "raw", rows, items),
-                     out=tmp_path / "out", split=split, min_interactions=10)
+    folder = prepare(
+        "movielens",
+        raw_dir=write_csv_layout(tmp_path / "raw", rows, items),
+        out=tmp_path / "out",
+        split=split,
+        min_interactions=10,
+    )
     data = load_prepared(folder)
     tests, vals = _reference(rows, 10, key=int, split=split)
     assert _as_dict(data.queries, "test") == tests
@@ -92,15 +100,20 @@ def test_queries_match_reference(tmp_path, seed, split):
     assert data.stats["test_queries"] == len(tests) and data.stats["validation_queries"] == len(vals)
     # query ids and row order: test queries (users in numeric order) then validation queries
     q = data.queries
-    assert q["query_id"].tolist() == [f"u{u}" for u in sorted(tests, key=int)] + \
-        [f"v{u}" for u in sorted(vals, key=int)]
+    assert q["query_id"].tolist() == [f"u{u}" for u in sorted(tests, key=int)] + [
+        f"v{u}" for u in sorted(vals, key=int)
+    ]
 
 
 def test_string_ids_use_code_point_order(tmp_path):
     rows = _random_ratings(5, id_style="str")
     items = [(i, f"T {i}", []) for i in sorted({r[1] for r in rows})]
-    folder = prepare("movielens", raw_dir=write_atomic_layout(tmp_path / "raw", rows, items),
-                     out=tmp_path / "out", min_interactions=5)
+    folder = prepare(
+        "movielens",
+        raw_dir=write_atomic_layout(tmp_path / "raw", rows, items),
+        out=tmp_path / "out",
+        min_interactions=5,
+    )
     data = load_prepared(folder)
     tests, vals = _reference(rows, 5, key=lambda s: s)
     assert _as_dict(data.queries, "test") == tests
@@ -112,8 +125,9 @@ def test_history_is_newest_first_with_ratings_and_capped(tmp_path):
     # one user, 40 ratings with distinct timestamps: item k rated at time k with rating k % 5 + 1
     rows = [("7", str(k), float(k % 5 + 1), 100 + k) for k in range(1, 41)]
     items = [(str(k), f"M{k} (1990)", ["Drama"]) for k in range(1, 41)]
-    data = load_prepared(prepare("movielens", raw_dir=write_csv_layout(tmp_path / "raw", rows, items),
-                                 out=tmp_path / "out"))
+    data = load_prepared(
+        prepare("movielens", raw_dir=write_csv_layout(tmp_path / "raw", rows, items), out=tmp_path / "out")
+    )
     train_n, val_n, test_n = 28, 4, 8
     inter = data.interactions
     assert inter["split"].tolist() == ["train"] * train_n + ["validation"] * val_n + ["test"] * test_n
@@ -135,8 +149,9 @@ def test_ties_in_time_are_broken_by_item_id(tmp_path):
     ids = ["10", "2", "33", "4", "5", "61", "7", "8", "9", "1", "11", "12"]
     rows = [("1", i, 5.0, 500) for i in ids]
     items = [(i, f"M{i} (1990)", []) for i in ids]
-    data = load_prepared(prepare("movielens", raw_dir=write_csv_layout(tmp_path / "raw", rows, items),
-                                 out=tmp_path / "out"))
+    data = load_prepared(
+        prepare("movielens", raw_dir=write_csv_layout(tmp_path / "raw", rows, items), out=tmp_path / "out")
+    )
     ordered = sorted(ids, key=int)
     assert data.interactions["item_id"].tolist() == ordered
     test_q = data.queries[data.queries["split"] == "test"].iloc[0]
@@ -148,8 +163,9 @@ def test_ties_in_time_are_broken_by_item_id(tmp_path):
 def test_low_ratings_stay_in_history_but_never_in_ground_truth(tmp_path):
     rows = [("1", str(k), 1.0 if k % 2 else 5.0, k) for k in range(1, 11)]
     items = [(str(k), f"M{k} (1990)", []) for k in range(1, 11)]
-    data = load_prepared(prepare("movielens", raw_dir=write_csv_layout(tmp_path / "raw", rows, items),
-                                 out=tmp_path / "out"))
+    data = load_prepared(
+        prepare("movielens", raw_dir=write_csv_layout(tmp_path / "raw", rows, items), out=tmp_path / "out")
+    )
     test_q = data.queries[data.queries["split"] == "test"].iloc[0]
     assert 1.0 in test_q["history_ratings"]
     assert test_q["ground_truth"] == ["10"]  # test = items 9 (rating 1) and 10 (rating 5)
@@ -160,8 +176,9 @@ def test_low_ratings_stay_in_history_but_never_in_ground_truth(tmp_path):
 def test_queries_without_positives_are_left_out(tmp_path):
     rows = [("1", str(k), 2.0, k) for k in range(1, 11)] + [("2", str(k), 5.0, k) for k in range(1, 11)]
     items = [(str(k), f"M{k} (1990)", []) for k in range(1, 11)]
-    data = load_prepared(prepare("movielens", raw_dir=write_csv_layout(tmp_path / "raw", rows, items),
-                                 out=tmp_path / "out"))
+    data = load_prepared(
+        prepare("movielens", raw_dir=write_csv_layout(tmp_path / "raw", rows, items), out=tmp_path / "out")
+    )
     assert data.queries["query_id"].tolist() == ["u2", "v2"]
     assert data.stats["users"] == 2 and data.stats["test_queries"] == 1
 
@@ -169,6 +186,9 @@ def test_queries_without_positives_are_left_out(tmp_path):
 def test_history_len_override(tmp_path):
     rows = [("1", str(k), 5.0, k) for k in range(1, 31)]
     items = [(str(k), f"M{k} (1990)", []) for k in range(1, 31)]
-    data = load_prepared(prepare("movielens", raw_dir=write_csv_layout(tmp_path / "raw", rows, items),
-                                 out=tmp_path / "out", history_len=5))
+    data = load_prepared(
+        prepare(
+            "movielens", raw_dir=write_csv_layout(tmp_path / "raw", rows, items), out=tmp_path / "out", history_len=5
+        )
+    )
     assert all(len(h) == 5 for h in data.queries["history_item_ids"])

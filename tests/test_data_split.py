@@ -10,8 +10,17 @@ from hypothesis import strategies as st
 from invarirank.data.split import TEST, TRAIN, VALIDATION, assign_segments, split_sizes
 from invarirank.errors import InvariRankError
 
-TABLE = {3: (1, 1, 1), 4: (2, 1, 1), 5: (3, 1, 1), 7: (4, 1, 2), 10: (7, 1, 2), 12: (8, 1, 3),
-         20: (14, 2, 4), 33: (23, 3, 7), 100: (70, 10, 20)}
+TABLE = {
+    3: (1, 1, 1),
+    4: (2, 1, 1),
+    5: (3, 1, 1),
+    7: (4, 1, 2),
+    10: (7, 1, 2),
+    12: (8, 1, 3),
+    20: (14, 2, 4),
+    33: (23, 3, 7),
+    100: (70, 10, 20),
+}
 
 
 @pytest.mark.parametrize("n,expected", sorted(TABLE.items()))

@@ -41,8 +41,9 @@ def _environment() -> dict[str, str]:
 
 def test_environment_yml_agrees_with_pyproject():
     py, env = _pyproject(), _environment()
-    assert set(py) == set(env), (f"only in pyproject: {set(py) - set(env)}; "
-                                 f"only in environment.yml: {set(env) - set(py)}")
+    assert set(py) == set(env), (
+        f"only in pyproject: {set(py) - set(env)}; only in environment.yml: {set(env) - set(py)}"
+    )
     assert py == env
 
 

@@ -20,7 +20,7 @@ def _rows(n_queries: int = 12, K: int = 6, M: int = 5, seed: int = 0) -> list[di
         for m in range(M):
             rng = rng_for(seed, q, m)
             inp = [items[j] for j in rng.permutation(K)]
-            out = inp[:2][::-1] + [inp[j] for j in rng.permutation(range(2, K))]   # a primacy-ish ranker
+            out = inp[:2][::-1] + [inp[j] for j in rng.permutation(range(2, K))]  # a primacy-ish ranker
             rows.append({"query_id": f"q{q}", "input": inp, "output": out})
     return rows
 
@@ -62,5 +62,5 @@ def test_kendall_tau_between_orderings():
     assert kendall_tau("abcd", "abcd") == 1.0
     assert kendall_tau("abcd", "dcba") == -1.0
     assert kendall_tau(["a", "b", "c"], ["b", "a", "c"]) == pytest.approx(1 / 3)
-    assert kendall_tau(["a", "b", "x"], ["b", "a", "y"]) == -1.0       # on the common labels only
+    assert kendall_tau(["a", "b", "x"], ["b", "a", "y"]) == -1.0  # on the common labels only
     assert kendall_tau(["a", "x"], ["a", "y"]) is None

@@ -17,8 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def row(q="q", m="m", t=0, inp=("a", "b", "c"), out=None, rel=("a",), **extra):
-    d = {"query_id": q, "method": m, "permutation": t, "input": list(inp),
-         "output": list(inp if out is None else out), "relevant": list(rel)}
+    d = {
+        "query_id": q,
+        "method": m,
+        "permutation": t,
+        "input": list(inp),
+        "output": list(inp if out is None else out),
+        "relevant": list(rel),
+    }
     d.update(extra)
     return json.dumps(d)
 
@@ -40,10 +46,16 @@ CASES = {
     "not an object": ([GOOD[0], "[1, 2]"], 2, "expected a JSON object"),
     "trailing data": ([GOOD[0] + " x"], 1, "malformed JSON: Extra data"),
     "two objects on a line": ([GOOD[0] + GOOD[1]], 1, "malformed JSON"),
-    "missing output": ([GOOD[0], json.dumps({k: v for k, v in json.loads(GOOD[1]).items() if k != "output"})],
-                       2, "missing field 'output'"),
-    "missing query_id": ([json.dumps({k: v for k, v in json.loads(GOOD[0]).items() if k != "query_id"})],
-                         1, "missing field 'query_id'"),
+    "missing output": (
+        [GOOD[0], json.dumps({k: v for k, v in json.loads(GOOD[1]).items() if k != "output"})],
+        2,
+        "missing field 'output'",
+    ),
+    "missing query_id": (
+        [json.dumps({k: v for k, v in json.loads(GOOD[0]).items() if k != "query_id"})],
+        1,
+        "missing field 'query_id'",
+    ),
     "output misses an id": ([GOOD[0], row(t=1, out="ab")], 2, "not a permutation"),
     "output has a foreign id": ([GOOD[0], row(t=1, out="abd")], 2, "not in input: 'd'"),
     "output repeats an id": ([GOOD[0], row(t=1, out="aab")], 2, "not a permutation"),
@@ -75,7 +87,7 @@ def test_validation_errors_name_the_line(tmp_path, capsys, case):
     assert rc == 2
     assert err.startswith(f"invarirank: error: {path}:{line}: "), err
     assert message in err, err
-    assert err.count("\n") == 1                      # one line, no traceback
+    assert err.count("\n") == 1  # one line, no traceback
     assert not (tmp_path / "metrics.json").exists()
 
 
@@ -93,6 +105,7 @@ def test_gzip_and_parquet_errors_name_the_line(tmp_path, capsys):
     rc, path = run_cli(tmp_path, [GOOD[0], GOOD[1], row(t=2, out="xyz")], name="obs.jsonl.gz")
     assert rc == 2 and f"{path}:3: " in capsys.readouterr().err
     import pandas as pd
+
     frame = pd.DataFrame([json.loads(GOOD[0]), json.loads(row(t=1, out="ab"))])
     pq = tmp_path / "obs.parquet"
     frame.to_parquet(pq)
@@ -119,8 +132,10 @@ def test_empty_missing_and_bad_settings(tmp_path, capsys):
     assert main(["evaluate", str(path), "--buckets", "0"]) == 2
     assert _one_error_line(capsys) == "invarirank: error: --buckets: expected an integer >= 1, got 0"
     assert main(["evaluate", str(path), "--exact-max-k", "40"]) == 2
-    assert _one_error_line(capsys) == ("invarirank: error: --exact-max-k: expected an integer from 0 to 16 (or "
-                                       "--no-exact-kemeny to switch the exact search off), got 40")
+    assert _one_error_line(capsys) == (
+        "invarirank: error: --exact-max-k: expected an integer from 0 to 16 (or "
+        "--no-exact-kemeny to switch the exact search off), got 40"
+    )
     assert main(["evaluate", str(path), "--seed", "-1"]) == 2
     assert _one_error_line(capsys) == "invarirank: error: --seed: expected an integer >= 0, got -1"
     with pytest.raises(SystemExit) as exc:
@@ -134,10 +149,28 @@ def test_empty_missing_and_bad_settings(tmp_path, capsys):
 
 
 def test_integer_ids_are_read_as_strings(tmp_path, capsys):
-    lines = [json.dumps({"query_id": 17, "method": "m", "permutation": 0, "input": [9, 10, "B0"],
-                         "output": ["10", 9, "B0"], "relevant": [10]}),
-             json.dumps({"query_id": "17", "method": "m", "permutation": 1, "input": ["B0", "10", "9"],
-                         "output": ["B0", "10", "9"], "relevant": ["10"]})]
+    lines = [
+        json.dumps(
+            {
+                "query_id": 17,
+                "method": "m",
+                "permutation": 0,
+                "input": [9, 10, "B0"],
+                "output": ["10", 9, "B0"],
+                "relevant": [10],
+            }
+        ),
+        json.dumps(
+            {
+                "query_id": "17",
+                "method": "m",
+                "permutation": 1,
+                "input": ["B0", "10", "9"],
+                "output": ["B0", "10", "9"],
+                "relevant": ["10"],
+            }
+        ),
+    ]
     rc, path = run_cli(tmp_path, lines)
     assert rc == 0
     metrics = json.loads((tmp_path / "metrics.json").read_text())
@@ -146,11 +179,9 @@ def test_integer_ids_are_read_as_strings(tmp_path, capsys):
 
 
 def test_output_file_table_and_stdout_json(tmp_path, capsys):
-    lines = [row(t=0), row(t=1, inp="cba", out="cba"), row(m="const", t=0), row(m="const", t=1, inp="cba",
-                                                                               out="abc")]
+    lines = [row(t=0), row(t=1, inp="cba", out="cba"), row(m="const", t=0), row(m="const", t=1, inp="cba", out="abc")]
     out = tmp_path / "sub" / "metrics.json"
-    rc, path = run_cli(tmp_path, lines, "--k", "1,2", "--exposure-k", "1", "--output", str(out),
-                       "--no-exact-kemeny")
+    rc, path = run_cli(tmp_path, lines, "--k", "1,2", "--exposure-k", "1", "--output", str(out), "--no-exact-kemeny")
     captured = capsys.readouterr()
     assert rc == 0 and "m: 1 queries, 2 rows" in captured.out and "const:" in captured.out
     metrics = json.loads(out.read_text())
@@ -174,18 +205,48 @@ def test_whole_process_exit_code_and_no_heavy_imports(tmp_path):
     good.write_text("\n".join(GOOD) + "\n")
     bad.write_text(GOOD[0] + "\n" + row(t=1, out="ab") + "\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "invarirank.cli", "evaluate", str(bad)], capture_output=True,
-                          text=True, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "invarirank.cli", "evaluate", str(bad)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2 and proc.stderr.startswith(f"invarirank: error: {bad}:2: ")
     assert "Traceback" not in proc.stderr
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "invarirank.cli", "evaluate", str(good),
-                           "--output", str(tmp_path / "m.json")], capture_output=True, text=True, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "invarirank.cli",
+            "evaluate",
+            str(good),
+            "--output",
+            str(tmp_path / "m.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     assert not _top_imports(proc.stderr) & {"torch", "transformers", "implicit"}
     # the evaluation path itself stays numpy-only (pandas/pyarrow only for DataFrames and Parquet)
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c",
-                           "import invarirank.evaluation, invarirank.commands.evaluate, invarirank.evaluation.engine"],
-                          capture_output=True, text=True, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-c",
+            "import invarirank.evaluation, invarirank.commands.evaluate, invarirank.evaluation.engine",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     heavy = _top_imports(proc.stderr) & {"torch", "transformers", "implicit", "pandas", "pyarrow", "scipy"}
     assert proc.returncode == 0 and not heavy, heavy
 

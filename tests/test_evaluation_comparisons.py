@@ -45,8 +45,16 @@ def ranked_rows(n_queries: int, K: int = 4, M: int = 3, seed: int = 0) -> list[d
             presented = [ids[j] for j in rng.permutation(K)]
             best = [ids[0]] + [x for x in presented if x != ids[0]]
             for method, out in (("best", best), ("reversed", best[::-1])):
-                rows.append({"query_id": f"q{q}", "method": method, "permutation": t, "input": presented,
-                             "output": out, "relevant": [ids[0]]})
+                rows.append(
+                    {
+                        "query_id": f"q{q}",
+                        "method": method,
+                        "permutation": t,
+                        "input": presented,
+                        "output": out,
+                        "relevant": [ids[0]],
+                    }
+                )
     return rows
 
 
@@ -67,19 +75,27 @@ def simulated_run(n_queries: int = 30, K: int = 6, M: int = 8, seed: int = 0, na
                 if method == "zero_shot":
                     score = score + 0.8 * np.arange(K)[::-1] / (K - 1)
                 out = presented[np.argsort(-score)]
-                rows.append({"query_id": f"q{q}", "method": names.get(method, method), "permutation": t,
-                             "input": [ids[i] for i in presented], "output": [ids[i] for i in out],
-                             "relevant": [ids[int(np.argmax(utility))]]})
+                rows.append(
+                    {
+                        "query_id": f"q{q}",
+                        "method": names.get(method, method),
+                        "permutation": t,
+                        "input": [ids[i] for i in presented],
+                        "output": [ids[i] for i in out],
+                        "relevant": [ids[int(np.argmax(utility))]],
+                    }
+                )
     return rows
 
 
 # ----------------------------------------------------------------------------------------------- known answers
 
-@pytest.mark.parametrize("n_queries", [5, 20])          # exact enumeration, then seeded flips
+
+@pytest.mark.parametrize("n_queries", [5, 20])  # exact enumeration, then seeded flips
 def test_identical_methods_differ_by_zero_with_p_one(n_queries):
     rows = [r for r in ranked_rows(n_queries) if r["method"] == "best"]
     rows += [{**r, "method": "copy"} for r in rows]
-    res = evaluate(rows, n_bootstrap=200, exposure_k=3)     # K = 4: a top-3 exposure is defined, a top-5 is not
+    res = evaluate(rows, n_bootstrap=200, exposure_k=3)  # K = 4: a top-3 exposure is defined, a top-5 is not
     comps = res["comparisons"]
     assert set(comps) >= {"hr@1", "ndcg@5", "ppi", "gpi", "loc", "exposure_mad@3"}
     for metric, by_a in comps.items():
@@ -87,7 +103,7 @@ def test_identical_methods_differ_by_zero_with_p_one(n_queries):
         assert rec["n"] == n_queries and rec["mean_diff"] == 0.0 and rec["p"] == 1.0, metric
         assert rec["exact"] is (n_queries <= 16)
         assert rec["ci"] == [0.0, 0.0] and rec["queries_80"] is None
-    assert res["claims"] == {}                          # no paper method in this run
+    assert res["claims"] == {}  # no paper method in this run
 
 
 @pytest.mark.parametrize("n", [1, 2, 6, 10, 16])
@@ -95,19 +111,19 @@ def test_reversed_on_every_query_gives_the_exact_sign_test_p(n):
     res = evaluate(ranked_rows(n), n_bootstrap=0)
     hr1 = res["comparisons"]["hr@1"]["best"]["reversed"]
     assert hr1["mean_diff"] == 1.0 and hr1["exact"] is True
-    assert hr1["p"] == 2 / 2 ** n                        # only all-plus and all-minus reach |sum d|
+    assert hr1["p"] == 2 / 2**n  # only all-plus and all-minus reach |sum d|
     assert hr1["ci"] is None and hr1["sd"] == (0.0 if n >= 2 else None)
-    if n >= 2:                                          # reversing every row keeps every Kendall tau
+    if n >= 2:  # reversing every row keeps every Kendall tau
         loc = res["comparisons"]["loc"]["best"]["reversed"]
         assert loc["mean_diff"] == 0.0 and loc["p"] == 1.0
     # the same from the plain function, with unequal magnitudes and either sign
     d = -np.arange(1, n + 1) / 7
-    assert sign_flip_p(d) == (2 / 2 ** n, True)
+    assert sign_flip_p(d) == (2 / 2**n, True)
 
 
 def test_more_than_16_queries_use_seeded_flips():
     p, exact = sign_flip_p(np.ones(20), n_permutations=999, seed=3)
-    assert not exact and p == 1 / 1000                   # (1 + 0) / (1 + 999): no random vector is all +1 or -1
+    assert not exact and p == 1 / 1000  # (1 + 0) / (1 + 999): no random vector is all +1 or -1
     assert sign_flip_p(np.zeros(40)) == (1.0, False)
     rng = np.random.default_rng(0)
     d = rng.normal(0.1, 1, size=40)
@@ -115,8 +131,10 @@ def test_more_than_16_queries_use_seeded_flips():
     # a column with few paired queries is enumerated exactly even when the run has more queries
     values = np.full(30, np.nan)
     values[:5] = 1.0
-    pq = {"a": PerQuery(tuple(f"q{i}" for i in range(30)), {"x": values}),
-          "b": PerQuery(tuple(f"q{i}" for i in range(30)), {"x": np.where(np.isnan(values), np.nan, 0.0)})}
+    pq = {
+        "a": PerQuery(tuple(f"q{i}" for i in range(30)), {"x": values}),
+        "b": PerQuery(tuple(f"q{i}" for i in range(30)), {"x": np.where(np.isnan(values), np.nan, 0.0)}),
+    }
     rec = compare_methods(pq, n_bootstrap=0)["x"]["a"]["b"]
     assert rec["n"] == 5 and rec["exact"] is True and rec["p"] == 2 / 32
 
@@ -130,6 +148,7 @@ def test_queries_for_power_is_the_normal_approximation():
 
 # ----------------------------------------------------------------------------------------------- literal
 
+
 def test_literal_computation_on_a_small_file(tmp_path):
     """Six queries, two methods, through ``invarirank evaluate FILE``: every number of hr@1, ndcg@5, loc and
     exposure_mad@2 recomputed here from the protocol (literal evaluator), itertools and numpy."""
@@ -139,19 +158,34 @@ def test_literal_computation_on_a_small_file(tmp_path):
         ids = [f"{q}{c}" for c in "abcd"]
         for t in range(3):
             presented = [ids[j] for j in rng.permutation(4)]
-            rows.append({"query_id": f"u{q}", "method": "follow", "permutation": t, "input": presented,
-                         "output": presented, "relevant": [ids[0]]})
-            rows.append({"query_id": f"u{q}", "method": "noisy", "permutation": t, "input": presented,
-                         "output": [ids[j] for j in rng.permutation(4)], "relevant": [ids[0]]})
+            rows.append(
+                {
+                    "query_id": f"u{q}",
+                    "method": "follow",
+                    "permutation": t,
+                    "input": presented,
+                    "output": presented,
+                    "relevant": [ids[0]],
+                }
+            )
+            rows.append(
+                {
+                    "query_id": f"u{q}",
+                    "method": "noisy",
+                    "permutation": t,
+                    "input": presented,
+                    "output": [ids[j] for j in rng.permutation(4)],
+                    "relevant": [ids[0]],
+                }
+            )
     path = tmp_path / "obs.jsonl"
     write_observations(path, rows)
-    assert main(["evaluate", str(path), "--bootstrap", "300", "--seed", "5", "--k", "1,5",
-                 "--exposure-k", "2"]) == 0
+    assert main(["evaluate", str(path), "--bootstrap", "300", "--seed", "5", "--k", "1,5", "--exposure-k", "2"]) == 0
     stored = json.loads((tmp_path / "metrics.json").read_text())
     assert stored["schema_version"] == METRICS_SCHEMA_VERSION and stored["settings"]["permutations"] == 10000
     lit = literal_evaluate(rows, ks=(1, 5), exposure_k=2)["methods"]
     qids = [f"u{q}" for q in range(6)]
-    draws = np.random.default_rng(5).integers(0, 6, size=(300, 6))       # the bootstrap's resamples
+    draws = np.random.default_rng(5).integers(0, 6, size=(300, 6))  # the bootstrap's resamples
     signs = list(itertools.product([1, -1], repeat=6))
     for metric in ("hr@1", "ndcg@5", "loc"):
         d = [lit["follow"]["per_query"][q][metric] - lit["noisy"]["per_query"][q][metric] for q in qids]
@@ -179,20 +213,24 @@ def test_literal_computation_on_a_small_file(tmp_path):
 
     rec = stored["comparisons"]["exposure_mad@2"]["follow"]["noisy"]
     observed = mad_diff(["follow"] * 6, ["noisy"] * 6)
-    assert observed == pytest.approx(lit["follow"]["overall"]["exposure_mad@2"]
-                                     - lit["noisy"]["overall"]["exposure_mad@2"])
-    assert observed > 0.2                                                # a position follower is far from flat
+    assert observed == pytest.approx(
+        lit["follow"]["overall"]["exposure_mad@2"] - lit["noisy"]["overall"]["exposure_mad@2"]
+    )
+    assert observed > 0.2  # a position follower is far from flat
     assert rec["mean_diff"] == pytest.approx(observed, abs=1e-12)
-    swapped = [mad_diff(["follow" if s > 0 else "noisy" for s in sv], ["noisy" if s > 0 else "follow" for s in sv])
-               for sv in signs]
+    swapped = [
+        mad_diff(["follow" if s > 0 else "noisy" for s in sv], ["noisy" if s > 0 else "follow" for s in sv])
+        for sv in signs
+    ]
     assert rec["p"] == pytest.approx(sum(abs(x) >= abs(observed) - 1e-12 for x in swapped) / 64, abs=1e-12)
-    def pooled_mad(method: str, drawn: np.ndarray) -> float:           # a resample: rows of the drawn queries
+
+    def pooled_mad(method: str, drawn: np.ndarray) -> float:  # a resample: rows of the drawn queries
         return exposure([r for i in drawn for r in by[(method, qids[i])]], k=2)["mad"]
 
     reps = [pooled_mad("follow", row) - pooled_mad("noisy", row) for row in draws]
-    low, high = np.percentile(reps, [2.5, 97.5])            # the basic interval reflects them about the estimate
+    low, high = np.percentile(reps, [2.5, 97.5])  # the basic interval reflects them about the estimate
     assert rec["ci"] == pytest.approx([2 * observed - high, 2 * observed - low], abs=1e-12)
-    for method in ("follow", "noisy"):                      # each method's own interval: basic, clipped at 0
+    for method in ("follow", "noisy"):  # each method's own interval: basic, clipped at 0
         value = lit[method]["overall"]["exposure_mad@2"]
         low, high = np.percentile([pooled_mad(method, row) for row in draws], [2.5, 97.5])
         ci = stored["methods"][method]["overall"]["ci"]["exposure_mad@2"]
@@ -210,6 +248,7 @@ def test_comparisons_from_a_metrics_file_equal_evaluate(tmp_path):
 
 # ----------------------------------------------------------------------------------------------- coverage
 
+
 def test_paired_interval_covers_a_known_difference_92_to_98_percent_of_400_runs():
     """Per-query values with a query effect and a true mean difference of 0.3; each run is its own seed."""
     true_diff, n, covered = 0.3, 40, 0
@@ -219,14 +258,16 @@ def test_paired_interval_covers_a_known_difference_92_to_98_percent_of_400_runs(
         base = rng.normal(0, 1, n)
         a = base + rng.normal(0, 1, n) + true_diff
         b = base + rng.normal(0, 1, n)
-        rec = compare_methods({"a": PerQuery(qids, {"x": a}), "b": PerQuery(qids, {"x": b})}, seed=run,
-                              n_bootstrap=1000, n_permutations=1)["x"]["a"]["b"]
+        rec = compare_methods(
+            {"a": PerQuery(qids, {"x": a}), "b": PerQuery(qids, {"x": b})}, seed=run, n_bootstrap=1000, n_permutations=1
+        )["x"]["a"]["b"]
         covered += rec["ci"][0] <= true_diff <= rec["ci"][1]
     assert 0.92 <= covered / 400 <= 0.98, covered
     print(f"coverage {covered / 400:.3f}")
 
 
 # ----------------------------------------------------------------------------------------------- claims
+
 
 def test_holm_step_down():
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
@@ -236,30 +277,37 @@ def test_holm_step_down():
 
 
 def _record(mean_diff, p, queries_80=50):
-    return {"n": 30, "mean_diff": mean_diff, "ci": [mean_diff - 0.1, mean_diff + 0.1], "p": p, "exact": False,
-            "sd": 0.2, "queries_80": queries_80}
+    return {
+        "n": 30,
+        "mean_diff": mean_diff,
+        "ci": [mean_diff - 0.1, mean_diff + 0.1],
+        "p": p,
+        "exact": False,
+        "sd": 0.2,
+        "queries_80": queries_80,
+    }
 
 
 def test_verdicts_from_hand_made_comparisons():
     claim = ordering_claim("c", "loc", ("x", "y", "z"), True, "test")
     assert claim.pairs == (("x", "y"), ("y", "z")) and claim.text == "x > y > z"
-    stored = {"loc": {"x": {"y": _record(0.2, 0.001)}, "z": {"y": _record(-0.1, 0.02)}}}   # z - y stored
+    stored = {"loc": {"x": {"y": _record(0.2, 0.001)}, "z": {"y": _record(-0.1, 0.02)}}}  # z - y stored
     v = judge_claim(claim, stored)
     assert v["verdict"] == "reproduced"
     assert [p["p_holm"] for p in v["pairs"]] == pytest.approx([0.002, 0.02])
     assert v["pairs"][1]["mean_diff"] == pytest.approx(0.1) and v["pairs"][1]["ci"] == pytest.approx([0.0, 0.2])
-    assert all(p["queries_80"] is None for p in v["pairs"])          # resolved pairs need no more queries
-    stored["loc"]["x"]["y"] = _record(0.2, 0.04)                      # both raw p < 0.05, but Holm: 2 x 0.03
+    assert all(p["queries_80"] is None for p in v["pairs"])  # resolved pairs need no more queries
+    stored["loc"]["x"]["y"] = _record(0.2, 0.04)  # both raw p < 0.05, but Holm: 2 x 0.03
     stored["loc"]["z"]["y"] = _record(-0.1, 0.03)
     v = judge_claim(claim, stored)
     assert [p["p_holm"] for p in v["pairs"]] == pytest.approx([0.06, 0.06])
     assert v["verdict"] == "unresolved" and [p["queries_80"] for p in v["pairs"]] == [50, 50]
-    stored["loc"]["z"]["y"] = _record(0.1, 0.001)                     # z above y, resolved: contradicted
+    stored["loc"]["z"]["y"] = _record(0.1, 0.001)  # z above y, resolved: contradicted
     v = judge_claim(claim, stored)
     assert v["verdict"] == "contradicted" and v["pairs"][1]["direction"] == "reversed"
     lower = Claim("d", "ppi", (("x", "y"),), False, "x < y", "test")
     assert judge_claim(lower, {"ppi": {"x": {"y": _record(0.2, 0.001)}}})["verdict"] == "contradicted"
-    assert judge_claim(claim, {"loc": {"x": {"y": _record(0.2, 0.001)}}}) is None        # a pair is missing
+    assert judge_claim(claim, {"loc": {"x": {"y": _record(0.2, 0.001)}}}) is None  # a pair is missing
     assert comparison(stored, "loc", "y", "x")["mean_diff"] == -0.2 and comparison(stored, "ppi", "x", "y") is None
 
 
@@ -281,12 +329,13 @@ def test_a_doctored_run_flips_the_verdict():
     doctored = evaluate(simulated_run(names={"sgs": "stella", "stella": "sgs"}), n_bootstrap=100)
     assert doctored["claims"]["loc_order"]["verdict"] == "contradicted"
     assert judge_claims(doctored["comparisons"]) == doctored["claims"]
-    few = evaluate(simulated_run(n_queries=3), n_bootstrap=100)          # 3 queries cannot resolve anything
+    few = evaluate(simulated_run(n_queries=3), n_bootstrap=100)  # 3 queries cannot resolve anything
     assert few["claims"]["loc_order"]["verdict"] == "unresolved"
     assert all(p["queries_80"] for p in few["claims"]["loc_order"]["pairs"])
 
 
 # ----------------------------------------------------------------------------------------------- output
+
 
 def test_deterministic_json_and_printed_table(tmp_path, capsys):
     rows = simulated_run(n_queries=20)
@@ -310,8 +359,11 @@ def test_deterministic_json_and_printed_table(tmp_path, capsys):
 
 def test_schema_1_files_still_read():
     res = evaluate(simulated_run(n_queries=4), n_bootstrap=0, n_permutations=0)
-    old = {"schema_version": 1, "settings": {k: v for k, v in res["settings"].items() if k != "permutations"},
-           "methods": res["methods"]}
+    old = {
+        "schema_version": 1,
+        "settings": {k: v for k, v in res["settings"].items() if k != "permutations"},
+        "methods": res["methods"],
+    }
     assert format_comparisons(old) == ""
     values = {m: per_query_from_block(b) for m, b in old["methods"].items()}
     assert set(compare_methods(values, n_bootstrap=0)) >= {"hr@5", "loc"}

@@ -30,7 +30,7 @@ def test_the_basic_interval_reflects_the_percentile_interval_about_the_estimate(
     assert q is not None
     assert basic_interval(reps, 0.4, lower=None) == pytest.approx([0.8 - q[1], 0.8 - q[0]])
     assert basic_interval(reps, 0.1) == [max(0.0, 0.2 - q[1]), max(0.0, 0.2 - q[0])]
-    assert basic_interval(reps, 0.1, lower=None)[0] < 0                 # unclipped, a difference can be negative
+    assert basic_interval(reps, 0.1, lower=None)[0] < 0  # unclipped, a difference can be negative
     assert basic_interval(np.array([np.nan]), 0.1) is None
     symmetric = 0.5 + np.linspace(-0.2, 0.2, 41)
     assert basic_interval(symmetric, 0.5) == pytest.approx(percentile_interval(symmetric), abs=1e-12)
@@ -38,7 +38,8 @@ def test_the_basic_interval_reflects_the_percentile_interval_about_the_estimate(
 
 @pytest.mark.parametrize("beta, percentile_at_most", [(0.25, 0.1), (0.5, 0.7)])
 def test_on_a_known_curve_the_basic_interval_covers_the_true_mad_and_the_percentile_interval_does_not(
-        beta, percentile_at_most):
+    beta, percentile_at_most
+):
     """Q = 40, M = 20, K = 25 (Table 1's shape), a true exposure MAD of 0.01 or 0.02: 60 simulated data sets, 300
     replicates each. The percentile interval covers the truth in at most 10 % / 70 % of them (0 and 0.50 in the
     committed 300-draw measurement), the basic interval in at least 75 % (0.87 and 0.89 there)."""
@@ -46,7 +47,7 @@ def test_on_a_known_curve_the_basic_interval_covers_the_true_mad_and_the_percent
     assert 0.005 < r["mad"]["truth"] < 0.03
     assert r["mad"]["coverage"]["percentile"] <= percentile_at_most
     assert r["mad"]["coverage"]["basic"] >= 0.75
-    assert r["mad"]["mean_estimate"] > r["mad"]["truth"]                 # the upward bias the interval corrects
+    assert r["mad"]["mean_estimate"] > r["mad"]["truth"]  # the upward bias the interval corrects
 
 
 def test_the_committed_measurement_is_the_one_the_protocol_chapter_shows():
@@ -74,5 +75,5 @@ def test_replicate_totals_are_summed_in_query_order_not_by_a_blas_kernel():
     rng = np.random.default_rng(0)
     c, v = rng.integers(0, 4, (50, 40)).astype(float), rng.random((40, 3))
     assert totals(c, v) == pytest.approx(c @ v, rel=1e-13)
-    y = totals(np.vstack(list(resample_counts(40, 200, 7))), v)       # collect sums its resamples the same way
+    y = totals(np.vstack(list(resample_counts(40, 200, 7))), v)  # collect sums its resamples the same way
     assert collect(40, 200, 7, v, {"r": ratio(0, 1)})["r"].tolist() == (y[:, 0] / y[:, 1]).tolist()

@@ -36,8 +36,17 @@ from tests.literal_evaluator import literal_evaluate
 
 def rows_of(orders, outputs=None, relevant=("a",), query="q", method="m"):
     outputs = orders if outputs is None else outputs
-    return [{"query_id": query, "method": method, "permutation": t, "input": list(i), "output": list(o),
-             "relevant": list(relevant)} for t, (i, o) in enumerate(zip(orders, outputs))]
+    return [
+        {
+            "query_id": query,
+            "method": method,
+            "permutation": t,
+            "input": list(i),
+            "output": list(o),
+            "relevant": list(relevant),
+        }
+        for t, (i, o) in enumerate(zip(orders, outputs))
+    ]
 
 
 def overall(rows, **kw):
@@ -47,6 +56,7 @@ def overall(rows, **kw):
 
 
 # ----------------------------------------------------------------------------------------------- §6
+
 
 def test_known_position_follower():
     rows = rows_of(["abc", "cba"])
@@ -79,10 +89,11 @@ def test_known_single_cell_has_no_ppi():
     block = res["methods"]["m"]
     assert block["per_query"]["q"]["ppi"] is None
     assert block["overall"]["ppi"] is None and block["overall"]["ppi_queries"] == 0
-    assert block["overall"]["gpi"] == 4 / 9          # GPI and LOC do not need positions
+    assert block["overall"]["gpi"] == 4 / 9  # GPI and LOC do not need positions
 
 
 # ----------------------------------------------------------------------------------------------- §5 edge cases
+
 
 def test_single_row_and_k1_have_no_consistency_but_count_for_effectiveness():
     rows = rows_of(["abc"], relevant=("a",), query="one") + rows_of(["z", "z"], relevant=("z",), query="k1")
@@ -101,7 +112,7 @@ def test_single_row_and_k1_have_no_consistency_but_count_for_effectiveness():
 
 def test_effectiveness_definitions():
     out = ["x", "a", "y", "b"]
-    truth = ["a", "b", "a", "c"]                    # duplicates collapse; "c" is not a candidate
+    truth = ["a", "b", "a", "c"]  # duplicates collapse; "c" is not a candidate
     assert hit_rate(out, truth, 1) == 0.0 and hit_rate(out, truth, 2) == 1.0
     idcg2 = 1 + 1 / math.log2(3)
     assert ndcg(out, truth, 2) == pytest.approx((1 / math.log2(3)) / idcg2)
@@ -119,7 +130,7 @@ def test_overall_weighs_queries_by_rows():
     rows = rows_of(["ab", "ba", "ab"], ["ab", "ab", "ab"], relevant=("a",), query="q3")
     rows += rows_of(["ab"], ["ba"], relevant=("a",), query="q1")
     ov = overall(rows, ks=(1,))
-    assert ov["hr@1"] == 0.75                        # rows, not queries: (3 + 0) / 4
+    assert ov["hr@1"] == 0.75  # rows, not queries: (3 + 0) / 4
 
 
 def test_exposure_mixed_k_pools_rows_with_k_above_p():
@@ -144,6 +155,7 @@ def test_gpi_tie_break_is_code_point_order():
 
 # ----------------------------------------------------------------------------------------------- API on lists/frames
 
+
 def test_per_metric_functions_on_lists_and_frames():
     rows = rows_of(["abc", "bca", "cab"])
     frame = pd.DataFrame(rows)
@@ -155,7 +167,7 @@ def test_per_metric_functions_on_lists_and_frames():
     assert exposure(frame, k=1)["exposure"] == [1.0, 0.0, 0.0]
     assert evaluate(frame, n_bootstrap=0) == evaluate(rows, n_bootstrap=0)
     with pytest.raises(InvariRankError):
-        ppi(outs)                                    # positions need the presented orders
+        ppi(outs)  # positions need the presented orders
     assert gpi([["a", "b"]]) is None and loc([["a", "b"]]) is None
 
 
@@ -178,6 +190,7 @@ def test_literal_and_fast_agree_on_known_answers():
 
 # ----------------------------------------------------------------------------------------------- output
 
+
 def _reject_nan(text):
     json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(AssertionError(c)))
 
@@ -188,9 +201,16 @@ def test_metrics_shape_deterministic_and_nan_free(tmp_path):
     for q in range(12):
         ids = [str(x) for x in rng.choice(100, 6, replace=False)]
         for t in range(int(rng.integers(1, 5))):
-            rows.append({"query_id": f"u{q}", "method": "zs", "permutation": t,
-                         "input": list(rng.permutation(ids)), "output": list(rng.permutation(ids)),
-                         "relevant": ids[:1]})
+            rows.append(
+                {
+                    "query_id": f"u{q}",
+                    "method": "zs",
+                    "permutation": t,
+                    "input": list(rng.permutation(ids)),
+                    "output": list(rng.permutation(ids)),
+                    "relevant": ids[:1],
+                }
+            )
     a, b = evaluate(rows), evaluate(rows)
     text = dumps_metrics(a)
     assert text == dumps_metrics(b)
@@ -205,8 +225,18 @@ def test_metrics_shape_deterministic_and_nan_free(tmp_path):
             assert f"{m}@{k}" in ov and f"{m}@{k}" in ov["ci"]
             low, high = ov["ci"][f"{m}@{k}"]
             assert low <= high
-    for key in ("ppi", "gpi", "gpi_exact", "loc", "exposure@5", "expected_exposure@5", "exposure_mad@5",
-                "exposure_maxdev@5", "queries", "rows"):
+    for key in (
+        "ppi",
+        "gpi",
+        "gpi_exact",
+        "loc",
+        "exposure@5",
+        "expected_exposure@5",
+        "exposure_mad@5",
+        "exposure_maxdev@5",
+        "queries",
+        "rows",
+    ):
         assert key in ov
     assert set(ov["ci"]) >= {"ppi", "gpi", "gpi_exact", "loc", "exposure_mad@5", "exposure_maxdev@5"}
     pq = a["methods"]["zs"]["per_query"]["u0"]
@@ -229,13 +259,20 @@ def test_gpi_exact_null_when_some_query_is_too_large():
 
 def test_settings_are_checked():
     rows = rows_of(["ab", "ba"])
-    for kw in ({"ks": (0,)}, {"exposure_k": 0}, {"buckets": 0}, {"exact_kemeny_max_k": 17},
-               {"n_bootstrap": -1}, {"seed": -1}):
+    for kw in (
+        {"ks": (0,)},
+        {"exposure_k": 0},
+        {"buckets": 0},
+        {"exact_kemeny_max_k": 17},
+        {"n_bootstrap": -1},
+        {"seed": -1},
+    ):
         with pytest.raises(InvariRankError):
             evaluate(rows, **kw)
 
 
 # ----------------------------------------------------------------------------------------------- files
+
 
 @pytest.mark.parametrize("name", ["obs.jsonl", "obs.jsonl.gz", "obs.parquet"])
 def test_write_read_roundtrip(tmp_path, name):
@@ -251,7 +288,7 @@ def test_write_read_roundtrip(tmp_path, name):
     assert evaluate(path, n_bootstrap=0) == evaluate(rows, n_bootstrap=0)
     first = path.read_bytes()
     write_observations(path, rows)
-    assert path.read_bytes() == first                # deterministic
+    assert path.read_bytes() == first  # deterministic
     if name.endswith(".gz"):
         assert gzip.decompress(first).decode().splitlines()[0].startswith('{"schema_version": 1, "query_id"')
 
@@ -265,6 +302,7 @@ def test_write_refuses_invalid_rows(tmp_path):
 
 def test_percentile_interval_matches_numpy():
     from invarirank.evaluation.bootstrap import percentile_interval
+
     rng = np.random.default_rng(0)
     for n in (1, 2, 3, 7, 40, 999, 1000):
         r = rng.normal(size=n)
@@ -276,10 +314,18 @@ def test_percentile_interval_matches_numpy():
 def test_a_metrics_file_of_another_schema_version_is_one_clear_error():
     from invarirank.evaluation import check_metrics_version
     from invarirank.evaluation.engine import METRICS_SCHEMA_VERSION
+
     current = {"schema_version": METRICS_SCHEMA_VERSION, "methods": {}}
     assert check_metrics_version(current, "m.json") is current
-    for bad, found in (({"schema_version": 1}, "schema_version 1"), ({}, "schema_version None"),
-                       ({"schema_version": True}, "schema_version True"), ([], "not a metrics object")):
-        with pytest.raises(InvariRankError, match=rf"^run/metrics.json: {found}, expected schema_version "
-                                                  rf"{METRICS_SCHEMA_VERSION} .*invarirank evaluate"):
+    for bad, found in (
+        ({"schema_version": 1}, "schema_version 1"),
+        ({}, "schema_version None"),
+        ({"schema_version": True}, "schema_version True"),
+        ([], "not a metrics object"),
+    ):
+        with pytest.raises(
+            InvariRankError,
+            match=rf"^run/metrics.json: {found}, expected schema_version "
+            rf"{METRICS_SCHEMA_VERSION} .*invarirank evaluate",
+        ):
             check_metrics_version(bad, "run/metrics.json")

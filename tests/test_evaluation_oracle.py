@@ -18,8 +18,9 @@ from tests.literal_evaluator import literal_evaluate, literal_local_search, loc_
 
 
 def examples(n: int) -> settings:
-    return settings(max_examples=n, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    return settings(
+        max_examples=n, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    )
 
 
 def close(a, b) -> bool:
@@ -36,12 +37,15 @@ def by_query(rows):
 
 
 @examples(500)
-@given(rows=families(), ks=st.sampled_from([(1, 5, 10), (1, 3, 20), (2,)]), exposure_k=st.integers(1, 6),
-       buckets=st.sampled_from([1, 2, 3, 3, 4, 5, 9, 12]))
+@given(
+    rows=families(),
+    ks=st.sampled_from([(1, 5, 10), (1, 3, 20), (2,)]),
+    exposure_k=st.integers(1, 6),
+    buckets=st.sampled_from([1, 2, 3, 3, 4, 5, 9, 12]),
+)
 def test_fast_equals_literal(rows, ks, exposure_k, buckets):
     lit = literal_evaluate(rows, ks=ks, exposure_k=exposure_k, buckets=buckets)
-    fast = evaluate(rows, ks=ks, exposure_k=exposure_k, buckets=buckets, n_bootstrap=0,
-                    exact_kemeny_max_k=None)
+    fast = evaluate(rows, ks=ks, exposure_k=exposure_k, buckets=buckets, n_bootstrap=0, exact_kemeny_max_k=None)
     assert list(fast["methods"]) == list(lit["methods"])
     groups = by_query(rows)
     for method, block in lit["methods"].items():
@@ -84,8 +88,9 @@ def test_gpi_bounds_and_exact_kemeny(rows):
 
 def brute_force_mass(W: np.ndarray) -> int:
     K = W.shape[0]
-    return min(sum(int(W[o[b], o[a]]) for a in range(K) for b in range(a + 1, K))
-               for o in itertools.permutations(range(K)))
+    return min(
+        sum(int(W[o[b], o[a]]) for a in range(K) for b in range(a + 1, K)) for o in itertools.permutations(range(K))
+    )
 
 
 @st.composite
@@ -144,7 +149,7 @@ def test_swap_delta_formula(W, data):
 def test_local_search_matches_literal_on_any_win_matrix(W):
     """The vectorised search follows the literal rule step for step on arbitrary integer win counts."""
     K = W.shape[0]
-    items = [f"i{n:02d}" for n in range(K)]          # index order = code-point order
+    items = [f"i{n:02d}" for n in range(K)]  # index order = code-point order
     Wd = {items[i]: {items[j]: int(W[i, j]) for j in range(K) if j != i} for i in range(K)}
     lit_mass, lit_order = literal_local_search(items, Wd)
     order, mass = gpi_local_search(W[None])
@@ -157,9 +162,16 @@ def test_invariant_to_order_preserving_renaming(rows):
     rename = {}
     for r in rows:
         for x in r["input"] + r["relevant"]:
-            rename[x] = "id:" + x             # a common prefix keeps code-point order
-    renamed = [{**r, "input": [rename[x] for x in r["input"]], "output": [rename[x] for x in r["output"]],
-                "relevant": [rename[x] for x in r["relevant"]]} for r in rows]
+            rename[x] = "id:" + x  # a common prefix keeps code-point order
+    renamed = [
+        {
+            **r,
+            "input": [rename[x] for x in r["input"]],
+            "output": [rename[x] for x in r["output"]],
+            "relevant": [rename[x] for x in r["relevant"]],
+        }
+        for r in rows
+    ]
     a = evaluate(rows, n_bootstrap=50, exact_kemeny_max_k=8)
     b = evaluate(renamed, n_bootstrap=50, exact_kemeny_max_k=8)
     assert a == b

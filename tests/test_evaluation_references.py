@@ -18,7 +18,7 @@ from invarirank.evaluation.references import random_expectations, read_first_sta
 @pytest.mark.parametrize("K,g,n", [(5, 1, 1), (5, 2, 4), (6, 3, 3), (4, 0, 2), (7, 7, 9)])
 def test_random_expectations_are_the_exact_average_over_all_rankings(K, g, n):
     items = [f"i{j}" for j in range(K)]
-    truth = items[:g] + [f"x{j}" for j in range(n - g)]          # n - g relevant ids that are not candidates
+    truth = items[:g] + [f"x{j}" for j in range(n - g)]  # n - g relevant ids that are not candidates
     ks = [1, 3, 5, 10]
     perms = list(itertools.permutations(items))
     want = random_expectations(K, g, n, ks)
@@ -43,15 +43,27 @@ def _rows(n_queries=6, K=6, M=6, seed=0):
         rel = [items[0], items[3], "elsewhere"]
         for t in range(M):
             inp = [items[i] for i in rng.permutation(K)]
-            for method, out in (("a", sorted(inp)), ("b", inp[::-1])):   # a ignores the order, b follows it
-                rows.append({"schema_version": 1, "query_id": f"u{q}", "method": method, "permutation": t,
-                             "input": inp, "output": out, "relevant": rel, "model": "m", "dataset": "d", "k": K})
+            for method, out in (("a", sorted(inp)), ("b", inp[::-1])):  # a ignores the order, b follows it
+                rows.append(
+                    {
+                        "schema_version": 1,
+                        "query_id": f"u{q}",
+                        "method": method,
+                        "permutation": t,
+                        "input": inp,
+                        "output": out,
+                        "relevant": rel,
+                        "model": "m",
+                        "dataset": "d",
+                        "k": K,
+                    }
+                )
     return rows
 
 
 def test_first_stage_reference_is_perfectly_consistent_and_as_effective_as_its_ranking():
     rows = _rows()
-    fs = {f"u{q}": [f"q{q}i{j}" for j in range(6)] for q in range(6)}     # relevant at ranks 1 and 4
+    fs = {f"u{q}": [f"q{q}i{j}" for j in range(6)] for q in range(6)}  # relevant at ranks 1 and 4
     m = evaluate(rows, n_bootstrap=50, n_permutations=200, first_stage=fs)
     ref = m["references"]["first_stage"]["overall"]
     assert ref["ppi"] == 0.0 and ref["gpi"] == 0.0 and ref["loc"] == 1.0
@@ -60,8 +72,8 @@ def test_first_stage_reference_is_perfectly_consistent_and_as_effective_as_its_r
     # a ignores the presented order too: no difference in consistency; b is worse
     comp = m["references"]["first_stage"]["comparisons"]
     assert comp["loc"]["a"]["mean_diff"] == pytest.approx(0.0)
-    assert comp["loc"]["b"]["mean_diff"] < 0                        # method - reference
-    assert set(m["methods"]) == {"a", "b"}                          # references stay out of "methods"
+    assert comp["loc"]["b"]["mean_diff"] < 0  # method - reference
+    assert set(m["methods"]) == {"a", "b"}  # references stay out of "methods"
 
 
 def test_random_reference_is_seeded_and_consistency_is_near_its_expectation():
@@ -71,8 +83,8 @@ def test_random_reference_is_seeded_and_consistency_is_near_its_expectation():
     assert json.dumps(m1) == json.dumps(m2)
     r = m1["references"]["random"]["overall"]
     assert "first_stage" not in m1["references"]
-    assert abs(r["loc"]) < 0.1                                      # random outputs agree with nothing
-    assert r["hr@1"] == pytest.approx(2 / 6)                       # two relevant candidates among six
+    assert abs(r["loc"]) < 0.1  # random outputs agree with nothing
+    assert r["hr@1"] == pytest.approx(2 / 6)  # two relevant candidates among six
     m0 = evaluate(rows, n_bootstrap=0, n_permutations=0, reference_replicates=0)
     assert m0["references"] == {}
 
@@ -108,7 +120,7 @@ def test_the_report_shows_each_reference_and_each_method_against_it():
     text = format_references(m)
     assert "reference: first-stage order" in text and "reference: random order" in text
     lines = text.splitlines()
-    assert sum(line.lstrip().startswith(("a ", "b ")) for line in lines) == 4      # two methods x two references
+    assert sum(line.lstrip().startswith(("a ", "b ")) for line in lines) == 4  # two methods x two references
     assert text in format_table(m)
     assert format_references({**m, "references": {}}) == ""
 

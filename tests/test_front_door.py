@@ -34,8 +34,7 @@ def readme_example() -> str:
 def run_example(code: str, cwd: Path) -> subprocess.CompletedProcess:
     """``code`` in a fresh interpreter in ``cwd`` (with this checkout first on the path), as a reader runs it."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
 def reader_folder(tmp_path: Path, k: int = 6) -> Path:
@@ -51,11 +50,11 @@ def test_the_readme_example_is_short_and_runs_as_written(tmp_path):
     assert len(code.strip().splitlines()) <= 10
     res = run_example(code, folder)
     assert res.returncode == 0, res.stderr[-3000:]
-    printed = eval(res.stdout.strip().splitlines()[-1])                   # the dict the example prints
+    printed = eval(res.stdout.strip().splitlines()[-1])  # the dict the example prints
     assert list(printed) == ["zero_shot", "bootstrapping", "sgs"]
     assert all(-1.0 <= v <= 1.0 for v in printed.values())
     rows = ir.read_observations(folder / "observations.jsonl")
-    assert len(rows) == 5 * 3 * 4                                         # 5 queries x 3 methods x M = 4
+    assert len(rows) == 5 * 3 * 4  # 5 queries x 3 methods x M = 4
     assert ir.evaluate(rows, n_bootstrap=200) == ir.evaluate(folder / "observations.jsonl", n_bootstrap=200)
 
 
@@ -66,8 +65,12 @@ def test_the_readme_example_with_smollm2(tmp_path):
     pytest.importorskip("transformers")
     folder = reader_folder(tmp_path, k=3)
     code = readme_example()
-    for old, new in (('ir.make_scorer("simulated")', 'ir.make_scorer("span", "smollm2-135m", pass_cache=False)'),
-                     ("[:5]", "[:1]"), ("M=4", "M=2"), ("n_bootstrap=200", "n_bootstrap=0")):
+    for old, new in (
+        ('ir.make_scorer("simulated")', 'ir.make_scorer("span", "smollm2-135m", pass_cache=False)'),
+        ("[:5]", "[:1]"),
+        ("M=4", "M=2"),
+        ("n_bootstrap=200", "n_bootstrap=0"),
+    ):
         assert old in code
         code = code.replace(old, new)
     res = run_example(code, folder)
@@ -98,9 +101,17 @@ def test_every_front_door_name_resolves_to_its_documented_object():
     from invarirank.llm import make_scorer
     from invarirank.methods import METHODS
     from invarirank.runner import rerank_query
-    expected = {"read_candidates": read_candidates, "make_scorer": make_scorer, "METHODS": METHODS,
-                "rerank_query": rerank_query, "evaluate": evaluate, "read_observations": read_observations,
-                "write_observations": write_observations, "InvariRankError": InvariRankError}
+
+    expected = {
+        "read_candidates": read_candidates,
+        "make_scorer": make_scorer,
+        "METHODS": METHODS,
+        "rerank_query": rerank_query,
+        "evaluate": evaluate,
+        "read_observations": read_observations,
+        "write_observations": write_observations,
+        "InvariRankError": InvariRankError,
+    }
     assert set(ir.__all__) == set(expected) | {"__version__"}
     for name, obj in expected.items():
         assert getattr(ir, name) is obj, name
@@ -112,7 +123,7 @@ def test_every_front_door_name_resolves_to_its_documented_object():
 def test_rerank_query_takes_any_scorer_and_evaluate_takes_its_rows():
     q = toy_split_queries(n_test=2, k=6)[0]
 
-    class Plain:                                  # the Scorer protocol and nothing else: no clear(), no batches
+    class Plain:  # the Scorer protocol and nothing else: no clear(), no batches
         name = "plain"
 
         def __init__(self):
@@ -127,8 +138,9 @@ def test_rerank_query_takes_any_scorer_and_evaluate_takes_its_rows():
 
     plain = Plain()
     rows = ir.rerank_query(plain, q, M=3, seed=5)
-    assert [(r.method, r.permutation) for r in rows] == [(m, t) for m in ("zero_shot", "bootstrapping", "sgs")
-                                                         for t in range(3)]
+    assert [(r.method, r.permutation) for r in rows] == [
+        (m, t) for m in ("zero_shot", "bootstrapping", "sgs") for t in range(3)
+    ]
     assert {r.model for r in rows} == {"plain"} and {r.dataset for r in rows} == {""}
     # passes are shared between the methods of the query: fewer scorer calls than requested passes
     assert plain.calls < sum(r.passes for r in rows)
@@ -142,7 +154,7 @@ def test_rerank_query_keeps_a_given_pass_cache_and_its_counters():
     q = toy_split_queries(n_test=1, k=5)[0]
     cache = QueryPassCache(SimulatedScorer(seed=0))
     rows = ir.rerank_query(cache, q, methods=["sgs", "zero_shot"], M=2, model="m", dataset="d")
-    assert [r.method for r in rows] == ["zero_shot", "zero_shot", "sgs", "sgs"]   # the registry's order
+    assert [r.method for r in rows] == ["zero_shot", "zero_shot", "sgs", "sgs"]  # the registry's order
     assert cache.counters()["requests"] == sum(r.passes for r in rows) and cache.counters()["hits"] > 0
     assert {(r.model, r.dataset) for r in rows} == {("m", "d")}
 
@@ -157,15 +169,18 @@ def test_stella_runs_when_calibrations_are_given():
     assert all(4 <= r.passes <= 10 for r in rows if r.method == "stella")
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(methods=["zero_shot", "borda"]), "unknown method 'borda'"),
-    (dict(methods=[]), "'methods' is empty"),
-    (dict(methods=["stella"]), r"needs calibrations\[5\]"),
-    (dict(calibrations={4: np.eye(4)}), r"needs calibrations\[5\]"),
-    (dict(calibrations={5: np.eye(4)}), r"calibrations\[5\] is a \(4, 4\) matrix, expected 5×5"),
-    (dict(M=0), "M = 0, expected an integer >= 1"),
-    (dict(M=2.5), "M = 2.5, expected an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(methods=["zero_shot", "borda"]), "unknown method 'borda'"),
+        (dict(methods=[]), "'methods' is empty"),
+        (dict(methods=["stella"]), r"needs calibrations\[5\]"),
+        (dict(calibrations={4: np.eye(4)}), r"needs calibrations\[5\]"),
+        (dict(calibrations={5: np.eye(4)}), r"calibrations\[5\] is a \(4, 4\) matrix, expected 5×5"),
+        (dict(M=0), "M = 0, expected an integer >= 1"),
+        (dict(M=2.5), "M = 2.5, expected an integer >= 1"),
+    ],
+)
 def test_rerank_query_rejects_bad_arguments_with_one_clear_error(kwargs, message):
     q = toy_split_queries(n_test=1, k=5)[0]
     with pytest.raises(ir.InvariRankError, match=message):
@@ -174,8 +189,12 @@ def test_rerank_query_rejects_bad_arguments_with_one_clear_error(kwargs, message
 
 def test_evaluate_names_the_row_that_is_not_a_row():
     with pytest.raises(ir.InvariRankError, match=r"<rows>:2: expected a JSON object, got str"):
-        ir.evaluate([{"query_id": "u", "method": "m", "permutation": 0, "input": ["a"], "output": ["a"],
-                      "relevant": ["a"]}, "not a row"])
+        ir.evaluate(
+            [
+                {"query_id": "u", "method": "m", "permutation": 0, "input": ["a"], "output": ["a"], "relevant": ["a"]},
+                "not a row",
+            ]
+        )
 
 
 def test_no_package_hides_a_module_behind_a_name_of_the_same_name():
@@ -183,6 +202,7 @@ def test_no_package_hides_a_module_behind_a_name_of_the_same_name():
     over one of its own modules (``evaluation.positional_exposure`` holds ``exposure``, ``grid.book_build`` holds
     ``build``, ...)."""
     import ast
+
     found: dict[str, set[str]] = {}
     for init in sorted((ROOT / "invarirank").rglob("__init__.py")):
         pkg = init.parent
@@ -201,5 +221,6 @@ def test_no_package_hides_a_module_behind_a_name_of_the_same_name():
     assert found == {}
     import invarirank.methods
     import invarirank.methods.sgs
+
     assert type(invarirank.methods.sgs).__name__ == "module"
-    assert invarirank.methods.method("sgs").steps is invarirank.methods.sgs.sgs_steps     # the registry still works
+    assert invarirank.methods.method("sgs").steps is invarirank.methods.sgs.sgs_steps  # the registry still works

@@ -26,9 +26,21 @@ CONFIGS = ROOT / "configs"
 
 
 def _tiny(**over) -> RunConfig:
-    d = dict(dataset="synthetic", retriever="none", model="simulated", scorer="simulated", K=5, M=3, n_queries=3,
-             methods=["zero_shot", "bootstrapping"], calibration_queries=3, calibration_repeats=1, seed=1,
-             scorer_options={"bias_shape": "primacy", "bias_strength": 1.0}, name="tiny")
+    d = dict(
+        dataset="synthetic",
+        retriever="none",
+        model="simulated",
+        scorer="simulated",
+        K=5,
+        M=3,
+        n_queries=3,
+        methods=["zero_shot", "bootstrapping"],
+        calibration_queries=3,
+        calibration_repeats=1,
+        seed=1,
+        scorer_options={"bias_shape": "primacy", "bias_strength": 1.0},
+        name="tiny",
+    )
     d.update(over)
     return RunConfig.from_mapping(d, grid="t")
 
@@ -38,7 +50,7 @@ def _tiny(**over) -> RunConfig:
 def test_committed_grids_load(name):
     grid = load_grid(CONFIGS / name)
     assert grid.runs
-    for spec in grid.runs:   # a sweep samples its queries once, at its smallest K
+    for spec in grid.runs:  # a sweep samples its queries once, at its smallest K
         if spec.sample_k is not None:
             assert spec.sample_k == min(s.K for s in grid.runs if (s.dataset, s.label) == (spec.dataset, spec.label))
 
@@ -49,8 +61,8 @@ def test_default_grid_shape():
     assert len(full) == 1 and 8 <= full[0].K <= 12 and full[0].scorer == "span"
     assert full[0].model == "smollm2-135m" and full[0].dataset == "ml-100k" and full[0].retriever == "lightgcn"
     span_ks = {s.K for s in grid.runs if s.scorer == "span"}
-    assert len(span_ks) >= 3                                   # a K sweep for Figure 2
-    assert any(s.scorer == "choice" for s in grid.runs)       # the scorer comparison
+    assert len(span_ks) >= 3  # a K sweep for Figure 2
+    assert any(s.scorer == "choice" for s in grid.runs)  # the scorer comparison
     assert grid.lab and len(grid.lab["shapes"]) >= 2 and len(grid.lab["strengths"]) >= 3
 
 
@@ -58,8 +70,11 @@ def test_paper_grid_is_the_papers_setting():
     grid = load_grid(CONFIGS / "grid-paper.yaml")
     assert len(grid.runs) == 18
     assert {s.K for s in grid.runs} == {15, 25, 50}
-    assert {s.model for s in grid.runs} == {"meta-llama/Llama-3.2-3B-Instruct", "mistralai/Mistral-7B-Instruct-v0.3",
-                                           "Qwen/Qwen2.5-7B-Instruct"}
+    assert {s.model for s in grid.runs} == {
+        "meta-llama/Llama-3.2-3B-Instruct",
+        "mistralai/Mistral-7B-Instruct-v0.3",
+        "Qwen/Qwen2.5-7B-Instruct",
+    }
     assert {s.data_label for s in grid.runs} == {"ml-32m", "amazon-books"}
     for s in grid.runs:
         assert (s.M, s.n_queries, s.sample_k, s.calibration_queries, s.calibration_repeats) == (20, 500, 15, 150, 5)
@@ -72,12 +87,14 @@ def test_paper_grid_header_holds_the_current_cost_table():
     copied = [line[4:] for line in block.splitlines()]
     grid = load_grid(CONFIGS / "grid-paper.yaml")
     assert copied == format_grid_cost(grid.runs, grid.raw["estimate"]).splitlines(), (
-        "regenerate the table in configs/grid-paper.yaml from `invarirank grid configs/grid-paper.yaml --dry-run`")
+        "regenerate the table in configs/grid-paper.yaml from `invarirank grid configs/grid-paper.yaml --dry-run`"
+    )
 
 
 def test_estimate_counts_passes():
-    spec = RunConfig.from_mapping(dict(K=10, M=20, n_queries=500, calibration_queries=150, calibration_repeats=5),
-                                  grid="g")
+    spec = RunConfig.from_mapping(
+        dict(K=10, M=20, n_queries=500, calibration_queries=150, calibration_repeats=5), grid="g"
+    )
     e = estimate_run(spec, calibration_relevant=1.0)
     # distinct passes per order: 1 + 2 (bootstrapping) + K-1 (SGS) + STELLA's 4..10 updates less 1 and less
     # the 2 it shares with bootstrapping
@@ -87,12 +104,13 @@ def test_estimate_counts_passes():
 
 
 def test_dry_run_counts_queries_committed_in_shards_as_done():
-    spec = RunConfig.from_mapping(dict(K=10, M=20, n_queries=40, calibration_queries=30, calibration_repeats=2),
-                                  grid="g")
+    spec = RunConfig.from_mapping(
+        dict(K=10, M=20, n_queries=40, calibration_queries=30, calibration_repeats=2), grid="g"
+    )
     e = estimate_run(spec, calibration_relevant=1.0)
     whole = format_grid_estimate([spec], ["missing"])
     assert f"passes still to compute: {e['total_min']}-{e['total_max']}" in whole
-    quarter = format_grid_estimate([spec], ["missing"], committed=[30])     # 30 of 40 queries in shards
+    quarter = format_grid_estimate([spec], ["missing"], committed=[30])  # 30 of 40 queries in shards
     lo, hi = e["passes_min"] // 4 + e["calibration_passes"], e["passes_max"] // 4 + e["calibration_passes"]
     assert f"passes still to compute: {lo}-{hi}" in quarter
     row = next(line for line in quarter.splitlines() if line.startswith(spec.run_name))
@@ -106,16 +124,19 @@ def test_dry_run_counts_queries_committed_in_shards_as_done():
     assert next(line for line in recorded.splitlines() if line.startswith(spec.run_name)).split()[-1] == "rec."
 
 
-@pytest.mark.parametrize("text, message", [
-    ("runs: []\n", "field 'grid'"),
-    ("grid: g\nrunz: []\n", "unknown top-level field 'runz'"),
-    ("grid: g\nruns:\n  - {K: 5, methods: [zero_shot, magic]}\n", "unknown method 'magic'"),
-    ("grid: g\nruns:\n  - {K: 5, sample_k: 9}\n", "sample_k = 9) is larger than K = 5"),
-    ("grid: g\nruns:\n  - {K: 0}\n", "'K' ('k') = 0"),
-    ("grid: g\nruns:\n  - {K: 5}\n  - {K: 5}\n", "duplicate run"),
-    ("grid: g\nruns:\n  - {K: 5, colour: red}\n", "unknown setting 'colour'"),
-    ("grid: g\nruns: [\n", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("runs: []\n", "field 'grid'"),
+        ("grid: g\nrunz: []\n", "unknown top-level field 'runz'"),
+        ("grid: g\nruns:\n  - {K: 5, methods: [zero_shot, magic]}\n", "unknown method 'magic'"),
+        ("grid: g\nruns:\n  - {K: 5, sample_k: 9}\n", "sample_k = 9) is larger than K = 5"),
+        ("grid: g\nruns:\n  - {K: 0}\n", "'K' ('k') = 0"),
+        ("grid: g\nruns:\n  - {K: 5}\n  - {K: 5}\n", "duplicate run"),
+        ("grid: g\nruns:\n  - {K: 5, colour: red}\n", "unknown setting 'colour'"),
+        ("grid: g\nruns: [\n", "not valid YAML"),
+    ],
+)
 def test_bad_grid_files_name_file_and_field(tmp_path, text, message):
     p = tmp_path / "g.yaml"
     p.write_text(text)
@@ -130,10 +151,13 @@ def test_k_list_expands_into_one_run_per_k(tmp_path):
     p.write_text("grid: g\ndefaults: {M: 4, n_queries: 2, sample_k: 5}\nruns:\n  - {K: [5, 8], methods: [zero_shot]}\n")
     grid = load_grid(p)
     assert [s.K for s in grid.runs] == [5, 8]
-    assert [s.run_name for s in grid.runs] == ["ml-100k-lightgcn-smollm2-135m-span-k5",
-                                               "ml-100k-lightgcn-smollm2-135m-span-k8"]
-    assert grid.data == [{"dataset": "ml-100k", "label": None, "raw_dir": None, "retrievers": ["lightgcn"],
-                          "K": [5, 8]}]
+    assert [s.run_name for s in grid.runs] == [
+        "ml-100k-lightgcn-smollm2-135m-span-k5",
+        "ml-100k-lightgcn-smollm2-135m-span-k8",
+    ]
+    assert grid.data == [
+        {"dataset": "ml-100k", "label": None, "raw_dir": None, "retrievers": ["lightgcn"], "K": [5, 8]}
+    ]
 
 
 # -- run folders ---------------------------------------------------------------------------------
@@ -152,7 +176,7 @@ def test_ensure_run_runs_publishes_then_reuses(tmp_path, monkeypatch):
         rows = [json.loads(line) for line in fh]
     assert len(rows) == 3 * 3 * 2
     stamp = (folder / "metrics.json").stat().st_mtime_ns
-    again = ensure_run(spec, results, work)              # reused: nothing rewritten
+    again = ensure_run(spec, results, work)  # reused: nothing rewritten
     assert again == folder and (folder / "metrics.json").stat().st_mtime_ns == stamp
     assert complete_runs(results) == [folder]
 
@@ -196,6 +220,7 @@ def _die_after_each_export(monkeypatch, exported: list | None = None):
         if exported is not None:
             exported.append(names)
         raise Killed
+
     monkeypatch.setattr(run_module, "export_shards", export_then_die)
     return real_export
 
@@ -211,7 +236,7 @@ def test_shards_are_committed_as_they_finish_and_a_fresh_clone_resumes_from_them
     results, work = tmp_path / "results", tmp_path / "runs"
     spec = _tiny(shard_queries=1)
     exported: list = []
-    real_export = _die_after_each_export(monkeypatch, exported)      # the session ends after its first shard
+    real_export = _die_after_each_export(monkeypatch, exported)  # the session ends after its first shard
     with pytest.raises(Killed):
         ensure_run(spec, results, work)
     target = results / "t" / "tiny"
@@ -221,14 +246,14 @@ def test_shards_are_committed_as_they_finish_and_a_fresh_clone_resumes_from_them
     assert sorted(p.name for p in shards[0].iterdir()) == sorted(SHARD_FILES)
     assert run_status(spec, run_folder(spec, results)) == "missing" and complete_runs(results) == []
 
-    shutil.rmtree(work)                                    # a fresh clone: only the committed shard is there
+    shutil.rmtree(work)  # a fresh clone: only the committed shard is there
     monkeypatch.setattr(run_module, "export_shards", lambda w, t: exported.append(real_export(w, t)))
-    folder = ensure_run(_tiny(), results, work)            # no shard size given: the committed shards' is used
-    later = exported[1:]                                   # one export per shard computed in this session
+    folder = ensure_run(_tiny(), results, work)  # no shard size given: the committed shards' is used
+    later = exported[1:]  # one export per shard computed in this session
     assert [len(names) for names in later] == [1, 1]
-    assert shards[0].name not in {names[0] for names in later}       # the committed shard was not recomputed
+    assert shards[0].name not in {names[0] for names in later}  # the committed shard was not recomputed
     assert sorted(p.name for p in folder.iterdir()) == sorted(RESULT_FILES)
-    whole = ensure_run(_tiny(), tmp_path / "r2", tmp_path / "w2")      # uninterrupted, in one process
+    whole = ensure_run(_tiny(), tmp_path / "r2", tmp_path / "w2")  # uninterrupted, in one process
     for name in ("observations.jsonl.gz", "metrics.json", "manifest.json"):
         assert (folder / name).read_bytes() == (whole / name).read_bytes(), name
 
@@ -246,7 +271,7 @@ def test_a_fresh_machine_resumes_with_the_calibration_committed_beside_the_shard
 
     spec = _tiny(shard_queries=1, methods=["zero_shot", "stella"])
     results, work = tmp_path / "results", tmp_path / "runs"
-    real_export = _die_after_each_export(monkeypatch)                # the session ends after its first shard
+    real_export = _die_after_each_export(monkeypatch)  # the session ends after its first shard
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache1"))
     with pytest.raises(Killed):
         ensure_run(spec, results, work)
@@ -255,13 +280,14 @@ def test_a_fresh_machine_resumes_with_the_calibration_committed_beside_the_shard
     recorded = json.loads((committed / CALIBRATIONS_FILE).read_text())
     assert set(recorded["calibrations"]) == {"5"} and recorded["calibrations"]["5"]["probes_sha256"]
 
-    shutil.rmtree(work)                                   # a fresh clone on a fresh machine: no cache
+    shutil.rmtree(work)  # a fresh clone on a fresh machine: no cache
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache2"))
     monkeypatch.setattr(run_module, "export_shards", real_export)
     real_counts = stella.calibration_counts
 
     def no_passes(*a, **k):
         raise AssertionError("the calibration was computed again")
+
     monkeypatch.setattr(stella, "calibration_counts", no_passes)
     folder = ensure_run(_tiny(methods=["zero_shot", "stella"]), results, work)
     monkeypatch.setattr(stella, "calibration_counts", real_counts)
@@ -285,8 +311,11 @@ def test_a_fresh_machine_resumes_with_the_calibration_committed_beside_the_shard
     (committed / CALIBRATIONS_FILE).write_text(json.dumps(doctored))
     shutil.rmtree(work)
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache5"))
-    with pytest.raises(InvariRankError, match=r"calibrations\.json: STELLA_LW's calibration at K=5 computed now "
-                                              r"differs from the one the run's finished shards"):
+    with pytest.raises(
+        InvariRankError,
+        match=r"calibrations\.json: STELLA_LW's calibration at K=5 computed now "
+        r"differs from the one the run's finished shards",
+    ):
         ensure_run(_tiny(methods=["zero_shot", "stella"]), results, work)
     (committed / CALIBRATIONS_FILE).write_text("{not json")
     shutil.rmtree(work)
@@ -305,16 +334,16 @@ def test_a_session_on_another_machine_leaves_the_committed_calibration_record_as
 
     spec = _tiny(shard_queries=1, methods=["zero_shot", "stella"])
     results, work = tmp_path / "results", tmp_path / "runs"
-    _die_after_each_export(monkeypatch)                                # each session ends after its first shard
+    _die_after_each_export(monkeypatch)  # each session ends after its first shard
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache1"))
     with pytest.raises(Killed):
         ensure_run(spec, results, work)
     committed = results / "t" / "tiny" / "shards"
     record = json.loads((committed / CALIBRATIONS_FILE).read_text())
-    record["calibrations"]["5"]["key"] = "f" * 64        # as the machine that computed it keyed its cache
+    record["calibrations"]["5"]["key"] = "f" * 64  # as the machine that computed it keyed its cache
     atomic_write_json(committed / CALIBRATIONS_FILE, record)
     before = (committed / CALIBRATIONS_FILE).read_bytes()
-    shutil.rmtree(work)                                   # the next session: a fresh machine, an empty cache
+    shutil.rmtree(work)  # the next session: a fresh machine, an empty cache
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache2"))
     with pytest.raises(Killed):
         ensure_run(spec, results, work)
@@ -347,9 +376,11 @@ def test_publish_refuses_an_unfinished_work_folder(tmp_path):
 # -- notebooks -----------------------------------------------------------------------------------
 def _notebook(path: Path, code: str) -> Path:
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# Title"),
-                nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell(code)]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Title"),
+        nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(code),
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, path)
     return path
@@ -381,7 +412,7 @@ def test_failing_notebook_stops_with_one_line_and_leaves_no_page(tmp_path):
 
 
 def test_cli_dry_run_prints_status_and_passes(capsys, monkeypatch):
-    monkeypatch.delenv("INVARIRANK_DATA", raising=False)    # a dry run rejects what a real run would: unset ${VAR}
+    monkeypatch.delenv("INVARIRANK_DATA", raising=False)  # a dry run rejects what a real run would: unset ${VAR}
     assert main(["grid", str(CONFIGS / "grid-paper.yaml"), "--dry-run"]) == 2
     assert "environment variable INVARIRANK_DATA, which is not set" in capsys.readouterr().err
     monkeypatch.setenv("INVARIRANK_DATA", "/data")
@@ -391,7 +422,7 @@ def test_cli_dry_run_prints_status_and_passes(capsys, monkeypatch):
 
 
 def test_cli_reports_bad_grid_in_one_line(tmp_path, capsys):
-    assert main(["grid", str(tmp_path / "missing.yaml")]) == 2          # bad input
+    assert main(["grid", str(tmp_path / "missing.yaml")]) == 2  # bad input
     err = capsys.readouterr().err.strip()
     assert err.startswith("invarirank: error:") and "\n" not in err
 
@@ -403,13 +434,14 @@ def test_changed_grid_recomputes_over_a_stale_scratch_run(tmp_path, monkeypatch)
     results, work = tmp_path / "results", tmp_path / "runs"
     ensure_run(_tiny(), results, work)
     import shutil
+
     shutil.rmtree(results)
     scratch = work / "t" / "tiny"
     stamp = (scratch / "observations.jsonl").stat().st_mtime_ns
-    ensure_run(_tiny(), results, work)          # same configuration: published from the scratch folder
+    ensure_run(_tiny(), results, work)  # same configuration: published from the scratch folder
     assert (scratch / "observations.jsonl").stat().st_mtime_ns == stamp
     shutil.rmtree(results)
-    folder = ensure_run(_tiny(M=4), results, work)   # the grid changed: recomputed
+    folder = ensure_run(_tiny(M=4), results, work)  # the grid changed: recomputed
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["grid_run"]["M"] == 4 and manifest["config"]["M"] == 4
 
@@ -418,10 +450,24 @@ def test_changed_grid_recomputes_over_a_stale_scratch_run(tmp_path, monkeypatch)
 def test_rerank_notebook_with_new_parameters_computes_its_missing_run(tmp_path, monkeypatch):
     """`papermill notebooks/rerank.ipynb out.ipynb -p K 5 ...` computes a run that is not there, through the runner."""
     results, work = tmp_path / "results", tmp_path / "runs"
-    params = dict(grid="nb", name="tiny-nb", dataset="synthetic", retriever="none", model="simulated",
-                  scorer="simulated", K=5, M=2, n_queries=2, sample_k=None, methods=["zero_shot"], seed=1,
-                  results_dir=str(results), work_dir=str(work), cache_dir=str(tmp_path / "cache"))
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))            # the kernel imports this checkout's package
+    params = dict(
+        grid="nb",
+        name="tiny-nb",
+        dataset="synthetic",
+        retriever="none",
+        model="simulated",
+        scorer="simulated",
+        K=5,
+        M=2,
+        n_queries=2,
+        sample_k=None,
+        methods=["zero_shot"],
+        seed=1,
+        results_dir=str(results),
+        work_dir=str(work),
+        cache_dir=str(tmp_path / "cache"),
+    )
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel imports this checkout's package
     execute_notebook(ROOT / "notebooks" / "rerank.ipynb", tmp_path / "out.ipynb", params, cwd=ROOT / "notebooks")
     config = RunConfig.from_mapping({k: v for k, v in params.items() if k not in ("results_dir", "work_dir")})
     assert run_status(config, run_folder(config, results)) == "complete"

@@ -19,7 +19,6 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 
 
-
 def _observed_ids(folder: Path) -> set[str]:
     with gzip.open(folder / "observations.jsonl.gz", "rt", encoding="utf-8") as f:
         return {json.loads(line)["query_id"] for line in f if line.strip()}
@@ -34,8 +33,9 @@ def test_default_k_sweep_has_two_committed_runs_on_the_same_queries():
     ids: dict[int, list[str]] = {}
     for config in sweep:
         folder = RESULTS / config.grid / config.run_name
-        assert run_status(config, run_folder(config, RESULTS)) == "complete", \
+        assert run_status(config, run_folder(config, RESULTS)) == "complete", (
             f"{folder}: not a finished run of the grid's settings"
+        )
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
         ids[config.effective_k] = list(manifest["queries"]["ids"])
         assert ids[config.effective_k] and set(ids[config.effective_k]) == _observed_ids(folder), folder

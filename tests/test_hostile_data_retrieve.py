@@ -31,14 +31,23 @@ DATA_CASES = [
     ("out-is-file", lambda t, m: ([], _file(t)), ["file: exists and is not a folder"]),
     ("out-under-file", lambda t, m: ([], _file(t) / "prep"), ["--out", "is a file, expected a folder"]),
     ("out-read-only", lambda t, m: ([], _ro(t, m) / "prep"), ["--out", "not writable"]),
-    ("cache-is-file", lambda t, m: (m.setenv("INVARIRANK_CACHE", str(_file(t, "cache"))), ([], t / "prep"))[1],
-     ["cache folder ($INVARIRANK_CACHE)", "exists and is not a folder"]),
-    ("cache-read-only", lambda t, m: (m.setenv("INVARIRANK_CACHE", str(_ro(t, m, "cache"))), ([], t / "prep"))[1],
-     ["cache folder ($INVARIRANK_CACHE)", "not writable"]),
+    (
+        "cache-is-file",
+        lambda t, m: (m.setenv("INVARIRANK_CACHE", str(_file(t, "cache"))), ([], t / "prep"))[1],
+        ["cache folder ($INVARIRANK_CACHE)", "exists and is not a folder"],
+    ),
+    (
+        "cache-read-only",
+        lambda t, m: (m.setenv("INVARIRANK_CACHE", str(_ro(t, m, "cache"))), ([], t / "prep"))[1],
+        ["cache folder ($INVARIRANK_CACHE)", "not writable"],
+    ),
     ("history-len-0", lambda t, m: (["--history-len", "0"], t / "prep"), ["--history-len", "integer >= 1"]),
     ("history-len-text", lambda t, m: (["--history-len", "x"], t / "prep"), ["--history-len", "integer >= 1"]),
-    ("threshold-nan", lambda t, m: (["--positive-threshold", "nan"], t / "prep"), ["--positive-threshold",
-                                                                                    "finite number"]),
+    (
+        "threshold-nan",
+        lambda t, m: (["--positive-threshold", "nan"], t / "prep"),
+        ["--positive-threshold", "finite number"],
+    ),
     ("min-interactions-2", lambda t, m: (["--min-interactions", "2"], t / "prep"), ["integer >= 3"]),
     ("split-unknown", lambda t, m: (["--split", "random"], t / "prep"), ["--split", "invalid choice"]),
     ("raw-dir-missing", lambda t, m: (["--raw-dir", str(t / "nowhere")], t / "prep"), ["nowhere: folder not found"]),
@@ -62,8 +71,11 @@ RETRIEVE_CASES = [
     ("out-is-file", lambda t, m, d: ([], _file(t)), ["--out", "file: exists and is not a folder"]),
     ("out-under-file", lambda t, m, d: ([], _file(t) / "cand"), ["--out", "is a file, expected a folder"]),
     ("out-read-only", lambda t, m, d: ([], _ro(t, m) / "cand"), ["--out", "not writable"]),
-    ("cache-is-file", lambda t, m, d: (m.setenv("INVARIRANK_CACHE", str(_file(t, "cache"))), ([], t / "cand"))[1],
-     ["cache folder ($INVARIRANK_CACHE)", "exists and is not a folder"]),
+    (
+        "cache-is-file",
+        lambda t, m, d: (m.setenv("INVARIRANK_CACHE", str(_file(t, "cache"))), ([], t / "cand"))[1],
+        ["cache folder ($INVARIRANK_CACHE)", "exists and is not a folder"],
+    ),
 ]
 
 
@@ -71,6 +83,5 @@ RETRIEVE_CASES = [
 def test_retrieve(name, setup, needles, tmp_path, capsys, monkeypatch):
     data = write_prepared(tmp_path / "d", synthetic_interactions())
     extra, out = setup(tmp_path, monkeypatch, data)
-    argv = ["retrieve", "--data", data, "--retriever", "popularity", "--k", "3", "--out", out, "--no-progress",
-            *extra]
+    argv = ["retrieve", "--data", data, "--retriever", "popularity", "--k", "3", "--out", out, "--no-progress", *extra]
     expect_rejected(capsys, argv, needles, out)

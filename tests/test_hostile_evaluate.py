@@ -18,8 +18,16 @@ def _rows(k: int = 6, queries: int = 3, m: int = 3) -> list[dict[str, Any]]:
     for q in range(queries):
         for t in range(m):
             order = items[t:] + items[:t]
-            rows.append({"query_id": f"q{q}", "method": "zero_shot", "permutation": t, "input": order,
-                         "output": sorted(order), "relevant": [items[q % k]]})
+            rows.append(
+                {
+                    "query_id": f"q{q}",
+                    "method": "zero_shot",
+                    "permutation": t,
+                    "input": order,
+                    "output": sorted(order),
+                    "relevant": [items[q % k]],
+                }
+            )
     return rows
 
 
@@ -33,6 +41,7 @@ def _mutated(field: str, value: Any, line: int = 0):
         rows = _rows()
         rows[line][field] = value
         return _write(tmp_path / "obs.jsonl", rows)
+
     return make
 
 
@@ -41,6 +50,7 @@ def _raw(data: bytes):
         p = tmp_path / "obs.jsonl"
         p.write_bytes(data)
         return p
+
     return make
 
 

@@ -40,7 +40,7 @@ def _edit_candidates(path: Path) -> None:
 def _edit_ratings(raw: Path) -> None:
     text = (raw / "ratings.csv").read_text(encoding="utf-8").splitlines()
     head, *rows = text
-    rows[0] = rows[0].rsplit(",", 2)[0] + ",1.0," + rows[0].rsplit(",", 1)[1]   # one rating changed
+    rows[0] = rows[0].rsplit(",", 2)[0] + ",1.0," + rows[0].rsplit(",", 1)[1]  # one rating changed
     (raw / "ratings.csv").write_text("\n".join([head, *rows]) + "\n", encoding="utf-8")
 
 
@@ -51,16 +51,22 @@ def _candidates_case(tmp: Path) -> tuple[list[Any], Callable[[], None], str]:
 
 def _raw_case(tmp: Path) -> tuple[list[Any], Callable[[], None], str]:
     raw = write_csv_layout(tmp / "raw", ratings=make_ratings())
-    return (["--dataset", "movielens", "--raw-dir", raw, "--retriever", "popularity", "--k", "5"],
-            lambda: _edit_ratings(raw), "the content of raw_dir")
+    return (
+        ["--dataset", "movielens", "--raw-dir", raw, "--retriever", "popularity", "--k", "5"],
+        lambda: _edit_ratings(raw),
+        "the content of raw_dir",
+    )
 
 
 def _data_dir_case(tmp: Path) -> tuple[list[Any], Callable[[], None], str]:
     raw = write_csv_layout(tmp / "raw", ratings=make_ratings())
     assert main(["data", "prepare", "--dataset", "movielens", "--raw-dir", str(raw), "--out", str(tmp / "prep")]) == 0
     stats = tmp / "prep" / "stats.json"
-    return (["--dataset", "movielens", "--data-dir", tmp / "prep", "--retriever", "popularity", "--k", "5"],
-            lambda: stats.write_text(stats.read_text() + " \n"), "the content of data_dir")
+    return (
+        ["--dataset", "movielens", "--data-dir", tmp / "prep", "--retriever", "popularity", "--k", "5"],
+        lambda: stats.write_text(stats.read_text() + " \n"),
+        "the content of data_dir",
+    )
 
 
 CASES = [("candidates", _candidates_case), ("raw-dir", _raw_case), ("data-dir", _data_dir_case)]
@@ -75,7 +81,7 @@ def test_f6_an_edited_input_is_not_reused(name, make, tmp_path, capsys, monkeypa
     assert main(argv) == 0
     assert set(read_json(out / "manifest.json")["inputs"]) == {name.replace("-", "_")}
     capsys.readouterr()
-    assert main(argv) == 0                                    # the same content: reused
+    assert main(argv) == 0  # the same content: reused
     assert "reusing the finished run" in capsys.readouterr().err
     edit()
     expect_rejected(capsys, argv, [str(out), needle, "choose another --out"], out=out)
@@ -84,14 +90,26 @@ def test_f6_an_edited_input_is_not_reused(name, make, tmp_path, capsys, monkeypa
 def test_f6_a_grid_run_on_edited_candidates_is_not_reused(tmp_path, capsys):
     cands = _candidates(tmp_path / "cands.jsonl")
     grid = tmp_path / "g.yaml"
-    grid.write_text(f"grid: inputs\nruns:\n  - {{name: r1, candidates: '{cands}', scorer: simulated, "
-                    f"model: simulated, M: 2, methods: [zero_shot], n_bootstrap: 0}}\n", encoding="utf-8")
-    places = ["--results-dir", tmp_path / "results", "--work-dir", tmp_path / "work", "--build-dir",
-              tmp_path / "build"]
-    config = RunConfig.from_mapping({"name": "r1", "candidates": str(cands), "scorer": "simulated",
-                                     "model": "simulated", "M": 2, "methods": ["zero_shot"], "n_bootstrap": 0,
-                                     "grid": "inputs"})
+    grid.write_text(
+        f"grid: inputs\nruns:\n  - {{name: r1, candidates: '{cands}', scorer: simulated, "
+        f"model: simulated, M: 2, methods: [zero_shot], n_bootstrap: 0}}\n",
+        encoding="utf-8",
+    )
+    places = ["--results-dir", tmp_path / "results", "--work-dir", tmp_path / "work", "--build-dir", tmp_path / "build"]
+    config = RunConfig.from_mapping(
+        {
+            "name": "r1",
+            "candidates": str(cands),
+            "scorer": "simulated",
+            "model": "simulated",
+            "M": 2,
+            "methods": ["zero_shot"],
+            "n_bootstrap": 0,
+            "grid": "inputs",
+        }
+    )
     from invarirank.runner import ensure_runs
+
     folder = ensure_runs([config], results_dir=tmp_path / "results", work_dir=tmp_path / "work", progress=False)[0]
     assert run_status(config, folder) == "complete"
     capsys.readouterr()
@@ -103,8 +121,9 @@ def test_f6_a_grid_run_on_edited_candidates_is_not_reused(tmp_path, capsys):
     capsys.readouterr()
     assert main([str(a) for a in ["grid", grid, *places, "--dry-run"]]) == 0
     assert "mismatch" in capsys.readouterr().out
-    expect_rejected(capsys, ["grid", grid, *places, "--skip-results"],
-                    ["r1", "the content of candidates", "delete the folder"])
+    expect_rejected(
+        capsys, ["grid", grid, *places, "--skip-results"], ["r1", "the content of candidates", "delete the folder"]
+    )
     assert snapshot(folder) == before
 
 
@@ -126,7 +145,7 @@ def test_f6_an_unreadable_input_is_left_to_the_run(tmp_path):
     b = tmp_path / "b.jsonl"
     b.write_bytes(a.read_bytes())
     ha = input_hashes(RunConfig.from_mapping({"candidates": str(a)}))
-    assert ha == input_hashes(RunConfig.from_mapping({"candidates": str(b)}))     # content, not the path
+    assert ha == input_hashes(RunConfig.from_mapping({"candidates": str(b)}))  # content, not the path
     _edit_candidates(b)
     assert ha != input_hashes(RunConfig.from_mapping({"candidates": str(b)}))
 
@@ -155,15 +174,28 @@ def test_f13_no_list_holding_a_relevant_item_is_an_error(tmp_path, capsys):
     lines = [dict(json.loads(x), ground_truth=["nowhere"]) for x in cands.read_text(encoding="utf-8").splitlines()]
     cands.write_text("".join(json.dumps(d) + "\n" for d in lines), encoding="utf-8")
     out = tmp_path / "run"
-    expect_rejected(capsys, ["rerank", "--candidates", cands, *SIM, "--out", out],
-                    ["no test queries to rerank", "none keeps a relevant item among its candidates"], out=out)
+    expect_rejected(
+        capsys,
+        ["rerank", "--candidates", cands, *SIM, "--out", out],
+        ["no test queries to rerank", "none keeps a relevant item among its candidates"],
+        out=out,
+    )
     assert not out.exists()
 
 
 def _rows(**change: Any) -> list[dict[str, Any]]:
     items = ["caf\u00e9", "tea", "milk"]
-    rows = [{"query_id": "q0", "method": "zero_shot", "permutation": t, "input": items[t:] + items[:t],
-             "output": sorted(items), "relevant": ["tea"]} for t in range(2)]
+    rows = [
+        {
+            "query_id": "q0",
+            "method": "zero_shot",
+            "permutation": t,
+            "input": items[t:] + items[:t],
+            "output": sorted(items),
+            "relevant": ["tea"],
+        }
+        for t in range(2)
+    ]
     for key, value in change.items():
         rows[0][key] = value
     return rows
@@ -171,17 +203,30 @@ def _rows(**change: Any) -> list[dict[str, Any]]:
 
 #: U1: ids that differ only by Unicode normalisation print alike: refused with both forms escaped
 U1_CASES = [
-    ("input-nfc-and-nfd", _rows(input=["caf\u00e9", "cafe\u0301", "tea"], output=["tea", "caf\u00e9", "cafe\u0301"]),
-     ["obs.jsonl:1", "'caf\\xe9'", "'cafe\\u0301'", "differ only by Unicode normalisation"]),
-    ("relevant-in-the-other-form", _rows(relevant=["cafe\u0301"]),
-     ["obs.jsonl:1", "'caf\\xe9'", "'cafe\\u0301'", "input and relevant"]),
-    ("query-ids-in-two-forms", [*_rows(query_id="caf\u00e9"),
-                                *[dict(r, query_id="cafe\u0301", permutation=r["permutation"]) for r in _rows()]],
-     ["query ids", "'caf\\xe9'", "'cafe\\u0301'"]),
+    (
+        "input-nfc-and-nfd",
+        _rows(input=["caf\u00e9", "cafe\u0301", "tea"], output=["tea", "caf\u00e9", "cafe\u0301"]),
+        ["obs.jsonl:1", "'caf\\xe9'", "'cafe\\u0301'", "differ only by Unicode normalisation"],
+    ),
+    (
+        "relevant-in-the-other-form",
+        _rows(relevant=["cafe\u0301"]),
+        ["obs.jsonl:1", "'caf\\xe9'", "'cafe\\u0301'", "input and relevant"],
+    ),
+    (
+        "query-ids-in-two-forms",
+        [
+            *_rows(query_id="caf\u00e9"),
+            *[dict(r, query_id="cafe\u0301", permutation=r["permutation"]) for r in _rows()],
+        ],
+        ["query ids", "'caf\\xe9'", "'cafe\\u0301'"],
+    ),
     # an ASCII id can be the twin of a non-ASCII one (the Kelvin sign's NFC form is K): met second, still refused
-    ("query-id-ascii-twin", [*_rows(query_id="u\u212a1"),
-                             *[dict(r, query_id="uK1", permutation=r["permutation"]) for r in _rows()]],
-     ["query ids", "'u\\u212a1'", "'uK1'"]),
+    (
+        "query-id-ascii-twin",
+        [*_rows(query_id="u\u212a1"), *[dict(r, query_id="uK1", permutation=r["permutation"]) for r in _rows()]],
+        ["query ids", "'u\\u212a1'", "'uK1'"],
+    ),
 ]
 
 
@@ -196,6 +241,7 @@ def test_u1_unicode_look_alike_ids_in_observations(name, rows, needles, tmp_path
 
 def test_u1_one_form_of_non_ascii_ids_is_read(tmp_path):
     from invarirank.evaluation import read_observations
+
     obs = tmp_path / "obs.jsonl"
     obs.write_text("".join(json.dumps(r) + "\n" for r in _rows()), encoding="utf-8")
     assert [r["input"][0] for r in read_observations(obs)] == ["caf\u00e9", "tea"]

@@ -16,8 +16,10 @@ from invarirank.store import checkout_root, project_root
 from tests.hostile import expect_rejected, read_only
 
 ROOT = Path(__file__).resolve().parents[1]
-GRID = ("grid: places\nruns:\n  - {name: r1, dataset: synthetic, scorer: simulated, model: simulated, retriever: none,"
-        " M: 2, n_queries: 2, K: 6}\n")
+GRID = (
+    "grid: places\nruns:\n  - {name: r1, dataset: synthetic, scorer: simulated, model: simulated, retriever: none,"
+    " M: 2, n_queries: 2, K: 6}\n"
+)
 
 
 def _grid(folder: Path) -> Path:
@@ -45,8 +47,12 @@ CASES = [
     ("results-dir-is-a-file", "--results-dir", lambda t: _a_file(t), ["--results-dir", "exists and is not a folder"]),
     ("work-dir-is-a-file", "--work-dir", lambda t: _a_file(t), ["--work-dir", "exists and is not a folder"]),
     ("build-dir-is-a-file", "--build-dir", lambda t: _a_file(t), ["--build-dir", "exists and is not a folder"]),
-    ("results-dir-under-a-file", "--results-dir", lambda t: _a_file(t) / "sub",
-     ["--results-dir", "is a file, expected a folder"]),
+    (
+        "results-dir-under-a-file",
+        "--results-dir",
+        lambda t: _a_file(t) / "sub",
+        ["--results-dir", "is a file, expected a folder"],
+    ),
 ]
 
 
@@ -65,8 +71,11 @@ def test_f5_output_places_are_checked_before_computing(name, which, make, needle
 def test_f5_an_unusable_cache_is_refused_before_computing(dry, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("INVARIRANK_CACHE", str(_a_file(tmp_path)))
     places = _places(tmp_path)
-    expect_rejected(capsys, _argv(_grid(tmp_path), places, *(["--dry-run"] if dry else [])),
-                    ["$INVARIRANK_CACHE", "afile", "exists and is not a folder"])
+    expect_rejected(
+        capsys,
+        _argv(_grid(tmp_path), places, *(["--dry-run"] if dry else [])),
+        ["$INVARIRANK_CACHE", "afile", "exists and is not a folder"],
+    )
     assert not any(p.exists() for p in places.values())
 
 
@@ -92,10 +101,16 @@ def test_f16_outside_a_checkout_a_grid_is_refused(dry, tmp_path, capsys, monkeyp
 def test_f16_outside_a_checkout_a_run_needs_its_out(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = tmp_path / "run.yaml"
-    cfg.write_text("dataset: synthetic\nscorer: simulated\nmodel: simulated\nretriever: none\nM: 2\nn_queries: 2\n"
-                   "K: 6\ngrid: mine\nname: r1\n", encoding="utf-8")
-    expect_rejected(capsys, ["rerank", "--config", cfg, "--no-progress"],
-                    ["not inside an invarirank checkout", "give --out RUN_DIR"])
+    cfg.write_text(
+        "dataset: synthetic\nscorer: simulated\nmodel: simulated\nretriever: none\nM: 2\nn_queries: 2\n"
+        "K: 6\ngrid: mine\nname: r1\n",
+        encoding="utf-8",
+    )
+    expect_rejected(
+        capsys,
+        ["rerank", "--config", cfg, "--no-progress"],
+        ["not inside an invarirank checkout", "give --out RUN_DIR"],
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.yaml"]
 
 
@@ -126,7 +141,7 @@ def test_f16_relative_folders_are_resolved_once_at_the_command(tmp_path, capsys,
     assert (tmp_path / "results" / "places" / "r1" / "metrics.json").is_file()
     assert [p.name for p in (tmp_path / "build" / "rerank").glob("*.ipynb")] == ["k006-r1.ipynb"]
     assert sorted(p.name for p in (ROOT / "notebooks").iterdir()) == before
-    for given in rel.values():                                         # nothing under notebooks/<relative>
+    for given in rel.values():  # nothing under notebooks/<relative>
         assert not (ROOT / "notebooks" / given).exists()
 
 
@@ -134,17 +149,21 @@ def test_f16_a_grid_file_s_relative_paths_are_made_absolute_against_the_root(tmp
     """raw_dir, data_dir and candidates of a grid file are relative to the project root, made absolute when the
     grid is loaded (the notebooks then read the same files from notebooks/); a candidates run has no data page."""
     from invarirank.grid import load_grid
+
     grid = tmp_path / "g.yaml"
-    grid.write_text("grid: rel\nruns:\n  - {name: a, candidates: some/c.jsonl, scorer: simulated, model: simulated}\n"
-                    "  - {name: b, dataset: movielens, raw_dir: ../raw, K: 5}\n"
-                    "  - {name: c, dataset: movielens, data_dir: ~/prepared, K: 5}\n", encoding="utf-8")
+    grid.write_text(
+        "grid: rel\nruns:\n  - {name: a, candidates: some/c.jsonl, scorer: simulated, model: simulated}\n"
+        "  - {name: b, dataset: movielens, raw_dir: ../raw, K: 5}\n"
+        "  - {name: c, dataset: movielens, data_dir: ~/prepared, K: 5}\n",
+        encoding="utf-8",
+    )
     as_given = load_grid(grid)
     assert [c.candidates for c in as_given.runs][0] == "some/c.jsonl"
     runs = load_grid(grid, root=tmp_path / "root").runs
     assert runs[0].candidates == str(tmp_path / "root" / "some" / "c.jsonl")
     assert runs[1].raw_dir == str(tmp_path / "raw")
     assert runs[2].data_dir == str(Path("~/prepared").expanduser())
-    assert [d["dataset"] for d in as_given.data] == ["movielens"]             # no data page for the candidates run
+    assert [d["dataset"] for d in as_given.data] == ["movielens"]  # no data page for the candidates run
 
 
 @pytest.mark.slow
@@ -156,13 +175,19 @@ def test_f16_a_candidates_run_of_a_grid_is_computed_once_and_its_page_reads_it(t
     from invarirank.candidates import query_to_json
     from invarirank.data.synthetic import synthetic_queries
     from invarirank.io import read_json
+
     cands = tmp_path / "c.jsonl"
-    cands.write_text("".join(json.dumps(query_to_json(q)) + "\n"
-                             for q in synthetic_queries(n_test=2, n_validation=0, k=6, seed=1)), encoding="utf-8")
+    cands.write_text(
+        "".join(json.dumps(query_to_json(q)) + "\n" for q in synthetic_queries(n_test=2, n_validation=0, k=6, seed=1)),
+        encoding="utf-8",
+    )
     grid = tmp_path / "g.yaml"
     rel = os.path.relpath(cands, ROOT)
-    grid.write_text(f"grid: cands\nruns:\n  - {{name: r1, candidates: {rel}, scorer: simulated, model: simulated, "
-                    f"M: 2, methods: [zero_shot], n_bootstrap: 0}}\n", encoding="utf-8")
+    grid.write_text(
+        f"grid: cands\nruns:\n  - {{name: r1, candidates: {rel}, scorer: simulated, model: simulated, "
+        f"M: 2, methods: [zero_shot], n_bootstrap: 0}}\n",
+        encoding="utf-8",
+    )
     monkeypatch.chdir(ROOT)
     places = _places(tmp_path)
     assert main([str(a) for a in _argv(grid, places)]) == 0

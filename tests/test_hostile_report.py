@@ -19,12 +19,32 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 def finished(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("report")
     import os
+
     old = os.environ.get("INVARIRANK_CACHE")
     os.environ["INVARIRANK_CACHE"] = str(base / "cache")
     try:
         cands = write_synthetic_candidates(base / "c.jsonl", n_test=3, n_validation=2, k=6, seed=3)
-        assert main(["rerank", "--candidates", str(cands), "--scorer", "simulated", "--m", "2", "--methods",
-                     "zero_shot", "--n-bootstrap", "0", "--out", str(base / "run"), "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "rerank",
+                    "--candidates",
+                    str(cands),
+                    "--scorer",
+                    "simulated",
+                    "--m",
+                    "2",
+                    "--methods",
+                    "zero_shot",
+                    "--n-bootstrap",
+                    "0",
+                    "--out",
+                    str(base / "run"),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     finally:
         if old is None:
             os.environ.pop("INVARIRANK_CACHE", None)
@@ -96,8 +116,18 @@ def _no_runs(tmp_path, finished, monkeypatch):
     return [], None, ["the following arguments are required: RUN_DIR"]
 
 
-CASES = [_missing, _no_metrics, _metrics_malformed, _metrics_not_utf8, _manifest_missing, _out_is_file,
-         _out_under_file, _out_read_only, _cwd_read_only, _no_runs]
+CASES = [
+    _missing,
+    _no_metrics,
+    _metrics_malformed,
+    _metrics_not_utf8,
+    _manifest_missing,
+    _out_is_file,
+    _out_under_file,
+    _out_read_only,
+    _cwd_read_only,
+    _no_runs,
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__.strip("_") for c in CASES])

@@ -39,12 +39,14 @@ def _near_tie(scores: list[float], gap: float = SCORE_TOLERANCE) -> bool:
 
 
 def test_committed_rows_with_two_scores_within_the_tolerance():
-    counts = {run: sum(_near_tie(r["scores"], COUNTED_GAP) for r in _rows(run)) for run in
-              ("smollm2-span-k10", "smollm2-span-k25")}
+    counts = {
+        run: sum(_near_tie(r["scores"], COUNTED_GAP) for r in _rows(run))
+        for run in ("smollm2-span-k10", "smollm2-span-k25")
+    }
     rows = sum(len(_rows(run)) for run in counts)
     assert (counts, rows) == ({"smollm2-span-k10": 8, "smollm2-span-k25": 12}, 4800)
     wider = sum(_near_tie(r["scores"], 2.2e-5) for run in counts for r in _rows(run))
-    assert wider == 38                                   # twice the largest deviation measured across CPUs
+    assert wider == 38  # twice the largest deviation measured across CPUs
 
 
 @pytest.mark.parametrize("run", ["smollm2-span-k5", "smollm2-span-k10", "smollm2-span-k25"])
@@ -78,7 +80,7 @@ def test_committed_scores_recomputed_here_agree_to_the_tolerance():
     try:
         queries = {q.query_id: q for q in load_queries(config).test}
         scorer = make_scorer("span", model=config.model_name, pass_cache=False)
-    except Exception as exc:                     # no embedded data or model in this environment
+    except Exception as exc:  # no embedded data or model in this environment
         pytest.skip(f"cannot rebuild the run's queries or scorer here: {exc}")
     for r in rows:
         query = queries[r["query_id"]]

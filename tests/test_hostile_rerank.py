@@ -26,6 +26,7 @@ def _good() -> list[dict[str, Any]]:
 
 def _set(path: str, value: Any, line: int = 0) -> Callable[[list[dict]], None]:
     """A mutation: set ``path`` (dots and [i]) of line ``line`` to ``value``."""
+
     def mutate(lines: list[dict]) -> None:
         target: Any = lines[line]
         parts = path.replace("]", "").replace("[", ".").split(".")
@@ -38,6 +39,7 @@ def _set(path: str, value: Any, line: int = 0) -> Callable[[list[dict]], None]:
             target[int(last)] = value
         else:
             target[last] = value
+
     return mutate
 
 
@@ -48,6 +50,7 @@ def _scores(values: list[Any]) -> Callable[[list[dict]], None]:
     def mutate(lines: list[dict]) -> None:
         for c, v in zip(lines[0]["candidates"], values):
             c["score"] = v
+
     return mutate
 
 
@@ -113,8 +116,23 @@ def _write(path: Path, lines: list[dict]) -> Path:
 
 
 def _base(cands: Path, out: Path, *extra: Any) -> list[Any]:
-    return ["rerank", "--candidates", cands, "--scorer", "simulated", "--m", "2", "--methods", "zero_shot",
-            "--n-bootstrap", "0", "--out", out, "--no-progress", *extra]
+    return [
+        "rerank",
+        "--candidates",
+        cands,
+        "--scorer",
+        "simulated",
+        "--m",
+        "2",
+        "--methods",
+        "zero_shot",
+        "--n-bootstrap",
+        "0",
+        "--out",
+        out,
+        "--no-progress",
+        *extra,
+    ]
 
 
 @pytest.mark.parametrize("name,mutate,needles", CANDIDATE_CASES, ids=[c[0] for c in CANDIDATE_CASES])
@@ -151,8 +169,12 @@ def test_undecodable_candidates_file(name, data, needles, tmp_path, capsys):
 
 
 def test_missing_candidates_file_or_folder(tmp_path, capsys):
-    expect_rejected(capsys, _base(tmp_path / "nope.jsonl", tmp_path / "run"), ["nope.jsonl: no such candidates file"],
-                    tmp_path / "run")
+    expect_rejected(
+        capsys,
+        _base(tmp_path / "nope.jsonl", tmp_path / "run"),
+        ["nope.jsonl: no such candidates file"],
+        tmp_path / "run",
+    )
     expect_rejected(capsys, _base(tmp_path, tmp_path / "run"), ["no such candidates file"], tmp_path / "run")
 
 
@@ -176,10 +198,16 @@ PARAMETER_CASES = [
     ("span-max-length-text", ["--scorer", "span", "--scorer-option", "max_length=abc"], ["'max_length' = 'abc'"]),
     ("span-max-length-float", ["--scorer", "span", "--scorer-option", "max_length=2.5"], ["'max_length' = 2.5"]),
     ("span-unknown-option", ["--scorer", "span", "--scorer-option", "bogus=1"], ["unknown option 'bogus'"]),
-    ("span-trust-remote-code-option", ["--scorer", "span", "--scorer-option", "trust_remote_code=true"],
-     ["'trust_remote_code' cannot be set", "--trust-remote-code"]),
-    ("span-pickle-option", ["--scorer", "span", "--scorer-option", "allow_pickle_weights=true"],
-     ["'allow_pickle_weights' cannot be set", "--allow-pickle-weights"]),
+    (
+        "span-trust-remote-code-option",
+        ["--scorer", "span", "--scorer-option", "trust_remote_code=true"],
+        ["'trust_remote_code' cannot be set", "--trust-remote-code"],
+    ),
+    (
+        "span-pickle-option",
+        ["--scorer", "span", "--scorer-option", "allow_pickle_weights=true"],
+        ["'allow_pickle_weights' cannot be set", "--allow-pickle-weights"],
+    ),
     ("dry-run-k-above-lists", ["--k", "10", "--dry-run"], ["fewer than K = 10"]),
     ("dry-run-exposure-k", ["--exposure-k", "7", "--dry-run"], ["'exposure_k' = 7"]),
     ("no-such-flag", ["--bogus"], ["unrecognized arguments: --bogus"]),
@@ -200,8 +228,11 @@ def _config_file(tmp_path: Path, text: bytes) -> Path:
 
 
 CONFIG_CASES = [
-    ("trust-remote-code", b"scorer: span\nscorer_options: {trust_remote_code: true}\n",
-     ["'trust_remote_code' cannot be set", "--trust-remote-code"]),
+    (
+        "trust-remote-code",
+        b"scorer: span\nscorer_options: {trust_remote_code: true}\n",
+        ["'trust_remote_code' cannot be set", "--trust-remote-code"],
+    ),
     ("not-utf8", b"m: 2\n# caf\xe9\n", ["run.yaml:2: not UTF-8"]),
     ("malformed", b"m: [2\n", ["run.yaml", "malformed YAML"]),
     ("unknown-key", b"bogus: 1\n", ["unknown setting 'bogus'"]),
@@ -234,6 +265,7 @@ def _out_read_only_folder(tmp_path, monkeypatch):
 
 def _out_read_only_run(tmp_path, monkeypatch):
     from invarirank.cli import main
+
     cands = tmp_path / "cands.jsonl"
     assert main([str(a) for a in _base(cands, tmp_path / "done")]) == 0
     read_only(monkeypatch, tmp_path / "done")
@@ -260,13 +292,22 @@ def _cache_dir_flag_is_file(tmp_path, monkeypatch):
 
 def _out_holds_other_run(tmp_path, monkeypatch):
     from invarirank.cli import main
+
     cands = tmp_path / "cands.jsonl"
     assert main([str(a) for a in _base(cands, tmp_path / "other", "--seed", "7")]) == 0
     return tmp_path / "other", [], ["finished run with a different configuration"]
 
 
-PLACE_CASES = [_out_is_file, _out_under_file, _out_read_only_folder, _out_read_only_run, _cache_is_file,
-               _cache_read_only, _cache_dir_flag_is_file, _out_holds_other_run]
+PLACE_CASES = [
+    _out_is_file,
+    _out_under_file,
+    _out_read_only_folder,
+    _out_read_only_run,
+    _cache_is_file,
+    _cache_read_only,
+    _cache_dir_flag_is_file,
+    _out_holds_other_run,
+]
 
 
 @pytest.mark.parametrize("case", PLACE_CASES, ids=[c.__name__.strip("_") for c in PLACE_CASES])
@@ -277,6 +318,7 @@ def test_unwritable_places(case, tmp_path, capsys, monkeypatch):
 
 
 # --- model folders (family 5 and 7): need torch --------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory):
@@ -294,6 +336,7 @@ def tiny_folder(tmp_path_factory):
 
 def _copy(folder: Path, to: Path) -> Path:
     import shutil
+
     shutil.copytree(folder, to)
     return to
 
@@ -313,6 +356,7 @@ def _header_cut(folder: Path, to: Path) -> Path:
 def _pickle_only(folder: Path, to: Path) -> Path:
     import torch
     from safetensors.torch import load_file
+
     d = _copy(folder, to)
     torch.save(load_file(d / "model.safetensors"), d / "pytorch_model.bin")
     (d / "model.safetensors").unlink()
@@ -355,9 +399,22 @@ def test_pickle_weights_load_only_with_the_explicit_flag(tiny_folder, tmp_path, 
     try:
         assert main([*argv, "--model", str(folder), "--device", "cpu", "--allow-pickle-weights"]) == 0
     finally:
-        models.allow()                                  # the grant is per process: reset it for other tests
-    assert main([*argv[:-3], "--out", str(tmp_path / "run2"), "--no-progress", "--model", str(tiny_folder),
-                 "--device", "cpu"]) == 0
+        models.allow()  # the grant is per process: reset it for other tests
+    assert (
+        main(
+            [
+                *argv[:-3],
+                "--out",
+                str(tmp_path / "run2"),
+                "--no-progress",
+                "--model",
+                str(tiny_folder),
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     a = (tmp_path / "run" / "observations.jsonl").read_text().splitlines()
     b = (tmp_path / "run2" / "observations.jsonl").read_text().splitlines()
     strip = lambda rows: [{k: v for k, v in json.loads(r).items() if k != "model"} for r in rows]  # noqa: E731
@@ -397,6 +454,10 @@ def test_a_second_writer_of_a_run_folder_stops_at_once(tmp_path, capsys):
     cands = _write(tmp_path / "cands.jsonl", _good())
     out = tmp_path / "run"
     with folder_lock(out):
-        expect_rejected(capsys, _base(cands, out), [str(out), "is being written by", f"pid {os.getpid()}",
-                                                    socket.gethostname()], out)
-    assert main([str(a) for a in _base(cands, out)]) == 0          # once the holder is gone, the run goes on
+        expect_rejected(
+            capsys,
+            _base(cands, out),
+            [str(out), "is being written by", f"pid {os.getpid()}", socket.gethostname()],
+            out,
+        )
+    assert main([str(a) for a in _base(cands, out)]) == 0  # once the holder is gone, the run goes on

@@ -51,19 +51,39 @@ def _thirty(lines: list[dict[str, Any]]) -> None:
 CASES: list[tuple[str, Callable[[list[dict[str, Any]]], None], list[str], list[str]]] = [
     ("span-empty-line", _empty_line, [], ["query u001", "position 4", "renders as an empty line"]),
     ("choice-empty-line", _empty_line, ["--scorer", "choice"], ["query u001", "renders as an empty line"]),
-    ("span-500-history-items", _long_history, [], ["query u001", "more than max_length 4096",
-                                                   "truncate_history=True"]),
-    ("span-title-over-the-limit", lambda lines: lines[1]["candidates"][2].update(title="ballad of " * 2000),
-     [], ["query u001", "more than max_length 4096"]),
-    ("span-max-length-10", lambda lines: None, ["--scorer-option", "max_length=10"],
-     ["query u000", "more than max_length 10"]),
+    ("span-500-history-items", _long_history, [], ["query u001", "more than max_length 4096", "truncate_history=True"]),
+    (
+        "span-title-over-the-limit",
+        lambda lines: lines[1]["candidates"][2].update(title="ballad of " * 2000),
+        [],
+        ["query u001", "more than max_length 4096"],
+    ),
+    (
+        "span-max-length-10",
+        lambda lines: None,
+        ["--scorer-option", "max_length=10"],
+        ["query u000", "more than max_length 10"],
+    ),
     ("choice-k30", _thirty, ["--scorer", "choice"], ["cannot label 30 candidates", "the largest K supported is 26"]),
 ]
 
 
 def _argv(cands: Path, out: Path, *extra: str) -> list[Any]:
-    return ["rerank", "--candidates", cands, "--m", "2", "--methods", "zero_shot", "--n-bootstrap", "0",
-            "--out", out, "--no-progress", *extra]
+    return [
+        "rerank",
+        "--candidates",
+        cands,
+        "--m",
+        "2",
+        "--methods",
+        "zero_shot",
+        "--n-bootstrap",
+        "0",
+        "--out",
+        out,
+        "--no-progress",
+        *extra,
+    ]
 
 
 @pytest.mark.parametrize("name,mutate,extra,needles", CASES, ids=[c[0] for c in CASES])
@@ -76,7 +96,7 @@ def test_f3_scorer_checks_come_before_any_pass(name, mutate, extra, needles, tmp
     expect_rejected(capsys, _argv(_write(tmp_path / "bad.jsonl", bad), out, *extra), needles, out=out)
     assert not out.exists()
     if name == "choice-k30":
-        return                                              # no corrected form of the same request
+        return  # no corrected form of the same request
     # the corrected input goes through in the same folder: nothing left by the failure blocks it
     capsys.readouterr()
     good = copy.deepcopy(lines)
@@ -92,8 +112,7 @@ def test_f3_validation_queries_are_checked_before_the_calibration(tmp_path, caps
     val = [i for i, d in enumerate(lines) if d["split"] == "validation"]
     _empty_line(lines, val[-1])
     out = tmp_path / "run"
-    argv = _argv(_write(tmp_path / "bad.jsonl", lines), out, "--calibration-queries", "2",
-                 "--calibration-repeats", "1")
+    argv = _argv(_write(tmp_path / "bad.jsonl", lines), out, "--calibration-queries", "2", "--calibration-repeats", "1")
     argv[argv.index("zero_shot")] = "zero_shot,stella"
     expect_rejected(capsys, argv, [f"query {lines[val[-1]]['query_id']}", "renders as an empty line"], out=out)
     assert not out.exists()

@@ -27,12 +27,30 @@ def test_more_queries_than_the_pool_is_refused(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
     cands = tmp_path / "cands.jsonl"
-    cands.write_text("".join(__import__("json").dumps(query_to_json(q)) + "\n"
-                             for q in synthetic_queries(n_test=4, n_validation=0, k=6, seed=1)))
-    args = ["rerank", "--candidates", str(cands), "--scorer", "simulated", "--m", "2", "--methods", "zero_shot",
-            "--n-bootstrap", "0", "--no-progress", "--out", str(tmp_path / "out")]
+    cands.write_text(
+        "".join(
+            __import__("json").dumps(query_to_json(q)) + "\n"
+            for q in synthetic_queries(n_test=4, n_validation=0, k=6, seed=1)
+        )
+    )
+    args = [
+        "rerank",
+        "--candidates",
+        str(cands),
+        "--scorer",
+        "simulated",
+        "--m",
+        "2",
+        "--methods",
+        "zero_shot",
+        "--n-bootstrap",
+        "0",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     assert main([*args, "--queries", "1000"]) == 2
     err = capsys.readouterr().err
     assert "n_queries 1000: only 4 test queries are available" in err and "Traceback" not in err
     assert not (tmp_path / "out" / "observations.jsonl").exists()
-    assert main([*args, "--queries", "4"]) == 0                  # all of them: fine
+    assert main([*args, "--queries", "4"]) == 0  # all of them: fine

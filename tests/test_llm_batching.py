@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import invarirank.llm.batching as batching
 from invarirank.llm.batching import computed_positions, group_by_prefix, packed_batches, per_prefix_batches
 
-SETTINGS = settings(max_examples=300, deadline=None, database=None)   # database=None: no .hypothesis/ folder
+SETTINGS = settings(max_examples=300, deadline=None, database=None)  # database=None: no .hypothesis/ folder
 
 
 @st.composite
@@ -66,16 +66,16 @@ def test_a_huge_budget_with_equal_lengths_packs_everything_at_once(lengths, size
     """Rows of equal length never pad: with a budget that holds them all they form one batch."""
     same = [lengths[0]] * len(lengths)
     groups = [list(range(len(same)))]
-    assert packed_batches(same, groups, size, budget=10 ** 9) == [list(range(len(same)))]
+    assert packed_batches(same, groups, size, budget=10**9) == [list(range(len(same)))]
 
 
 def test_packing_by_hand():
     # two queries (prefixes 0 and 1), suffixes 5, 7 | 6, 7; batch size 2 per prefix would compute 2*7 + 2*7 = 28
     lengths, groups = [5, 7, 6, 7], [[0, 1], [2, 3]]
     assert per_prefix_batches(groups, 2) == [[0, 1], [2, 3]]
-    assert packed_batches(lengths, groups, 2, budget=28) == [[0, 2, 1, 3]]        # 4 rows x 7 = 28
-    assert packed_batches(lengths, groups, 2, budget=14) == [[0, 2], [1, 3]]      # 2x6 = 12, 2x7 = 14
-    assert packed_batches(lengths, groups, 2, budget=1) == [[0], [2], [1], [3]]   # every row alone
+    assert packed_batches(lengths, groups, 2, budget=28) == [[0, 2, 1, 3]]  # 4 rows x 7 = 28
+    assert packed_batches(lengths, groups, 2, budget=14) == [[0, 2], [1, 3]]  # 2x6 = 12, 2x7 = 14
+    assert packed_batches(lengths, groups, 2, budget=1) == [[0], [2], [1], [3]]  # every row alone
     assert packed_batches([], [], 3, budget=10) == []
 
 
@@ -83,4 +83,4 @@ def test_the_module_needs_no_torch():
     tree = ast.parse(Path(batching.__file__).read_text(encoding="utf-8"))
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= {"__future__", "typing", "collections"}, imported     # the standard library only
+    assert imported <= {"__future__", "typing", "collections"}, imported  # the standard library only

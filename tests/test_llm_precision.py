@@ -17,11 +17,18 @@ def test_bf16_refused_without_the_instructions(monkeypatch):
         check_cpu_precision("bfloat16", "cpu", ZEN3)
 
 
-@pytest.mark.parametrize("dtype,device,flags", [("bfloat16", "cpu", SAPPHIRE), ("float32", "cpu", ZEN3),
-                                                ("bfloat16", "cuda", ZEN3), ("bfloat16", "cpu", frozenset())])
+@pytest.mark.parametrize(
+    "dtype,device,flags",
+    [
+        ("bfloat16", "cpu", SAPPHIRE),
+        ("float32", "cpu", ZEN3),
+        ("bfloat16", "cuda", ZEN3),
+        ("bfloat16", "cpu", frozenset()),
+    ],
+)
 def test_allowed_where_bf16_is_real_or_not_asked(dtype, device, flags, monkeypatch):
     monkeypatch.delenv("INVARIRANK_ALLOW_EMULATED_BF16", raising=False)
-    check_cpu_precision(dtype, device, flags)          # no error: hardware bf16, float32, a GPU, unknown flags
+    check_cpu_precision(dtype, device, flags)  # no error: hardware bf16, float32, a GPU, unknown flags
 
 
 def test_only_the_emulation_benchmark_lifts_the_refusal(monkeypatch):
@@ -51,6 +58,6 @@ def test_model_loading_refuses_emulated_bf16(monkeypatch):
     cpu = torch.device("cpu")
     with pytest.raises(InvariRankError, match="dtype 'bfloat16' on the CPU"):
         models.resolve_dtype("bf16", cpu)
-    assert models.resolve_dtype(None, cpu) == torch.float32           # the CPU default is never bf16
+    assert models.resolve_dtype(None, cpu) == torch.float32  # the CPU default is never bf16
     monkeypatch.setattr(precision, "cpu_flags", lambda: SAPPHIRE)
     assert models.resolve_dtype("bfloat16", cpu) == torch.bfloat16

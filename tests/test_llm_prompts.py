@@ -32,8 +32,10 @@ def test_item_and_history_lines():
     assert render_item(NOYEAR) == "Some Book, genres: Books, Fiction"
     assert render_item(BARE) == "Untitled"
     assert render_item(Item("4", "Year As Float", 1995.0, ())) == "Year As Float (1995)"  # type: ignore[arg-type]
-    assert render_history_line(HistoryEntry(TOY, 4.0)) == \
-        "title: Toy Story (1995), rating: 4, genres: Animation, Children's, Comedy"
+    assert (
+        render_history_line(HistoryEntry(TOY, 4.0))
+        == "title: Toy Story (1995), rating: 4, genres: Animation, Children's, Comedy"
+    )
     assert render_history_line(HistoryEntry(NOYEAR, 3.5)) == "title: Some Book, rating: 3.5, genres: Books, Fiction"
     assert render_item(Item("5", "Two\nLines", 2000, ("A\nB",))) == "Two Lines (2000), genres: A B"
     # every line break becomes a space (U+2028, NEL, \r\n as two), edges are stripped
@@ -58,7 +60,8 @@ def test_span_prompt_layout_is_exact():
         "[/SPAN]\n"
         "\n"
         "[ITEM]\nSome Book, genres: Books, Fiction\n[/ITEM]\n\n"
-        "[ITEM]\nToy Story (1995), genres: Animation, Children's, Comedy\n[/ITEM]\n\n")
+        "[ITEM]\nToy Story (1995), genres: Animation, Children's, Comedy\n[/ITEM]\n\n"
+    )
     seg = span_segments(history, [NOYEAR, TOY])
     assert seg.text == text
     assert [b for _, b, _ in seg.items] == [render_item(NOYEAR), render_item(TOY)]
@@ -68,19 +71,26 @@ def test_span_prompt_layout_is_exact():
 
 def test_choice_message_and_versions():
     msg = choice_message((HistoryEntry(TOY, 4.0),), [TOY, NOYEAR], ["A", "B"])
-    assert msg.candidates == ("[A] Toy Story (1995), genres: Animation, Children's, Comedy\n",
-                              "[B] Some Book, genres: Books, Fiction\n")
-    assert msg.text.endswith("Candidates:\n" + "".join(msg.candidates) +
-                             "\nWhich candidate will the user prefer most? Answer with its label only.")
+    assert msg.candidates == (
+        "[A] Toy Story (1995), genres: Animation, Children's, Comedy\n",
+        "[B] Some Book, genres: Books, Fiction\n",
+    )
+    assert msg.text.endswith(
+        "Candidates:\n"
+        + "".join(msg.candidates)
+        + "\nWhich candidate will the user prefer most? Answer with its label only."
+    )
     assert SpanTemplate().to_json()["template_version"] == TEMPLATE_VERSION
     assert ChoiceTemplate().label_alphabet()[:3] == ("A", "B", "C")
 
 
 def test_package_import_does_not_load_torch():
-    code = ("import sys, invarirank.llm, invarirank.llm.factory, invarirank.llm.prompts, "
-            "invarirank.llm.persistent_cache; "
-            "s = invarirank.llm.make_scorer('simulated', seed=1); "
-            "print('torch' in sys.modules, 'transformers' in sys.modules)")
+    code = (
+        "import sys, invarirank.llm, invarirank.llm.factory, invarirank.llm.prompts, "
+        "invarirank.llm.persistent_cache; "
+        "s = invarirank.llm.make_scorer('simulated', seed=1); "
+        "print('torch' in sys.modules, 'transformers' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 

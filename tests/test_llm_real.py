@@ -44,7 +44,7 @@ def _check_span(lm, query, orders):
     for order in orders:
         a, b = fast.score(query, order), naive.score(query, order)
         assert np.abs(a.scores - b.scores).max() <= TOL, (a.scores, b.scores)
-        assert rank_by_scores(a.scores) == rank_by_scores(b.scores), (a.scores, b.scores)   # the same ranking
+        assert rank_by_scores(a.scores) == rank_by_scores(b.scores), (a.scores, b.scores)  # the same ranking
     assert fast.stats["prefix_passes"] == 1 and fast.stats["tokens_computed"] < naive.stats["tokens_computed"]
     return fast
 
@@ -54,7 +54,7 @@ def _check_choice(lm, query, order):
     assert sc.max_k >= 26
     res = sc.score(query, order)
     ref = torch.log_softmax(reference_logits(sc, sc.prompt_ids(query, order), last_only=True)[-1], dim=-1)
-    assert np.abs(res.scores - ref[sc.label_ids[:len(order)]].numpy()).max() <= TOL
+    assert np.abs(res.scores - ref[sc.label_ids[: len(order)]].numpy()).max() <= TOL
     return sc
 
 

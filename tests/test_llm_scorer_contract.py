@@ -46,12 +46,14 @@ def tiny_lm():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from invarirank.llm.testing import tiny_model, train_tokenizer
+
     return tiny_model("llama", train_tokenizer("bytelevel"), seed=5)
 
 
 def _factory(kind, cache, request, tmp_path, **options):
     """A function building a fresh scorer of ``kind`` behind ``cache`` (all on the same tiny model)."""
     if kind == "simulated":
+
         def base():
             return make_scorer("simulated", seed=3, **{"bias_strength": 1.5, **options})
     else:
@@ -59,15 +61,19 @@ def _factory(kind, cache, request, tmp_path, **options):
         on_disk = cache == "on-disk pass cache"
 
         def base():
-            return make_scorer(kind, lm, seed=3, cache_dir=tmp_path if on_disk else None, pass_cache=on_disk,
-                               **options)
+            return make_scorer(kind, lm, seed=3, cache_dir=tmp_path if on_disk else None, pass_cache=on_disk, **options)
+
     if cache == "per-query pass cache":
         return lambda: QueryPassCache(base())
     return base
 
 
-PARAMS = [(kind, cache) for kind in SCORER_KINDS for cache in CACHES
-          if not (kind == "simulated" and cache == "on-disk pass cache")]
+PARAMS = [
+    (kind, cache)
+    for kind in SCORER_KINDS
+    for cache in CACHES
+    if not (kind == "simulated" and cache == "on-disk pass cache")
+]
 
 
 @pytest.fixture(params=PARAMS, ids=lambda p: f"{p[0]}-{p[1].replace(' ', '-')}")
@@ -108,7 +114,7 @@ def test_batched_real_scorers_across_queries(kind, cache, request, tmp_path, que
         alone = _factory(kind, "no cache", request, tmp_path)
         check_requests_across_queries(scorer, alone, [query, other_query], atol=REAL_ATOL)
         check_aligned_under_permutation(scorer, alone, query, atol=REAL_ATOL)
-        assert scorer.stats["forward_passes"] < 2 * 3 * 2   # rows were batched
+        assert scorer.stats["forward_passes"] < 2 * 3 * 2  # rows were batched
 
 
 def test_span_scores_read_only_the_prompt_up_to_their_slot(request, tmp_path, query):
@@ -118,8 +124,10 @@ def test_span_scores_read_only_the_prompt_up_to_their_slot(request, tmp_path, qu
 def test_a_position_free_scorer_scores_follow_their_candidates(query, other_query):
     """The simulated scorer without position effect or order noise scores a candidate the same in every slot:
     through the per-query cache and the plain-scorer adapter, each score must follow its candidate."""
+
     def fresh():
         return make_scorer("simulated", seed=3, bias_strength=0.0, noise_sd=0.0)
+
     for wrap in (lambda s: s, QueryPassCache, ScoreOnly, lambda s: QueryPassCache(ScoreOnly(s))):
         check_aligned_under_permutation(wrap(fresh()), fresh, query, position_free=True)
         check_requests_across_queries(wrap(fresh()), fresh, [query, other_query])
@@ -127,6 +135,7 @@ def test_a_position_free_scorer_scores_follow_their_candidates(query, other_quer
 
 class _SlotScorer:
     """A plain scorer (``score``, ``identity``, ``name`` only): slot i scores -i."""
+
     name = "slots"
 
     def score(self, query, presented):
@@ -138,12 +147,14 @@ class _SlotScorer:
 
 class _Shifted(_SlotScorer):
     """A broken scorer: scores each candidate by its id but hands the scores back one slot off."""
+
     def score(self, query, presented):
         return ScoreResult(np.roll(np.array([float(it.item_id) for it in presented], dtype=np.float32), 1), 0, False)
 
 
 class _SetKeyedCache(QueryPassCache):
     """A broken cache: keyed on the candidate set, so a permutation gets the scores of another order."""
+
     def score_requests(self, requests):
         out = []
         for q, o in requests:
@@ -163,8 +174,10 @@ def test_check_scorer_runs_every_check_on_a_plain_scorer(query, other_query):
 
 def test_the_contract_checks_catch_broken_scorers(query):
     """The checks can fail: a cache keyed on the candidate set, or scores returned in the wrong slots."""
+
     def simulated():
         return make_scorer("simulated", seed=3)
+
     with pytest.raises(AssertionError, match="after its permutations"):
         check_aligned_under_permutation(_SetKeyedCache(simulated()), simulated, query)
     with pytest.raises(AssertionError, match="position-free"):

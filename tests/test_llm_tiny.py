@@ -64,7 +64,7 @@ def test_span_prefix_reuse_and_pass_cache_equal_naive(arch, models, query, tmp_p
         first[n] = a.scores
         assert a.scores.dtype == np.float32 and a.scores.shape == (len(order),)
         assert np.abs(a.scores - b.scores).max() <= TOL
-        assert rank_by_scores(a.scores) == rank_by_scores(b.scores)     # the ranking, not only the scores, agrees
+        assert rank_by_scores(a.scores) == rank_by_scores(b.scores)  # the ranking, not only the scores, agrees
         assert not a.cached and 0 < a.tokens < b.tokens
     assert fast.stats["prefix_passes"] == 1 and fast.stats["prefix_reuses"] == 2
     assert fast.stats["tokens_computed"] < naive.stats["tokens_computed"]
@@ -81,7 +81,7 @@ def test_choice_equals_log_softmax_of_plain_forward(arch, models, query):
     for order in _orders(query)[:2]:
         res = sc.score(query, order)
         ids = sc.prompt_ids(query, order)
-        ref = torch.log_softmax(reference_logits(sc, ids)[-1], dim=-1)[sc.label_ids[:len(order)]]
+        ref = torch.log_softmax(reference_logits(sc, ids)[-1], dim=-1)[sc.label_ids[: len(order)]]
         assert np.abs(res.scores - ref.numpy()).max() <= TOL
     assert sc.stats["positions_projected"] == 1 + 2  # prefix (one row) + the last position of each pass
 
@@ -91,8 +91,11 @@ def test_scored_span_decodes_to_exactly_the_candidate_text(kind, tok, sp_tok):
     tokenizer = tok if kind == "bytelevel" else sp_tok
     lm = tiny_model("llama", tokenizer, seed=1)
     sc = SpanScorer(lm, pass_cache=False)
-    items = toy_items(5, seed=9) + [Item("x1", "'Til There Was You", 1997, ("Drama", "Romance")),
-                                    Item("x2", "Amélie", None, ()), Item("x3", "Das Boot (The Boat)", 1981, ("War",))]
+    items = toy_items(5, seed=9) + [
+        Item("x1", "'Til There Was You", 1997, ("Drama", "Romance")),
+        Item("x2", "Amélie", None, ()),
+        Item("x3", "Das Boot (The Boat)", 1981, ("War",)),
+    ]
     q = Query("u9", "9", (HistoryEntry(items[0], 4.0),), tuple(items), ("x1",))
     from invarirank.llm.prompts import render_item
 
@@ -155,14 +158,17 @@ def test_methods_in_lockstep_on_a_batching_scorer(models, query):
     matrix[:, 0] += 0.5
     matrix /= matrix.sum(axis=1, keepdims=True)
     opts = {"stella": {"matrix": matrix}}
-    pairs = [(t, order, name) for t, order in enumerate(_orders(query)[:2] + [list(query.candidates)[::2]])
-             for name in METHODS if not (name == "stella" and len(order) != k)]
+    pairs = [
+        (t, order, name)
+        for t, order in enumerate(_orders(query)[:2] + [list(query.candidates)[::2]])
+        for name in METHODS
+        if not (name == "stella" and len(order) != k)
+    ]
     single = QueryPassCache(SpanScorer(lm, pass_cache=False))
     batched_scorer = SpanScorer(lm, pass_cache=False, batch_size=3)
     batched = QueryPassCache(batched_scorer)
     expected = [run_method(n, single, query, o, seed=1, t=t, **opts.get(n, {})) for t, o, n in pairs]
-    got = drive_many([method_steps(n, query, o, seed=1, t=t, **opts.get(n, {})) for t, o, n in pairs], batched,
-                     query)
+    got = drive_many([method_steps(n, query, o, seed=1, t=t, **opts.get(n, {})) for t, o, n in pairs], batched, query)
     for e, g in zip(expected, got):
         assert g.output == e.output and g.passes == e.passes
         assert np.abs(np.array(g.scores) - np.array(e.scores)).max() <= TOL
@@ -298,11 +304,13 @@ def test_pass_cache_key_is_stable_across_processes(tok):
 
     from invarirank.llm.persistent_cache import pass_key
 
-    code = ("from invarirank.llm.testing import tiny_model, train_tokenizer\n"
-            "from invarirank.llm.span import SpanScorer\n"
-            "from invarirank.llm.persistent_cache import pass_key\n"
-            "sc = SpanScorer(tiny_model('llama', train_tokenizer('bytelevel'), seed=7), pass_cache=False)\n"
-            "print(pass_key(sc.key_identity(), 'prompt'))\n")
+    code = (
+        "from invarirank.llm.testing import tiny_model, train_tokenizer\n"
+        "from invarirank.llm.span import SpanScorer\n"
+        "from invarirank.llm.persistent_cache import pass_key\n"
+        "sc = SpanScorer(tiny_model('llama', train_tokenizer('bytelevel'), seed=7), pass_cache=False)\n"
+        "print(pass_key(sc.key_identity(), 'prompt'))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     here = SpanScorer(tiny_model("llama", tok, seed=7), pass_cache=False)
     assert out.stdout.strip().splitlines()[-1] == pass_key(here.key_identity(), "prompt")

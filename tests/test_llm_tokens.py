@@ -27,11 +27,52 @@ MODELS = sorted(REGISTRY)
 N_QUERIES = 30
 TOL = 1e-4
 
-_WORDS = ("Star", "Wars", "toy", "Amélie", "Léon", "e\u0301te\u0301", "Cafe\u0301",
-          "東京物語", "千と千尋の神隠し", "기생충", "Жизнь", "שלום", "مرحبا", "🎬", "👨‍👩‍👧", "🇫🇷",
-          "Ⅷ", "½", "ﬁn", "x²", "'Til", "(1996)", "[ITEM]", "[/ITEM]",
-          "[A]", "...", "—", "«Léon»", "$9.99", "C++", "3:10", "zero\u200bwidth", "soft\u00adhyphen", "O'Brien",
-          "Se7en", "2001:", "WALL·E", "M*A*S*H", "(no genres listed)", ")", "[", "]", ":", ",")
+_WORDS = (
+    "Star",
+    "Wars",
+    "toy",
+    "Amélie",
+    "Léon",
+    "e\u0301te\u0301",
+    "Cafe\u0301",
+    "東京物語",
+    "千と千尋の神隠し",
+    "기생충",
+    "Жизнь",
+    "שלום",
+    "مرحبا",
+    "🎬",
+    "👨‍👩‍👧",
+    "🇫🇷",
+    "Ⅷ",
+    "½",
+    "ﬁn",
+    "x²",
+    "'Til",
+    "(1996)",
+    "[ITEM]",
+    "[/ITEM]",
+    "[A]",
+    "...",
+    "—",
+    "«Léon»",
+    "$9.99",
+    "C++",
+    "3:10",
+    "zero\u200bwidth",
+    "soft\u00adhyphen",
+    "O'Brien",
+    "Se7en",
+    "2001:",
+    "WALL·E",
+    "M*A*S*H",
+    "(no genres listed)",
+    ")",
+    "[",
+    "]",
+    ":",
+    ",",
+)
 _GAPS = (" ", " ", " ", "  ", "\t", " \t ", "\n", "\r\n", "\u2028", "\xa0", "\u3000", " \n\n ", "\v", "\x85")
 _EDGES = ("", "", "", " ", "  ", "\t", "\n", " \r\n", "\u3000", "\xa0")
 
@@ -55,8 +96,10 @@ def random_query(seed: int) -> Query:
     and combining), CJK, Hangul, RTL scripts, emoji (ZWJ sequences, flags), brackets and odd whitespace."""
     rng = np.random.default_rng(seed)
     ratings = (1.0, 2.0, 3.0, 4.0, 5.0, 0.5, 3.5, 4.25)
-    history = tuple(HistoryEntry(_item(rng, f"h{i}"), ratings[int(rng.integers(len(ratings)))])
-                    for i in range(int(rng.integers(0, 13))))
+    history = tuple(
+        HistoryEntry(_item(rng, f"h{i}"), ratings[int(rng.integers(len(ratings)))])
+        for i in range(int(rng.integers(0, 13)))
+    )
     cands = tuple(_item(rng, f"c{i}") for i in range(int(rng.integers(1, 11))))
     return Query(f"r{seed}", str(seed), history, cands, (cands[0].item_id,))
 
@@ -108,14 +151,21 @@ def test_plans_use_the_canonical_ids_of_random_prompts(name, kind, registered):
         assert len({p.prefix for p in plans}) == 1, (name, kind, seed)
         plan = plans[0]
         head_end = plan.segments[0][2]
-        assert sc.encoder.decode(plan.prefix[len(plan.bos):]) == plan.text[:head_end], (name, kind, seed)
+        assert sc.encoder.decode(plan.prefix[len(plan.bos) :]) == plan.text[:head_end], (name, kind, seed)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,kind,segment", [
-    ("smollm2-135m", "span", "the instruction and history"),  # "\n\n" before [ITEM]: one token alone, two in context
-    ("gemma3-270m", "choice", "the line of candidate"),  # "\n" + "\n": two tokens alone, one in context
-])
+@pytest.mark.parametrize(
+    "name,kind,segment",
+    [
+        (
+            "smollm2-135m",
+            "span",
+            "the instruction and history",
+        ),  # "\n\n" before [ITEM]: one token alone, two in context
+        ("gemma3-270m", "choice", "the line of candidate"),  # "\n" + "\n": two tokens alone, one in context
+    ],
+)
 def test_per_segment_encoding_is_caught(name, kind, segment, registered):
     """The defect of template version 1 (each segment encoded on its own) is an error naming model and place."""
     _, span, choice = registered(name)
@@ -125,8 +175,9 @@ def test_per_segment_encoding_is_caught(name, kind, segment, registered):
         def _plan(self, query, history, presented):
             plan = super()._plan(query, history, presented)
             encode = self.encoder.tokenizer.encode
-            ids = list(plan.bos) + [t for _, a, b in plan.segments
-                                    for t in encode(plan.text[a:b], add_special_tokens=False)]
+            ids = list(plan.bos) + [
+                t for _, a, b in plan.segments for t in encode(plan.text[a:b], add_special_tokens=False)
+            ]
             n = len(plan.prefix)
             plan.prefix, plan.suffix, plan.tail = tuple(ids[:n]), ids[n:], []
             return plan
@@ -135,9 +186,12 @@ def test_per_segment_encoding_is_caught(name, kind, segment, registered):
     broken = PerSegment(good.loaded, pass_cache=False)
     q = random_query(3)
     good.plan(q, q.candidates)
-    with pytest.raises(InvariRankError, match=rf"model tiny-{name}, {kind} prompt of query r3: .* token ids differ "
-                                              rf"from the canonical tokenisation .* at token \d+ \(character offset "
-                                              rf"\d+, in {segment}"):
+    with pytest.raises(
+        InvariRankError,
+        match=rf"model tiny-{name}, {kind} prompt of query r3: .* token ids differ "
+        rf"from the canonical tokenisation .* at token \d+ \(character offset "
+        rf"\d+, in {segment}",
+    ):
         broken.plan(q, q.candidates)
 
 
@@ -149,8 +203,12 @@ def _tokenizer_without_pretokenizer():
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=["<|endoftext|>"], show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<|endoftext|>"],
+        show_progress=False,
+    )
     tok.train_from_iterator(["[ITEM]\nToy\n[/ITEM]\n\n" * 200], trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>")
 
@@ -159,8 +217,11 @@ def test_a_line_merged_with_its_delimiter_is_an_error():
     sc = SpanScorer(tiny_model("llama", _tokenizer_without_pretokenizer(), name="merging"), pass_cache=False)
     toy = Item("7", "Toy", None, ())
     q = Query("u7", "7", (), (toy,), ("7",))
-    with pytest.raises(InvariRankError, match=r"model merging, span prompt of query u7: the tokens of the line of "
-                                              r"the candidate at position 1 \(item 7\) .* reach into its delimiters"):
+    with pytest.raises(
+        InvariRankError,
+        match=r"model merging, span prompt of query u7: the tokens of the line of "
+        r"the candidate at position 1 \(item 7\) .* reach into its delimiters",
+    ):
         sc.plan(q, [toy])
 
 
@@ -196,7 +257,7 @@ def test_offsets_of_multi_byte_characters():
     i, j = tt.covering(text.index("🎬"), text.index("🎬") + 1)
     assert enc.decode(tt.ids[i:j]).strip() == "🎬" and j - i >= 2  # every byte piece of the emoji
     cut = tt.floor(text.index("["))
-    assert enc.decode(tt.ids[:cut]) == text[:text.index("[")]
+    assert enc.decode(tt.ids[:cut]) == text[: text.index("[")]
     assert enc.tokenize(text) is tt  # memoised
 
 

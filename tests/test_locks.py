@@ -38,14 +38,19 @@ except InvariRankError as exc:
 
 
 def _writer(folder: Path, hold: float) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(folder), str(hold)], cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(folder), str(hold)],
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def test_two_writers_on_one_folder_exactly_one_runs(tmp_path):
     folder = tmp_path / "run"
     first = _writer(folder, 3.0)
-    assert first.stdout.readline().strip() == "locked"          # the first holds the lock now
+    assert first.stdout.readline().strip() == "locked"  # the first holds the lock now
     t0 = time.monotonic()
     second = _writer(folder, 3.0)
     out, err = second.communicate(timeout=60)
@@ -55,7 +60,7 @@ def test_two_writers_on_one_folder_exactly_one_runs(tmp_path):
     assert f"is being written by pid {first.pid} on {socket.gethostname()}" in lines[0] and str(folder) in lines[0]
     first.wait(timeout=60)
     assert first.returncode == 0
-    assert (folder / "writers").read_text().split() == [str(first.pid)]   # exactly one wrote
+    assert (folder / "writers").read_text().split() == [str(first.pid)]  # exactly one wrote
 
 
 def test_a_killed_writers_stale_lock_is_taken_over(tmp_path):
@@ -68,11 +73,11 @@ def test_a_killed_writers_stale_lock_is_taken_over(tmp_path):
             pass
     os.kill(victim.pid, signal.SIGKILL)
     victim.wait(timeout=60)
-    assert lock_holder(folder)["pid"] == victim.pid                       # the stale record is still there
+    assert lock_holder(folder)["pid"] == victim.pid  # the stale record is still there
     with folder_lock(folder):
         assert lock_holder(folder)["pid"] == os.getpid()
         assert lock_holder(folder)["host"] == socket.gethostname()
-    with folder_lock(folder):                                             # released on exit
+    with folder_lock(folder):  # released on exit
         pass
 
 
@@ -85,9 +90,13 @@ def test_a_lock_of_another_host_is_reported_never_taken_over(tmp_path):
         with folder_lock(folder):
             raise AssertionError("the body must not run")
     message = str(info.value)
-    assert "pid 4242 on gpu-node-7" in message and "another host" in message and f"delete {folder / LOCK_NAME}" \
-        in message and "\n" not in message
-    assert json.loads((folder / LOCK_NAME).read_text()) == record          # untouched
+    assert (
+        "pid 4242 on gpu-node-7" in message
+        and "another host" in message
+        and f"delete {folder / LOCK_NAME}" in message
+        and "\n" not in message
+    )
+    assert json.loads((folder / LOCK_NAME).read_text()) == record  # untouched
 
 
 def test_the_lock_is_released_when_the_body_raises(tmp_path):

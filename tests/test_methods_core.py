@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def make_query(k: int, qid: str = "u1", truth=("3",)) -> Query:
-    return Query(qid, qid[1:], (), tuple(Item(str(i), f"Movie {i}", 1990 + i, ("Drama",)) for i in range(k)),
-                 tuple(truth))
+    return Query(
+        qid, qid[1:], (), tuple(Item(str(i), f"Movie {i}", 1990 + i, ("Drama",)) for i in range(k)), tuple(truth)
+    )
 
 
 class Scripted:
@@ -98,7 +99,7 @@ def test_methods_are_deterministic_and_seeded_by_t():
     b = run_method("sgs", scorer, q, presented, seed=1, t=0)
     assert a == b
     outs = {tuple(run_method("sgs", scorer, q, presented, seed=1, t=t).output) for t in range(8)}
-    assert len(outs) > 1          # other keys → other internal shuffles
+    assert len(outs) > 1  # other keys → other internal shuffles
 
 
 def test_unknown_method_is_a_clear_error():
@@ -129,7 +130,7 @@ def test_bootstrapping_is_borda_over_presented_and_two_shuffles():
     rng = np.random.default_rng(0)
     table = {}
 
-    def fn(ids):   # arbitrary but fixed per order; deliberately order-dependent, with ties
+    def fn(ids):  # arbitrary but fixed per order; deliberately order-dependent, with ties
         key = tuple(ids)
         if key not in table:
             table[key] = list(rng.integers(0, 3, size=len(ids)).astype(float))
@@ -170,7 +171,7 @@ def test_orders_are_seeded_distinct_from_retrieval_order_and_stable():
 
 
 def test_orders_small_k_and_noise_floor():
-    assert [o.positions for o in presented_orders("u1", 1, 3, seed=0)] == [(0,)] * 3   # K = 1: the only order
+    assert [o.positions for o in presented_orders("u1", 1, 3, seed=0)] == [(0,)] * 3  # K = 1: the only order
     assert [o.positions for o in presented_orders("u1", 2, 4, seed=0)] == [(1, 0)] * 4
     nf = presented_orders("u1", 5, 4, seed=0, noise_floor=True)
     assert [o.t for o in nf] == [0, 1, 2, 3] and {o.key for o in nf} == {0}
@@ -180,8 +181,11 @@ def test_orders_small_k_and_noise_floor():
 def test_stable_seed_is_not_python_hash():
     assert stable_seed(1, "u1", 2) == stable_seed("1|u1|2")
     # the same environment (this checkout first on the path) with another hash seed than this process's
-    env = dict(os.environ, PYTHONHASHSEED="123" if os.environ.get("PYTHONHASHSEED") != "123" else "7",
-               PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env = dict(
+        os.environ,
+        PYTHONHASHSEED="123" if os.environ.get("PYTHONHASHSEED") != "123" else "7",
+        PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    )
     code = "from invarirank.orders import stable_seed; print(stable_seed(1, 'u1', 2))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert int(out.stdout) == stable_seed(1, "u1", 2)
@@ -206,7 +210,7 @@ def test_pass_cache_shares_first_passes_across_methods():
     assert c["misses"] == inner.stats["calls"] == total - c["hits"]
     ro = cache.score(q, presented).scores
     with pytest.raises(ValueError):
-        ro[0] = 1.0                 # cached arrays are read-only
+        ro[0] = 1.0  # cached arrays are read-only
 
 
 # -- simulated scorer ----------------------------------------------------------------------------
@@ -218,7 +222,7 @@ def test_simulated_scorer_is_deterministic_per_input_and_order_dependent():
     assert np.array_equal(a, s2.score(q, list(q.candidates)).scores)
     rev = list(reversed(q.candidates))
     b = s1.score(q, rev).scores
-    assert not np.array_equal(a, b[::-1])                # noise and position effect depend on the order
+    assert not np.array_equal(a, b[::-1])  # noise and position effect depend on the order
     none = SimulatedScorer(seed=4, bias_shape="none", noise_sd=0.0)
     assert np.array_equal(none.score(q, list(q.candidates)).scores, none.score(q, rev).scores[::-1])
     assert not np.array_equal(a, SimulatedScorer(seed=5).score(q, list(q.candidates)).scores)
@@ -261,7 +265,7 @@ def test_simulated_bias_knob_moves_exposure_the_right_way():
     assert recency[-3:].mean() > recency[:3].mean() + 0.2
     assert u[[0, -1]].mean() > u[4:6].mean() + 0.2
     assert abs(none[:3].mean() - none[-3:].mean()) < 0.1
-    assert np.isclose(primacy.sum(), 3.0)                # every order places exactly 3 items in the top-3
+    assert np.isclose(primacy.sum(), 3.0)  # every order places exactly 3 items in the top-3
 
 
 def test_simulated_bad_options_are_clear_errors():
@@ -272,14 +276,16 @@ def test_simulated_bad_options_are_clear_errors():
 
 
 def test_simulated_scorer_does_not_import_torch():
-    code = "import sys, invarirank.llm.simulated, invarirank.methods, invarirank.runner; " \
-           "print('torch' in sys.modules, 'transformers' in sys.modules)"
+    code = (
+        "import sys, invarirank.llm.simulated, invarirank.methods, invarirank.runner; "
+        "print('torch' in sys.modules, 'transformers' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 
 
 def test_posterior_update_is_over_candidates_not_positions():
     # candidate 2 shown at position 0 with the model's top-1 at position 0: its row is T[0]
-    T = np.array([[.6, .2, .2], [.2, .6, .2], [.1, .1, .8]])
+    T = np.array([[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.1, 0.1, 0.8]])
     post = posterior_update(np.full(3, 1 / 3), T, order=[2, 0, 1], top_position=0)
-    assert np.allclose(post, np.array([.2, .1, .6]) / .9)
+    assert np.allclose(post, np.array([0.2, 0.1, 0.6]) / 0.9)

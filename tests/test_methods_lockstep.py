@@ -52,16 +52,24 @@ def test_lockstep_equals_one_at_a_time_with_fewer_larger_calls():
     pairs = [(o, name) for o in orders for name in METHODS]
 
     alone = QueryPassCache(Batching(SimulatedScorer(seed=3, bias_strength=1.5)))
-    expected = [run_method(name, alone, q, [q.candidates[i] for i in o.positions], seed=9, t=o.key,
-                           **opts.get(name, {})) for o, name in pairs]
+    expected = [
+        run_method(name, alone, q, [q.candidates[i] for i in o.positions], seed=9, t=o.key, **opts.get(name, {}))
+        for o, name in pairs
+    ]
 
     batching = Batching(SimulatedScorer(seed=3, bias_strength=1.5))
     together = QueryPassCache(batching)
-    got = drive_many([method_steps(name, q, [q.candidates[i] for i in o.positions], seed=9, t=o.key,
-                                   **opts.get(name, {})) for o, name in pairs], together, q)
+    got = drive_many(
+        [
+            method_steps(name, q, [q.candidates[i] for i in o.positions], seed=9, t=o.key, **opts.get(name, {}))
+            for o, name in pairs
+        ],
+        together,
+        q,
+    )
 
-    assert got == expected                              # outputs, first-pass scores and passes
-    assert together.counters() == alone.counters()      # same requests, hits and distinct passes
+    assert got == expected  # outputs, first-pass scores and passes
+    assert together.counters() == alone.counters()  # same requests, hits and distinct passes
     assert sorted(batching.prompts) == sorted(alone.scorer.prompts)
     assert max(batching.batches) > 1 and len(batching.batches) < len(alone.scorer.batches)
 

@@ -24,7 +24,7 @@ from invarirank.methods.stella import (
 )
 from invarirank.types import Item, Query, ScoreResult
 
-T_HAND = np.array([[.6, .2, .2], [.2, .6, .2], [.1, .1, .8]])
+T_HAND = np.array([[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.1, 0.1, 0.8]])
 
 
 class ByItem:
@@ -56,21 +56,21 @@ def test_hand_update_posterior_entropy_and_output():
     q = abc()
     scorer = ByItem({"a": 0.0, "b": 0.0, "c": 1.0})
     res = run_method("stella", scorer, q, list(q.candidates), seed=0, t=0, matrix=T_HAND, max_updates=1)
-    assert res.output == ["c", "a", "b"]          # a, b tie at 1/6: the raw rank (ties → earlier position) decides
+    assert res.output == ["c", "a", "b"]  # a, b tie at 1/6: the raw rank (ties → earlier position) decides
     assert res.passes == 1 and scorer.calls == 1
     assert res.scores == [0.0, 0.0, 1.0]
 
 
 def test_posterior_ties_follow_the_raw_rank_not_the_presented_position():
     q = abc()
-    scorer = ByItem({"a": 0.0, "b": 0.5, "c": 1.0})            # raw ranking c, b, a
+    scorer = ByItem({"a": 0.0, "b": 0.5, "c": 1.0})  # raw ranking c, b, a
     res = run_method("stella", scorer, q, list(q.candidates), seed=0, t=0, matrix=T_HAND, max_updates=1)
     assert res.output == ["c", "b", "a"]
 
 
 def test_uniform_matrix_stops_after_exactly_four_calls_and_falls_back_to_raw_ranking():
     q = abc()
-    scorer = ByItem({"a": 0.2, "b": 0.9, "c": 0.5})            # raw ranking b, c, a
+    scorer = ByItem({"a": 0.2, "b": 0.9, "c": 0.5})  # raw ranking b, c, a
     res = run_method("stella", scorer, q, list(q.candidates), seed=3, t=1, matrix=np.full((3, 3), 1 / 3))
     assert scorer.calls == 4 and res.passes == 4
     assert res.output == ["b", "c", "a"]
@@ -103,6 +103,7 @@ def test_stella_shuffles_follow_the_seed():
             def score(self, query, presented):
                 seen.append([it.item_id for it in presented])
                 return sim.score(query, presented)
+
         run_method("stella", Recording(), q, list(q.candidates), seed=seed, t=t, matrix=T)
         return seen
 
@@ -116,14 +117,16 @@ def test_stella_shuffles_follow_the_seed():
 def test_stella_matrix_shape_must_match_k():
     q = abc()
     with pytest.raises(InvariRankError, match="K=3"):
-        run_method("stella", ByItem({"a": 0, "b": 0, "c": 0}), q, list(q.candidates), seed=0, t=0,
-                   matrix=np.full((4, 4), .25))
+        run_method(
+            "stella", ByItem({"a": 0, "b": 0, "c": 0}), q, list(q.candidates), seed=0, t=0, matrix=np.full((4, 4), 0.25)
+        )
 
 
 def test_min_entropy_update_gives_the_ranking():
     # a position follower (top-1 always at position 0) and a matrix that trusts position 0: every update
     # multiplies the mass of whoever sits first by 7; recompute the whole procedure by hand
     from invarirank.methods._common import shuffle_positions
+
     k = 4
     q = Query("q3", "3", (), tuple(Item(str(i), str(i)) for i in range(k)), ("0",))
     T = np.full((k, k), 0.1)
@@ -142,10 +145,10 @@ def test_min_entropy_update_gives_the_ranking():
     assert res.passes == len(hist)
     best = min(range(len(hist)), key=lambda u: (hist[u][0], u))
     h, post, order = hist[best]
-    raw_rank = {c: r for r, c in enumerate(order)}        # the follower ranks in presented order
+    raw_rank = {c: r for r, c in enumerate(order)}  # the follower ranks in presented order
     want = sorted(range(k), key=lambda c: (-round(math.log(post[c]), 9), raw_rank[c], c))
     assert res.output == [str(c) for c in want]
-    assert math.log(k) - h > 1e-6                          # informative: not the fallback
+    assert math.log(k) - h > 1e-6  # informative: not the fallback
 
 
 # -- calibration ----------------------------------------------------------------------------------
@@ -163,14 +166,14 @@ def test_calibration_counts_start_at_one_and_follow_the_model():
     k = 5
     val = _validation(4, k)
     probe = select_calibration_queries(val, k, n_queries=150, seed=0)
-    assert [q.query_id for q in probe] == ["v0", "v1", "v2", "v3"]       # v-none has no relevant candidate
-    assert all(q.k == k for q in probe)                                   # cut to the first k
+    assert [q.query_id for q in probe] == ["v0", "v1", "v2", "v3"]  # v-none has no relevant candidate
+    assert all(q.k == k for q in probe)  # cut to the first k
     passes = calibration_pass_count(probe, k, repeats=2)
     assert passes == sum(2 for _ in probe) * k * 2
     follower = SimulatedScorer(seed=0, bias_shape="primacy", bias_strength=100.0)
     counts = calibration_counts(follower, probe, k, repeats=2, seed=0)
     assert counts.min() >= 1 and counts.sum() == k * k + passes
-    assert (counts[:, 0] == 1 + passes // k).all()                         # top-1 always at position 0
+    assert (counts[:, 0] == 1 + passes // k).all()  # top-1 always at position 0
     relevance_only = SimulatedScorer(seed=0, bias_shape="none", relevance=100.0, noise_sd=0.0)
     diag = calibration_counts(relevance_only, probe[:1], k, repeats=1, seed=0)
     # probe v0 has relevant items at 0 and 3; the top-1 is always one of them, wherever it sits
@@ -184,7 +187,7 @@ def test_calibration_sampling_is_seeded():
     a = [q.query_id for q in select_calibration_queries(val, 4, n_queries=5, seed=1)]
     assert a == [q.query_id for q in select_calibration_queries(val, 4, n_queries=5, seed=1)]
     assert a != [q.query_id for q in select_calibration_queries(val, 4, n_queries=5, seed=2)]
-    assert a == sorted(a, key=lambda x: int(x[1:]))                       # kept in input order
+    assert a == sorted(a, key=lambda x: int(x[1:]))  # kept in input order
 
 
 def test_calibration_cache_is_keyed_by_model_k_and_data(tmp_path):
@@ -205,8 +208,7 @@ def test_calibration_cache_is_keyed_by_model_k_and_data(tmp_path):
 
 def _with_scores(queries: list[Query], bump: float) -> list[Query]:
     """The same queries with first-stage scores (``bump`` moves their last bits, as another CPU would)."""
-    return [replace(q, candidate_scores=tuple(1.0 - i / 10 + bump for i in range(len(q.candidates))))
-            for q in queries]
+    return [replace(q, candidate_scores=tuple(1.0 - i / 10 + bump for i in range(len(q.candidates)))) for q in queries]
 
 
 def test_a_recorded_calibration_is_taken_by_content_on_another_machine(tmp_path):
@@ -225,10 +227,14 @@ def test_a_recorded_calibration_is_taken_by_content_on_another_machine(tmp_path)
     assert taken.key != made.key and np.array_equal(taken.counts, made.counts) and taken.passes == made.passes
     assert load_or_calibrate(s, there, 4, n_queries=3, repeats=1, seed=0, cache_dir=tmp_path / "b").from_cache
     other_probe = [replace(q, ground_truth=q.ground_truth[:1]) if q.query_id == "v0" else q for q in there]
-    for val, repeats, scorer, known in ((other_probe, 1, s, record), (there, 2, s, record),
-                                        (there, 1, SimulatedScorer(seed=0, bias_shape="recency"), record),
-                                        (there, 1, s, {**record, "counts": "doctored"})):
+    for val, repeats, scorer, known in (
+        (other_probe, 1, s, record),
+        (there, 2, s, record),
+        (there, 1, SimulatedScorer(seed=0, bias_shape="recency"), record),
+        (there, 1, s, {**record, "counts": "doctored"}),
+    ):
         before = scorer.stats["calls"]
-        got = load_or_calibrate(scorer, val, 4, n_queries=3, repeats=repeats, seed=0, cache_dir=tmp_path / "c",
-                                known=known)
+        got = load_or_calibrate(
+            scorer, val, 4, n_queries=3, repeats=repeats, seed=0, cache_dir=tmp_path / "c", known=known
+        )
         assert not got.from_cache and scorer.stats["calls"] > before

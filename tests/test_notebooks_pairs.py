@@ -38,7 +38,8 @@ def test_ipynb_equals_jupytext_conversion_of_py(source: Path):
     expected = json.loads(jupytext.writes(jupytext.read(source), fmt="ipynb"))
     actual = json.loads(paired.read_text(encoding="utf-8"))
     assert _normalised(actual) == _normalised(expected), (
-        f"{paired.name} drifted from {source.name}: run `make notebooks` (jupytext --sync)")
+        f"{paired.name} drifted from {source.name}: run `make notebooks` (jupytext --sync)"
+    )
 
 
 @pytest.mark.parametrize("source", NOTEBOOKS, ids=lambda p: p.stem)
@@ -67,7 +68,8 @@ def test_notebooks_hold_narrative_and_calls_only(source: Path):
     tree = ast.parse(code)
     for node in ast.walk(tree):
         assert not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)), (
-            f"{source.name}: defines {type(node).__name__} at line {node.lineno}")
+            f"{source.name}: defines {type(node).__name__} at line {node.lineno}"
+        )
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for name in names:

@@ -39,7 +39,7 @@ def test_top_k_unseen_never_returns_excluded_items():
         assert len(top) == min(10, 40 - len(ex))
         full = U[u] @ V.T
         full[ex] = -np.inf
-        expect = np.lexsort((np.arange(40), -full))[:len(top)]
+        expect = np.lexsort((np.arange(40), -full))[: len(top)]
         assert top.tolist() == expect.tolist()
         assert np.allclose(sc, full[top])
 
@@ -49,25 +49,72 @@ def _handmade(folder: Path) -> Path:
 
     User 1 saw item 1 in train and item 2 in validation; test target item 4, validation target item 2.
     Its queries' ``exclude`` lists also name item 3 for the test query (honoured as given)."""
-    rows = [("1", "1", 5, 1, "train"), ("1", "6", 2, 2, "train"), ("1", "2", 5, 3, "validation"),
-            ("1", "4", 5, 4, "test"), ("1", "5", 4, 5, "test")]
+    rows = [
+        ("1", "1", 5, 1, "train"),
+        ("1", "6", 2, 2, "train"),
+        ("1", "2", 5, 3, "validation"),
+        ("1", "4", 5, 4, "test"),
+        ("1", "5", 4, 5, "test"),
+    ]
     for u in ("2", "3", "4"):
         rows += [(u, "1", 5, 1, "train"), (u, "2", 4, 2, "train")]
-    rows += [("2", "3", 5, 3, "train"), ("3", "3", 5, 3, "train"), ("4", "5", 5, 3, "train"),
-             ("2", "6", 5, 4, "validation"), ("2", "4", 5, 5, "test"),
-             ("3", "6", 5, 4, "validation"), ("3", "5", 5, 5, "test"),
-             ("4", "6", 1, 4, "validation"), ("4", "4", 5, 5, "test")]
+    rows += [
+        ("2", "3", 5, 3, "train"),
+        ("3", "3", 5, 3, "train"),
+        ("4", "5", 5, 3, "train"),
+        ("2", "6", 5, 4, "validation"),
+        ("2", "4", 5, 5, "test"),
+        ("3", "6", 5, 4, "validation"),
+        ("3", "5", 5, 5, "test"),
+        ("4", "6", 1, 4, "validation"),
+        ("4", "4", 5, 5, "test"),
+    ]
     queries = [
-        {"query_id": "u1", "user_id": "1", "split": "test", "history_item_ids": ["2", "6", "1"],
-         "history_ratings": [5.0, 2.0, 5.0], "ground_truth": ["4", "5"], "exclude": ["1", "2", "3", "6"]},
-        {"query_id": "u2", "user_id": "2", "split": "test", "history_item_ids": ["6", "3", "2", "1"],
-         "history_ratings": [5.0, 5.0, 4.0, 5.0], "ground_truth": ["4"], "exclude": ["1", "2", "3", "6"]},
-        {"query_id": "u3", "user_id": "3", "split": "test", "history_item_ids": ["6", "3", "2", "1"],
-         "history_ratings": [5.0, 5.0, 4.0, 5.0], "ground_truth": ["5"], "exclude": ["1", "2", "3", "6"]},
-        {"query_id": "v1", "user_id": "1", "split": "validation", "history_item_ids": ["6", "1"],
-         "history_ratings": [2.0, 5.0], "ground_truth": ["2"], "exclude": ["1", "6"]},
-        {"query_id": "v2", "user_id": "2", "split": "validation", "history_item_ids": ["3", "2", "1"],
-         "history_ratings": [5.0, 4.0, 5.0], "ground_truth": ["6"], "exclude": ["1", "2", "3"]},
+        {
+            "query_id": "u1",
+            "user_id": "1",
+            "split": "test",
+            "history_item_ids": ["2", "6", "1"],
+            "history_ratings": [5.0, 2.0, 5.0],
+            "ground_truth": ["4", "5"],
+            "exclude": ["1", "2", "3", "6"],
+        },
+        {
+            "query_id": "u2",
+            "user_id": "2",
+            "split": "test",
+            "history_item_ids": ["6", "3", "2", "1"],
+            "history_ratings": [5.0, 5.0, 4.0, 5.0],
+            "ground_truth": ["4"],
+            "exclude": ["1", "2", "3", "6"],
+        },
+        {
+            "query_id": "u3",
+            "user_id": "3",
+            "split": "test",
+            "history_item_ids": ["6", "3", "2", "1"],
+            "history_ratings": [5.0, 5.0, 4.0, 5.0],
+            "ground_truth": ["5"],
+            "exclude": ["1", "2", "3", "6"],
+        },
+        {
+            "query_id": "v1",
+            "user_id": "1",
+            "split": "validation",
+            "history_item_ids": ["6", "1"],
+            "history_ratings": [2.0, 5.0],
+            "ground_truth": ["2"],
+            "exclude": ["1", "6"],
+        },
+        {
+            "query_id": "v2",
+            "user_id": "2",
+            "split": "validation",
+            "history_item_ids": ["3", "2", "1"],
+            "history_ratings": [5.0, 4.0, 5.0],
+            "ground_truth": ["6"],
+            "exclude": ["1", "2", "3"],
+        },
     ]
     return write_prepared(folder, rows, queries=queries)
 

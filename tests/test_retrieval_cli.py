@@ -24,8 +24,20 @@ def _one_error_line(capsys) -> str:
 
 def test_retrieve_prints_the_stats_table(tmp_path, capsys):
     folder = write_prepared(tmp_path / "d", synthetic_interactions())
-    rc = main(["retrieve", "--data", str(folder), "--retriever", "popularity", "--k", "3",
-               "--out", str(tmp_path / "out"), "--no-progress"])
+    rc = main(
+        [
+            "retrieve",
+            "--data",
+            str(folder),
+            "--retriever",
+            "popularity",
+            "--k",
+            "3",
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     assert "coverage" in out and "recall" in out and "ndcg" in out
@@ -49,14 +61,44 @@ def test_k_larger_than_an_unseen_catalogue_is_one_line(tmp_path, capsys):
     # 30 - 9 = 21 unseen items (a validation query 22)
     items = [(str(i), f"Movie {i}", None, []) for i in range(1, 31)]
     folder = write_prepared(tmp_path / "d", synthetic_interactions(n_items=30, per_user=12), items=items)
-    assert main(["retrieve", "--data", str(folder), "--retriever", "lightgcn", "--k", "22",
-                 "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "retrieve",
+                "--data",
+                str(folder),
+                "--retriever",
+                "lightgcn",
+                "--k",
+                "22",
+                "--out",
+                str(tmp_path / "o"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     line = _one_error_line(capsys)
     assert "--k 22" in line and "unseen" in line and "K <= 21" in line
     assert not (tmp_path / "o").exists()
     # K equal to the smallest unseen catalogue works
-    assert main(["retrieve", "--data", str(folder), "--retriever", "popularity", "--k", "21",
-                 "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "--data",
+                str(folder),
+                "--retriever",
+                "popularity",
+                "--k",
+                "21",
+                "--out",
+                str(tmp_path / "o"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
 
 
 @pytest.mark.parametrize("ratings_or_split", ["no-train", "no-positive"])
@@ -68,8 +110,21 @@ def test_empty_training_set_is_one_line(tmp_path, capsys, ratings_or_split):
         rows = [(u, i, 1.0 if s == "train" else r, t, s) for u, i, r, t, s in rows]
     folder = write_prepared(tmp_path / "d", rows)
     for retriever in ("lightgcn", "als", "popularity"):
-        assert main(["retrieve", "--data", str(folder), "--retriever", retriever,
-                     "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+        assert (
+            main(
+                [
+                    "retrieve",
+                    "--data",
+                    str(folder),
+                    "--retriever",
+                    retriever,
+                    "--out",
+                    str(tmp_path / "o"),
+                    "--no-progress",
+                ]
+            )
+            == 2
+        )
         line = _one_error_line(capsys)
         assert "empty training set" in line and "interactions.parquet" in line
 

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 
-def write_prepared(folder: Path, interactions: list[tuple], items: list[tuple] | None = None,
-                   queries: list[dict] | None = None) -> Path:
+def write_prepared(
+    folder: Path, interactions: list[tuple], items: list[tuple] | None = None, queries: list[dict] | None = None
+) -> Path:
     """Write a prepared folder.
 
     ``interactions``: (user_id, item_id, rating, timestamp, split) tuples; ``items``: (item_id, title,
@@ -21,19 +22,19 @@ def write_prepared(folder: Path, interactions: list[tuple], items: list[tuple] |
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     inter = pd.DataFrame(interactions, columns=["user_id", "item_id", "rating", "timestamp", "split"])
-    inter = inter.astype({"user_id": str, "item_id": str, "rating": "float64", "timestamp": "int64",
-                          "split": str})
+    inter = inter.astype({"user_id": str, "item_id": str, "rating": "float64", "timestamp": "int64", "split": str})
     if items is None:
         ids = sorted(set(inter["item_id"]), key=int)
-        items = [(i, f"Movie {i}", 1990 + int(i) % 10, ["Drama"] if int(i) % 2 else ["Comedy", "War"])
-                 for i in ids]
+        items = [(i, f"Movie {i}", 1990 + int(i) % 10, ["Drama"] if int(i) % 2 else ["Comedy", "War"]) for i in ids]
     items_df = pd.DataFrame(items, columns=["item_id", "title", "year", "genres"])
     items_df["item_id"] = items_df["item_id"].astype(str)
     items_df["year"] = items_df["year"].astype("Int64")
     if queries is None:
         queries = derive_queries(inter)
-    q = pd.DataFrame(queries, columns=["query_id", "user_id", "split", "history_item_ids",
-                                       "history_ratings", "ground_truth", "exclude"])
+    q = pd.DataFrame(
+        queries,
+        columns=["query_id", "user_id", "split", "history_item_ids", "history_ratings", "ground_truth", "exclude"],
+    )
     inter.to_parquet(folder / "interactions.parquet", index=False)
     items_df.to_parquet(folder / "items.parquet", index=False)
     q.to_parquet(folder / "queries.parquet", index=False)
@@ -50,16 +51,21 @@ def derive_queries(inter: pd.DataFrame) -> list[dict]:
             gt = g[(g["split"] == split) & (g["rating"] >= 4)].sort_values("_i")
             if not len(gt):
                 continue
-            out[split].append({"query_id": f"{prefix}{user}", "user_id": str(user), "split": split,
-                               "history_item_ids": list(h["item_id"][:20]),
-                               "history_ratings": [float(r) for r in h["rating"][:20]],
-                               "ground_truth": list(gt["item_id"]),
-                               "exclude": sorted(set(h["item_id"]), key=int)})
+            out[split].append(
+                {
+                    "query_id": f"{prefix}{user}",
+                    "user_id": str(user),
+                    "split": split,
+                    "history_item_ids": list(h["item_id"][:20]),
+                    "history_ratings": [float(r) for r in h["rating"][:20]],
+                    "ground_truth": list(gt["item_id"]),
+                    "exclude": sorted(set(h["item_id"]), key=int),
+                }
+            )
     return out["test"] + out["validation"]
 
 
-def synthetic_interactions(n_users: int = 24, n_items: int = 30, per_user: int = 12,
-                           seed: int = 0) -> list[tuple]:
+def synthetic_interactions(n_users: int = 24, n_items: int = 30, per_user: int = 12, seed: int = 0) -> list[tuple]:
     """Two taste clusters (users like the items of their half), chronological 70/10/20 split."""
     rng = np.random.default_rng(seed)
     rows = []

@@ -58,8 +58,7 @@ def test_propagation_gradient_matches_plain_autograd():
 def test_negatives_are_never_training_positives():
     rng = np.random.default_rng(0)
     n_users, n_items = 50, 20
-    pos = [(u, i) for u in range(n_users) for i in rng.choice(n_items, size=19 if u % 5 == 0 else 8,
-                                                               replace=False)]
+    pos = [(u, i) for u in range(n_users) for i in rng.choice(n_items, size=19 if u % 5 == 0 else 8, replace=False)]
     pu = np.array([p[0] for p in pos])
     pi = np.array([p[1] for p in pos])
     keys = np.unique(pu * n_items + pi)
@@ -92,14 +91,16 @@ def test_lightgcn_is_deterministic_on_cpu_for_a_seed(data):
 
 def test_lightgcn_loss_decreases(data):
     cfg = LightGCNConfig(dim=16, epochs=40, batch_size=32, lr=1e-2)
-    _, _, info = train_lightgcn(data.n_users, data.n_items, data.pos_user, data.pos_item, config=cfg,
-                                seed=0, device="cpu", progress=False)
+    _, _, info = train_lightgcn(
+        data.n_users, data.n_items, data.pos_user, data.pos_item, config=cfg, seed=0, device="cpu", progress=False
+    )
     assert info["loss_curve"][-1] < 0.8 * info["loss_curve"][0]
 
 
 def test_als_is_deterministic_for_a_seed(data):
     pytest.importorskip("implicit")
     from invarirank.retrieval.als import ALSConfig, train_als
+
     cfg = ALSConfig(factors=8, iterations=3)
     args = (data.n_users, data.n_items, data.pos_user, data.pos_item)
     u1, i1, _ = train_als(*args, config=cfg, seed=3, progress=False)

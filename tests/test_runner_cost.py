@@ -36,7 +36,7 @@ def test_calibration_dominated_real_model_gets_the_line():
     line = cost_notice(config, test, validation, {}, on_gpu=False)
     assert line is not None
     assert "7,652 passes at 1 s per pass, assumed for a small model on 2 CPU cores" in line
-    assert "~2.1 h" in line                                  # 7,652 x 1 s = 7,652 s
+    assert "~2.1 h" in line  # 7,652 x 1 s = 7,652 s
     assert "98% is STELLA_LW calibration: 150 validation queries x 5 repeats = ~7,500 passes at K=10" in line
     assert "--calibration-queries" in line and "--calibration-repeats" in line and "--dry-run" in line
     assert "\n" not in line
@@ -44,13 +44,14 @@ def test_calibration_dominated_real_model_gets_the_line():
 
 def test_cached_calibration_is_not_counted(private_cache):
     from invarirank.methods.stella import calibration_key, select_calibration_queries
+
     test, validation = _split(2, 200, 10)
     config = RunConfig(scorer="span", K=10, M=4, n_queries=2, methods=ALL)
     probe = select_calibration_queries(validation, 10, 150, config.seed)
     key = calibration_key({}, 10, probe, 150, 5, config.seed)
     (private_cache / "stella").mkdir(parents=True)
     (private_cache / "stella" / f"{key}.json").write_text("{}")
-    assert cost_notice(config, test, validation, {}, on_gpu=False) is None     # 152 x 1 s = 152 s
+    assert cost_notice(config, test, validation, {}, on_gpu=False) is None  # 152 x 1 s = 152 s
 
 
 def test_a_calibration_recorded_with_the_shards_is_not_counted(private_cache):
@@ -61,14 +62,22 @@ def test_a_calibration_recorded_with_the_shards_is_not_counted(private_cache):
     import numpy as np
 
     from invarirank.methods.stella import CALIBRATION_VERSION, probes_sha256, select_calibration_queries
+
     test, validation = _split(2, 200, 10)
     config = RunConfig(scorer="span", K=10, M=4, n_queries=2, methods=ALL)
     probe = select_calibration_queries(validation, 10, 150, config.seed)
-    record = {"k": 10, "counts": np.ones((10, 10), dtype=int).tolist(), "query_ids": [q.query_id for q in probe],
-              "n_queries": 150, "repeats": 5, "seed": config.seed, "version": CALIBRATION_VERSION, "identity": {},
-              "probes_sha256": probes_sha256(probe)}
-    rescored = [replace(q, candidate_scores=tuple(0.5 - i / 100 for i in range(len(q.candidates))))
-                for q in validation]
+    record = {
+        "k": 10,
+        "counts": np.ones((10, 10), dtype=int).tolist(),
+        "query_ids": [q.query_id for q in probe],
+        "n_queries": 150,
+        "repeats": 5,
+        "seed": config.seed,
+        "version": CALIBRATION_VERSION,
+        "identity": {},
+        "probes_sha256": probes_sha256(probe),
+    }
+    rescored = [replace(q, candidate_scores=tuple(0.5 - i / 100 for i in range(len(q.candidates)))) for q in validation]
     assert cost_notice(config, test, rescored, {}, on_gpu=False, recorded={10: record}) is None
     other = {**record, "probes_sha256": "0" * 64}
     assert "7,652 passes" in cost_notice(config, test, rescored, {}, on_gpu=False, recorded={10: other})
@@ -99,29 +108,45 @@ def test_small_configs_get_no_line():
 def test_gpu_and_given_rates():
     test, validation = _split(2, 200, 10)
     config = RunConfig(scorer="span", K=10, M=4, n_queries=2, methods=ALL)
-    assert cost_notice(config, test, validation, {}, on_gpu=True) is None          # 7,652 x 0.02 s = 153 s
+    assert cost_notice(config, test, validation, {}, on_gpu=True) is None  # 7,652 x 0.02 s = 153 s
     line = cost_notice(config, test, validation, {}, seconds_per_pass=0.1)
     assert line is not None and "7,652 passes at 0.1 s per pass, given" in line and "~12.8 min" in line
 
 
 def _candidates(tmp_path):
     path = tmp_path / "cands.jsonl"
-    path.write_text("".join(json.dumps(query_to_json(q)) + "\n"
-                            for q in synthetic_queries(n_test=3, n_validation=3, k=6, seed=1)))
+    path.write_text(
+        "".join(json.dumps(query_to_json(q)) + "\n" for q in synthetic_queries(n_test=3, n_validation=3, k=6, seed=1))
+    )
     return path
 
 
 def _rerank(tmp_path, capsys, name):
     capsys.readouterr()
-    code = main(["rerank", "--candidates", str(_candidates(tmp_path)), "--scorer", "simulated", "--m", "2",
-                 "--methods", "zero_shot,bootstrapping", "--n-bootstrap", "0", "--out", str(tmp_path / name),
-                 "--no-progress"])
+    code = main(
+        [
+            "rerank",
+            "--candidates",
+            str(_candidates(tmp_path)),
+            "--scorer",
+            "simulated",
+            "--m",
+            "2",
+            "--methods",
+            "zero_shot,bootstrapping",
+            "--n-bootstrap",
+            "0",
+            "--out",
+            str(tmp_path / name),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     return [line for line in capsys.readouterr().err.splitlines() if "cost:" in line]
 
 
 def test_rerank_prints_the_line_only_when_the_estimate_is_long(tmp_path, capsys, monkeypatch):
-    assert _rerank(tmp_path, capsys, "small") == []          # 3 x 2 x 3 passes at 3e-4 s
+    assert _rerank(tmp_path, capsys, "small") == []  # 3 x 2 x 3 passes at 3e-4 s
     # the same run priced at 10 s per simulated pass: 3 queries x M=2 x (1 + 0 + 2) = 18 passes = 180 s, below
     # the threshold; at 20 s = 360 s above it
     monkeypatch.setattr(plan, "SIMULATED_SECONDS_PER_PASS", 10.0)
@@ -140,6 +165,7 @@ def test_queries_in_finished_shards_are_not_priced(tmp_path, capsys):
     from invarirank.runner.phases import print_cost_notice
     from invarirank.runner.queries import QuerySet
     from invarirank.store import RunFolder, shard_query_ids
+
     test, validation = _split(8, 0, 10)
     config = RunConfig(scorer="span", K=10, M=20, methods=["zero_shot", "sgs"])
     folder = tmp_path / "run"
@@ -149,7 +175,7 @@ def test_queries_in_finished_shards_are_not_priced(tmp_path, capsys):
         atomic_write_json(shard / "shard.json", {"query_ids": ids})
         (shard / "records.jsonl").write_text("")
         atomic_write_json(shard / "volatile.json", {})
-    (RunFolder(folder).shards / ".00002-tmp").mkdir()                    # a temporary folder: not finished
+    (RunFolder(folder).shards / ".00002-tmp").mkdir()  # a temporary folder: not finished
     assert shard_query_ids(folder) == {q.query_id for q in test[:3]}
     facts = {"key_identity": {"device_type": "cpu"}, "worker": {}}
     capsys.readouterr()

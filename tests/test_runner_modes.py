@@ -53,7 +53,7 @@ def test_every_execution_mode_writes_the_same_bytes(reference, tmp_path, monkeyp
     assert "shard_queries" not in res.manifest["config"] and "query_window" not in res.manifest["config"]
     vol = read_json(tmp_path / mode / "run.json")
     n = len(ref_result.manifest["queries"]["ids"])
-    size = settings.get("shard_queries") or settings.get("query_window") or 1      # the local executor's default
+    size = settings.get("shard_queries") or settings.get("query_window") or 1  # the local executor's default
     assert vol["execution"]["executor"] == "local" and vol["execution"]["shard_queries"] == size
     assert vol["execution"]["query_window"] == settings.get("query_window")
     assert len(vol["shards"]) == -(-n // size) and sum(s["queries"] for s in vol["shards"]) == n

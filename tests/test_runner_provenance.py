@@ -10,14 +10,27 @@ from invarirank.types import Item, Query
 
 
 def _query(qid="u1", k=5, scores=(5.0, 4.0, 3.0, 2.0, 1.0)):
-    return Query(query_id=qid, user_id=qid, history=(), candidates=tuple(Item(f"i{j}", f"T{j}") for j in range(k)),
-                 ground_truth=("i1", "zz"), candidate_scores=scores)
+    return Query(
+        query_id=qid,
+        user_id=qid,
+        history=(),
+        candidates=tuple(Item(f"i{j}", f"T{j}") for j in range(k)),
+        ground_truth=("i1", "zz"),
+        candidate_scores=scores,
+    )
 
 
 def _rows(q, M=4, seed=42):
-    return [{"query_id": q.query_id, "method": "zero_shot", "permutation": o.t,
-             "input": [q.candidates[i].item_id for i in o.positions], "relevant": ["zz", "i1"]}
-            for o in presented_orders(q.query_id, q.k, M, seed)]
+    return [
+        {
+            "query_id": q.query_id,
+            "method": "zero_shot",
+            "permutation": o.t,
+            "input": [q.candidates[i].item_id for i in o.positions],
+            "relevant": ["zz", "i1"],
+        }
+        for o in presented_orders(q.query_id, q.k, M, seed)
+    ]
 
 
 def test_rows_of_the_same_candidates_pass_whatever_the_retriever_scores():

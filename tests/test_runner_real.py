@@ -20,9 +20,21 @@ METHODS = ("zero_shot", "bootstrapping", "sgs", "stella")
 
 
 def _config(base, name, **kw) -> RunConfig:
-    settings = dict(dataset="ml-100k", retriever="als", k=5, m=2, queries=2, scorer="span", model="smollm2-135m",
-                    calibration_queries=1, calibration_repeats=1, n_bootstrap=0, seed=3, out=str(base / name),
-                    cache_dir=str(base / "cache"))   # a fresh pass cache: the first run really computes
+    settings = dict(
+        dataset="ml-100k",
+        retriever="als",
+        k=5,
+        m=2,
+        queries=2,
+        scorer="span",
+        model="smollm2-135m",
+        calibration_queries=1,
+        calibration_repeats=1,
+        n_bootstrap=0,
+        seed=3,
+        out=str(base / name),
+        cache_dir=str(base / "cache"),
+    )  # a fresh pass cache: the first run really computes
     settings.update(kw)
     return RunConfig.from_mapping(settings)
 
@@ -41,7 +53,7 @@ def real(tmp_path_factory):
 
 def test_real_run_writes_a_valid_run_folder(real):
     run = real["base"] / "a"
-    rows = read_observations(run / "observations.jsonl")       # validates the public schema
+    rows = read_observations(run / "observations.jsonl")  # validates the public schema
     assert {r["method"] for r in rows} == set(METHODS)
     assert len(rows) == 2 * 2 * 4 and all(r["k"] == 5 and r["model"] == "smollm2-135m" for r in rows)
     metrics = real["a"].metrics
@@ -51,7 +63,7 @@ def test_real_run_writes_a_valid_run_folder(real):
     man = read_json(run / "manifest.json")
     assert man["model"]["scorer"] == "span" and man["model"]["weights_sha256"]
     p = man["passes"]
-    assert p["shared_cache_hits"] >= 5 * 4                    # 3 shared first passes + 2 shared shuffles per order
+    assert p["shared_cache_hits"] >= 5 * 4  # 3 shared first passes + 2 shared shuffles per order
     assert p["calibration"]["5"]["passes"] >= 5
     assert read_json(run / "run.json")["tokens_computed"] > 0
     for r in rows:
@@ -71,6 +83,7 @@ def test_first_pass_of_every_method_has_the_zero_shot_scores(real):
             assert methods[name]["scores"] == zs["scores"]
     # ... and they are the scores of that very order: rescore one order with no cache at all
     from invarirank.llm import make_scorer
+
     fresh = make_scorer("span", "smollm2-135m", pass_cache=False)
     r = rows[0]
     query = next(q for q in real["queries"].test if q.query_id == r["query_id"])
@@ -89,16 +102,19 @@ def test_a_cache_off_rescore_gives_the_same_rows(real):
     """A few passes again (one query, zero-shot and bootstrapping: 6 passes) by a scorer without the pass cache,
     so the model really recomputes them: the rows are exactly the run's (so its files would be the same bytes)."""
     from invarirank.llm.factory import make_scorer
+
     fresh = make_scorer("span", "smollm2-135m", seed=real["cfg"].seed, pass_cache=False)
     assert fresh.pass_cache is None
     one = dataclasses.replace(real["queries"], test=real["queries"].test[:1])
     methods = ["zero_shot", "bootstrapping"]
-    res = run_experiment(_config(real["base"], "rescore", methods=methods), progress=False, queries=one,
-                         scorer=fresh)
-    assert res.manifest["passes"]["scorer_calls"] == 2 * (1 + 2)          # M = 2 orders, 3 distinct passes each
+    res = run_experiment(_config(real["base"], "rescore", methods=methods), progress=False, queries=one, scorer=fresh)
+    assert res.manifest["passes"]["scorer_calls"] == 2 * (1 + 2)  # M = 2 orders, 3 distinct passes each
     qid = one.test[0].query_id
-    mine = [r for r in read_observations(real["base"] / "a" / "observations.jsonl")
-            if r["query_id"] == qid and r["method"] in methods]
+    mine = [
+        r
+        for r in read_observations(real["base"] / "a" / "observations.jsonl")
+        if r["query_id"] == qid and r["method"] in methods
+    ]
     assert len(mine) == 4 and res.rows == mine
 
 
@@ -106,10 +122,10 @@ def test_noise_floor_on_the_cpu(real):
     # one query, M = 2 copies of one order; STELLA is left out to keep the CPU time small (its shuffles are
     # seeded like the others', so it adds no new source of nondeterminism)
     cfg = _config(real["base"], "nf", noise_floor=True, queries=1, methods=["zero_shot", "bootstrapping", "sgs"])
-    scorer = make_run_scorer(cfg)                              # pass cache off: every copy is recomputed
+    scorer = make_run_scorer(cfg)  # pass cache off: every copy is recomputed
     assert scorer.pass_cache is None
     res = run_experiment(cfg, progress=False, scorer=scorer)
-    assert res.manifest["passes"]["scorer_calls"] == 2 * (1 + 2 + 4)   # both copies really scored
+    assert res.manifest["passes"]["scorer_calls"] == 2 * (1 + 2 + 4)  # both copies really scored
     for method, block in res.metrics["methods"].items():
         assert block["overall"]["loc"] == pytest.approx(1.0), method
         assert block["overall"]["gpi"] == pytest.approx(0.0), method

@@ -45,9 +45,9 @@ def test_run_folder_rows_and_pass_counts(cands, tmp_path):
         assert {"scores", "passes", "relevant"} <= set(r) and "seconds" not in r
         lo, hi = {"zero_shot": (1, 1), "bootstrapping": (3, 3), "sgs": (K, K), "stella": (4, 10)}[r["method"]]
         assert lo <= r["passes"] <= hi
-        assert r["input"] != sorted(r["input"], key=int)       # never the retrieval order (ids ascend with rank)
+        assert r["input"] != sorted(r["input"], key=int)  # never the retrieval order (ids ascend with rank)
         by_key.setdefault((r["query_id"], r["permutation"]), {})[r["method"]] = r
-    for methods in by_key.values():                           # one input per order; first pass = zero-shot pass
+    for methods in by_key.values():  # one input per order; first pass = zero-shot pass
         assert len({tuple(m["input"]) for m in methods.values()}) == 1
         zs = methods["zero_shot"]["scores"]
         assert all(m["scores"] == zs for m in methods.values())
@@ -56,7 +56,7 @@ def test_run_folder_rows_and_pass_counts(cands, tmp_path):
     assert p["requested"] == sum(r["passes"] for r in rows)
     assert p["per_method"]["sgs"]["passes"] == K * len(by_key)
     assert p["shared_cache_hits"] == p["requested"] - p["scorer_calls"]
-    assert p["shared_cache_hits"] >= 5 * len(by_key)         # 3 shared first passes + 2 shared shuffles per order
+    assert p["shared_cache_hits"] >= 5 * len(by_key)  # 3 shared first passes + 2 shared shuffles per order
     assert p["calibration"][str(K)]["passes"] > 0
     assert man["model"]["scorer"] == "simulated" and man["config"]["M"] == 4
     assert man["packages"]["numpy"] and "run" not in man and "git" not in man
@@ -67,6 +67,7 @@ def test_run_folder_rows_and_pass_counts(cands, tmp_path):
     assert len(cal["matrix"]) == K and min(min(r) for r in cal["counts"]) >= 1
     # the reference rows: the candidates file's own order (ids ascend with rank) and the random order
     from invarirank.evaluation.references import read_first_stage
+
     first = read_first_stage(run / "first_stage.jsonl.gz")
     assert set(first) == qids and all(r == sorted(r, key=int) for r in first.values())
     refs = res.metrics["references"]
@@ -100,10 +101,10 @@ def test_killed_and_resumed_run_equals_uninterrupted(cands, tmp_path, capsys):
     part = tmp_path / "part"
     with pytest.raises(Killed):
         run_experiment(config(cands, part), progress=False, on_shard_done=kill_after(2))
-    assert not any((part / name).exists() for name in FINAL + ("manifest.json",))   # nothing half-final
+    assert not any((part / name).exists() for name in FINAL + ("manifest.json",))  # nothing half-final
     shards = part / ".work" / "shards"
     assert [len(read_json(d / "shard.json")["query_ids"]) for d in sorted(shards.iterdir())] == [1, 1]
-    torn = shards / ".00002-0123456789ab.tmp-1"                # a kill in the middle of a shard's write
+    torn = shards / ".00002-0123456789ab.tmp-1"  # a kill in the middle of a shard's write
     torn.mkdir()
     (torn / "records.jsonl").write_text('{"query_id": "u2", "rows": [{"schema_ver')
     # a changed configuration may not reuse the unfinished work
@@ -111,7 +112,7 @@ def test_killed_and_resumed_run_equals_uninterrupted(cands, tmp_path, capsys):
         run_experiment(config(cands, part, m=5), progress=False)
     calls = []
     res = run_experiment(config(cands, part), progress=False, on_shard_done=calls.append)
-    assert calls == [1, 2, 3, 4]                              # only the 4 missing queries (of 6) were reranked
+    assert calls == [1, 2, 3, 4]  # only the 4 missing queries (of 6) were reranked
     assert res.volatile["queries_resumed_from_checkpoint"] == 2
     assert res.volatile["execution"]["shard_queries"] == 1 and len(res.volatile["shards"]) == 6
     for name in FINAL:
@@ -137,18 +138,27 @@ def test_noise_floor_gives_loc_one_and_gpi_zero(cands, tmp_path):
     res = run_experiment(config(cands, tmp_path / "nf", noise_floor=True), progress=False)
     rows = read_observations(tmp_path / "nf" / "observations.jsonl")
     for q in {r["query_id"] for r in rows}:
-        assert len({tuple(r["input"]) for r in rows if r["query_id"] == q}) == 1     # M copies of one order
+        assert len({tuple(r["input"]) for r in rows if r["query_id"] == q}) == 1  # M copies of one order
     for method, block in res.metrics["methods"].items():
         ov = block["overall"]
         assert ov["loc"] == pytest.approx(1.0), method
         assert ov["gpi"] == pytest.approx(0.0), method
-        assert ov["ppi"] is None                              # every pair sits in one position cell
+        assert ov["ppi"] is None  # every pair sits in one position cell
 
 
 def test_bias_knob_moves_exposure_in_the_run(cands, tmp_path):
     def zero_shot_exposure(shape):
-        res = run_experiment(config(cands, tmp_path / shape, methods="zero_shot", m=12, exposure_k=2,
-                                    scorer_options={"bias_shape": shape, "bias_strength": 3.0}), progress=False)
+        res = run_experiment(
+            config(
+                cands,
+                tmp_path / shape,
+                methods="zero_shot",
+                m=12,
+                exposure_k=2,
+                scorer_options={"bias_shape": shape, "bias_strength": 3.0},
+            ),
+            progress=False,
+        )
         return res.metrics["methods"]["zero_shot"]["overall"]["exposure@2"]
 
     primacy, recency = zero_shot_exposure("primacy"), zero_shot_exposure("recency")
@@ -183,7 +193,7 @@ def test_dry_run_counts_passes_without_running(cands, tmp_path):
     assert "estimated time" in text and "sgs" in text and "STELLA calibration" in text
     assert not (tmp_path / "dry").exists()
     run_experiment(cfg, progress=False)
-    assert plan_run(cfg).calibration_passes == 0      # the matrix is now cached
+    assert plan_run(cfg).calibration_passes == 0  # the matrix is now cached
 
 
 def test_stella_without_validation_queries_is_a_clear_error(tmp_path, monkeypatch):
@@ -213,14 +223,28 @@ def test_config_errors_name_the_setting(tmp_path):
 # -- CLI -------------------------------------------------------------------------------------------
 def test_cli_rerank_from_yaml_and_flags_then_report(cands, tmp_path, capsys):
     yaml_file = tmp_path / "run.yaml"
-    yaml_file.write_text(f"candidates: {cands}\nscorer: simulated\nk: {K}\nm: 3\nmethods: [zero_shot, sgs]\n"
-                         f"n_bootstrap: 10\nscorer_options:\n  bias_shape: recency\n")
+    yaml_file.write_text(
+        f"candidates: {cands}\nscorer: simulated\nk: {K}\nm: 3\nmethods: [zero_shot, sgs]\n"
+        f"n_bootstrap: 10\nscorer_options:\n  bias_shape: recency\n"
+    )
     out = tmp_path / "cli-run"
-    rc = cli_main(["rerank", "--config", str(yaml_file), "--m", "2", "--scorer-option", "noise_sd=0.5",
-                   "--out", str(out), "--no-progress"])
+    rc = cli_main(
+        [
+            "rerank",
+            "--config",
+            str(yaml_file),
+            "--m",
+            "2",
+            "--scorer-option",
+            "noise_sd=0.5",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     man = read_json(out / "manifest.json")
-    assert man["config"]["M"] == 2 and man["config"]["methods"] == ["zero_shot", "sgs"]     # flag overrides file
+    assert man["config"]["M"] == 2 and man["config"]["methods"] == ["zero_shot", "sgs"]  # flag overrides file
     assert man["model"]["bias_shape"] == "recency" and man["model"]["noise_sd"] == 0.5
     printed = capsys.readouterr().out
     assert "zero_shot:" in printed and "sgs:" in printed
@@ -244,6 +268,20 @@ def test_cli_bad_input_is_one_line_exit_2(cands, tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("invarirank: error:") and "'mm'" in err[0]
     assert cli_main(["report", str(tmp_path / "nowhere")]) == 2
     assert "no such run folder" in capsys.readouterr().err
-    assert cli_main(["rerank", "--candidates", str(cands), "--scorer", "simulated",
-                     "--scorer-option", "bias_shape=sideways", "--out", str(tmp_path / "o2")]) == 2
+    assert (
+        cli_main(
+            [
+                "rerank",
+                "--candidates",
+                str(cands),
+                "--scorer",
+                "simulated",
+                "--scorer-option",
+                "bias_shape=sideways",
+                "--out",
+                str(tmp_path / "o2"),
+            ]
+        )
+        == 2
+    )
     assert "sideways" in capsys.readouterr().err

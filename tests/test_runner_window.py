@@ -19,15 +19,18 @@ FILES = ("observations.jsonl", "metrics.json", "calibration.json", "manifest.jso
 def tiny_llama():
     pytest.importorskip("torch")
     from invarirank.llm.testing import tiny_model, train_tokenizer
+
     tok = train_tokenizer("bytelevel")
     return tiny_model("llama", tok, seed=5)
 
 
 def test_window_with_a_token_budget_on_a_tiny_llama(tiny_llama):
     from invarirank.llm.span import SpanScorer
-    queries = [toy_query(6, history=3 + 2 * i, seed=i, query_id=f"u{i}") for i in range(3)]   # prefixes differ
-    config = RunConfig.from_mapping(dict(scorer="span", k=6, m=2, methods=["zero_shot", "bootstrapping", "sgs"],
-                                         seed=2))
+
+    queries = [toy_query(6, history=3 + 2 * i, seed=i, query_id=f"u{i}") for i in range(3)]  # prefixes differ
+    config = RunConfig.from_mapping(
+        dict(scorer="span", k=6, m=2, methods=["zero_shot", "bootstrapping", "sgs"], seed=2)
+    )
     alone = SpanScorer(tiny_llama, pass_cache=False, batch_size=8)
     packed = SpanScorer(tiny_llama, pass_cache=False, batch_size=8, max_batch_tokens=4096)
     settings = dict(methods=config.methods, M=config.M, seed=config.seed, model="tiny", dataset="toy")
@@ -45,6 +48,7 @@ def test_window_with_a_token_budget_on_a_tiny_llama(tiny_llama):
     # a small budget packs smaller batches, never changes the scores
     small = SpanScorer(tiny_llama, pass_cache=False, batch_size=8, max_batch_tokens=64)
     again = rerank_window(QueryPassCache(small), queries, **settings)
-    assert all(np.allclose(a.scores, b.scores, atol=1e-4, rtol=0)
-               for ra, rb in zip(together, again) for a, b in zip(ra, rb))
+    assert all(
+        np.allclose(a.scores, b.scores, atol=1e-4, rtol=0) for ra, rb in zip(together, again) for a, b in zip(ra, rb)
+    )
     assert small.stats["forward_passes"] > sb["forward_passes"]

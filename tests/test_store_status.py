@@ -40,7 +40,7 @@ def test_identity_leaves_defaults_and_locations_out():
     a = RunConfig.from_mapping({"K": 10, "M": 8})
     assert a.identity() == {"K": 10, "M": 8}
     assert a.replace(out="/x", cache_dir="/y", device="cuda", label="L", grid="g", name="n").identity() == a.identity()
-    assert a.replace(n_bootstrap=1000, noise_floor=False).identity() == a.identity()        # defaults given
+    assert a.replace(n_bootstrap=1000, noise_floor=False).identity() == a.identity()  # defaults given
     assert identity_difference(a.identity(), a.replace(m=9).identity()) == ["M"]
     # without STELLA_LW its calibration sizes change nothing
     b = a.replace(methods="zero_shot")
@@ -57,7 +57,7 @@ def test_a_setting_added_later_with_its_default_keeps_a_run(tmp_path: Path):
     folder.mkdir()
     for name in ("observations.jsonl.gz", "metrics.json"):
         (folder / name).write_bytes((run / name).read_bytes())
-    manifest["grid_run"]["a_future_setting"] = "its default"      # unknown to this version: ignored
+    manifest["grid_run"]["a_future_setting"] = "its default"  # unknown to this version: ignored
     atomic_write_json(folder / "manifest.json", manifest)
     assert run_status(config, folder) == "complete"
     assert run_status(config.replace(seed=config.seed + 1), folder) == "mismatch"
@@ -72,9 +72,8 @@ def test_a_setting_added_later_with_its_default_keeps_a_run(tmp_path: Path):
 
 def test_aliases_fill_the_same_schema():
     flags = RunConfig.from_mapping({"k": 10, "m": 8, "queries": 5, "k_sweep": "6,10", "methods": "sgs,zero_shot"})
-    grid = RunConfig.from_mapping({"K": 10, "M": 8, "n_queries": 5, "sample_k": 6,
-                                   "methods": ["zero_shot", "sgs"]})
-    assert flags == grid and flags.methods == ["zero_shot", "sgs"]      # the registry's order
+    grid = RunConfig.from_mapping({"K": 10, "M": 8, "n_queries": 5, "sample_k": 6, "methods": ["zero_shot", "sgs"]})
+    assert flags == grid and flags.methods == ["zero_shot", "sgs"]  # the registry's order
     with pytest.raises(Exception, match="given twice"):
         RunConfig.from_mapping({"k": 10, "K": 12})
     assert json.loads(json.dumps(grid.to_json()))["run_name"] == grid.run_name
@@ -90,7 +89,7 @@ def test_a_scorer_or_template_version_change_makes_a_run_outdated_and_old_metric
         (folder / name).write_bytes((run / name).read_bytes())
     assert run_status(config, folder) == "complete"
     manifest = read_json(folder / "manifest.json")
-    manifest["model"]["version"] = -1                               # made by another simulated-scorer version
+    manifest["model"]["version"] = -1  # made by another simulated-scorer version
     atomic_write_json(folder / "manifest.json", manifest)
     assert run_status(config, folder) == "outdated"
     (folder / "manifest.json").write_bytes((run / "manifest.json").read_bytes())

@@ -14,8 +14,10 @@ from invarirank.llm.factory import SCORER_KINDS
 from invarirank.methods.registry import METHODS
 
 ROOT = Path(__file__).resolve().parents[1]
-HOMES = {"methods": {ROOT / "invarirank" / "methods" / "registry.py", ROOT / "invarirank" / "evaluation" / "claims.py"},
-         "scorers": {ROOT / "invarirank" / "llm" / "factory.py"}}
+HOMES = {
+    "methods": {ROOT / "invarirank" / "methods" / "registry.py", ROOT / "invarirank" / "evaluation" / "claims.py"},
+    "scorers": {ROOT / "invarirank" / "llm" / "factory.py"},
+}
 NAMES = {"methods": set(METHODS), "scorers": set(SCORER_KINDS)}
 
 
@@ -32,11 +34,17 @@ def _strings(node: ast.AST) -> list[str]:
 def literals_naming_several(path: Path, names: set[str]) -> list[str]:
     """``file:line`` of every literal in ``path`` that names two or more of ``names``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    exports = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign)
-               and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)}   # names of functions
+    exports = {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
+    }  # names of functions
     where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-    return [f"{where}:{node.lineno}" for node in ast.walk(tree)
-            if id(node) not in exports and len(set(_strings(node)) & names) >= 2]
+    return [
+        f"{where}:{node.lineno}"
+        for node in ast.walk(tree)
+        if id(node) not in exports and len(set(_strings(node)) & names) >= 2
+    ]
 
 
 def test_no_second_list_of_methods_or_scorers():
@@ -50,9 +58,9 @@ def test_no_second_list_of_methods_or_scorers():
 
 
 def test_the_check_finds_a_list(tmp_path):
-    p = tmp_path / "probe.py"                    # never written into the package
+    p = tmp_path / "probe.py"  # never written into the package
     p.write_text('X = ("zero_shot", "sgs")\nY = "span,choice"\n__all__ = ["zero_shot", "sgs"]\n')
-    assert literals_naming_several(p, NAMES["methods"]) == [f"{p}:1"]     # __all__ names functions: not a list
+    assert literals_naming_several(p, NAMES["methods"]) == [f"{p}:1"]  # __all__ names functions: not a list
     assert literals_naming_several(p, NAMES["scorers"]) == [f"{p}:2"]
 
 

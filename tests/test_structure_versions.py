@@ -11,9 +11,9 @@ from pathlib import Path
 import invarirank
 
 ROOT = Path(__file__).resolve().parents[1]
-CONSTANT = re.compile(r"^\s*([A-Z_]*VERSION)\s*=\s*\"?(\d+)\"?\s*$", re.M)          # SCHEMA_VERSION = 1
-FIELD = re.compile(r"^\s+([a-z_]*_version)\s*:\s*int\s*=\s*(\d+)\s*$", re.M)          # manifest_version: int = 2
-LITERAL = re.compile(r"\"(run_version)\":\s*(\d+)")                                   # {"run_version": 1, ...}
+CONSTANT = re.compile(r"^\s*([A-Z_]*VERSION)\s*=\s*\"?(\d+)\"?\s*$", re.M)  # SCHEMA_VERSION = 1
+FIELD = re.compile(r"^\s+([a-z_]*_version)\s*:\s*int\s*=\s*(\d+)\s*$", re.M)  # manifest_version: int = 2
+LITERAL = re.compile(r"\"(run_version)\":\s*(\d+)")  # {"run_version": 1, ...}
 
 
 def versions_in_code() -> set[tuple[str, str, str]]:
@@ -36,7 +36,7 @@ def versions_in_changelog() -> set[tuple[str, str, str]]:
 
 def test_every_format_version_is_in_the_changelog_with_its_value():
     code, changelog = versions_in_code(), versions_in_changelog()
-    assert len(code) >= 15                                   # the patterns find the versions (they could not fail)
+    assert len(code) >= 15  # the patterns find the versions (they could not fail)
     missing = sorted(code - changelog)
     stale = sorted(changelog - code)
     assert not missing, f"versions in the code but not in CHANGELOG.md's table (add a row or an entry): {missing}"
@@ -47,8 +47,9 @@ def test_the_package_version_has_one_source():
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     project = pyproject.split("\n[project]\n", 1)[1].split("\n[", 1)[0]
     assert not re.search(r"^version\s*=", project, re.M) and re.search(r'^dynamic = \["version"\]$', project, re.M)
-    assert re.search(r'^\[tool\.setuptools\.dynamic\]\nversion = \{ attr = "invarirank\.__version__" \}$', pyproject,
-                     re.M)
+    assert re.search(
+        r'^\[tool\.setuptools\.dynamic\]\nversion = \{ attr = "invarirank\.__version__" \}$', pyproject, re.M
+    )
     cff = re.search(r"^version:\s*\"?([^\s\"]+)\"?\s*$", (ROOT / "CITATION.cff").read_text(encoding="utf-8"), re.M)
     assert cff and cff.group(1) == invarirank.__version__
     assert f"\n## {invarirank.__version__}\n" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")

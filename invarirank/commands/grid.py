@@ -17,23 +17,32 @@ from .rerank import add_executor_arguments, check_executor_flags, executor_from_
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "grid", help="compute a grid's missing runs, then execute the book's notebooks",
-        description="Compute (or reuse) the runs of a grid, with a progress bar, then execute the book's notebooks.")
+        "grid",
+        help="compute a grid's missing runs, then execute the book's notebooks",
+        description="Compute (or reuse) the runs of a grid, with a progress bar, then execute the book's notebooks.",
+    )
     a = p.add_argument
     a("grid", help="grid file (YAML), e.g. configs/grid-default.yaml")
     a("--build-dir", help="where executed notebooks go (default: book/generated)")
     a("--results-dir", help="finished runs, results/<grid>/<run>/ (default: results)")
     a("--work-dir", help="runs in progress (default: runs)")
     a("--force", action="store_true", help="execute every notebook even when up to date")
-    a("--only", action="append", default=[],
-      help="only these runs/pages: a run name, 'data' or 'rerank' (repeatable)")
+    a("--only", action="append", default=[], help="only these runs/pages: a run name, 'data' or 'rerank' (repeatable)")
     a("--skip-results", action="store_true", help="do not execute the results notebook")
     a("--dry-run", action="store_true", help="print each run's status and its scorer passes, run nothing")
-    a("--seconds-per-pass", type=float, default=None,
-      help="for --dry-run: seconds per scorer pass, to print minutes (measure it with `invarirank rerank --dry-run`)")
+    a(
+        "--seconds-per-pass",
+        type=float,
+        default=None,
+        help="for --dry-run: seconds per scorer pass, to print minutes (measure it with `invarirank rerank --dry-run`)",
+    )
     a("--kernel", default="python3", help="Jupyter kernel for papermill (default python3)")
-    a("--bench", metavar="FILE", help="for --dry-run: price the runs from this benchmark file (benchmarks.gpu "
-                                      "--json; default: the newest under results/bench/, else the grid's assumption)")
+    a(
+        "--bench",
+        metavar="FILE",
+        help="for --dry-run: price the runs from this benchmark file (benchmarks.gpu "
+        "--json; default: the newest under results/bench/, else the grid's assumption)",
+    )
     add_executor_arguments(p)
     p.set_defaults(func=run)
 
@@ -42,11 +51,14 @@ def check_only(only: list[str], grid: Any) -> None:
     """Every ``--only`` value names a run of the grid (or of its lab), ``data`` or ``rerank``: a misspelt one
     would select nothing and exit 0."""
     from ..grid.spec import lab_runs
+
     known = {c.run_name for c in [*grid.runs, *(lab_runs(grid.lab) if grid.lab else [])]} | {"data", "rerank"}
     for name in only:
         if name not in known:
-            raise InvariRankError(f"--only {name!r}: not a run of {grid.path} (nor 'data' or 'rerank'); expected "
-                                  f"one of {', '.join(sorted(known))}")
+            raise InvariRankError(
+                f"--only {name!r}: not a run of {grid.path} (nor 'data' or 'rerank'); expected "
+                f"one of {', '.join(sorted(known))}"
+            )
 
 
 def check_places(args: argparse.Namespace, root: Path) -> None:
@@ -55,6 +67,7 @@ def check_places(args: argparse.Namespace, root: Path) -> None:
     cache; the paths given are made absolute, once, here (the notebooks run in ``notebooks/``)."""
     from ..assets import cache_dir
     from ..io import check_output_dir
+
     defaults = {"results_dir": "results", "work_dir": "runs", "build_dir": "book/generated"}
     for name, default in defaults.items():
         given = getattr(args, name)
@@ -73,14 +86,14 @@ def run(args: argparse.Namespace) -> int:
     from ..runner.plan import find_bench, format_grid_cost, format_grid_estimate
     from ..store import project_root
 
-    check_executor_flags(args)           # a dry run rejects what a real run would, before computing
+    check_executor_flags(args)  # a dry run rejects what a real run would, before computing
     execution = {"shard_queries": args.shard_queries, "query_window": args.query_window}
-    try:                                 # a dry run needs the checkout a real run needs
+    try:  # a dry run needs the checkout a real run needs
         root = project_root(grid_file=args.grid, instead=OUTSIDE_CHECKOUT)
     except InvariRankError:
-        load_grid(args.grid, execution=execution)             # the file's own errors come first
+        load_grid(args.grid, execution=execution)  # the file's own errors come first
         raise
-    grid = load_grid(args.grid, execution=execution, root=root)   # the runs' paths absolute against the root
+    grid = load_grid(args.grid, execution=execution, root=root)  # the runs' paths absolute against the root
     check_paths(grid)
     check_places(args, root)
     results = Path(args.results_dir or root / "results")
@@ -90,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvariRankError(f"--seconds-per-pass {args.seconds_per_pass:g}: expected a positive number of seconds")
     if args.dry_run:
         from ..store import committed_queries, has_committed_calibrations
+
         committed = [committed_queries(results / str(c.grid) / c.run_name) for c in grid.runs]
         recorded = [has_committed_calibrations(results / str(c.grid) / c.run_name) for c in grid.runs]
         statuses = [run_status(c, run_folder(c, results)) for c in grid.runs]
@@ -101,18 +115,32 @@ def run(args: argparse.Namespace) -> int:
     from ..compendium.labels import dataset_label
     from ..compendium.titles import run_page_title
     from ..grid.book_build import PageTitles
+
     t0 = time.perf_counter()
     executor = executor_from_args(args)
     try:
-        summary = build(args.grid, build_dir=args.build_dir, results_dir=args.results_dir, work_dir=args.work_dir,
-                        force=args.force, only=args.only, skip_results=args.skip_results, kernel=args.kernel,
-                        executor=executor, execution=execution, root=root,
-                        titles=PageTitles(run=run_page_title, dataset=dataset_label))
+        summary = build(
+            args.grid,
+            build_dir=args.build_dir,
+            results_dir=args.results_dir,
+            work_dir=args.work_dir,
+            force=args.force,
+            only=args.only,
+            skip_results=args.skip_results,
+            kernel=args.kernel,
+            executor=executor,
+            execution=execution,
+            root=root,
+            titles=PageTitles(run=run_page_title, dataset=dataset_label),
+        )
     finally:
         if executor is not None:
             executor.close()
     ran = sum(v == "ran" for v in summary["runs"].values())
-    print(f"grid {summary['grid']}: {len(summary['runs'])} runs ({ran} computed, {len(summary['runs']) - ran} "
-          f"reused), {len(summary['executed'])} notebooks executed, {len(summary['skipped'])} up to date, "
-          f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    print(
+        f"grid {summary['grid']}: {len(summary['runs'])} runs ({ran} computed, {len(summary['runs']) - ran} "
+        f"reused), {len(summary['executed'])} notebooks executed, {len(summary['skipped'])} up to date, "
+        f"{time.perf_counter() - t0:.0f} s",
+        file=sys.stderr,
+    )
     return 0

@@ -13,15 +13,19 @@ from ..errors import InvariRankError
 def register(subparsers: Any) -> None:
     from ..llm.models import REGISTRY  # torch-free: the registry is plain data
 
-    p = subparsers.add_parser("models", help="prepare (convert once) or list the registry models",
-                              description="Prepare (convert once) or list the registry models.")
+    p = subparsers.add_parser(
+        "models",
+        help="prepare (convert once) or list the registry models",
+        description="Prepare (convert once) or list the registry models.",
+    )
     sub = p.add_subparsers(dest="models_command", required=True, metavar="{prepare,list,paper}")
     prep = sub.add_parser("prepare", help="convert registry GGUFs into cached float32 folders (idempotent)")
     prep.add_argument("names", nargs="*", help=f"models (default: all of {', '.join(REGISTRY)})")
     prep.add_argument("--force", action="store_true", help="convert again even when a folder exists")
     sub.add_parser("list", help="list registry models and whether they are prepared")
-    paper = sub.add_parser("paper", help="build the paper models' real tokenizers with tiny random weights as local "
-                                         "folders (idempotent)")
+    paper = sub.add_parser(
+        "paper", help="build the paper models' real tokenizers with tiny random weights as local folders (idempotent)"
+    )
     paper.add_argument("--force", action="store_true", help="build again even when a folder exists")
     p.set_defaults(func=run)
 

@@ -35,12 +35,15 @@ DEFAULT_OUT = "report"
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "report", help="print the metrics of run folders and draw exposure and metric-vs-K figures",
+        "report",
+        help="print the metrics of run folders and draw exposure and metric-vs-K figures",
         description="Print the metrics table of each run folder (written by `invarirank rerank`) and write "
-                    f"{FIGURE_EXPOSURE} and {FIGURE_METRIC_VS_K} into --out (default: ./report).")
+        f"{FIGURE_EXPOSURE} and {FIGURE_METRIC_VS_K} into --out (default: ./report).",
+    )
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders (each with metrics.json)")
-    p.add_argument("--out", metavar="DIR",
-                   help="folder for the figures (default: ./report; a run folder only when named here)")
+    p.add_argument(
+        "--out", metavar="DIR", help="folder for the figures (default: ./report; a run folder only when named here)"
+    )
     p.add_argument("--no-figures", action="store_true", help="only print the tables")
     p.set_defaults(func=run)
 
@@ -56,7 +59,7 @@ def _load(run_dir: str | Path) -> Any:
     if not (d / "metrics.json").is_file():
         raise InvariRankError(f"{d}: no metrics.json (is the run finished? rerun `invarirank rerank` to resume it)")
     read = {}
-    for name in ("metrics.json", "manifest.json"):     # name the file that cannot be read, with its line
+    for name in ("metrics.json", "manifest.json"):  # name the file that cannot be read, with its line
         if (d / name).is_file():
             try:
                 read[name] = loads_json(read_utf8(d / name, "JSON file"), str(d / name))
@@ -77,8 +80,10 @@ def check_shapes(d: Path, metrics: Any, manifest: Any) -> None:
         raise InvariRankError(f"{where}: expected a JSON object with 'schema_version' and 'methods'")
     version = metrics.get("schema_version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= METRICS_SCHEMA_VERSION:
-        raise InvariRankError(f"{where}: schema_version {version!r} is not supported; expected 1 to "
-                              f"{METRICS_SCHEMA_VERSION} (written by this or an earlier invarirank)")
+        raise InvariRankError(
+            f"{where}: schema_version {version!r} is not supported; expected 1 to "
+            f"{METRICS_SCHEMA_VERSION} (written by this or an earlier invarirank)"
+        )
     methods = metrics.get("methods")
     if not isinstance(methods, dict) or not methods:
         raise InvariRankError(f"{where}: field 'methods' must be a non-empty object of METHOD: {{'overall': ...}}")
@@ -100,8 +105,9 @@ def check_shapes(d: Path, metrics: Any, manifest: Any) -> None:
     if ks is None:
         ks = [(manifest.get("grid_run") or {}).get("K") or (manifest.get("config") or {}).get("K")]
     ks = ks if isinstance(ks, list) else [ks]
-    if not any(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in ks) or \
-            not all(k is None or (isinstance(k, int) and not isinstance(k, bool)) for k in ks):
+    if not any(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in ks) or not all(
+        k is None or (isinstance(k, int) and not isinstance(k, bool)) for k in ks
+    ):
         raise InvariRankError(f"{where}: no list length K (field 'queries.k' or 'grid_run.K'), expected integers")
 
 
@@ -113,8 +119,7 @@ def _summary_table(runs: Sequence[Any]) -> str:
     for r in runs:
         for method in r.methods:
             ov = r.metrics["methods"][method]["overall"]
-            vals = [f"{v:>15.4f}" if isinstance(v := ov.get(c), (int, float)) else f"{'-':>15}"
-                    for c in RUN_METRICS]
+            vals = [f"{v:>15.4f}" if isinstance(v := ov.get(c), (int, float)) else f"{'-':>15}" for c in RUN_METRICS]
             lines.append(f"{r.name[:23]:<24}{r.K:>4}  {method:<14}" + "".join(vals))
     return "\n".join(lines)
 
@@ -123,28 +128,35 @@ def draw_figures(runs: Sequence[Any], out: Path) -> list[Path]:
     """Write the two figures into ``out`` (:func:`invarirank.compendium.figure_exposure` and
     :func:`invarirank.compendium.figure_k_sweep` over HR@5, nDCG@5, PPI, GPI, LOC); return their paths."""
     import matplotlib
+
     if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
         matplotlib.use("Agg")
     from ..compendium.figures import figure_exposure, figure_k_sweep, save_png
     from ..compendium.labels import TABLE1_METRICS
 
     out.mkdir(parents=True, exist_ok=True)
-    return [save_png(figure_exposure(runs), out / FIGURE_EXPOSURE),
-            save_png(figure_k_sweep(runs, metrics=TABLE1_METRICS), out / FIGURE_METRIC_VS_K)]
+    return [
+        save_png(figure_exposure(runs), out / FIGURE_EXPOSURE),
+        save_png(figure_k_sweep(runs, metrics=TABLE1_METRICS), out / FIGURE_METRIC_VS_K),
+    ]
 
 
-def report(run_dirs: Sequence[str | Path], out: str | Path | None = None, figures: bool = True
-           ) -> tuple[str, list[Path]]:
+def report(
+    run_dirs: Sequence[str | Path], out: str | Path | None = None, figures: bool = True
+) -> tuple[str, list[Path]]:
     """The printed report for ``run_dirs`` and the written figure paths (see the module docstring)."""
     from ..evaluation import format_comparisons, format_table
+
     if not run_dirs:
         raise InvariRankError("report: give at least one RUN_DIR")
     runs = [_load(d) for d in run_dirs]
     parts = []
     for r in runs:
         ks = (r.manifest.get("queries") or {}).get("k") or [r.K]
-        parts.append(f"== {r.path}: model {r.model}, data {r.dataset}, scorer {r.scorer}, "
-                     f"K={','.join(map(str, ks))}, M={r.M or '?'}, {r.n_queries or '?'} queries")
+        parts.append(
+            f"== {r.path}: model {r.model}, data {r.dataset}, scorer {r.scorer}, "
+            f"K={','.join(map(str, ks))}, M={r.M or '?'}, {r.n_queries or '?'} queries"
+        )
         parts.append(format_table(r.metrics).rstrip())
         parts.append("")
     parts.append("summary")
@@ -160,6 +172,7 @@ def report(run_dirs: Sequence[str | Path], out: str | Path | None = None, figure
 def check_arguments(args: argparse.Namespace) -> None:
     """Before any work: the figures' folder (``--out``, else ``./report``) must be a writable folder."""
     from ..io import check_output_dir
+
     if not args.no_figures:
         check_output_dir(args.out or DEFAULT_OUT, "--out" if args.out else "the figures' folder ./report (--out)")
 

@@ -17,6 +17,7 @@ def check_arguments(args: argparse.Namespace) -> None:
     """Before any work: ``--out`` (or the cache, where candidates go by default) is a writable folder."""
     from ..assets import cache_dir
     from ..io import check_output_dir
+
     check_output_dir(cache_dir(), "the cache folder ($INVARIRANK_CACHE)")
     if args.out:
         check_output_dir(args.out, "--out")
@@ -24,19 +25,29 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "retrieve", help="first stage: top-K candidates of the test and validation queries",
+        "retrieve",
+        help="first stage: top-K candidates of the test and validation queries",
         description="Train (or load from the cache) a retriever on a prepared data folder and write the "
-                    "top-K unseen candidates of every query whose top-K holds a ground-truth item.")
-    p.add_argument("--data", required=True, metavar="DIR",
-                   help="prepared data folder (invarirank data prepare), or a dataset name to prepare")
-    p.add_argument("--retriever", default="lightgcn", metavar="NAME",
-                   help="lightgcn (default), als or popularity")
+        "top-K unseen candidates of every query whose top-K holds a ground-truth item.",
+    )
+    p.add_argument(
+        "--data",
+        required=True,
+        metavar="DIR",
+        help="prepared data folder (invarirank data prepare), or a dataset name to prepare",
+    )
+    p.add_argument("--retriever", default="lightgcn", metavar="NAME", help="lightgcn (default), als or popularity")
     p.add_argument("--k", type=int, default=25, help="candidates per query (default 25)")
-    p.add_argument("--out", default=None, metavar="DIR",
-                   help="output folder (default: the cache, keyed by data and settings)")
+    p.add_argument(
+        "--out", default=None, metavar="DIR", help="output folder (default: the cache, keyed by data and settings)"
+    )
     p.add_argument("--seed", type=int, default=42, help="training seed (default 42)")
-    p.add_argument("--epochs", type=int_at_least(1), default=None,
-                   help="override LightGCN epochs / ALS iterations (default: protocol, 100 / 20)")
+    p.add_argument(
+        "--epochs",
+        type=int_at_least(1),
+        default=None,
+        help="override LightGCN epochs / ALS iterations (default: protocol, 100 / 20)",
+    )
     p.add_argument("--device", default=None, help="LightGCN device: cpu or cuda (default: cuda if available)")
     p.add_argument("--force", action="store_true", help="ignore cached models and candidates")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -47,9 +58,17 @@ def run(args: argparse.Namespace) -> int:
     from ..retrieval import format_stats, retrieve
 
     check_arguments(args)
-    result = retrieve(args.data, retriever=args.retriever, k=args.k, seed=args.seed, out=args.out,
-                      epochs=args.epochs, device=args.device, progress=not args.no_progress,
-                      force=args.force)
+    result = retrieve(
+        args.data,
+        retriever=args.retriever,
+        k=args.k,
+        seed=args.seed,
+        out=args.out,
+        epochs=args.epochs,
+        device=args.device,
+        progress=not args.no_progress,
+        force=args.force,
+    )
     print(format_stats(result.stats))
     note = " (cached)" if result.candidates_cached else ""
     print(f"candidates: {result.candidates_path}{note}")

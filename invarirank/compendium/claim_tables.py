@@ -16,8 +16,11 @@ from .verdicts import MARKS, claim_label, pair_state, queries_needed, run_claims
 
 __all__ = ["claims_table", "pairwise_table"]
 
-_STATE_TEXT = {"resolved": f"{MARKS['resolved']} resolved", "against": f"{MARKS['against']} resolved against",
-               "unresolved": f"{MARKS['unresolved']} unresolved"}
+_STATE_TEXT = {
+    "resolved": f"{MARKS['resolved']} resolved",
+    "against": f"{MARKS['against']} resolved against",
+    "unresolved": f"{MARKS['unresolved']} unresolved",
+}
 
 
 def _run_column(run: Run, runs: Sequence[Run]) -> str:
@@ -41,9 +44,11 @@ def claims_table(runs: Sequence[Run], styled: bool = True) -> Any | None:
             records.setdefault(claim_label(verdict), {})[_run_column(run, shown)] = verdict["verdict"]
     df = pd.DataFrame.from_dict(records, orient="index").fillna("–")
     df.index.name = "the paper's claim"
-    caption = ("The paper's claims on our runs (" + "; ".join(run_setting(r) for r in shown) + "): reproduced = "
-               "every claimed pair resolved in the paper's direction, contradicted = some pair resolved the other "
-               "way, unresolved = otherwise (paired sign-flip test, Holm-adjusted p < 0.05 over the claim's pairs).")
+    caption = (
+        "The paper's claims on our runs (" + "; ".join(run_setting(r) for r in shown) + "): reproduced = "
+        "every claimed pair resolved in the paper's direction, contradicted = some pair resolved the other "
+        "way, unresolved = otherwise (paired sign-flip test, Holm-adjusted p < 0.05 over the claim's pairs)."
+    )
     return with_caption(df, caption) if styled else df
 
 
@@ -65,22 +70,32 @@ def pairwise_table(run: Run, digits: int = 3, styled: bool = True) -> Any | None
     for verdict in (claims[n] for n in order):
         for p in verdict["pairs"]:
             ci = p.get("ci")
-            diff = (f"{p['mean_diff']:+.{digits}f}" + (f" [{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]" if ci else "")
-                    ).replace("-", "−")              # a true minus, as in the claims' table
+            diff = (
+                f"{p['mean_diff']:+.{digits}f}" + (f" [{ci[0]:+.{digits}f}, {ci[1]:+.{digits}f}]" if ci else "")
+            ).replace("-", "−")  # a true minus, as in the claims' table
             q = queries_needed(p, len(verdict["pairs"]))
-            records.append({
-                "claim": claim_label(verdict), "pair": f"{method_label(p['better'])} vs {method_label(p['worse'])}",
-                "n": p["n"], "difference [95% CI]": diff, "p": p_value(p["p"]), "Holm p": p_value(p["p_holm"]),
-                "state": _STATE_TEXT[pair_state(p)],
-                "queries for 80% power": "–" if p["resolved"] or q is None else f"{q:,}"})
+            records.append(
+                {
+                    "claim": claim_label(verdict),
+                    "pair": f"{method_label(p['better'])} vs {method_label(p['worse'])}",
+                    "n": p["n"],
+                    "difference [95% CI]": diff,
+                    "p": p_value(p["p"]),
+                    "Holm p": p_value(p["p_holm"]),
+                    "state": _STATE_TEXT[pair_state(p)],
+                    "queries for 80% power": "–" if p["resolved"] or q is None else f"{q:,}",
+                }
+            )
     df = pd.DataFrame.from_records(records).set_index(["claim", "pair"])
     paired = ""
-    if df["n"].nunique() == 1:                 # the same queries in every pair: said once, not in a column
+    if df["n"].nunique() == 1:  # the same queries in every pair: said once, not in a column
         paired = f" (every pair paired over the same {df['n'].iloc[0]} queries)"
         df = df.drop(columns="n")
-    caption = (f"The claimed pairs, {run_setting(run)}{paired}: difference = mean over queries of the expected better "
-               f"method's value minus the expected worse one's (metric units), 95% paired bootstrap interval, "
-               f"two-sided paired sign-flip p (raw and Holm-adjusted over the claim's pairs); queries for 80% power "
-               f"from the observed mean and spread (normal approximation), at least as many as the exact test needs "
-               f"to resolve a pair of the claim.")
+    caption = (
+        f"The claimed pairs, {run_setting(run)}{paired}: difference = mean over queries of the expected better "
+        f"method's value minus the expected worse one's (metric units), 95% paired bootstrap interval, "
+        f"two-sided paired sign-flip p (raw and Holm-adjusted over the claim's pairs); queries for 80% power "
+        f"from the observed mean and spread (normal approximation), at least as many as the exact test needs "
+        f"to resolve a pair of the claim."
+    )
     return with_caption(df, caption) if styled else df

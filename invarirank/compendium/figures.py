@@ -29,8 +29,17 @@ from ..store import Run
 from .labels import HIGHER_IS_BETTER, METHODS, dataset_label, method_label, metric_label, model_label, simulated_setting
 from .tables import metrics_frame
 
-__all__ = ["method_colors", "method_markers", "exposure_bands", "figure_exposure", "figure_k_sweep",
-           "slide_figure", "figure_training_loss", "save_png", "exposure_ylim"]
+__all__ = [
+    "method_colors",
+    "method_markers",
+    "exposure_bands",
+    "figure_exposure",
+    "figure_k_sweep",
+    "slide_figure",
+    "figure_training_loss",
+    "save_png",
+    "exposure_ylim",
+]
 
 #: panels per row before a figure wraps to the next row
 _MAX_COLUMNS = 3
@@ -39,8 +48,14 @@ PAGE_WIDTH = 7.5
 DPI = 150
 #: one marker per method, in the paper's order (zero-shot, bootstrapping, STELLA_LW, SGS)
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
-_RC = {"font.size": 9, "axes.titlesize": 9.5, "axes.labelsize": 9, "xtick.labelsize": 8.5, "ytick.labelsize": 8.5,
-       "legend.fontsize": 8.5}
+_RC = {
+    "font.size": 9,
+    "axes.titlesize": 9.5,
+    "axes.labelsize": 9,
+    "xtick.labelsize": 8.5,
+    "ytick.labelsize": 8.5,
+    "legend.fontsize": 8.5,
+}
 
 
 def method_colors() -> dict[str, Any]:
@@ -48,7 +63,7 @@ def method_colors() -> dict[str, Any]:
     import seaborn as sns
 
     palette = sns.color_palette("colorblind", n_colors=10)
-    picked = [palette[i] for i in (0, 1, 2, 4, 3, 5, 6, 8, 9)]   # blue, orange, green, pink: apart in every kind
+    picked = [palette[i] for i in (0, 1, 2, 4, 3, 5, 6, 8, 9)]  # blue, orange, green, pink: apart in every kind
     return {m: picked[i % len(picked)] for i, m in enumerate(METHODS)}
 
 
@@ -57,8 +72,9 @@ def method_markers() -> dict[str, str]:
     return {m: _MARKERS[i % len(_MARKERS)] for i, m in enumerate(METHODS)}
 
 
-def exposure_bands(run: Run, k: int = 5, n_bootstrap: int = 1000, seed: int = 0,
-                   rows: list[dict] | None = None) -> pd.DataFrame:
+def exposure_bands(
+    run: Run, k: int = 5, n_bootstrap: int = 1000, seed: int = 0, rows: list[dict] | None = None
+) -> pd.DataFrame:
     """E_k(p) per method and presented position p, with a 95% bootstrap band over queries.
 
     Columns: method, position (0-based), exposure, low, high, expected. ``exposure`` equals the run's
@@ -106,8 +122,14 @@ def _finish(fig: Any, axes: Sequence[Any], title: str) -> Any:
     handles = dict(sorted(handles.items(), key=lambda kv: kv[0].startswith("position-blind")))
     ncol = min(len(handles), 5)
     rows = -(-len(handles) // max(ncol, 1))
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=_RC["legend.fontsize"],
-               frameon=False)
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="lower center",
+        ncol=ncol,
+        fontsize=_RC["legend.fontsize"],
+        frameon=False,
+    )
     fig.suptitle(title, fontsize=10)
     height = fig.get_size_inches()[1]
     fig.tight_layout(rect=(0, min(0.3 * rows / height, 0.4), 1, 1))
@@ -150,8 +172,9 @@ def figure_exposure(runs: Sequence[Run], k: int = 5, n_bootstrap: int = 1000, se
         raise InvariRankError("figure_exposure: no runs")
     runs = [r for r in runs if r.K > k] or runs
     one_setting = len({_setting(r) for r in runs}) == 1
-    fig, axes = _panels(len(runs), 5.0 if len(runs) == 1 else PAGE_WIDTH / min(len(runs), _MAX_COLUMNS), 3.0,
-                        sharey=False)       # each K its own scale: 5/K is 0.33 at K = 15, 0.1 at K = 50
+    fig, axes = _panels(
+        len(runs), 5.0 if len(runs) == 1 else PAGE_WIDTH / min(len(runs), _MAX_COLUMNS), 3.0, sharey=False
+    )  # each K its own scale: 5/K is 0.33 at K = 15, 0.1 at K = 50
     for ax, run in zip(axes, runs):
         bands = exposure_bands(run, k=k, n_bootstrap=n_bootstrap, seed=seed)
         _draw_exposure(ax, run, bands, k)
@@ -171,8 +194,17 @@ def _draw_exposure(ax: Any, run: Run, bands: pd.DataFrame, k: int) -> None:
     colors, markers = method_colors(), method_markers()
     for method in run.methods:
         b = bands[bands.method == method]
-        sns.lineplot(x=b.position.to_numpy(), y=b.exposure.to_numpy(), color=colors[method], marker=markers[method],
-                     markersize=5, linewidth=1.4, label=method_label(method), errorbar=None, ax=ax)
+        sns.lineplot(
+            x=b.position.to_numpy(),
+            y=b.exposure.to_numpy(),
+            color=colors[method],
+            marker=markers[method],
+            markersize=5,
+            linewidth=1.4,
+            label=method_label(method),
+            errorbar=None,
+            ax=ax,
+        )
         ax.fill_between(b.position, b.low, b.high, color=colors[method], alpha=0.15, lw=0)
     expected = bands[bands.method == run.methods[0]]
     ax.plot(expected.position, expected.expected, ls="--", color="0.3", lw=1, label=f"position-blind ({k}/K)")
@@ -183,8 +215,15 @@ def _draw_exposure(ax: Any, run: Run, bands: pd.DataFrame, k: int) -> None:
 def exposure_ylim(bands: pd.DataFrame) -> tuple[float, float]:
     """A panel's y range: from 0 to a little above its highest band or expectation (at most 1.02), so that the
     curves of a long list, all near 5/K, fill the panel instead of a strip at the bottom of [0, 1]."""
-    top = float(np.nanmax(np.r_[bands.high.to_numpy(dtype=float), bands.exposure.to_numpy(dtype=float),
-                                bands.expected.to_numpy(dtype=float)]))
+    top = float(
+        np.nanmax(
+            np.r_[
+                bands.high.to_numpy(dtype=float),
+                bands.exposure.to_numpy(dtype=float),
+                bands.expected.to_numpy(dtype=float),
+            ]
+        )
+    )
     return 0.0, min(1.02, top * 1.12 + 0.01)
 
 
@@ -227,11 +266,23 @@ def figure_k_sweep(runs: Sequence[Run], metrics: Sequence[str] = ("ppi", "gpi"))
                 yerr = np.vstack([s.value - s.low, s.high - s.value])
                 yerr = np.where(np.isnan(yerr), 0, yerr)
                 dodge = (METHODS.index(method) - 1.5 + 4 * si) * 0.012 * span
-                label = method_label(method) if len(settings) == 1 else \
-                    f"{method_label(method)} ({_differing(setting, settings)})"
-                sns.lineplot(x=s.K + dodge, y=s.value, marker=markers[method], markersize=6, linewidth=1.4,
-                             linestyle=("-", "--", ":", "-.")[si % 4], color=colors[method], label=label,
-                             errorbar=None, ax=ax)
+                label = (
+                    method_label(method)
+                    if len(settings) == 1
+                    else f"{method_label(method)} ({_differing(setting, settings)})"
+                )
+                sns.lineplot(
+                    x=s.K + dodge,
+                    y=s.value,
+                    marker=markers[method],
+                    markersize=6,
+                    linewidth=1.4,
+                    linestyle=("-", "--", ":", "-.")[si % 4],
+                    color=colors[method],
+                    label=label,
+                    errorbar=None,
+                    ax=ax,
+                )
                 ax.errorbar(s.K + dodge, s.value, yerr=yerr, fmt="none", capsize=3, lw=1.2, color=colors[method])
         ax.set_xlabel("list length K")
         lower = not HIGHER_IS_BETTER.get(metric, True)
@@ -242,9 +293,13 @@ def figure_k_sweep(runs: Sequence[Run], metrics: Sequence[str] = ("ppi", "gpi"))
     setting = f"{_setting_text(r0)}, " if len(settings) == 1 else ""
     names = [metric_label(m) for m in metrics]
     names = " and ".join(names) if len(names) <= 2 else f"{', '.join(names[:-1])} and {names[-1]}"
-    return _finish(fig, axes, f"{names} across K: {setting}"
-                              f"M = {'/'.join(map(str, sorted({r.M for r in runs})))}, "
-                              f"{'/'.join(map(str, sorted({r.n_queries for r in runs})))} queries")
+    return _finish(
+        fig,
+        axes,
+        f"{names} across K: {setting}"
+        f"M = {'/'.join(map(str, sorted({r.M for r in runs})))}, "
+        f"{'/'.join(map(str, sorted({r.n_queries for r in runs})))} queries",
+    )
 
 
 def save_png(fig: Any, path: str | Path) -> Path:
@@ -274,5 +329,5 @@ def figure_training_loss(stats_by_retriever: Mapping[str, Mapping[str, Any]], da
     if shown:
         ax.legend(fontsize=8)
     fig.tight_layout()
-    plt.close(fig)   # shown once: by the cell's value or by glue, not again by the inline backend
+    plt.close(fig)  # shown once: by the cell's value or by glue, not again by the inline backend
     return fig

@@ -23,8 +23,16 @@ from .select import collect_runs
 from .tables import metrics_frame
 from .verdicts import fewest_queries, queries_needed
 
-__all__ = ["sweep_frame", "sweep_settings", "figure_sweep", "slide_panel", "planned_queries", "resolution_table",
-           "inversion_table", "student_notebook"]
+__all__ = [
+    "sweep_frame",
+    "sweep_settings",
+    "figure_sweep",
+    "slide_panel",
+    "planned_queries",
+    "resolution_table",
+    "inversion_table",
+    "student_notebook",
+]
 
 
 def sweep_frame(results_dir: str | Path, grid: str = "lab", metrics: Sequence[str] = RUN_METRICS) -> pd.DataFrame:
@@ -35,13 +43,14 @@ def sweep_frame(results_dir: str | Path, grid: str = "lab", metrics: Sequence[st
         return pd.DataFrame(columns=["shape", "strength", "method", "metric", "value", "low", "high"])
     frames = []
     for run in runs:
-        opts = (run.spec.get("scorer_options") or {})
+        opts = run.spec.get("scorer_options") or {}
         f = metrics_frame([run], metrics)
         f.insert(0, "shape", opts.get("bias_shape", "?"))
         f.insert(1, "strength", float(opts.get("bias_strength", float("nan"))))
         frames.append(f)
-    return pd.concat(frames, ignore_index=True).sort_values(["shape", "strength", "method", "metric"],
-                                                           ignore_index=True)
+    return pd.concat(frames, ignore_index=True).sort_values(
+        ["shape", "strength", "method", "metric"], ignore_index=True
+    )
 
 
 def sweep_settings(results_dir: str | Path, grid: str = "lab") -> dict[str, float]:
@@ -61,8 +70,11 @@ def sweep_settings(results_dir: str | Path, grid: str = "lab") -> dict[str, floa
     return out
 
 
-def figure_sweep(frame: pd.DataFrame, metrics: Sequence[str] = ("ppi", "gpi", "loc", "hr@5", "exposure_mad@5"),
-                 shapes: Sequence[str] | None = None):
+def figure_sweep(
+    frame: pd.DataFrame,
+    metrics: Sequence[str] = ("ppi", "gpi", "loc", "hr@5", "exposure_mad@5"),
+    shapes: Sequence[str] | None = None,
+):
     """One column of panels per bias shape, one row per metric: the metric against the bias strength, one line
     and marker per method with its 95% interval as a band; sized for the page width (a slide takes
     :func:`slide_panel`)."""
@@ -73,8 +85,14 @@ def figure_sweep(frame: pd.DataFrame, metrics: Sequence[str] = ("ppi", "gpi", "l
     shapes = list(shapes or dict.fromkeys(frame["shape"]))
     colors, markers = method_colors(), method_markers()
     with plt.rc_context({"font.size": 8.5}):
-        fig, axes = plt.subplots(len(metrics), len(shapes), figsize=(PAGE_WIDTH, 1.75 * len(metrics) + 0.9),
-                                 squeeze=False, sharex=True, dpi=DPI)
+        fig, axes = plt.subplots(
+            len(metrics),
+            len(shapes),
+            figsize=(PAGE_WIDTH, 1.75 * len(metrics) + 0.9),
+            squeeze=False,
+            sharex=True,
+            dpi=DPI,
+        )
     for i, metric in enumerate(metrics):
         for j, shape in enumerate(shapes):
             ax = axes[i][j]
@@ -83,8 +101,9 @@ def figure_sweep(frame: pd.DataFrame, metrics: Sequence[str] = ("ppi", "gpi", "l
                 s = sub[sub.method == method].sort_values("strength")
                 if s.empty:
                     continue
-                ax.plot(s.strength, s.value, marker=markers[method], ms=4, color=colors[method],
-                        label=method_label(method))
+                ax.plot(
+                    s.strength, s.value, marker=markers[method], ms=4, color=colors[method], label=method_label(method)
+                )
                 ax.fill_between(s.strength, s.low, s.high, color=colors[method], alpha=0.15, lw=0)
             if i == 0:
                 ax.set_title(f"{shape} bias", fontsize=9.5)
@@ -99,10 +118,13 @@ def figure_sweep(frame: pd.DataFrame, metrics: Sequence[str] = ("ppi", "gpi", "l
     k = sorted(set(frame.K)) if "K" in frame else []
     m = sorted(set(frame.M)) if "M" in frame else []
     q = sorted(set(frame.queries)) if "queries" in frame else []
-    fig.suptitle(f"Simulated scorer: metrics against position-bias strength (K = {'/'.join(map(str, k))}, "
-                 f"M = {'/'.join(map(str, m))}, {'/'.join(map(str, q))} queries per point)", fontsize=9.5)
+    fig.suptitle(
+        f"Simulated scorer: metrics against position-bias strength (K = {'/'.join(map(str, k))}, "
+        f"M = {'/'.join(map(str, m))}, {'/'.join(map(str, q))} queries per point)",
+        fontsize=9.5,
+    )
     fig.tight_layout(rect=(0, 0.35 / fig.get_size_inches()[1], 1, 1))
-    plt.close(fig)   # shown once: by the cell's value, not again by the inline backend
+    plt.close(fig)  # shown once: by the cell's value, not again by the inline backend
     return fig
 
 
@@ -119,8 +141,15 @@ def slide_panel(frame: pd.DataFrame, metric: str = "ppi", shape: str = "primacy"
             s = sub[sub.method == method].sort_values("strength")
             if s.empty:
                 continue
-            ax.plot(s.strength, s.value, marker=markers[method], ms=7, lw=2, color=colors[method],
-                    label=method_label(method))
+            ax.plot(
+                s.strength,
+                s.value,
+                marker=markers[method],
+                ms=7,
+                lw=2,
+                color=colors[method],
+                label=method_label(method),
+            )
             ax.fill_between(s.strength, s.low, s.high, color=colors[method], alpha=0.15, lw=0)
         ax.set_xlabel("bias strength (utility s.d.)")
         ax.set_ylabel(metric_label(metric))
@@ -152,13 +181,18 @@ def resolution_table(runs: Mapping[float, Mapping[str, Run]], metric: str, bette
         for label, run in labelled.items():
             rec = comparison(run.metrics["comparisons"], metric, better, worse)
             ci = rec.get("ci")
-            need = queries_needed(rec, 1)       # also for a resolved run: the pilot's row gives the fresh run's size
-            records.append({
-                "bias strength": strength, "run": label, "queries": rec["n"],
-                f"{method_label(better)} − {method_label(worse)}": signed(rec["mean_diff"])
-                + (f" [{signed(ci[0])}, {signed(ci[1])}]" if ci else ""),
-                "p": f"{rec['p']:.4f} ({'resolved' if rec['p'] < ALPHA else 'not resolved'})",
-                "queries for 80% power": "–" if need is None else f"{need:,}"})
+            need = queries_needed(rec, 1)  # also for a resolved run: the pilot's row gives the fresh run's size
+            records.append(
+                {
+                    "bias strength": strength,
+                    "run": label,
+                    "queries": rec["n"],
+                    f"{method_label(better)} − {method_label(worse)}": signed(rec["mean_diff"])
+                    + (f" [{signed(ci[0])}, {signed(ci[1])}]" if ci else ""),
+                    "p": f"{rec['p']:.4f} ({'resolved' if rec['p'] < ALPHA else 'not resolved'})",
+                    "queries for 80% power": "–" if need is None else f"{need:,}",
+                }
+            )
     return pd.DataFrame.from_records(records).set_index(["bias strength", "run"])
 
 
@@ -170,14 +204,17 @@ def inversion_table(frame: pd.DataFrame, shape: str = "primacy") -> pd.DataFrame
     for strength in sorted(set(sub.strength)):
         row: dict[str, object] = {"bias strength": strength}
         for metric, higher in (("ppi", False), ("gpi", False), ("loc", True)):
-            vals = {m: sub[(sub.strength == strength) & (sub.metric == metric) & (sub.method == m)].value
-                    for m in LAB_CONTRAST}
+            vals = {
+                m: sub[(sub.strength == strength) & (sub.metric == metric) & (sub.method == m)].value
+                for m in LAB_CONTRAST
+            }
             if any(v.empty for v in vals.values()):
                 continue
             b, g = float(vals["bootstrapping"].iloc[0]), float(vals["sgs"].iloc[0])
             better = (b > g) if higher else (b < g)
-            row[f"{metric_label(metric)}: bootstrapping / SGS"] = \
+            row[f"{metric_label(metric)}: bootstrapping / SGS"] = (
                 f"{b:.3f} / {g:.3f} ({method_label('bootstrapping' if better else 'sgs')} better)"
+            )
         records.append(row)
     return pd.DataFrame.from_records(records).set_index("bias strength")
 
@@ -199,13 +236,19 @@ def student_notebook(nb: dict) -> dict:
         if cell.get("cell_type") == "markdown":
             text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
             text = block.sub("*Your answer:*\n", text)
-            cell["source"] = text.replace("Each exercise has a worked answer, hidden until you open it.",
-                                          "Write your answers below each exercise.")
+            cell["source"] = text.replace(
+                "Each exercise has a worked answer, hidden until you open it.",
+                "Write your answers below each exercise.",
+            )
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
         cells.append(cell)
-    note = {"cell_type": "markdown", "id": "student-note", "metadata": {},
-            "source": "*Student version of the teaching lab: the worked answers are removed (the book's lab page "
-                      "has them).*"}
+    note = {
+        "cell_type": "markdown",
+        "id": "student-note",
+        "metadata": {},
+        "source": "*Student version of the teaching lab: the worked answers are removed (the book's lab page "
+        "has them).*",
+    }
     out["cells"] = [note] + cells
     return out

@@ -13,16 +13,41 @@ from ..evaluation.claims import paper_claim
 from ..methods.registry import METHOD_LABELS, METHODS
 from ..store import Run
 
-__all__ = ["METHODS", "METHOD_LABELS", "METRICS", "METRIC_LABELS", "HIGHER_IS_BETTER", "RUN_METRICS",
-           "TABLE1_METRICS", "ORDERING_METRICS", "PAPER_LOC_ORDER", "method_label", "metric_label",
-           "model_label", "dataset_label", "paper_dataset", "in_paper_order", "run_setting", "setting_caption",
-           "simulated_setting", "signed", "html_escape", "key"]
+__all__ = [
+    "METHODS",
+    "METHOD_LABELS",
+    "METRICS",
+    "METRIC_LABELS",
+    "HIGHER_IS_BETTER",
+    "RUN_METRICS",
+    "TABLE1_METRICS",
+    "ORDERING_METRICS",
+    "PAPER_LOC_ORDER",
+    "method_label",
+    "metric_label",
+    "model_label",
+    "dataset_label",
+    "paper_dataset",
+    "in_paper_order",
+    "run_setting",
+    "setting_caption",
+    "simulated_setting",
+    "signed",
+    "html_escape",
+    "key",
+]
 
 #: metric name -> (display label, higher is better); the one list of both
 METRICS: dict[str, tuple[str, bool]] = {
-    "hr@5": ("HR@5", True), "ndcg@5": ("nDCG@5", True), "ppi": ("PPI", False), "gpi": ("GPI", False),
-    "loc": ("LOC", True), "exposure_mad@5": ("exposure MAD", False), "hr@1": ("HR@1", True),
-    "ndcg@10": ("nDCG@10", True), "hr@10": ("HR@10", True),
+    "hr@5": ("HR@5", True),
+    "ndcg@5": ("nDCG@5", True),
+    "ppi": ("PPI", False),
+    "gpi": ("GPI", False),
+    "loc": ("LOC", True),
+    "exposure_mad@5": ("exposure MAD", False),
+    "hr@1": ("HR@1", True),
+    "ndcg@10": ("nDCG@10", True),
+    "hr@10": ("HR@10", True),
 }
 METRIC_LABELS: dict[str, str] = {m: label for m, (label, _) in METRICS.items()}
 HIGHER_IS_BETTER: dict[str, bool] = {m: higher for m, (_, higher) in METRICS.items()}
@@ -37,13 +62,21 @@ PAPER_LOC_ORDER: tuple[str, ...] = paper_claim("loc_order").methods
 REFERENCE_SCORER = "span"
 
 _MODEL_LABELS = {
-    "smollm2-135m": "SmolLM2-135M", "gemma3-270m": "Gemma-3-270M", "qwen2.5-coder-0.5b": "Qwen2.5-Coder-0.5B",
+    "smollm2-135m": "SmolLM2-135M",
+    "gemma3-270m": "Gemma-3-270M",
+    "qwen2.5-coder-0.5b": "Qwen2.5-Coder-0.5B",
     "simulated": "simulated",
-    "llama-3.2-3b-instruct": "Llama-3B", "mistral-7b-instruct-v0.3": "Mistral-7B",
+    "llama-3.2-3b-instruct": "Llama-3B",
+    "mistral-7b-instruct-v0.3": "Mistral-7B",
     "qwen2.5-7b-instruct": "Qwen-7B",
 }
-_DATASET_LABELS = {"ml-100k": "MovieLens-100K", "ml-1m": "MovieLens-1M", "ml-32m": "MovieLens-32M",
-                   "movielens-32m": "MovieLens-32M", "amazon-books": "Amazon Books"}
+_DATASET_LABELS = {
+    "ml-100k": "MovieLens-100K",
+    "ml-1m": "MovieLens-1M",
+    "ml-32m": "MovieLens-32M",
+    "movielens-32m": "MovieLens-32M",
+    "amazon-books": "Amazon Books",
+}
 
 
 def method_label(method: str) -> str:
@@ -131,15 +164,19 @@ def p_equals(p: float, name: str = "p") -> str:
 
 def setting_caption(runs: Sequence[Run]) -> str:
     """What a table shows: model(s), dataset(s), scorer(s), K, M and queries, in one line (numbers ascending)."""
+
     def join(values: Iterable[Any]) -> str:
         unique = list(dict.fromkeys(values))
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in unique):
             unique.sort()
         return ", ".join(str(v) for v in unique)
-    return (f"model {join(model_label(r.model) for r in runs)}; "
-            f"dataset {join(dataset_label(r.dataset) for r in runs)}; "
-            f"{join(r.scorer for r in runs)} scorer; K = {join(r.K for r in runs)}; M = {join(r.M for r in runs)}; "
-            f"queries = {join(r.n_queries for r in runs)}")
+
+    return (
+        f"model {join(model_label(r.model) for r in runs)}; "
+        f"dataset {join(dataset_label(r.dataset) for r in runs)}; "
+        f"{join(r.scorer for r in runs)} scorer; K = {join(r.K for r in runs)}; M = {join(r.M for r in runs)}; "
+        f"queries = {join(r.n_queries for r in runs)}"
+    )
 
 
 def html_escape(text: str) -> str:

@@ -44,8 +44,10 @@ def orderings(run: Run, metrics: Sequence[str] = ORDERING_METRICS, digits: int =
             shown_a, shown_b = decimal(vals[a], digits), decimal(vals[b], digits)
             join = " = " if vals[a] == vals[b] else " ≈ " if shown_a == shown_b else " ≻ "
             text += f"{join}{method_label(b)} ({shown_b})"
-        rows[metric_label(metric)] = {"better": "higher" if HIGHER_IS_BETTER.get(metric, True) else "lower",
-                                      "ordering (best first)": text}
+        rows[metric_label(metric)] = {
+            "better": "higher" if HIGHER_IS_BETTER.get(metric, True) else "lower",
+            "ordering (best first)": text,
+        }
     df = pd.DataFrame.from_dict(rows, orient="index", columns=["better", "ordering (best first)"])
     df.index.name = "metric"
     caption = f"Method orderings, {run_setting(run)}; = a tie, ≈ equal to {digits} decimals."
@@ -66,4 +68,5 @@ def ordering_agreement(run: Run, metrics: Sequence[str] = ORDERING_METRICS, styl
     if not styled:
         return mat
     return with_caption(mat, f"Agreement (Kendall's tau) between method orderings, {run_setting(run)}.").format(
-        "{:+.2f}", na_rep="–")
+        "{:+.2f}", na_rep="–"
+    )

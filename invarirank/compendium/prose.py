@@ -24,8 +24,16 @@ from .select import GridChoice
 from .tables import ci_of
 from .verdicts import smallest_p
 
-__all__ = ["paper_ordering_sentence", "summary_sentence", "shown_grid_sentence", "reference_sentence",
-           "list_length_bullets", "table_models_sentence", "PAPER_TABLE1_K", "PAPER_SWEEP_KS"]
+__all__ = [
+    "paper_ordering_sentence",
+    "summary_sentence",
+    "shown_grid_sentence",
+    "reference_sentence",
+    "list_length_bullets",
+    "table_models_sentence",
+    "PAPER_TABLE1_K",
+    "PAPER_SWEEP_KS",
+]
 
 #: the list length of the paper's Table 1, and those of its Figures 1 and 2
 PAPER_TABLE1_K = 25
@@ -38,8 +46,10 @@ def paper_ordering_sentence(run: Run) -> str:
     differences are within the 95% intervals."""
     wanted = [m for m in PAPER_LOC_ORDER if m in run.methods]
     if len(wanted) < 2:
-        return (f"In {run_setting(run)} fewer than two of the paper's methods were run, so the paper's "
-                f"ordering cannot be checked.")
+        return (
+            f"In {run_setting(run)} fewer than two of the paper's methods were run, so the paper's "
+            f"ordering cannot be checked."
+        )
     parts, matches, overlaps = [], [], []
     for metric in ("loc", "ppi", "gpi"):
         got = [m for m in ordering(run, metric) if m in wanted]
@@ -52,40 +62,58 @@ def paper_ordering_sentence(run: Run) -> str:
             lb, hb = ci_of(run, b, metric)
             if None not in (la, ha, lb, hb) and not (ha < lb or hb < la):
                 overlaps.append(f"{METHOD_LABELS[a]}/{METHOD_LABELS[b]} on {METRIC_LABELS[metric]}")
-    subset = "" if len(wanted) == len(PAPER_LOC_ORDER) else \
-        f" (restricted to the methods run: {', '.join(METHOD_LABELS[m] for m in wanted)})"
+    subset = (
+        ""
+        if len(wanted) == len(PAPER_LOC_ORDER)
+        else f" (restricted to the methods run: {', '.join(METHOD_LABELS[m] for m in wanted)})"
+    )
     if all(matches):
         head = f"Our run ({run_setting(run)}) shows the paper's ordering{subset} on all three consistency measures"
     elif any(matches):
         n = sum(matches)
-        head = (f"Our run ({run_setting(run)}) shows the paper's ordering{subset} on {n} of the three consistency "
-                f"measures")
+        head = (
+            f"Our run ({run_setting(run)}) shows the paper's ordering{subset} on {n} of the three consistency measures"
+        )
     else:
         head = f"Our run ({run_setting(run)}) does not show the paper's ordering{subset} on any consistency measure"
-    tail = ("" if not overlaps else
-            f" Neighbouring methods whose 95% intervals overlap: {'; '.join(overlaps)}. These are observed "
-            f"orderings; which steps are resolved is decided by the paired comparisons (the verdicts).")
+    tail = (
+        ""
+        if not overlaps
+        else f" Neighbouring methods whose 95% intervals overlap: {'; '.join(overlaps)}. These are observed "
+        f"orderings; which steps are resolved is decided by the paired comparisons (the verdicts)."
+    )
     return f"{head}. " + "; ".join(parts) + "." + tail
 
 
 def summary_sentence(run: Run) -> str:
     """Which method is best on HR@5, on LOC and on exposure in a run, as observed (a computed sentence for the
     text); a method best on several is named once."""
-    best = {"the highest HR@5": ordering(run, "hr@5")[0], "the most consistent outputs (LOC)": ordering(run, "loc")[0],
-            "the flattest exposure": ordering(run, "exposure_mad@5")[0]}
+    best = {
+        "the highest HR@5": ordering(run, "hr@5")[0],
+        "the most consistent outputs (LOC)": ordering(run, "loc")[0],
+        "the flattest exposure": ordering(run, "exposure_mad@5")[0],
+    }
     by_method: dict[str, list[str]] = {}
     for what, method in best.items():
         by_method.setdefault(method, []).append(what)
 
     def listing(items: Sequence[str]) -> str:
         return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
     parts = [f"{method_label(m)} has {listing(whats)}" for m, whats in by_method.items()]
-    return (f"In our run ({run_setting(run)}), as observed (whether each difference is resolved is in the claims' "
-            f"table): {'; '.join(parts)}.")
+    return (
+        f"In our run ({run_setting(run)}), as observed (whether each difference is resolved is in the claims' "
+        f"table): {'; '.join(parts)}."
+    )
 
 
-def shown_grid_sentence(shown: str, choices: Sequence[GridChoice], fallback: str, missing: Mapping[str, Sequence[str]],
-                        progress: Mapping[str, Mapping[str, tuple[int, int | None]]] | None = None) -> str:
+def shown_grid_sentence(
+    shown: str,
+    choices: Sequence[GridChoice],
+    fallback: str,
+    missing: Mapping[str, Sequence[str]],
+    progress: Mapping[str, Mapping[str, tuple[int, int | None]]] | None = None,
+) -> str:
     """Which grid sets the results page's Table 1 and figures, and why (the switch of
     :func:`invarirank.compendium.select.grid_to_show`): the grid shown, then each grid passed over with its missing
     runs; ``progress`` (grid → missing run → (queries committed in shards, queries of the run)) says how far each
@@ -94,12 +122,19 @@ def shown_grid_sentence(shown: str, choices: Sequence[GridChoice], fallback: str
 
     def runs_of(choice: GridChoice) -> str:
         done = progress.get(choice.name, {})
-        return ", ".join(f"{name} ({done[name][0]} of {done[name][1]} queries committed in shards)"
-                         if done.get(name, (0, 0))[0] else name for name in missing.get(choice.name, []))
+        return ", ".join(
+            f"{name} ({done[name][0]} of {done[name][1]} queries committed in shards)"
+            if done.get(name, (0, 0))[0]
+            else name
+            for name in missing.get(choice.name, [])
+        )
+
     chosen = next((c for c in choices if c.name == shown and c.name not in missing), None)
     if chosen is not None:
-        head = (f"Table 1 and Figures 1–2 come from the {shown} grid ({chosen.file}): its main run and K sweep "
-                f"({', '.join(chosen.needed)}) are complete under results/{shown}/.")
+        head = (
+            f"Table 1 and Figures 1–2 come from the {shown} grid ({chosen.file}): its main run and K sweep "
+            f"({', '.join(chosen.needed)}) are complete under results/{shown}/."
+        )
     else:
         head = f"Table 1 and Figures 1–2 come from the {fallback} grid."
     waiting, itself = [], []
@@ -108,15 +143,22 @@ def shown_grid_sentence(shown: str, choices: Sequence[GridChoice], fallback: str
             break
         if not choice.needed:
             continue
-        if choice.name == shown:               # the grid executed is itself a preferred one, not yet complete
-            itself.append(f"Its main run and K sweep are not all complete under results/{shown}/ (missing: "
-                          f"{runs_of(choice)}); the page shows its finished runs.")
+        if choice.name == shown:  # the grid executed is itself a preferred one, not yet complete
+            itself.append(
+                f"Its main run and K sweep are not all complete under results/{shown}/ (missing: "
+                f"{runs_of(choice)}); the page shows its finished runs."
+            )
             continue
-        waiting.append(f"The {choice.name} grid's main run and K sweep ({choice.file}) are not all complete under "
-                       f"results/{choice.name}/ (missing: {runs_of(choice)}).")
+        waiting.append(
+            f"The {choice.name} grid's main run and K sweep ({choice.file}) are not all complete under "
+            f"results/{choice.name}/ (missing: {runs_of(choice)})."
+        )
     if waiting:
-        waiting.append("The page switches to it once they are." if len(waiting) == 1 else
-                       "The page switches to the first of these grids whose runs are all complete.")
+        waiting.append(
+            "The page switches to it once they are."
+            if len(waiting) == 1
+            else "The page switches to the first of these grids whose runs are all complete."
+        )
     return " ".join([head, *itself, *waiting])
 
 
@@ -139,28 +181,37 @@ def reference_sentence(run: Run) -> str:
     fs, rnd = refs.get("first_stage"), refs.get("random")
     if fs:
         hr = fs["overall"]["hr@5"]
-        why = (f"the queries were sampled among those whose first stage holds a relevant candidate in its top "
-               f"{sample_k}, so every query has one in the first stage's top 5 and its own order scores HR@5 = 1 "
-               f"by construction" if sample_k <= 5 else
-               f"the queries were sampled among those whose first stage holds a relevant candidate in its top "
-               f"{sample_k}")
-        parts.append(f"The first stage's own order of the same candidates scores HR@5 = {_v(hr)} and nDCG@5 = "
-                     f"{_v(fs['overall'].get('ndcg@5'))} ({why}); its consistency is perfect by construction (PPI = "
-                     f"GPI = 0, LOC = 1), since its output never depends on the presented order.")
+        why = (
+            f"the queries were sampled among those whose first stage holds a relevant candidate in its top "
+            f"{sample_k}, so every query has one in the first stage's top 5 and its own order scores HR@5 = 1 "
+            f"by construction"
+            if sample_k <= 5
+            else f"the queries were sampled among those whose first stage holds a relevant candidate in its top "
+            f"{sample_k}"
+        )
+        parts.append(
+            f"The first stage's own order of the same candidates scores HR@5 = {_v(hr)} and nDCG@5 = "
+            f"{_v(fs['overall'].get('ndcg@5'))} ({why}); its consistency is perfect by construction (PPI = "
+            f"GPI = 0, LOC = 1), since its output never depends on the presented order."
+        )
         mad = fs["overall"].get("exposure_mad@5")
         if mad is not None:
-            parts.append(f"For the same reason its true exposure MAD is 0: the {_v(mad)} it reads is what noise alone "
-                         f"gives at these queries and orders, the floor against which the methods' exposure MAD is "
-                         f"read.")
+            parts.append(
+                f"For the same reason its true exposure MAD is 0: the {_v(mad)} it reads is what noise alone "
+                f"gives at these queries and orders, the floor against which the methods' exposure MAD is "
+                f"read."
+            )
     if rnd:
         o = rnd["overall"]
         draws = run.metrics["settings"].get("reference_replicates")
-        parts.append(f"A uniformly random order scores HR@5 = {_v(o.get('hr@5'))} and nDCG@5 = "
-                     f"{_v(o.get('ndcg@5'))} (exact expectations), and at K = {run.K}, M = {run.M} it gives PPI = "
-                     f"{_v(o.get('ppi'))}, GPI = {_v(o.get('gpi'))} and LOC = {_v(o.get('loc'))} (mean of {draws} "
-                     f"seeded draws per query): the scale on which the methods' consistency is read.")
+        parts.append(
+            f"A uniformly random order scores HR@5 = {_v(o.get('hr@5'))} and nDCG@5 = "
+            f"{_v(o.get('ndcg@5'))} (exact expectations), and at K = {run.K}, M = {run.M} it gives PPI = "
+            f"{_v(o.get('ppi'))}, GPI = {_v(o.get('gpi'))} and LOC = {_v(o.get('loc'))} (mean of {draws} "
+            f"seeded draws per query): the scale on which the methods' consistency is read."
+        )
     lines = []
-    verdicts: dict[str, list[str]] = {}        # "above the random order" → methods, ... (p < 0.05, uncorrected)
+    verdicts: dict[str, list[str]] = {}  # "above the random order" → methods, ... (p < 0.05, uncorrected)
     for method in run.methods:
         bits = []
         for name, block in (("the first-stage order", fs), ("the random order", rnd)):
@@ -169,12 +220,13 @@ def reference_sentence(run: Run) -> str:
                 bits.append(f"{signed(rec['mean_diff'])} against {name} ({p_equals(rec['p'])})")
                 if rec["p"] < ALPHA:
                     verdicts.setdefault(f"{'above' if rec['mean_diff'] > 0 else 'below'} {name}", []).append(
-                        method_label(method))
+                        method_label(method)
+                    )
         if bits:
             lines.append(f"{method_label(method)} {', '.join(bits)}")
     if lines:
         parts.append("HR@5, method minus reference: " + "; ".join(lines) + ".")
-        if smallest_p(run.n_queries) < ALPHA:        # a smoke run can resolve nothing: its page says so already
+        if smallest_p(run.n_queries) < ALPHA:  # a smoke run can resolve nothing: its page says so already
             parts.append(_effectiveness_sentence(verdicts, run.n_queries))
     return " ".join(parts)
 
@@ -183,13 +235,17 @@ def _effectiveness_sentence(verdicts: Mapping[str, list[str]], n_queries: int) -
     """What the HR@5 comparisons with the reference rows say, in words: which methods are resolved above or below
     which reference (paired sign-flip p < 0.05, no correction), or that none is."""
     if not verdicts:
-        return (f"So at these {n_queries} queries no method's HR@5 is distinguishable (paired p < {ALPHA}) from the "
-                f"first stage's own order or from a random order: on effectiveness this reranker neither clearly "
-                f"improves on the first stage nor clearly beats chance, and the consistency measures, not HR@5, are "
-                f"what this run can speak to.")
+        return (
+            f"So at these {n_queries} queries no method's HR@5 is distinguishable (paired p < {ALPHA}) from the "
+            f"first stage's own order or from a random order: on effectiveness this reranker neither clearly "
+            f"improves on the first stage nor clearly beats chance, and the consistency measures, not HR@5, are "
+            f"what this run can speak to."
+        )
     said = "; ".join(f"{where}: {', '.join(methods)}" for where, methods in verdicts.items())
-    return (f"Resolved at these {n_queries} queries (paired p < {ALPHA}, no correction): {said}; every other "
-            f"method–reference pair is not distinguishable on HR@5.")
+    return (
+        f"Resolved at these {n_queries} queries (paired p < {ALPHA}, no correction): {said}; every other "
+        f"method–reference pair is not distinguishable on HR@5."
+    )
 
 
 def _ks(ks: Sequence[int]) -> str:
@@ -207,9 +263,11 @@ def list_length_bullets(main: Run, sweep: Sequence[Run]) -> str:
     if main.K == PAPER_TABLE1_K:
         head = f"- **Table 1 at the paper's list length, K = {main.K}**, with {methods}."
     else:
-        head = (f"- **Table 1 at a {'shorter' if main.K < PAPER_TABLE1_K else 'longer'} list length, K = "
-                f"{main.K}**, with {methods} (the paper's is K = {PAPER_TABLE1_K}): SGS needs K passes per "
-                f"presented order and STELLA_LW up to ten plus its calibration.")
+        head = (
+            f"- **Table 1 at a {'shorter' if main.K < PAPER_TABLE1_K else 'longer'} list length, K = "
+            f"{main.K}**, with {methods} (the paper's is K = {PAPER_TABLE1_K}): SGS needs K passes per "
+            f"presented order and STELLA_LW up to ten plus its calibration."
+        )
     ks = sorted({r.K for r in sweep} | {main.K})
     paper = _ks(PAPER_SWEEP_KS)
     if len(ks) == 1:
@@ -218,10 +276,15 @@ def list_length_bullets(main: Run, sweep: Sequence[Run]) -> str:
     same = "the paper's list lengths" if tuple(ks) == PAPER_SWEEP_KS else f"the paper's are {paper}"
     counts = [registered_method(m).passes_text.replace("-", "–") for m in others]
     passes = "1 pass" if counts == ["1"] else f"{_ks(counts)} passes"
-    cheap = (f"only {' and '.join(method_label(m) for m in others)} ({passes} per presented order) at the other "
-             f"list lengths" if set(others) < set(main.methods) else "the same methods at every list length")
-    return (f"{head}\n- **Figures 1 and 2 at K = {_ks(ks)}** ({same}): {cheap}, on the same users (queries "
-            f"are sampled once among those kept at the smallest K).")
+    cheap = (
+        f"only {' and '.join(method_label(m) for m in others)} ({passes} per presented order) at the other list lengths"
+        if set(others) < set(main.methods)
+        else "the same methods at every list length"
+    )
+    return (
+        f"{head}\n- **Figures 1 and 2 at K = {_ks(ks)}** ({same}): {cheap}, on the same users (queries "
+        f"are sampled once among those kept at the smallest K)."
+    )
 
 
 def table_models_sentence(table_runs: Sequence[Run], runs: Sequence[Run], K: int) -> str:
@@ -234,12 +297,20 @@ def table_models_sentence(table_runs: Sequence[Run], runs: Sequence[Run], K: int
     if len(models) > 1:
         return f"Table 1 shows {len(models)} models side by side ({', '.join(models)}), each with its own queries."
     grids = {r.grid for r in shown}
-    elsewhere = sorted((r for r in runs if r.grid not in grids and model_label(r.model) not in models
-                        and set(PAPER_LOC_ORDER) <= set(r.methods)), key=lambda r: (-r.n_queries, -r.K, r.name))
+    elsewhere = sorted(
+        (
+            r
+            for r in runs
+            if r.grid not in grids and model_label(r.model) not in models and set(PAPER_LOC_ORDER) <= set(r.methods)
+        ),
+        key=lambda r: (-r.n_queries, -r.K, r.name),
+    )
     head = f"Table 1 shows one model, {models[0]}." if models else "Table 1 has no run at this list length."
     if not elsewhere:
         return head
     other = elsewhere[0]
-    return (f"{head} A second model, {model_label(other.model)}, was run with all four methods in the {other.grid} "
-            f"grid only, at K = {other.K} on {other.n_queries} queries: its Table 1 and verdicts are under "
-            f"*Other grids* below.")
+    return (
+        f"{head} A second model, {model_label(other.model)}, was run with all four methods in the {other.grid} "
+        f"grid only, at K = {other.K} on {other.n_queries} queries: its Table 1 and verdicts are under "
+        f"*Other grids* below."
+    )

@@ -36,9 +36,20 @@ from .labels import (
 from .tables import with_caption
 from .verdicts import MARKS, claim_label, run_claims, smallest_p
 
-__all__ = ["BETTER", "Pair", "judge_pairs", "exposure_skew", "section5_rows", "section5_table",
-           "figure1_sentence", "figure2_sentence", "choice_sentence", "headline_sentence", "verdict_counts",
-           "markdown_to_html"]
+__all__ = [
+    "BETTER",
+    "Pair",
+    "judge_pairs",
+    "exposure_skew",
+    "section5_rows",
+    "section5_table",
+    "figure1_sentence",
+    "figure2_sentence",
+    "choice_sentence",
+    "headline_sentence",
+    "verdict_counts",
+    "markdown_to_html",
+]
 
 #: the one ordering notation of the book: "A ≻ B" = A is better than B on the metric named
 BETTER = " ≻ "
@@ -73,10 +84,18 @@ def judge_pairs(pairs: Sequence[Pair], alpha: float = ALPHA) -> dict | None:
         gain = rec["mean_diff"] if HIGHER_IS_BETTER.get(pair.metric, True) else -rec["mean_diff"]
         resolved = p_holm < alpha
         state = "unresolved" if not resolved else "resolved" if gain > 0 else "against"
-        out.append({"pair": pair, "mean_diff": rec["mean_diff"], "n": rec["n"], "p": rec["p"], "p_holm": p_holm,
-                    "state": state})
+        out.append(
+            {
+                "pair": pair,
+                "mean_diff": rec["mean_diff"],
+                "n": rec["n"],
+                "p": rec["p"],
+                "p_holm": p_holm,
+                "state": state,
+            }
+        )
     states = {p["state"] for p in out}
-    verdict = ("contradicted" if "against" in states else "reproduced" if states == {"resolved"} else "unresolved")
+    verdict = "contradicted" if "against" in states else "reproduced" if states == {"resolved"} else "unresolved"
     return {"verdict": verdict, "pairs": out}
 
 
@@ -118,8 +137,10 @@ def _count(n: int, noun: str) -> str:
 def _pair_text(p: Mapping[str, Any], with_context: bool = False) -> str:
     pair: Pair = p["pair"]
     where = f" ({metric_label(pair.metric)}, K = {pair.run.K})" if with_context else ""
-    return (f"{MARKS[p['state']]} {method_label(pair.better)}{BETTER}{method_label(pair.worse)}{where} "
-            f"(Δ {signed(p['mean_diff'])}, {p_equals(p['p_holm'], 'Holm p')})")
+    return (
+        f"{MARKS[p['state']]} {method_label(pair.better)}{BETTER}{method_label(pair.worse)}{where} "
+        f"(Δ {signed(p['mean_diff'])}, {p_equals(p['p_holm'], 'Holm p')})"
+    )
 
 
 def _verdict_pairs_text(verdict: Mapping[str, Any]) -> str:
@@ -127,8 +148,10 @@ def _verdict_pairs_text(verdict: Mapping[str, Any]) -> str:
     out = []
     for p in verdict["pairs"]:
         state = "unresolved" if not p["resolved"] else "resolved" if p["direction"] == "as claimed" else "against"
-        out.append(f"{MARKS[state]} {method_label(p['better'])}{BETTER}{method_label(p['worse'])} "
-                   f"(Δ {signed(p['mean_diff'])}, {p_equals(p['p_holm'], 'Holm p')})")
+        out.append(
+            f"{MARKS[state]} {method_label(p['better'])}{BETTER}{method_label(p['worse'])} "
+            f"(Δ {signed(p['mean_diff'])}, {p_equals(p['p_holm'], 'Holm p')})"
+        )
     return SEP.join(out)
 
 
@@ -154,8 +177,12 @@ def _sweep_runs(sweep: Sequence[Run], methods: Sequence[str]) -> list[Run]:
     return [r for r in sweep if all(m in r.methods for m in methods)]
 
 
-def section5_rows(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = (),
-                  exposure_rows: Mapping[str, list[dict]] | None = None) -> list[dict[str, str]]:
+def section5_rows(
+    main: Run,
+    sweep: Sequence[Run],
+    table_runs: Sequence[Run] = (),
+    exposure_rows: Mapping[str, list[dict]] | None = None,
+) -> list[dict[str, str]]:
     """The rows of :func:`section5_table`: one per claim of the paper's §5, in the paper's order, each with the
     paper's wording, the claim as tested here, the verdict and its evidence (or why it cannot be tested).
     ``table_runs``: the runs at the main run's K with all four methods (a second model joins the verdicts)."""
@@ -164,107 +191,208 @@ def section5_rows(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = (
     n_models = len({r.model for r in claim_runs})
     rows: list[dict[str, str]] = []
 
-    def add(paragraph: str, paper: str, tested: str, verdict: str, evidence: str,
-            claims: Sequence[tuple[str, str, str]] = (), short: str = "") -> None:
-        rows.append({"§5": paragraph, "the paper": paper, "tested here (better ≻ worse)": tested,
-                     "verdict": verdict, "evidence": evidence, "short": short or tested, "claims": list(claims)})
+    def add(
+        paragraph: str,
+        paper: str,
+        tested: str,
+        verdict: str,
+        evidence: str,
+        claims: Sequence[tuple[str, str, str]] = (),
+        short: str = "",
+    ) -> None:
+        rows.append(
+            {
+                "§5": paragraph,
+                "the paper": paper,
+                "tested here (better ≻ worse)": tested,
+                "verdict": verdict,
+                "evidence": evidence,
+                "short": short or tested,
+                "claims": list(claims),
+            }
+        )
 
-    add("Effectiveness", "“STELLA_LW obtains the highest HR@5 for all three models on both datasets.”",
-        *_of_claim("hr5_stella_best", claim_runs), short="STELLA_LW best on HR@5")
-    add("Effectiveness", "“The best nDCG@5 varies across methods” (SGS, STELLA_LW or bootstrapping, by setting).",
-        "–", NOT_TESTABLE,
+    add(
+        "Effectiveness",
+        "“STELLA_LW obtains the highest HR@5 for all three models on both datasets.”",
+        *_of_claim("hr5_stella_best", claim_runs),
+        short="STELLA_LW best on HR@5",
+    )
+    add(
+        "Effectiveness",
+        "“The best nDCG@5 varies across methods” (SGS, STELLA_LW or bootstrapping, by setting).",
+        "–",
+        NOT_TESTABLE,
         f"a statement across six model–dataset settings, and we have one data set and {_count(n_models, 'model')} "
-        f"with all four methods: there is nothing to vary")
+        f"with all four methods: there is nothing to vary",
+    )
     for name, metric in (("ppi_order", "PPI"), ("gpi_order", "GPI")):
-        add("Preference consistency", f"“PPI and GPI exhibit the same method ordering … SGS produces the lowest PPI "
-            f"and GPI throughout … STELLA_LW produces the highest” ({metric}).", *_of_claim(name, claim_runs),
-            short=f"the ordering on {metric}")
+        add(
+            "Preference consistency",
+            f"“PPI and GPI exhibit the same method ordering … SGS produces the lowest PPI "
+            f"and GPI throughout … STELLA_LW produces the highest” ({metric}).",
+            *_of_claim(name, claim_runs),
+            short=f"the ordering on {metric}",
+        )
     persist = [r for r in _sweep_runs(sweep, SWEEP_METHODS)]
     verdict = judge_pairs([Pair(r, m, "bootstrapping", "zero_shot") for r in persist for m in ("ppi", "gpi")])
     ks = ", ".join(str(r.K) for r in persist)
     if verdict is None or len(persist) < 2:
-        add("Preference consistency", "“Figure 2 shows that this ordering also persists across K ∈ {15, 25, 50}.”",
-            "–", NOT_TESTABLE, "the runs shown have no K sweep")
+        add(
+            "Preference consistency",
+            "“Figure 2 shows that this ordering also persists across K ∈ {15, 25, 50}.”",
+            "–",
+            NOT_TESTABLE,
+            "the runs shown have no K sweep",
+        )
     else:
-        add("Preference consistency", "“Figure 2 shows that this ordering also persists across K ∈ {15, 25, 50}.”",
+        add(
+            "Preference consistency",
+            "“Figure 2 shows that this ordering also persists across K ∈ {15, 25, 50}.”",
             f"PPI and GPI: bootstrapping{BETTER}zero-shot at every K = {ks} (the only methods run at every K)",
-            verdict["verdict"], SEP.join(_pair_text(p, True) for p in verdict["pairs"]),
-            short="bootstrapping ≻ zero-shot at every K")
-    add("Output consistency", "“LOC follows the same method ordering as PPI and GPI across all six model–dataset "
-        "combinations.”", *_of_claim("loc_order", claim_runs), short="the ordering on LOC")
+            verdict["verdict"],
+            SEP.join(_pair_text(p, True) for p in verdict["pairs"]),
+            short="bootstrapping ≻ zero-shot at every K",
+        )
+    add(
+        "Output consistency",
+        "“LOC follows the same method ordering as PPI and GPI across all six model–dataset combinations.”",
+        *_of_claim("loc_order", claim_runs),
+        short="the ordering on LOC",
+    )
     stella = main.metrics["methods"].get("stella", {}).get("overall", {}).get("loc")
-    add("Output consistency", "“STELLA_LW produces the lowest LOC, with all values below 0.13.”", "–", NOT_TESTABLE,
+    add(
+        "Output consistency",
+        "“STELLA_LW produces the lowest LOC, with all values below 0.13.”",
+        "–",
+        NOT_TESTABLE,
         f"an absolute level reached by 3–7 B models at K = 25, while {model_label(main.model)} has its own scale"
-        + (f" (ours at K = {main.K}: {stella:.3f})" if stella is not None else f" (no STELLA_LW run at K = {main.K})"))
+        + (f" (ours at K = {main.K}: {stella:.3f})" if stella is not None else f" (no STELLA_LW run at K = {main.K})"),
+    )
     skews = [(r, exposure_skew(r, rows=exposure_rows.get(r.name))) for r in sweep]
     skews = [(r, s) for r, s in skews if s is not None]
     if skews:
         adjusted = holm([s["p"] for _, s in skews])
-        states = ["unresolved" if q >= ALPHA else "resolved" if s["mean_diff"] > 0 else "against"
-                  for (_, s), q in zip(skews, adjusted)]
-        verdict = ("contradicted" if "against" in states else "reproduced" if set(states) == {"resolved"}
-                   else "unresolved")
-        add("Marginal position exposure", "“Zero-shot reranking exhibits substantial positional skew, with early "
+        states = [
+            "unresolved" if q >= ALPHA else "resolved" if s["mean_diff"] > 0 else "against"
+            for (_, s), q in zip(skews, adjusted)
+        ]
+        verdict = (
+            "contradicted" if "against" in states else "reproduced" if set(states) == {"resolved"} else "unresolved"
+        )
+        add(
+            "Marginal position exposure",
+            "“Zero-shot reranking exhibits substantial positional skew, with early "
             "input positions receiving lower exposure than later positions.”",
             "zero-shot top-5 exposure: last third of input positions ≻ first third, at every K = "
-            + ", ".join(str(r.K) for r, _ in skews), verdict,
-            SEP.join(f"{MARKS[st]} K = {r.K}: Δ {signed(s['mean_diff'])} ({p_equals(q, 'Holm p')})"
-                      for (r, s), st, q in zip(skews, states, adjusted)),
-            short="zero-shot's early positions lose exposure")
-    add("Marginal position exposure", "“Bootstrapping reduces this skew but does not eliminate it, while STELLA_LW "
-        "and SGS produce flatter exposure curves.”", *_of_claim("exposure_flattened", claim_runs),
-        short="the mitigations flatten exposure")
+            + ", ".join(str(r.K) for r, _ in skews),
+            verdict,
+            SEP.join(
+                f"{MARKS[st]} K = {r.K}: Δ {signed(s['mean_diff'])} ({p_equals(q, 'Holm p')})"
+                for (r, s), st, q in zip(skews, states, adjusted)
+            ),
+            short="zero-shot's early positions lose exposure",
+        )
+    add(
+        "Marginal position exposure",
+        "“Bootstrapping reduces this skew but does not eliminate it, while STELLA_LW "
+        "and SGS produce flatter exposure curves.”",
+        *_of_claim("exposure_flattened", claim_runs),
+        short="the mitigations flatten exposure",
+    )
     sgs = judge_pairs([Pair(main, m, "sgs", "zero_shot") for m in ("exposure_mad@5", "ppi", "gpi", "loc")])
     if sgs is not None:
-        add("Marginal position exposure", "“SGS improves both marginal exposure and all three consistency measures "
-            "in the examined setting.”", f"SGS{BETTER}zero-shot on exposure MAD, PPI, GPI and LOC",
-            sgs["verdict"], SEP.join(_pair_text(p, True).replace(f", K = {main.K}", "") for p in sgs["pairs"]),
-            short="SGS improves exposure and consistency together")
+        add(
+            "Marginal position exposure",
+            "“SGS improves both marginal exposure and all three consistency measures in the examined setting.”",
+            f"SGS{BETTER}zero-shot on exposure MAD, PPI, GPI and LOC",
+            sgs["verdict"],
+            SEP.join(_pair_text(p, True).replace(f", K = {main.K}", "") for p in sgs["pairs"]),
+            short="SGS improves exposure and consistency together",
+        )
     passes = main.manifest.get("passes", {}).get("per_method", {})
     if passes:
-        shown = "; ".join(f"{method_label(m)} {v['per_order_min']}–{v['per_order_max']}".replace(
-            f"{v['per_order_min']}–{v['per_order_min']}", str(v["per_order_min"]))
-            for m, v in passes.items())
-        add("Efficiency", "“Zero-shot reranking requires one forward pass per candidate set, while bootstrapping "
+        shown = "; ".join(
+            f"{method_label(m)} {v['per_order_min']}–{v['per_order_max']}".replace(
+                f"{v['per_order_min']}–{v['per_order_min']}", str(v["per_order_min"])
+            )
+            for m, v in passes.items()
+        )
+        add(
+            "Efficiency",
+            "“Zero-shot reranking requires one forward pass per candidate set, while bootstrapping "
             "aggregates three shuffled passes … SGS requires K sequential passes … STELLA_LW performs up to ten.”",
-            "scorer passes per presented order, counted in the run", "reproduced (by construction)",
-            f"K = {main.K}: {shown}", short="the passes per order")
-    add("Datasets", "Every result “on both datasets” (MovieLens-32M and Amazon Books).", "–", NOT_TESTABLE,
+            "scorer passes per presented order, counted in the run",
+            "reproduced (by construction)",
+            f"K = {main.K}: {shown}",
+            short="the passes per order",
+        )
+    add(
+        "Datasets",
+        "Every result “on both datasets” (MovieLens-32M and Amazon Books).",
+        "–",
+        NOT_TESTABLE,
         "Amazon Books is not embedded (the package reads it, and the paper-scale chapter runs it), and "
-        "MovieLens-100K stands in for MovieLens-32M")
-    add("Models", "Every result “for all three models” (Llama-3.2-3B, Mistral-7B, Qwen2.5-7B).", "–", NOT_TESTABLE,
+        "MovieLens-100K stands in for MovieLens-32M",
+    )
+    add(
+        "Models",
+        "Every result “for all three models” (Llama-3.2-3B, Mistral-7B, Qwen2.5-7B).",
+        "–",
+        NOT_TESTABLE,
         "3–7 B models need a GPU (the paper-scale chapter), and the runs here use "
-        + " and ".join(dict.fromkeys(model_label(r.model) for r in claim_runs)) + " on a CPU")
-    add("List length", "The four methods at K = 50 (Figures 1 and 2).", "–", NOT_TESTABLE,
-        "SGS needs K passes per presented order: about 45,000 passes at K = 50, days on two CPU cores")
+        + " and ".join(dict.fromkeys(model_label(r.model) for r in claim_runs))
+        + " on a CPU",
+    )
+    add(
+        "List length",
+        "The four methods at K = 50 (Figures 1 and 2).",
+        "–",
+        NOT_TESTABLE,
+        "SGS needs K passes per presented order: about 45,000 passes at K = 50, days on two CPU cores",
+    )
     return rows
 
 
-def section5_table(main: Run, sweep: Sequence[Run], table_runs: Sequence[Run] = (),
-                   exposure_rows: Mapping[str, list[dict]] | None = None, styled: bool = True,
-                   mark: bool = True) -> Any:
+def section5_table(
+    main: Run,
+    sweep: Sequence[Run],
+    table_runs: Sequence[Run] = (),
+    exposure_rows: Mapping[str, list[dict]] | None = None,
+    styled: bool = True,
+    mark: bool = True,
+) -> Any:
     """Every claim of the paper's §5 with its verdict on our runs (:func:`section5_rows`). With ``mark`` (the
     page's main table) each verdict of a named claim carries ``data-run``, ``data-claim`` and ``data-verdict``
     attributes, so a test can read them back."""
     records = section5_rows(main, sweep, table_runs, exposure_rows)
     df = pd.DataFrame.from_records(records).drop(columns=["short", "claims"])
-    if styled:   # one pair per line; each verdict of a named claim carries its run, claim and verdict as attributes
+    if styled:  # one pair per line; each verdict of a named claim carries its run, claim and verdict as attributes
         import html
 
-        df["verdict"] = [" ".join(f'<span data-run="{html.escape(r)}" data-claim="{html.escape(c)}" '
-                                  f'data-verdict="{html.escape(v)}"></span>' for r, c, v in row["claims"] if mark)
-                         + html.escape(row["verdict"]) for row in records]
+        df["verdict"] = [
+            " ".join(
+                f'<span data-run="{html.escape(r)}" data-claim="{html.escape(c)}" '
+                f'data-verdict="{html.escape(v)}"></span>'
+                for r, c, v in row["claims"]
+                if mark
+            )
+            + html.escape(row["verdict"])
+            for row in records
+        ]
         df["evidence"] = [html.escape(e).replace(SEP, "<br>") for e in df["evidence"]]
         df["the paper"] = [html.escape(t) for t in df["the paper"]]
         df["tested here (better ≻ worse)"] = [html.escape(t) for t in df["tested here (better ≻ worse)"]]
     df = df.set_index("§5")
-    df.index.name = None          # the paragraph names speak for themselves: no header row of their own
-    caption = (f"The paper's §5 claim by claim, on {model_label(main.model)} ({main.n_queries} queries, "
-               f"M = {main.M}, K = {main.K}; the K sweep at K = {', '.join(str(r.K) for r in sweep)}). "
-               f"A ≻ B: A is better than B (higher HR@5, nDCG@5, LOC; lower PPI, GPI, exposure MAD). "
-               f"{MARKS['resolved']} resolved in the paper's direction, {MARKS['against']} resolved against it, "
-               f"{MARKS['unresolved']} unresolved (paired sign-flip test over queries, Holm-adjusted p < 0.05); "
-               f"Δ = mean over queries of the first method's value minus the second's.")
+    df.index.name = None  # the paragraph names speak for themselves: no header row of their own
+    caption = (
+        f"The paper's §5 claim by claim, on {model_label(main.model)} ({main.n_queries} queries, "
+        f"M = {main.M}, K = {main.K}; the K sweep at K = {', '.join(str(r.K) for r in sweep)}). "
+        f"A ≻ B: A is better than B (higher HR@5, nDCG@5, LOC; lower PPI, GPI, exposure MAD). "
+        f"{MARKS['resolved']} resolved in the paper's direction, {MARKS['against']} resolved against it, "
+        f"{MARKS['unresolved']} unresolved (paired sign-flip test over queries, Holm-adjusted p < 0.05); "
+        f"Δ = mean over queries of the first method's value minus the second's."
+    )
     # class "claims": fixed column widths in the book's stylesheet, so the evidence column is not squeezed
     return with_caption(df, caption).set_table_attributes('class="claims"') if styled else df
 
@@ -287,10 +415,13 @@ def headline_sentence(main: Run, rows: Sequence[Mapping[str, str]]) -> str:
 
     def names(word: str) -> str:
         return ", ".join(r["short"] for r in testable if r["verdict"].startswith(word))
+
     smoke = "a smoke run, " if main.scorer == "simulated" or smallest_p(main.n_queries) >= ALPHA else ""
-    text = (f"On {model_label(main.model)} ({smoke}{main.n_queries} queries × M = {main.M} presented orders, "
-            f"K = {main.K}) **{counts.get('reproduced', 0)} of the {len(testable)} claims** of the paper's §5 that "
-            f"can be tested here are reproduced")
+    text = (
+        f"On {model_label(main.model)} ({smoke}{main.n_queries} queries × M = {main.M} presented orders, "
+        f"K = {main.K}) **{counts.get('reproduced', 0)} of the {len(testable)} claims** of the paper's §5 that "
+        f"can be tested here are reproduced"
+    )
     for word in ("contradicted", "unresolved"):
         if counts.get(word):
             text += f"; {counts[word]} {'is' if counts[word] == 1 else 'are'} {word} ({names(word)})"
@@ -321,20 +452,29 @@ def figure1_sentence(sweep: Sequence[Run], k: int = 5) -> str:
         e = _exposure(r, "zero_shot")
         tail = float(np.mean([x for p, x in enumerate(e) if min(3 * p // r.K, 2) == 2]))
         rising.append(e[0] < tail)
-        parts.append(f"K = {r.K}: {e[0]:.2f} at position 0, {tail:.2f} on average over the last third "
-                     f"(position-blind {k / r.K:.2f})")
-    verdict = ("as in the paper's Figure 1, early input positions receive lower exposure than later ones at every "
-               "K" if all(rising) else "unlike the paper's Figure 1, early input positions do not receive lower "
-               "exposure than later ones at every K")
-    lines = [f"Zero-shot's top-{k} exposure (the share of rows in which the candidate shown at a position reaches "
-             f"the top {k}): " + "; ".join(parts) + f". So, {verdict}"]
+        parts.append(
+            f"K = {r.K}: {e[0]:.2f} at position 0, {tail:.2f} on average over the last third "
+            f"(position-blind {k / r.K:.2f})"
+        )
+    verdict = (
+        "as in the paper's Figure 1, early input positions receive lower exposure than later ones at every K"
+        if all(rising)
+        else "unlike the paper's Figure 1, early input positions do not receive lower "
+        "exposure than later ones at every K"
+    )
+    lines = [
+        f"Zero-shot's top-{k} exposure (the share of rows in which the candidate shown at a position reaches "
+        f"the top {k}): " + "; ".join(parts) + f". So, {verdict}"
+    ]
     full = max((r for r in runs if len(r.methods) > 2), key=lambda r: len(r.methods), default=None)
     if full is not None:
         mads = {m: full.metrics["methods"][m]["overall"].get("exposure_mad@5") for m in full.methods}
         mads = {m: v for m, v in mads.items() if v is not None}
         flat = sorted(mads, key=mads.get)
-        lines.append(f"; at K = {full.K} the exposure MAD (mean distance from {k}/K, lower is flatter) orders the "
-                     f"methods " + BETTER.join(f"{method_label(m)} ({mads[m]:.3f})" for m in flat))
+        lines.append(
+            f"; at K = {full.K} the exposure MAD (mean distance from {k}/K, lower is flatter) orders the "
+            f"methods " + BETTER.join(f"{method_label(m)} ({mads[m]:.3f})" for m in flat)
+        )
     return "".join(lines) + "."
 
 
@@ -349,8 +489,10 @@ def figure2_sentence(sweep: Sequence[Run]) -> str:
         vals = {m: [r.metrics["methods"][m]["overall"][metric] for r in runs] for m in SWEEP_METHODS}
         lower = sum(b < z for b, z in zip(vals["bootstrapping"], vals["zero_shot"]))
         trend = ", ".join(f"{z:.3f} → {b:.3f}" for z, b in zip(vals["zero_shot"], vals["bootstrapping"]))
-        out.append(f"{METRIC_LABELS[metric]}: bootstrapping is below zero-shot at {lower} of {len(runs)} list "
-                   f"lengths (zero-shot → bootstrapping at K = {', '.join(str(r.K) for r in runs)}: {trend})")
+        out.append(
+            f"{METRIC_LABELS[metric]}: bootstrapping is below zero-shot at {lower} of {len(runs)} list "
+            f"lengths (zero-shot → bootstrapping at K = {', '.join(str(r.K) for r in runs)}: {trend})"
+        )
     return "; ".join(out) + ". Whether each step is resolved is in the table of claims (the row on K)."
 
 
@@ -362,16 +504,19 @@ def choice_sentence(choice: Run | None, span: Run | None = None, k: int = 5) -> 
     ov = choice.metrics["methods"]["zero_shot"]["overall"]
     e = _exposure(choice, "zero_shot")
     first = e[0] if e else float("nan")
-    text = (f"With the choice scorer ({model_label(choice.model)}, K = {choice.K}, {choice.n_queries} queries) "
-            f"zero-shot has PPI {decimal(ov['ppi'])} and LOC {decimal(ov['loc'])}, and the candidate shown first, "
-            f"labelled [A], reaches the top {k} in {first:.0%} of rows (top-{k} exposure at positions "
-            f"0–{min(k, len(e)) - 1}: "
-            + ", ".join(f"{x:.2f}" for x in e[:k]) + ")")
+    text = (
+        f"With the choice scorer ({model_label(choice.model)}, K = {choice.K}, {choice.n_queries} queries) "
+        f"zero-shot has PPI {decimal(ov['ppi'])} and LOC {decimal(ov['loc'])}, and the candidate shown first, "
+        f"labelled [A], reaches the top {k} in {first:.0%} of rows (top-{k} exposure at positions "
+        f"0–{min(k, len(e)) - 1}: " + ", ".join(f"{x:.2f}" for x in e[:k]) + ")"
+    )
     if ov["ppi"] > 0.9 and first > 0.95:
-        text += (": its ranking follows the labels [A], [B], …, not the candidates they carry (the same labels win "
-                 "in every presented order). The "
-                 "paper's stated extraction (log-probabilities of candidate markers) therefore cannot be tested "
-                 "with a model this small, and the reproduction rests on the span scorer")
+        text += (
+            ": its ranking follows the labels [A], [B], …, not the candidates they carry (the same labels win "
+            "in every presented order). The "
+            "paper's stated extraction (log-probabilities of candidate markers) therefore cannot be tested "
+            "with a model this small, and the reproduction rests on the span scorer"
+        )
     if span is not None and "zero_shot" in span.methods:
         s = span.metrics["methods"]["zero_shot"]["overall"]
         text += f" (span scorer on the same queries: PPI {decimal(s['ppi'])}, LOC {decimal(s['loc'])})"

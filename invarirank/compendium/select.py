@@ -17,8 +17,21 @@ from ..store import committed_queries as _committed_queries
 from ..store import load_run as _load_run
 from .labels import dataset_label, in_paper_order, model_label
 
-__all__ = ["Run", "load_run", "collect_runs", "main_run", "main_k", "sweep_runs", "setting_groups", "other_grids",
-           "GridChoice", "grid_choice", "grid_to_show", "shard_progress", "committed_queries"]
+__all__ = [
+    "Run",
+    "load_run",
+    "collect_runs",
+    "main_run",
+    "main_k",
+    "sweep_runs",
+    "setting_groups",
+    "other_grids",
+    "GridChoice",
+    "grid_choice",
+    "grid_to_show",
+    "shard_progress",
+    "committed_queries",
+]
 
 
 def load_run(path: str | Path) -> Run:
@@ -28,8 +41,9 @@ def load_run(path: str | Path) -> Run:
     return run
 
 
-def collect_runs(results_dir: str | Path, grids: Iterable[str] | None = None,
-                 exclude: Iterable[str] = ("lab",)) -> list[Run]:
+def collect_runs(
+    results_dir: str | Path, grids: Iterable[str] | None = None, exclude: Iterable[str] = ("lab",)
+) -> list[Run]:
     """Every finished run under ``results_dir/<grid>/<run>/`` (the lab's sweep excluded by default),
     sorted by grid, dataset, model, scorer, K."""
     skip = set(exclude)
@@ -58,8 +72,11 @@ def main_run(runs: Sequence[Run], name: str | None = None) -> Run:
 
 def sweep_runs(runs: Sequence[Run], main: Run) -> list[Run]:
     """The runs with the main run's data set, first stage, model and scorer, one per K (sorted by K)."""
-    same = [r for r in runs if (r.dataset, r.retriever, r.model, r.scorer) ==
-            (main.dataset, main.retriever, main.model, main.scorer)]
+    same = [
+        r
+        for r in runs
+        if (r.dataset, r.retriever, r.model, r.scorer) == (main.dataset, main.retriever, main.model, main.scorer)
+    ]
     by_k: dict[int, Run] = {}
     for r in same:
         if r.K not in by_k or (len(r.methods), r.n_queries) > (len(by_k[r.K].methods), by_k[r.K].n_queries):
@@ -104,12 +121,18 @@ class GridChoice:
 def grid_choice(grid: Any, sweep: Sequence[Any]) -> GridChoice:
     """The :class:`GridChoice` of a loaded grid (:func:`invarirank.grid.load_grid`: its ``name``, ``path`` and
     ``runs``) whose main run and K sweep are ``sweep``, main run first (:func:`invarirank.grid.main_sweep`)."""
-    return GridChoice(grid.name, Path(grid.path).name, sweep[0].run_name, tuple(c.run_name for c in sweep),
-                      tuple((c.run_name, c.n_queries) for c in grid.runs))
+    return GridChoice(
+        grid.name,
+        Path(grid.path).name,
+        sweep[0].run_name,
+        tuple(c.run_name for c in sweep),
+        tuple((c.run_name, c.n_queries) for c in grid.runs),
+    )
 
 
-def grid_to_show(results_dir: str | Path, choices: Sequence[GridChoice], fallback: str
-                 ) -> tuple[str, dict[str, list[str]]]:
+def grid_to_show(
+    results_dir: str | Path, choices: Sequence[GridChoice], fallback: str
+) -> tuple[str, dict[str, list[str]]]:
     """``(grid, missing)``: the grid whose runs set the results page's Table 1 and figures — the first of
     ``choices`` whose ``needed`` runs are all complete under ``results_dir/<grid>/`` (all of
     :data:`invarirank.store.RESULT_FILES`; a folder holding only part of a run, e.g. ``shards/``, is not), else
@@ -125,14 +148,17 @@ def grid_to_show(results_dir: str | Path, choices: Sequence[GridChoice], fallbac
     return fallback, missing
 
 
-def shard_progress(results_dir: str | Path, choices: Sequence[GridChoice], missing: dict[str, list[str]]
-                   ) -> dict[str, dict[str, tuple[int, int | None]]]:
+def shard_progress(
+    results_dir: str | Path, choices: Sequence[GridChoice], missing: dict[str, list[str]]
+) -> dict[str, dict[str, tuple[int, int | None]]]:
     """For each choice passed over, each missing run → (queries committed in shards, its test queries)."""
     out: dict[str, dict[str, tuple[int, int | None]]] = {}
     for choice in choices:
         sizes = dict(choice.runs)
-        out[choice.name] = {name: (committed_queries(results_dir, choice.name, name), sizes.get(name))
-                            for name in missing.get(choice.name, [])}
+        out[choice.name] = {
+            name: (committed_queries(results_dir, choice.name, name), sizes.get(name))
+            for name in missing.get(choice.name, [])
+        }
     return out
 
 

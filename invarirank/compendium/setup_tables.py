@@ -54,29 +54,45 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
             req = int(info.get("passes", 0))
             own_cal = cal_passes if method == "stella" else 0
             est = None if s_per_pass is None else round((distinct * req / requested_all + own_cal) * s_per_pass, 1)
-            records.append({
-                "model": model_label(run.model), "dataset": dataset_label(run.dataset), "scorer": run.scorer,
-                "K": run.K, "M": run.M, "queries": run.n_queries, "method": method_label(method),
-                "passes per order": info.get("per_order_mean"),
-                "passes (requested)": req,
-                "calibration passes": own_cal,
-                "distinct passes in run": distinct,
-                "s per pass": None if s_per_pass is None else round(s_per_pass, 2),
-                "seconds (est.)": est,
-            })
-    df = drop_constant_levels(pd.DataFrame.from_records(records).set_index(
-        ["model", "dataset", "scorer", "K", "M", "queries", "method"]))
+            records.append(
+                {
+                    "model": model_label(run.model),
+                    "dataset": dataset_label(run.dataset),
+                    "scorer": run.scorer,
+                    "K": run.K,
+                    "M": run.M,
+                    "queries": run.n_queries,
+                    "method": method_label(method),
+                    "passes per order": info.get("per_order_mean"),
+                    "passes (requested)": req,
+                    "calibration passes": own_cal,
+                    "distinct passes in run": distinct,
+                    "s per pass": None if s_per_pass is None else round(s_per_pass, 2),
+                    "seconds (est.)": est,
+                }
+            )
+    df = drop_constant_levels(
+        pd.DataFrame.from_records(records).set_index(["model", "dataset", "scorer", "K", "M", "queries", "method"])
+    )
     df, folded = fold_columns(df)
-    caption = (f"Cost per method ({setting_caption(runs)}), from the run manifests. Passes are exact: every scorer "
-               "call a method requested; one run's methods share a pass cache, so its distinct passes are fewer. "
-               "s per pass: the model's measured wall seconds per computed pass (in shards, or in the run's last "
-               "session; a pass served by the persistent pass cache is not counted). Seconds are an estimate: that "
-               "times the method's share of the distinct passes (plus calibration for STELLA_LW), what the method "
-               "costs when nothing is cached; they depend on the machine and its load. " + folded)
+    caption = (
+        f"Cost per method ({setting_caption(runs)}), from the run manifests. Passes are exact: every scorer "
+        "call a method requested; one run's methods share a pass cache, so its distinct passes are fewer. "
+        "s per pass: the model's measured wall seconds per computed pass (in shards, or in the run's last "
+        "session; a pass served by the persistent pass cache is not counted). Seconds are an estimate: that "
+        "times the method's share of the distinct passes (plus calibration for STELLA_LW), what the method "
+        "costs when nothing is cached; they depend on the machine and its load. " + folded
+    )
     if not styled:
         return df
-    formats = {"passes per order": _per_order, "s per pass": "{:.2f}", "seconds (est.)": "{:,.0f}",
-               "passes (requested)": "{:,}", "calibration passes": "{:,}", "distinct passes in run": "{:,}"}
+    formats = {
+        "passes per order": _per_order,
+        "s per pass": "{:.2f}",
+        "seconds (est.)": "{:,.0f}",
+        "passes (requested)": "{:,}",
+        "calibration passes": "{:,}",
+        "distinct passes in run": "{:,}",
+    }
     return with_caption(df, caption).format({k: v for k, v in formats.items() if k in df.columns}, na_rep="–")
 
 
@@ -96,18 +112,19 @@ def run_settings_table(run: Run, styled: bool = True) -> Any:
         "data set": dataset_label(run.dataset),
         "first stage": f"{spec.get('retriever', run.retriever)} (seed {spec.get('retrieval_seed', '–')})",
         "model": model_label(run.model),
-        "scorer": run.scorer + (f" ({', '.join(f'{k} = {v}' for k, v in sorted(options.items()))})"
-                                if options else ""),
+        "scorer": run.scorer + (f" ({', '.join(f'{k} = {v}' for k, v in sorted(options.items()))})" if options else ""),
         "candidates per query K": run.K,
         "presented orders per query M": run.M,
         "queries": f"{run.n_queries}, sampled (seed {spec.get('seed', '–')}) among those kept at K = "
-                   f"{spec.get('sample_k') or run.K}",
+        f"{spec.get('sample_k') or run.K}",
         "methods": ", ".join(method_label(m) for m in run.methods),
     }
     if "stella" in run.methods:
         repeats = spec.get("calibration_repeats")
-        rows["STELLA_LW calibration"] = (f"{spec.get('calibration_queries')} validation queries × "
-                                         f"{repeats} repeat{'s' if repeats != 1 else ''} per position")
+        rows["STELLA_LW calibration"] = (
+            f"{spec.get('calibration_queries')} validation queries × "
+            f"{repeats} repeat{'s' if repeats != 1 else ''} per position"
+        )
     df = pd.DataFrame({"value": [str(v) for v in rows.values()]}, index=pd.Index(list(rows), name="setting"))
     return with_caption(df, f"Settings of the run {run.name}.") if styled else df
 
@@ -123,20 +140,26 @@ def _scorers(scorers: set[str]) -> str:
 
 def scale_table(runs: Sequence[Run], styled: bool = True) -> Any:
     """The paper's setting beside what our runs used (models, data, K, M, queries, calibration)."""
+
     def uniq(values: Iterable[Any]) -> str:
         vals = sorted(set(values), key=lambda v: (str(type(v)), v))
         return ", ".join(str(v) for v in vals) or "–"
+
     cal_q = [r.spec.get("calibration_queries") for r in runs if "stella" in r.methods and r.spec]
     cal_r = [r.spec.get("calibration_repeats") for r in runs if "stella" in r.methods and r.spec]
     rows = {
         "models": ("Llama-3.2-3B, Mistral-7B-v0.3, Qwen2.5-7B (Instruct)", uniq(model_label(r.model) for r in runs)),
         "datasets": ("MovieLens-32M, Amazon Books", uniq(dataset_label(r.dataset) for r in runs)),
-        "scorer": ("log-probabilities of candidate markers, one pass per order (the authors' code: span "
-                   "log-probabilities)", _scorers({r.scorer for r in runs})),
+        "scorer": (
+            "log-probabilities of candidate markers, one pass per order (the authors' code: span log-probabilities)",
+            _scorers({r.scorer for r in runs}),
+        ),
         "list lengths K": ("15, 25, 50", uniq(r.K for r in runs)),
         "presented orders M": ("20", uniq(r.M for r in runs)),
-        "queries per run": ("500 (the authors' configuration; the paper does not say)",
-                            uniq(r.n_queries for r in runs)),
+        "queries per run": (
+            "500 (the authors' configuration; the paper does not say)",
+            uniq(r.n_queries for r in runs),
+        ),
         "STELLA_LW calibration queries": ("up to 150", uniq(cal_q) if cal_q else "–"),
         "STELLA_LW calibration repeats": ("5", uniq(cal_r) if cal_r else "–"),
     }
@@ -146,10 +169,18 @@ def scale_table(runs: Sequence[Run], styled: bool = True) -> Any:
 
 
 _DATA_ROWS = [
-    ("raw_users", "users (raw)"), ("raw_items", "items (raw)"), ("raw_interactions", "ratings (raw)"),
-    ("users_dropped", "users below the minimum"), ("users", "users kept"), ("items", "items"),
-    ("interactions", "ratings kept"), ("positives", "positives (rating ≥ 4)"), ("train", "train"),
-    ("validation", "validation"), ("test", "test"), ("test_queries", "test queries"),
+    ("raw_users", "users (raw)"),
+    ("raw_items", "items (raw)"),
+    ("raw_interactions", "ratings (raw)"),
+    ("users_dropped", "users below the minimum"),
+    ("users", "users kept"),
+    ("items", "items"),
+    ("interactions", "ratings kept"),
+    ("positives", "positives (rating ≥ 4)"),
+    ("train", "train"),
+    ("validation", "validation"),
+    ("test", "test"),
+    ("test_queries", "test queries"),
     ("validation_queries", "validation queries"),
 ]
 
@@ -158,9 +189,11 @@ def data_stats_table(stats: Mapping[str, Any], styled: bool = True) -> Any:
     """The prepared data set's counts (``stats.json`` of the data layer) as a two-column table."""
     rows = [(label, f"{int(stats[k]):,}") for k, label in _DATA_ROWS if k in stats]
     df = pd.DataFrame(rows, columns=["count", "value"]).set_index("count")
-    caption = (f"{dataset_label(stats.get('dataset', '?'))}: {stats.get('split', '?')} split, at least "
-               f"{stats.get('min_interactions', '?')} ratings per user, positives rating ≥ "
-               f"{stats.get('positive_threshold', '?')}, histories of at most {stats.get('history_len', '?')} items.")
+    caption = (
+        f"{dataset_label(stats.get('dataset', '?'))}: {stats.get('split', '?')} split, at least "
+        f"{stats.get('min_interactions', '?')} ratings per user, positives rating ≥ "
+        f"{stats.get('positive_threshold', '?')}, histories of at most {stats.get('history_len', '?')} items."
+    )
     return with_caption(df, caption) if styled else df
 
 
@@ -169,15 +202,24 @@ def coverage_table(stats: Mapping[tuple[str, int], Mapping[str, Any]], dataset: 
     (over all test queries), from the first stage's ``stats.json``."""
     records = []
     for (retriever, K), st in sorted(stats.items()):
-        records.append({
-            "first stage": retriever, "K": K, "test queries": st.get("test_queries"),
-            "kept": st.get("queries_kept"), "dropped": st.get("queries_dropped"),
-            "coverage@K": st.get(f"coverage@{K}"), "recall@K": st.get(f"recall@{K}"),
-            "nDCG@K": st.get(f"ndcg@{K}"),
-            "validation kept": (st.get("validation") or {}).get("queries_kept")})
+        records.append(
+            {
+                "first stage": retriever,
+                "K": K,
+                "test queries": st.get("test_queries"),
+                "kept": st.get("queries_kept"),
+                "dropped": st.get("queries_dropped"),
+                "coverage@K": st.get(f"coverage@{K}"),
+                "recall@K": st.get(f"recall@{K}"),
+                "nDCG@K": st.get(f"ndcg@{K}"),
+                "validation kept": (st.get("validation") or {}).get("queries_kept"),
+            }
+        )
     df = pd.DataFrame.from_records(records).set_index(["first stage", "K"])
-    caption = (f"First-stage coverage on {dataset_label(dataset)}: a test query is kept only when its top-K holds a "
-               f"ground-truth item; coverage, recall and nDCG are over all test queries.")
+    caption = (
+        f"First-stage coverage on {dataset_label(dataset)}: a test query is kept only when its top-K holds a "
+        f"ground-truth item; coverage, recall and nDCG are over all test queries."
+    )
     if not styled:
         return df
     return with_caption(df, caption).format({"coverage@K": "{:.3f}", "recall@K": "{:.3f}", "nDCG@K": "{:.3f}"})

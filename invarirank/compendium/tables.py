@@ -35,12 +35,39 @@ from .labels import (
 from .select import main_k
 from .verdicts import MARKS, claim_marks
 
-__all__ = ["metrics_frame", "format_ci", "with_caption", "ci_of", "drop_constant_levels", "fold_columns",
-           "run_table", "table1", "reference_cells", "REFERENCE_LABELS",
-           "paper_table", "beside_paper", "scorer_comparison", "scorer_pair_grid", "choice_and_span"]
+__all__ = [
+    "metrics_frame",
+    "format_ci",
+    "with_caption",
+    "ci_of",
+    "drop_constant_levels",
+    "fold_columns",
+    "run_table",
+    "table1",
+    "reference_cells",
+    "REFERENCE_LABELS",
+    "paper_table",
+    "beside_paper",
+    "scorer_comparison",
+    "scorer_pair_grid",
+    "choice_and_span",
+]
 
-_FRAME_COLUMNS = ["grid", "run", "dataset", "model", "scorer", "K", "M", "queries", "method", "metric", "value",
-                  "low", "high"]
+_FRAME_COLUMNS = [
+    "grid",
+    "run",
+    "dataset",
+    "model",
+    "scorer",
+    "K",
+    "M",
+    "queries",
+    "method",
+    "metric",
+    "value",
+    "low",
+    "high",
+]
 
 
 def metrics_frame(runs: Sequence[Run], metrics: Sequence[str] = RUN_METRICS) -> pd.DataFrame:
@@ -52,11 +79,23 @@ def metrics_frame(runs: Sequence[Run], metrics: Sequence[str] = RUN_METRICS) -> 
             for metric in metrics:
                 value = ov.get(metric)
                 low, high = ci_of(run, method, metric)
-                records.append({
-                    "grid": run.grid, "run": run.name, "dataset": run.dataset, "model": run.model,
-                    "scorer": run.scorer, "K": run.K, "M": run.M, "queries": run.n_queries, "method": method,
-                    "metric": metric, "value": np.nan if value is None else float(value),
-                    "low": np.nan if low is None else float(low), "high": np.nan if high is None else float(high)})
+                records.append(
+                    {
+                        "grid": run.grid,
+                        "run": run.name,
+                        "dataset": run.dataset,
+                        "model": run.model,
+                        "scorer": run.scorer,
+                        "K": run.K,
+                        "M": run.M,
+                        "queries": run.n_queries,
+                        "method": method,
+                        "metric": metric,
+                        "value": np.nan if value is None else float(value),
+                        "low": np.nan if low is None else float(low),
+                        "high": np.nan if high is None else float(high),
+                    }
+                )
     return pd.DataFrame.from_records(records, columns=_FRAME_COLUMNS)
 
 
@@ -81,9 +120,19 @@ def format_ci(value: float, low: float, high: float, digits: int = 3, html: bool
 def with_caption(df: pd.DataFrame, caption: str) -> Any:
     """A pandas Styler with a caption (the glued HTML then carries the setting with the numbers)."""
     styler = df.style.set_caption(caption)
-    return styler.set_table_styles([{"selector": "caption",
-                                     "props": [("caption-side", "top"), ("text-align", "left"),
-                                               ("font-weight", "normal"), ("padding-bottom", "0.4em")]}])
+    return styler.set_table_styles(
+        [
+            {
+                "selector": "caption",
+                "props": [
+                    ("caption-side", "top"),
+                    ("text-align", "left"),
+                    ("font-weight", "normal"),
+                    ("padding-bottom", "0.4em"),
+                ],
+            }
+        ]
+    )
 
 
 def drop_constant_levels(df: pd.DataFrame) -> pd.DataFrame:
@@ -98,8 +147,10 @@ def drop_constant_levels(df: pd.DataFrame) -> pd.DataFrame:
 def fold_columns(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """Drop the columns that carry nothing (every cell missing or ``–``) and, when there are several rows, those
     holding one value in every row; returns the table and a sentence naming the folded values, for the caption."""
+
     def empty(v: Any) -> bool:
         return v is None or v == "–" or (isinstance(v, float) and math.isnan(v))
+
     folded = []
     for col in list(df.columns):
         values = list(df[col])
@@ -112,8 +163,13 @@ def fold_columns(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return df, ("In every row, " + "; ".join(folded) + ".") if folded else ""
 
 
-def _cells(frame: pd.DataFrame, metrics: Sequence[str], digits: int, html: bool,
-           marks: Mapping[str, Sequence[str]] | None = None) -> dict[str, str]:
+def _cells(
+    frame: pd.DataFrame,
+    metrics: Sequence[str],
+    digits: int,
+    html: bool,
+    marks: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, str]:
     """``{metric label: value [interval]}`` from the rows of one (run, method) of :func:`metrics_frame`, each cell
     followed by its ``marks[metric]`` (on lines of their own with ``html``, else in parentheses)."""
     sub = frame.set_index("metric")
@@ -133,8 +189,9 @@ def _cells(frame: pd.DataFrame, metrics: Sequence[str], digits: int, html: bool,
 REFERENCE_LABELS = {"first_stage": "first-stage order (reference)", "random": "random order (reference)"}
 
 
-def reference_cells(run: Run, reference: str, metrics: Sequence[str], digits: int = 3,
-                    html: bool = False) -> dict[str, str] | None:
+def reference_cells(
+    run: Run, reference: str, metrics: Sequence[str], digits: int = 3, html: bool = False
+) -> dict[str, str] | None:
     """``{metric label: value [interval]}`` of one reference row of a run (``metrics["references"]``), or ``None``
     when the run has no such reference (an older ``metrics.json``, or no first stage)."""
     block = (run.metrics.get("references") or {}).get(reference)
@@ -145,23 +202,31 @@ def reference_cells(run: Run, reference: str, metrics: Sequence[str], digits: in
     for m in metrics:
         value, (low, high) = ov.get(m), ci.get(m) or (None, None)
         nan = float("nan")
-        out[metric_label(m)] = format_ci(nan if value is None else value, nan if low is None else low,
-                                         nan if high is None else high, digits, html=html)
+        out[metric_label(m)] = format_ci(
+            nan if value is None else value,
+            nan if low is None else low,
+            nan if high is None else high,
+            digits,
+            html=html,
+        )
     return out
 
 
 #: Said under a run's metrics table when it shows the exposure MAD (the protocol chapter gives the reason at length).
-EXPOSURE_INTERVAL_NOTE = (" The exposure MAD's interval is a basic bootstrap interval: noise only raises a deviation "
-                          "from the flat line, so the value is biased upward and the interval, which corrects for "
-                          "that, can lie below it.")
+EXPOSURE_INTERVAL_NOTE = (
+    " The exposure MAD's interval is a basic bootstrap interval: noise only raises a deviation "
+    "from the flat line, so the value is biased upward and the interval, which corrects for "
+    "that, can lie below it."
+)
 
 
 def run_table(run: Run, metrics: Sequence[str] = RUN_METRICS, digits: int = 3, styled: bool = True) -> Any:
     """One run's metrics per method, each ``value [95% interval]``, then its reference rows (first-stage order,
     random order) where ``metrics.json`` has them."""
     frame = metrics_frame([run], metrics)
-    rows = {method_label(method): _cells(frame[frame.method == method], metrics, digits, styled)
-            for method in run.methods}
+    rows = {
+        method_label(method): _cells(frame[frame.method == method], metrics, digits, styled) for method in run.methods
+    }
     for ref, label in REFERENCE_LABELS.items():
         cells = reference_cells(run, ref, metrics, digits, styled)
         if cells is not None:
@@ -174,8 +239,9 @@ def run_table(run: Run, metrics: Sequence[str] = RUN_METRICS, digits: int = 3, s
     return with_caption(df, caption) if styled else df
 
 
-def table1(runs: Sequence[Run], *, K: int | None = None, digits: int = 3, styled: bool = True,
-           marks: bool = True) -> Any:
+def table1(
+    runs: Sequence[Run], *, K: int | None = None, digits: int = 3, styled: bool = True, marks: bool = True
+) -> Any:
     """The paper's Table 1 for our runs: rows (dataset, model, scorer, method), columns HR@5, nDCG@5,
     PPI, GPI, LOC (value [95% interval]); only runs at list length ``K`` (default: the K of the runs
     with the most methods). With ``marks``, each cell of a claimed metric also marks the paper's claimed pairs on
@@ -195,24 +261,41 @@ def table1(runs: Sequence[Run], *, K: int | None = None, digits: int = 3, styled
         for method in run.methods:
             sub = frame[(frame.run == run.name) & (frame.grid == run.grid) & (frame.method == method)]
             own = {metric: run_marks.get((method, metric), ()) for metric in TABLE1_METRICS}
-            records.append({"dataset": dataset_label(run.dataset), "model": model_label(run.model),
-                            "scorer": run.scorer, "method": method_label(method),
-                            **_cells(sub, TABLE1_METRICS, digits, styled, own)})
+            records.append(
+                {
+                    "dataset": dataset_label(run.dataset),
+                    "model": model_label(run.model),
+                    "scorer": run.scorer,
+                    "method": method_label(method),
+                    **_cells(sub, TABLE1_METRICS, digits, styled, own),
+                }
+            )
         for ref, label in REFERENCE_LABELS.items():
             cells = reference_cells(run, ref, TABLE1_METRICS, digits, styled)
             if cells is not None:
-                records.append({"dataset": dataset_label(run.dataset), "model": model_label(run.model),
-                                "scorer": run.scorer, "method": label, **cells})
+                records.append(
+                    {
+                        "dataset": dataset_label(run.dataset),
+                        "model": model_label(run.model),
+                        "scorer": run.scorer,
+                        "method": label,
+                        **cells,
+                    }
+                )
     df = drop_constant_levels(pd.DataFrame.from_records(records).set_index(["dataset", "model", "scorer", "method"]))
-    caption = (f"Table 1 (ours). {setting_caption(chosen)}. Higher is better for HR@5, nDCG@5 and LOC, lower "
-               f"for PPI and GPI; value [95% bootstrap interval over queries]. Reference rows: the first stage's "
-               f"own ranking of the same candidates (consistent by construction) and the expectation of a uniformly "
-               f"random ranking.")
+    caption = (
+        f"Table 1 (ours). {setting_caption(chosen)}. Higher is better for HR@5, nDCG@5 and LOC, lower "
+        f"for PPI and GPI; value [95% bootstrap interval over queries]. Reference rows: the first stage's "
+        f"own ranking of the same candidates (consistent by construction) and the expectation of a uniformly "
+        f"random ranking."
+    )
     if any_marks:
-        caption += (f" Marks: the paper's claimed pairs, on the row of the method the paper finds better, against the "
-                    f"method named: {MARKS['resolved']} resolved in the paper's direction, {MARKS['against']} "
-                    f"resolved against it, {MARKS['unresolved']} unresolved (paired sign-flip test over queries, "
-                    f"Holm-adjusted p < 0.05 over the claim's pairs).")
+        caption += (
+            f" Marks: the paper's claimed pairs, on the row of the method the paper finds better, against the "
+            f"method named: {MARKS['resolved']} resolved in the paper's direction, {MARKS['against']} "
+            f"resolved against it, {MARKS['unresolved']} unresolved (paired sign-flip test over queries, "
+            f"Holm-adjusted p < 0.05 over the claim's pairs)."
+        )
     return with_caption(df, caption) if styled else df
 
 
@@ -225,8 +308,9 @@ def paper_table(path: str | Path) -> pd.DataFrame:
     return df
 
 
-def beside_paper(runs: Sequence[Run], paper: pd.DataFrame, *, K: int | None = None, digits: int = 3,
-                 styled: bool = True) -> Any:
+def beside_paper(
+    runs: Sequence[Run], paper: pd.DataFrame, *, K: int | None = None, digits: int = 3, styled: bool = True
+) -> Any:
     """Our Table 1 values beside the paper's: for each of our (dataset, model) at ``K`` and each method, one
     row *ours* and one row per paper model on the closest paper dataset (only the same model when we ran
     it), columns HR@5, nDCG@5, PPI, GPI, LOC. The paper's values are at K = 25, M = 20, 500 queries."""
@@ -242,8 +326,11 @@ def beside_paper(runs: Sequence[Run], paper: pd.DataFrame, *, K: int | None = No
         cells = paper[paper.dataset == pdset] if pdset else paper.iloc[0:0]
         same = cells[cells.model.map(model_label) == model_label(run.model)]
         models = [run.model] if not same.empty else list(dict.fromkeys(cells.model))
-        ours_label = ("ours" if len(chosen) == 1 else
-                      f"ours: {model_label(run.model)}, {dataset_label(run.dataset)}, {run.scorer}, K = {run.K}")
+        ours_label = (
+            "ours"
+            if len(chosen) == 1
+            else f"ours: {model_label(run.model)}, {dataset_label(run.dataset)}, {run.scorer}, K = {run.K}"
+        )
         for method in run.methods:
             ov = run.metrics["methods"][method]["overall"]
             rec = {"method": method_label(method), "source": ours_label}
@@ -254,16 +341,20 @@ def beside_paper(runs: Sequence[Run], paper: pd.DataFrame, *, K: int | None = No
                 hit = cells[(cells.model.map(model_label) == model_label(pm)) & (cells.method == method)]
                 if hit.empty:
                     continue
-                rec = {"method": method_label(method),
-                       "source": f"paper: {model_label(pm)}"
-                                 + ("" if len(pdsets_all) == 1 else f", {dataset_label(pdset)}")}
+                rec = {
+                    "method": method_label(method),
+                    "source": f"paper: {model_label(pm)}"
+                    + ("" if len(pdsets_all) == 1 else f", {dataset_label(pdset)}"),
+                }
                 for m in TABLE1_METRICS:
                     rec[metric_label(m)] = f"{float(hit.iloc[0][m]):.4f}"
                 records.append(rec)
     df = pd.DataFrame.from_records(records).set_index(["method", "source"])
     pdsets = sorted({dataset_label(paper_dataset(r.dataset) or "?") for r in chosen})
-    caption = (f"Ours ({setting_caption(chosen)}) beside the paper's Table 1 ({', '.join(pdsets)}, K = 25, M = 20, "
-               f"500 queries, 3-7 B models). The settings differ, so compare orderings, not absolute values.")
+    caption = (
+        f"Ours ({setting_caption(chosen)}) beside the paper's Table 1 ({', '.join(pdsets)}, K = 25, M = 20, "
+        f"500 queries, 3-7 B models). The settings differ, so compare orderings, not absolute values."
+    )
     return with_caption(df, caption) if styled else df
 
 
@@ -299,8 +390,9 @@ def choice_and_span(runs: Sequence[Run], k: int | None = None) -> tuple[Run | No
     return None, None
 
 
-def scorer_comparison(runs: Sequence[Run], metrics: Sequence[str] = RUN_METRICS, digits: int = 3,
-                      styled: bool = True) -> Any | None:
+def scorer_comparison(
+    runs: Sequence[Run], metrics: Sequence[str] = RUN_METRICS, digits: int = 3, styled: bool = True
+) -> Any | None:
     """The :data:`~invarirank.compendium.labels.REFERENCE_SCORER` (span) beside every other real scorer (e.g.
     choice) on the same (dataset, model, K), methods in common; ``None`` when the runs hold no such pair."""
     records = []
@@ -312,14 +404,21 @@ def scorer_comparison(runs: Sequence[Run], metrics: Sequence[str] = RUN_METRICS,
         for method in common:
             for run in pair:
                 frame = metrics_frame([run], metrics)
-                rec = {"dataset": dataset_label(dataset), "model": model_label(model), "K": K,
-                       "method": method_label(method), "scorer": run.scorer, "queries": run.n_queries, "M": run.M}
+                rec = {
+                    "dataset": dataset_label(dataset),
+                    "model": model_label(model),
+                    "K": K,
+                    "method": method_label(method),
+                    "scorer": run.scorer,
+                    "queries": run.n_queries,
+                    "M": run.M,
+                }
                 rec.update(_cells(frame[frame.method == method], metrics, digits, styled))
                 records.append(rec)
     if not records:
         return None
-    df = drop_constant_levels(pd.DataFrame.from_records(records).set_index(
-        ["dataset", "model", "K", "M", "queries", "method", "scorer"]))      # the caption states the constant ones
+    df = drop_constant_levels(
+        pd.DataFrame.from_records(records).set_index(["dataset", "model", "K", "M", "queries", "method", "scorer"])
+    )  # the caption states the constant ones
     caption = f"Span vs choice scorer: {setting_caption(used)}. Value [95% bootstrap interval over queries]."
     return with_caption(df, caption) if styled else df
-

@@ -29,7 +29,9 @@ def run_page_title(config: Any) -> str:
     sample_k = getattr(config, "sample_k", None)
     if sample_k is not None and sample_k != config.effective_k:
         queries += f" kept at K = {sample_k}"
-    title = (f"{model_label(config.model_name)} at K = {config.effective_k}, {config.scorer} scorer "
-             f"({dataset_label(config.data_label)}, {queries}, M = {config.M})")
+    title = (
+        f"{model_label(config.model_name)} at K = {config.effective_k}, {config.scorer} scorer "
+        f"({dataset_label(config.data_label)}, {queries}, M = {config.M})"
+    )
     smoke = config.scorer == "simulated" or (n is not None and smallest_p(n) >= ALPHA)
     return f"Smoke run: {title}" if smoke else title

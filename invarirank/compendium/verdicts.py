@@ -20,8 +20,19 @@ from ..evaluation.comparisons import ALPHA, EXACT_MAX_QUERIES, PERMUTATIONS
 from ..store import Run
 from .labels import METHODS, method_label, metric_label, model_label, p_equals, signed
 
-__all__ = ["run_claims", "claim_label", "pair_state", "MARKS", "claim_marks", "smallest_p", "fewest_queries",
-           "queries_needed", "resolution_sentence", "verdict_sentence", "verdicts_html"]
+__all__ = [
+    "run_claims",
+    "claim_label",
+    "pair_state",
+    "MARKS",
+    "claim_marks",
+    "smallest_p",
+    "fewest_queries",
+    "queries_needed",
+    "resolution_sentence",
+    "verdict_sentence",
+    "verdicts_html",
+]
 
 #: digits as superscripts, for a power written in prose ("2/2⁵")
 SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -83,7 +94,8 @@ def claim_marks(run: Run) -> dict[tuple[str, str], list[str]]:
     for verdict in run_claims(run).values():
         for pair in verdict["pairs"]:
             out.setdefault((pair["better"], verdict["metric"]), []).append(
-                f"{MARKS[pair_state(pair)]} vs {method_label(pair['worse'])}")
+                f"{MARKS[pair_state(pair)]} vs {method_label(pair['worse'])}"
+            )
     return out
 
 
@@ -91,7 +103,7 @@ def smallest_p(n: int, permutations: int | None = PERMUTATIONS) -> float:
     """The smallest p-value the paired sign-flip test can give with ``n`` queries: 2 / 2^n when it enumerates every
     sign vector (n <= 16: the identity and its negation always count), else 1 / (1 + permutations)."""
     if n <= EXACT_MAX_QUERIES:
-        return 2.0 / 2 ** n
+        return 2.0 / 2**n
     return 1.0 / (1 + int(permutations or PERMUTATIONS))
 
 
@@ -102,11 +114,15 @@ def resolution_sentence(run: Run) -> str:
     claims = run_claims(run)
     if not claims:
         if not run.metrics.get("comparisons"):
-            return (f"{model_label(run.model)}, K = {run.K}: no verdicts (the run's metrics.json holds no paired "
-                    f"comparisons).")
-        return (f"{model_label(run.model)}, K = {run.K}: this run alone judges none of the paper's method claims "
-                f"(it has {', '.join(method_label(m) for m in run.methods)}; each claim compares methods it lacks), "
-                f"so its Table 1 has no marks; the claims' table below judges what this grid's runs together allow.")
+            return (
+                f"{model_label(run.model)}, K = {run.K}: no verdicts (the run's metrics.json holds no paired "
+                f"comparisons)."
+            )
+        return (
+            f"{model_label(run.model)}, K = {run.K}: this run alone judges none of the paper's method claims "
+            f"(it has {', '.join(method_label(m) for m in run.methods)}; each claim compares methods it lacks), "
+            f"so its Table 1 has no marks; the claims' table below judges what this grid's runs together allow."
+        )
     n = min(p["n"] for v in claims.values() for p in v["pairs"])
     flips = (run.metrics.get("settings") or {}).get("permutations") or PERMUTATIONS
     floor = smallest_p(n, flips)
@@ -117,18 +133,24 @@ def resolution_sentence(run: Run) -> str:
     else:
         how = f"the smallest sign-flip p-value with {flips:,} random sign vectors is 1/{flips + 1:,} = {floor:.2g}"
     if floor >= ALPHA:
-        return (f"{head}, {how}, not below {ALPHA} even before Holm's correction: no pair of methods can be resolved "
-                f"in this run, whatever the differences. A pair needs at least {fewest_queries(1)} queries, a claim of "
-                f"{pairs} pairs at least {fewest_queries(pairs)} queries under Holm's correction; the queries that "
-                f"would resolve each observed difference at 80% power (normal approximation) are in the run's "
-                f"metrics.json (queries_80 of each claimed pair).")
+        return (
+            f"{head}, {how}, not below {ALPHA} even before Holm's correction: no pair of methods can be resolved "
+            f"in this run, whatever the differences. A pair needs at least {fewest_queries(1)} queries, a claim of "
+            f"{pairs} pairs at least {fewest_queries(pairs)} queries under Holm's correction; the queries that "
+            f"would resolve each observed difference at 80% power (normal approximation) are in the run's "
+            f"metrics.json (queries_80 of each claimed pair)."
+        )
     if floor * pairs >= ALPHA:
-        return (f"{head}, {how}; times {pairs} (Holm's correction over a claim's {pairs} pairs) it is not below "
-                f"{ALPHA}, so a claim of {pairs} pairs cannot be resolved; it needs at least {fewest_queries(pairs)} "
-                f"queries.")
-    return (f"{head}, {how}: small enough for every pair to be resolved after Holm's correction, so an unresolved "
-            f"pair means a difference too small (or too variable) for this many queries, not too few queries to "
-            f"ever decide.")
+        return (
+            f"{head}, {how}; times {pairs} (Holm's correction over a claim's {pairs} pairs) it is not below "
+            f"{ALPHA}, so a claim of {pairs} pairs cannot be resolved; it needs at least {fewest_queries(pairs)} "
+            f"queries."
+        )
+    return (
+        f"{head}, {how}: small enough for every pair to be resolved after Holm's correction, so an unresolved "
+        f"pair means a difference too small (or too variable) for this many queries, not too few queries to "
+        f"ever decide."
+    )
 
 
 def fewest_queries(pairs: int, alpha: float = ALPHA) -> int:
@@ -165,18 +187,28 @@ def _pair_summary(verdict: Mapping[str, Any]) -> str:
     def names(p: Mapping[str, Any]) -> str:
         return f"{method_label(p['better'])} vs {method_label(p['worse'])}"
 
-    parts = [f"{len(by_state['resolved'])} of {len(pairs)} pairs resolved in the paper's direction"
-             + (f" ({', '.join(names(p) for p in by_state['resolved'])})" if by_state["resolved"] else "")]
+    parts = [
+        f"{len(by_state['resolved'])} of {len(pairs)} pairs resolved in the paper's direction"
+        + (f" ({', '.join(names(p) for p in by_state['resolved'])})" if by_state["resolved"] else "")
+    ]
     if by_state["against"]:
-        parts.append("resolved against the paper: " + ", ".join(
-            f"{names(p)} (difference {signed(p['mean_diff'])}, {p_equals(p['p_holm'], 'Holm p')})"
-            for p in by_state["against"]))
+        parts.append(
+            "resolved against the paper: "
+            + ", ".join(
+                f"{names(p)} (difference {signed(p['mean_diff'])}, {p_equals(p['p_holm'], 'Holm p')})"
+                for p in by_state["against"]
+            )
+        )
     if by_state["unresolved"]:
+
         def need(p: Mapping[str, Any]) -> str:
             q = queries_needed(p, len(pairs))
             return f"; about {q:,} queries for 80% power" if q else ""
-        parts.append("unresolved: " + ", ".join(f"{names(p)} ({p_equals(p['p_holm'], 'Holm p')}{need(p)})"
-                                                for p in by_state["unresolved"]))
+
+        parts.append(
+            "unresolved: "
+            + ", ".join(f"{names(p)} ({p_equals(p['p_holm'], 'Holm p')}{need(p)})" for p in by_state["unresolved"])
+        )
     return "; ".join(parts) + "."
 
 
@@ -195,13 +227,17 @@ def verdicts_html(runs: Sequence[Run]) -> str:
             f'data-verdict="{html.escape(v["verdict"])}">{html.escape(claim_label(v))} — '
             f"<strong>{html.escape(v['verdict'])}</strong>: {html.escape(_pair_summary(v))} "
             f"<small>(The paper: {html.escape(v['source'])}.)</small></li>"
-            for name, v in claims.items())
-        blocks.append(f"<p><strong>{html.escape(model_label(run.model))}</strong>, {html.escape(run.scorer)} scorer, "
-                      f"K = {run.K}, M = {run.M}, {run.n_queries} queries. "
-                      f"{html.escape(resolution_sentence(run))}</p><ul>{items}</ul>")
+            for name, v in claims.items()
+        )
+        blocks.append(
+            f"<p><strong>{html.escape(model_label(run.model))}</strong>, {html.escape(run.scorer)} scorer, "
+            f"K = {run.K}, M = {run.M}, {run.n_queries} queries. "
+            f"{html.escape(resolution_sentence(run))}</p><ul>{items}</ul>"
+        )
     if not blocks:
         return "<p>No run shown here holds the paired comparisons of the claims' methods.</p>"
     return "".join(blocks) + (
         "<p>Resolved: paired sign-flip p-value, Holm-adjusted over the claim's pairs, below 0.05. Queries for 80% "
         "power: from the observed mean difference and its spread over queries, by the normal approximation, and never "
-        "fewer than the exact test needs to resolve a pair of the claim at all.</p>")
+        "fewer than the exact test needs to resolve a pair of the claim at all.</p>"
+    )

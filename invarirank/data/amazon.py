@@ -48,8 +48,9 @@ __all__ = ["find_amazon_files", "convert_reviews", "read_metadata", "read_amazon
 REVIEW_FIELDS = ("user_id", "parent_asin", "rating", "timestamp")
 _REVIEWS_WHAT = "Amazon reviews as JSON lines with user_id, parent_asin, rating, timestamp (ms)"
 _META_WHAT = "Amazon metadata as JSON lines with parent_asin, title, categories"
-_SCHEMA = pa.schema([("user_id", pa.string()), ("item_id", pa.string()), ("rating", pa.float64()),
-                     ("timestamp", pa.int64())])
+_SCHEMA = pa.schema(
+    [("user_id", pa.string()), ("item_id", pa.string()), ("rating", pa.float64()), ("timestamp", pa.int64())]
+)
 
 
 def _strip_ext(name: str) -> str | None:
@@ -76,8 +77,9 @@ def _metadata_beside(reviews: Path) -> Path | None:
     return _first_existing(reviews.parent, f"meta_{stem}")
 
 
-def find_amazon_files(raw_dir: Path | None, reviews: Path | None = None, metadata: Path | None = None,
-                      category: str = "Books") -> tuple[Path, Path]:
+def find_amazon_files(
+    raw_dir: Path | None, reviews: Path | None = None, metadata: Path | None = None, category: str = "Books"
+) -> tuple[Path, Path]:
     """Resolve the (reviews, metadata) files.
 
     Explicit ``reviews`` / ``metadata`` win. Otherwise ``raw_dir`` is searched for
@@ -89,17 +91,26 @@ def find_amazon_files(raw_dir: Path | None, reviews: Path | None = None, metadat
             raise InvariRankError("amazon-books needs --raw-dir DIR (or --reviews FILE and --metadata FILE)")
         raw_dir = Path(raw_dir)
         if not raw_dir.is_dir():
-            raise InvariRankError(f"{raw_dir}: folder not found; expected a folder with reviews.jsonl[.gz] + "
-                                  f"metadata.jsonl[.gz] or <Category>.jsonl.gz + meta_<Category>.jsonl.gz")
+            raise InvariRankError(
+                f"{raw_dir}: folder not found; expected a folder with reviews.jsonl[.gz] + "
+                f"metadata.jsonl[.gz] or <Category>.jsonl.gz + meta_<Category>.jsonl.gz"
+            )
         reviews = _first_existing(raw_dir, "reviews") or _first_existing(raw_dir, category)
         if reviews is None:
-            cands = sorted(p for p in raw_dir.iterdir()
-                           if _strip_ext(p.name) and not p.name.startswith(("meta_", "metadata.", "meta.")))
+            cands = sorted(
+                p
+                for p in raw_dir.iterdir()
+                if _strip_ext(p.name) and not p.name.startswith(("meta_", "metadata.", "meta."))
+            )
             if len(cands) != 1:
-                what = (f"several candidates ({', '.join(p.name for p in cands)}); name one with --reviews"
-                        if cands else "no reviews file")
-                raise InvariRankError(f"{raw_dir}: {what}; expected reviews.jsonl[.gz] or "
-                                      f"<Category>.jsonl.gz (e.g. {category}.jsonl.gz)")
+                what = (
+                    f"several candidates ({', '.join(p.name for p in cands)}); name one with --reviews"
+                    if cands
+                    else "no reviews file"
+                )
+                raise InvariRankError(
+                    f"{raw_dir}: {what}; expected reviews.jsonl[.gz] or <Category>.jsonl.gz (e.g. {category}.jsonl.gz)"
+                )
             reviews = cands[0]
     reviews = Path(reviews)
     require_file(reviews, _REVIEWS_WHAT)
@@ -110,8 +121,10 @@ def find_amazon_files(raw_dir: Path | None, reviews: Path | None = None, metadat
         if metadata is None:
             stem = _strip_ext(reviews.name) or reviews.name
             expected = "metadata.jsonl[.gz]" if stem == "reviews" else f"meta_{stem}.jsonl[.gz]"
-            raise InvariRankError(f"{reviews.parent / expected}: file not found; expected {_META_WHAT} "
-                                  f"beside {reviews.name} (or name it with --metadata)")
+            raise InvariRankError(
+                f"{reviews.parent / expected}: file not found; expected {_META_WHAT} "
+                f"beside {reviews.name} (or name it with --metadata)"
+            )
     metadata = Path(metadata)
     require_file(metadata, _META_WHAT)
     return reviews, metadata
@@ -129,8 +142,12 @@ def _json_lines(path: Path, what: str, desc: str) -> Iterator[tuple[int, dict[st
     gz = _is_gzip(path)
     lineno = 0
     seen = 0
-    with open(path, "rb") as raw, tqdm(total=size, unit="B", unit_scale=True, desc=desc, leave=False,
-                                      mininterval=1.0, disable=size < (64 << 20)) as bar:
+    with (
+        open(path, "rb") as raw,
+        tqdm(
+            total=size, unit="B", unit_scale=True, desc=desc, leave=False, mininterval=1.0, disable=size < (64 << 20)
+        ) as bar,
+    ):
         stream = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
         last = 0
         try:
@@ -146,22 +163,24 @@ def _json_lines(path: Path, what: str, desc: str) -> Iterator[tuple[int, dict[st
                 except UnicodeDecodeError:
                     raise InvariRankError(f"{path}, line {lineno}: not valid UTF-8; expected JSON text") from None
                 except json.JSONDecodeError as exc:
-                    raise InvariRankError(f"{path}, line {lineno}, column {exc.colno}: invalid JSON "
-                                          f"({exc.msg}); expected one JSON object per line") from None
+                    raise InvariRankError(
+                        f"{path}, line {lineno}, column {exc.colno}: invalid JSON "
+                        f"({exc.msg}); expected one JSON object per line"
+                    ) from None
                 except RecursionError:
-                    raise InvariRankError(f"{path}, line {lineno}: JSON nested too deeply; expected one flat "
-                                          f"review or metadata object per line") from None
+                    raise InvariRankError(
+                        f"{path}, line {lineno}: JSON nested too deeply; expected one flat "
+                        f"review or metadata object per line"
+                    ) from None
                 if not isinstance(obj, dict):
-                    raise InvariRankError(f"{path}, line {lineno}: expected a JSON object, "
-                                          f"found {type(obj).__name__}")
+                    raise InvariRankError(f"{path}, line {lineno}: expected a JSON object, found {type(obj).__name__}")
                 seen += 1
                 yield lineno, obj
         except (EOFError, zlib.error, OSError) as exc:
             if not gz and not isinstance(exc, (EOFError, zlib.error)):
                 raise InvariRankError(f"{path}: cannot read ({exc})") from None
             where = f"after line {lineno}" if lineno else "before the first line"
-            raise InvariRankError(f"{path}: broken gzip data {where} ({exc}); "
-                                  f"expected a complete gzip file") from None
+            raise InvariRankError(f"{path}: broken gzip data {where} ({exc}); expected a complete gzip file") from None
         finally:
             if gz:
                 stream.close()
@@ -174,8 +193,9 @@ def _field(obj: dict, name: str, path: Path, lineno: int) -> Any:
     try:
         value = obj[name]
     except KeyError:
-        raise InvariRankError(f"{path}, line {lineno}: missing field {name!r}; expected "
-                              f"{', '.join(REVIEW_FIELDS)}") from None
+        raise InvariRankError(
+            f"{path}, line {lineno}: missing field {name!r}; expected {', '.join(REVIEW_FIELDS)}"
+        ) from None
     if value is None:
         raise InvariRankError(f"{path}, line {lineno}, field {name!r}: expected a value, found null")
     return value
@@ -198,8 +218,7 @@ def _number(value: Any, name: str, path: Path, lineno: int, integer: bool) -> fl
 
 def _id(value: Any, name: str, path: Path, lineno: int) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
-        raise InvariRankError(f"{path}, line {lineno}, field {name!r}: expected a non-empty string id, "
-                              f"found {value!r}")
+        raise InvariRankError(f"{path}, line {lineno}, field {name!r}: expected a non-empty string id, found {value!r}")
     return str(value).strip()
 
 
@@ -208,20 +227,32 @@ class _FastPathFailed(Exception):
     offending line when the input really is bad)."""
 
 
-def _arrow_batches(path: Path, schema: pa.Schema, desc: str, block_bytes: int = 1 << 24
-                   ) -> Iterator[pa.RecordBatch]:
+def _arrow_batches(path: Path, schema: pa.Schema, desc: str, block_bytes: int = 1 << 24) -> Iterator[pa.RecordBatch]:
     """Stream a JSON Lines file with Arrow's reader, parsing only the fields of ``schema``."""
     size = path.stat().st_size
     gz = _is_gzip(path)
     try:
-        with open(path, "rb") as raw, tqdm(total=size, unit="B", unit_scale=True, desc=desc, leave=False,
-                                           mininterval=1.0, disable=size < (64 << 20)) as bar:
+        with (
+            open(path, "rb") as raw,
+            tqdm(
+                total=size,
+                unit="B",
+                unit_scale=True,
+                desc=desc,
+                leave=False,
+                mininterval=1.0,
+                disable=size < (64 << 20),
+            ) as bar,
+        ):
             source = pa.PythonFile(raw, mode="r")
             stream = pa.CompressedInputStream(source, "gzip") if gz else source
             reader = pajson.open_json(
-                stream, read_options=pajson.ReadOptions(block_size=block_bytes),
-                parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore",
-                                                  newlines_in_values=False))
+                stream,
+                read_options=pajson.ReadOptions(block_size=block_bytes),
+                parse_options=pajson.ParseOptions(
+                    explicit_schema=schema, unexpected_field_behavior="ignore", newlines_in_values=False
+                ),
+            )
             last = 0
             for batch in reader:
                 pos = raw.tell()
@@ -242,19 +273,23 @@ def _trimmed_ids(column: pa.Array) -> pa.Array:
 
 
 def _reviews_fast(path: Path, writer: pq.ParquetWriter, chunk_rows: int, block_bytes: int) -> int:
-    schema = pa.schema([("user_id", pa.string()), ("parent_asin", pa.string()), ("rating", pa.float64()),
-                        ("timestamp", pa.int64())])
+    schema = pa.schema(
+        [("user_id", pa.string()), ("parent_asin", pa.string()), ("rating", pa.float64()), ("timestamp", pa.int64())]
+    )
     pending: list[pa.Table] = []
     pending_rows = 0
     total = 0
     for batch in _arrow_batches(path, schema, f"reading {path.name}", block_bytes):
         rating = batch.column("rating")
         stamp = batch.column("timestamp")
-        if rating.null_count or stamp.null_count or \
-                (len(rating) and not pc.all(pc.is_finite(rating)).as_py()):
+        if rating.null_count or stamp.null_count or (len(rating) and not pc.all(pc.is_finite(rating)).as_py()):
             raise _FastPathFailed("missing or non-finite value")
-        pending.append(pa.table([_trimmed_ids(batch.column("user_id")), _trimmed_ids(batch.column("parent_asin")),
-                                 rating, stamp], schema=_SCHEMA))
+        pending.append(
+            pa.table(
+                [_trimmed_ids(batch.column("user_id")), _trimmed_ids(batch.column("parent_asin")), rating, stamp],
+                schema=_SCHEMA,
+            )
+        )
         pending_rows += batch.num_rows
         total += batch.num_rows
         if pending_rows >= chunk_rows:
@@ -276,9 +311,17 @@ def _reviews_by_line(path: Path, writer: pq.ParquetWriter, chunk_rows: int) -> i
 
     def flush() -> None:
         if users:
-            writer.write_table(pa.table([pa.array(users, pa.string()), pa.array(items, pa.string()),
-                                         pa.array(ratings, pa.float64()), pa.array(stamps, pa.int64())],
-                                        schema=_SCHEMA))
+            writer.write_table(
+                pa.table(
+                    [
+                        pa.array(users, pa.string()),
+                        pa.array(items, pa.string()),
+                        pa.array(ratings, pa.float64()),
+                        pa.array(stamps, pa.int64()),
+                    ],
+                    schema=_SCHEMA,
+                )
+            )
         for buffer in (users, items, ratings, stamps):
             buffer.clear()
 
@@ -294,8 +337,9 @@ def _reviews_by_line(path: Path, writer: pq.ParquetWriter, chunk_rows: int) -> i
     return total
 
 
-def convert_reviews(path: Path, out: Path, chunk_rows: int = 1_000_000, *, block_bytes: int = 1 << 24,
-                    fast: bool = True) -> int:
+def convert_reviews(
+    path: Path, out: Path, chunk_rows: int = 1_000_000, *, block_bytes: int = 1 << 24, fast: bool = True
+) -> int:
     """Stream the reviews file into a Parquet file (user_id, item_id, rating, timestamp) in row groups
     of about ``chunk_rows`` rows; return the number of rows. ``out`` is written in place (the caller
     makes it atomic).
@@ -317,8 +361,7 @@ def convert_reviews(path: Path, out: Path, chunk_rows: int = 1_000_000, *, block
 
 
 def _metadata_fast(path: Path, wanted: set[str] | None) -> Iterator[tuple[str, Any, Any]]:
-    schema = pa.schema([("parent_asin", pa.string()), ("title", pa.string()),
-                        ("categories", pa.list_(pa.string()))])
+    schema = pa.schema([("parent_asin", pa.string()), ("title", pa.string()), ("categories", pa.list_(pa.string()))])
     value_set = pa.array(sorted(wanted), pa.string()) if wanted is not None else None
     rows = 0
     batches = []
@@ -339,14 +382,16 @@ def _metadata_fast(path: Path, wanted: set[str] | None) -> Iterator[tuple[str, A
 def _metadata_by_line(path: Path) -> Iterator[tuple[str, Any, Any]]:
     for lineno, obj in _json_lines(path, _META_WHAT, desc=f"reading {path.name}"):
         if "parent_asin" not in obj or obj["parent_asin"] is None:
-            raise InvariRankError(f"{path}, line {lineno}: missing field 'parent_asin'; expected "
-                                  f"parent_asin, title, categories")
+            raise InvariRankError(
+                f"{path}, line {lineno}: missing field 'parent_asin'; expected parent_asin, title, categories"
+            )
         item_id = _id(obj["parent_asin"], "parent_asin", path, lineno)
         title = obj.get("title")
         cats = obj.get("categories")
         if cats is not None and not isinstance(cats, (list, str)):
-            raise InvariRankError(f"{path}, line {lineno}, field 'categories': expected a list of strings, "
-                                  f"found {type(cats).__name__}")
+            raise InvariRankError(
+                f"{path}, line {lineno}, field 'categories': expected a list of strings, found {type(cats).__name__}"
+            )
         yield item_id, title, cats
 
 
@@ -375,13 +420,19 @@ def read_metadata(path: Path, wanted: set[str] | None = None) -> pd.DataFrame:
         ids.append(item_id)
         titles.append(title or item_id)
         genres.append([str(c).strip() for c in cats if c is not None and str(c).strip()])
-    return pd.DataFrame({"item_id": pd.array(ids, dtype=object), "title": pd.array(titles, dtype=object),
-                         "year": pd.array([None] * len(ids), dtype="Int64"),
-                         "genres": pd.Series(genres, dtype=object)})
+    return pd.DataFrame(
+        {
+            "item_id": pd.array(ids, dtype=object),
+            "title": pd.array(titles, dtype=object),
+            "year": pd.array([None] * len(ids), dtype="Int64"),
+            "genres": pd.Series(genres, dtype=object),
+        }
+    )
 
 
-def read_amazon(reviews: Path, metadata: Path, work_file: Path, *, reuse: bool = False,
-                chunk_rows: int = 1_000_000) -> RawData:
+def read_amazon(
+    reviews: Path, metadata: Path, work_file: Path, *, reuse: bool = False, chunk_rows: int = 1_000_000
+) -> RawData:
     """Read an Amazon data set: reviews streamed to ``work_file`` (Parquet) then loaded (4 columns
     only), metadata restricted to the reviewed items. With ``reuse`` an existing ``work_file`` (from an
     earlier conversion of the same raw file) is used as is."""
@@ -395,5 +446,4 @@ def read_amazon(reviews: Path, metadata: Path, work_file: Path, *, reuse: bool =
     table = pq.read_table(work_file)
     wanted = set(pc.unique(table.column("item_id")).to_pylist())
     items = read_metadata(metadata, wanted)
-    return RawData(ratings=table, items=items, layout="amazon-jsonl",
-                   files={"reviews": reviews, "metadata": metadata})
+    return RawData(ratings=table, items=items, layout="amazon-jsonl", files={"reviews": reviews, "metadata": metadata})

@@ -84,13 +84,25 @@ def clean_interactions(ratings: pa.Table, min_interactions: int, *, source: str 
     kept_user = counts >= min_interactions
     users_dropped = int((counts > 0).sum() - kept_user.sum())
     if not kept_user.any():
-        raise InvariRankError(f"{source}: no user has at least {min_interactions} ratings "
-                              f"(most: {int(counts.max())}); lower --min-interactions")
+        raise InvariRankError(
+            f"{source}: no user has at least {min_interactions} ratings "
+            f"(most: {int(counts.max())}); lower --min-interactions"
+        )
     mask = kept_user[user]
     if not mask.all():
         user, item, rating, ts = user[mask], item[mask], rating[mask], ts[mask]
     user, user_ids = _compact(user, users.ids)
     item, item_ids = _compact(item, items.ids)
-    return Interactions(user=user, item=item, rating=rating, timestamp=ts, user_ids=user_ids,
-                        item_ids=item_ids, raw_users=len(users.ids), raw_items=len(items.ids),
-                        raw_interactions=n, duplicates_dropped=duplicates, users_dropped=users_dropped)
+    return Interactions(
+        user=user,
+        item=item,
+        rating=rating,
+        timestamp=ts,
+        user_ids=user_ids,
+        item_ids=item_ids,
+        raw_users=len(users.ids),
+        raw_items=len(items.ids),
+        raw_interactions=n,
+        duplicates_dropped=duplicates,
+        users_dropped=users_dropped,
+    )

@@ -40,16 +40,31 @@ from .titles import parse_genres, parse_year, split_title_year
 __all__ = ["Layout", "RawData", "detect_layout", "read_movielens", "ML100K_GENRES", "ratings_table"]
 
 #: The 19 genre flags of ``u.item``, in file order (MovieLens-100K ``u.genre``).
-ML100K_GENRES = ("unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime",
-                 "Documentary", "Drama", "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery",
-                 "Romance", "Sci-Fi", "Thriller", "War", "Western")
+ML100K_GENRES = (
+    "unknown",
+    "Action",
+    "Adventure",
+    "Animation",
+    "Children's",
+    "Comedy",
+    "Crime",
+    "Documentary",
+    "Drama",
+    "Fantasy",
+    "Film-Noir",
+    "Horror",
+    "Musical",
+    "Mystery",
+    "Romance",
+    "Sci-Fi",
+    "Thriller",
+    "War",
+    "Western",
+)
 
-_PAIRS = (("csv", "ratings.csv", "movies.csv"),
-          ("dat", "ratings.dat", "movies.dat"),
-          ("100k", "u.data", "u.item"))
+_PAIRS = (("csv", "ratings.csv", "movies.csv"), ("dat", "ratings.dat", "movies.dat"), ("100k", "u.data", "u.item"))
 
-_EXPECTED = ("ratings.csv + movies.csv, ratings.dat + movies.dat, u.data + u.item, "
-             "or <name>.inter + <name>.item")
+_EXPECTED = "ratings.csv + movies.csv, ratings.dat + movies.dat, u.data + u.item, or <name>.inter + <name>.item"
 
 
 @dataclass(frozen=True)
@@ -82,8 +97,9 @@ def _detect_in(folder: Path) -> Layout | None:
             raise InvariRankError(f"{i}: file not found; {ratings} needs {items} beside it")
     inters = sorted(folder.glob("*.inter"))
     if len(inters) > 1:
-        raise InvariRankError(f"{folder}: several *.inter files ({', '.join(p.name for p in inters)}); "
-                              "expected exactly one")
+        raise InvariRankError(
+            f"{folder}: several *.inter files ({', '.join(p.name for p in inters)}); expected exactly one"
+        )
     if inters:
         inter = inters[0]
         item = inter.with_suffix(".item")
@@ -106,18 +122,22 @@ def detect_layout(raw_dir: Path) -> Layout:
     found = _detect_in(raw_dir)
     if found:
         return found
-    subs = [found for sub in sorted(p for p in raw_dir.iterdir() if p.is_dir())
-            if (found := _detect_in(sub)) is not None]
+    subs = [
+        found for sub in sorted(p for p in raw_dir.iterdir() if p.is_dir()) if (found := _detect_in(sub)) is not None
+    ]
     if len(subs) == 1:
         return subs[0]
     if len(subs) > 1:
-        raise InvariRankError(f"{raw_dir}: several sub-folders hold MovieLens files "
-                              f"({', '.join(str(s.ratings.parent.name) for s in subs)}); name one with --raw-dir")
+        raise InvariRankError(
+            f"{raw_dir}: several sub-folders hold MovieLens files "
+            f"({', '.join(str(s.ratings.parent.name) for s in subs)}); name one with --raw-dir"
+        )
     raise InvariRankError(f"{raw_dir}: no MovieLens files found; expected {_EXPECTED}")
 
 
 # ---------------------------------------------------------------------------------------------------
 # ratings
+
 
 def _id_column(table: pa.Table, name: str, *, path: Path, shown: str, first_line: int) -> pa.Array:
     col = table.column(name)
@@ -139,19 +159,29 @@ def ratings_table(table: pa.Table, names: dict[str, str], *, path: Path, first_l
         raise InvariRankError(f"{path}: no rating rows after the header; expected one rating per line")
     user = _id_column(table, names["user_id"], path=path, shown=names["user_id"], first_line=first_line)
     item = _id_column(table, names["item_id"], path=path, shown=names["item_id"], first_line=first_line)
-    rating = numeric_column(table, names["rating"], path=path, shown_name=names["rating"],
-                            first_line=first_line, kind="float")
-    ts = numeric_column(table, names["timestamp"], path=path, shown_name=names["timestamp"],
-                        first_line=first_line, kind="int")
-    return pa.table({"user_id": user, "item_id": item, "rating": pa.array(rating, pa.float64()),
-                     "timestamp": pa.array(ts, pa.int64())})
+    rating = numeric_column(
+        table, names["rating"], path=path, shown_name=names["rating"], first_line=first_line, kind="float"
+    )
+    ts = numeric_column(
+        table, names["timestamp"], path=path, shown_name=names["timestamp"], first_line=first_line, kind="int"
+    )
+    return pa.table(
+        {
+            "user_id": user,
+            "item_id": item,
+            "rating": pa.array(rating, pa.float64()),
+            "timestamp": pa.array(ts, pa.int64()),
+        }
+    )
 
 
 def _require_columns(path: Path, header: list[str], required: list[str], shown: list[str] | None = None) -> None:
     missing = [c for c in required if c not in header]
     if missing:
-        raise InvariRankError(f"{path}, line 1: missing column {missing[0]!r}; expected columns "
-                              f"{', '.join(shown or required)} (found: {', '.join(header) or 'none'})")
+        raise InvariRankError(
+            f"{path}, line 1: missing column {missing[0]!r}; expected columns "
+            f"{', '.join(shown or required)} (found: {', '.join(header) or 'none'})"
+        )
 
 
 def _read_ratings_csv(path: Path) -> pa.Table:
@@ -160,26 +190,31 @@ def _read_ratings_csv(path: Path) -> pa.Table:
     cols = ["userId", "movieId", "rating", "timestamp"]
     _require_columns(path, header, cols)
     table = read_delimited(path, delimiter=",", column_names=header, header=True, include=cols)
-    return ratings_table(table, dict(zip(["user_id", "item_id", "rating", "timestamp"], cols)),
-                         path=path, first_line=2)
+    return ratings_table(table, dict(zip(["user_id", "item_id", "rating", "timestamp"], cols)), path=path, first_line=2)
 
 
 def _read_ratings_dat(path: Path) -> pa.Table:
     require_file(path, "MovieLens ratings (UserID::MovieID::Rating::Timestamp)")
     data = path.read_bytes().replace(b"::", b"\t")
     cols = ["UserID", "MovieID", "Rating", "Timestamp"]
-    table = read_delimited(path, delimiter="\t", column_names=cols, header=False, include=cols, quote=False,
-                           data=data, shown_delimiter="::")
-    return ratings_table(table, dict(zip(["user_id", "item_id", "rating", "timestamp"], cols)),
-                         path=path, first_line=1)
+    table = read_delimited(
+        path,
+        delimiter="\t",
+        column_names=cols,
+        header=False,
+        include=cols,
+        quote=False,
+        data=data,
+        shown_delimiter="::",
+    )
+    return ratings_table(table, dict(zip(["user_id", "item_id", "rating", "timestamp"], cols)), path=path, first_line=1)
 
 
 def _read_u_data(path: Path) -> pa.Table:
     require_file(path, "MovieLens-100K ratings (user id, item id, rating, timestamp; tab-separated)")
     cols = ["user id", "item id", "rating", "timestamp"]
     table = read_delimited(path, delimiter="\t", column_names=cols, header=False, include=cols, quote=False)
-    return ratings_table(table, dict(zip(["user_id", "item_id", "rating", "timestamp"], cols)),
-                         path=path, first_line=1)
+    return ratings_table(table, dict(zip(["user_id", "item_id", "rating", "timestamp"], cols)), path=path, first_line=1)
 
 
 def _atomic_header(path: Path) -> tuple[list[str], dict[str, str]]:
@@ -195,15 +230,16 @@ def _read_atomic_inter(path: Path) -> pa.Table:
     require_file(path, "atomic interactions (user_id:token, item_id:token, rating:float, timestamp:float)")
     header, base = _atomic_header(path)
     need = ["user_id", "item_id", "rating", "timestamp"]
-    _require_columns(path, list(base), need,
-                     ["user_id:token", "item_id:token", "rating:float", "timestamp:float"])
-    table = read_delimited(path, delimiter="\t", column_names=header, header=True,
-                           include=[base[c] for c in need], quote=False)
+    _require_columns(path, list(base), need, ["user_id:token", "item_id:token", "rating:float", "timestamp:float"])
+    table = read_delimited(
+        path, delimiter="\t", column_names=header, header=True, include=[base[c] for c in need], quote=False
+    )
     return ratings_table(table, {c: base[c] for c in need}, path=path, first_line=2)
 
 
 # ---------------------------------------------------------------------------------------------------
 # items
+
 
 def _items_frame(rows: list[tuple[str, str, int | None, tuple[str, ...]]]) -> pd.DataFrame:
     seen: set[str] = set()
@@ -213,12 +249,14 @@ def _items_frame(rows: list[tuple[str, str, int | None, tuple[str, ...]]]) -> pd
             continue
         seen.add(row[0])
         kept.append(row)
-    frame = pd.DataFrame({
-        "item_id": pd.array([r[0] for r in kept], dtype=object),
-        "title": pd.array([r[1] for r in kept], dtype=object),
-        "year": pd.array([r[2] for r in kept], dtype="Int64"),
-        "genres": pd.Series([list(r[3]) for r in kept], dtype=object),
-    })
+    frame = pd.DataFrame(
+        {
+            "item_id": pd.array([r[0] for r in kept], dtype=object),
+            "title": pd.array([r[1] for r in kept], dtype=object),
+            "year": pd.array([r[2] for r in kept], dtype="Int64"),
+            "genres": pd.Series([list(r[3]) for r in kept], dtype=object),
+        }
+    )
     return frame
 
 
@@ -260,8 +298,9 @@ def _read_movies_dat(path: Path) -> list:
             continue
         parts = line.split("::")
         if len(parts) < 3:
-            raise InvariRankError(f"{path}, line {n}: expected 3 fields separated by '::' "
-                                  f"(MovieID, Title, Genres), found {len(parts)}")
+            raise InvariRankError(
+                f"{path}, line {n}: expected 3 fields separated by '::' (MovieID, Title, Genres), found {len(parts)}"
+            )
         item_id = parts[0].strip()
         if not item_id:
             raise InvariRankError(f"{path}, line {n}, column 'MovieID': expected an id, found an empty value")
@@ -271,8 +310,9 @@ def _read_movies_dat(path: Path) -> list:
 
 
 def _read_u_item(path: Path) -> list:
-    lines = _text_lines(path, "MovieLens-100K items (movie id|title|release date|video release date|"
-                              "IMDb URL|19 genre flags)")
+    lines = _text_lines(
+        path, "MovieLens-100K items (movie id|title|release date|video release date|IMDb URL|19 genre flags)"
+    )
     n_genres = len(ML100K_GENRES)
     rows = []
     for n, line in enumerate(lines, start=1):
@@ -280,15 +320,17 @@ def _read_u_item(path: Path) -> list:
             continue
         parts = line.split("|")
         if len(parts) < 5 + n_genres:
-            raise InvariRankError(f"{path}, line {n}: expected {5 + n_genres} fields separated by '|' "
-                                  f"(movie id, title, release date, video release date, IMDb URL, "
-                                  f"{n_genres} genre flags), found {len(parts)}")
+            raise InvariRankError(
+                f"{path}, line {n}: expected {5 + n_genres} fields separated by '|' "
+                f"(movie id, title, release date, video release date, IMDb URL, "
+                f"{n_genres} genre flags), found {len(parts)}"
+            )
         flags = parts[-n_genres:]
         head = parts[:-n_genres]
         item_id = head[0].strip()
         if not item_id:
             raise InvariRankError(f"{path}, line {n}, column 'movie id': expected an id, found an empty value")
-        raw_title = "|".join(head[1:len(head) - 3])  # a title holding '|' is re-joined
+        raw_title = "|".join(head[1 : len(head) - 3])  # a title holding '|' is re-joined
         genres = []
         for g, flag in zip(ML100K_GENRES, flags):
             flag = flag.strip()
@@ -307,9 +349,11 @@ def _read_atomic_item(path: Path) -> list:
     title_col = next((base[c] for c in ("movie_title", "title") if c in base), None)
     if "item_id" not in base or title_col is None:
         missing = "item_id" if "item_id" not in base else "movie_title"
-        raise InvariRankError(f"{path}, line 1: missing column {missing!r}; expected columns item_id:token, "
-                              f"movie_title:token_seq[, release_year:token, class:token_seq] "
-                              f"(found: {', '.join(header)})")
+        raise InvariRankError(
+            f"{path}, line 1: missing column {missing!r}; expected columns item_id:token, "
+            f"movie_title:token_seq[, release_year:token, class:token_seq] "
+            f"(found: {', '.join(header)})"
+        )
     year_col = next((base[c] for c in ("release_year", "year") if c in base), None)
     genre_col = next((base[c] for c in ("class", "genre", "genres") if c in base), None)
     include = [base["item_id"], title_col] + [c for c in (year_col, genre_col) if c]
@@ -342,6 +386,10 @@ def read_movielens(raw_dir: Path, layout: Layout | None = None) -> RawData:
     if not rows:
         raise InvariRankError(f"{layout.items}: no item rows; expected one item per line")
     items = _items_frame(rows)
-    return RawData(ratings=ratings, items=items, layout=layout.name,
-                   files={"ratings": layout.ratings, "items": layout.items},
-                   titles_without_year=int(items["year"].isna().sum()))
+    return RawData(
+        ratings=ratings,
+        items=items,
+        layout=layout.name,
+        files={"ratings": layout.ratings, "items": layout.items},
+        titles_without_year=int(items["year"].isna().sum()),
+    )

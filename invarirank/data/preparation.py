@@ -59,16 +59,29 @@ from .prepared import MANIFEST_KIND, TABLES, Prepared, format_stats, load_prepar
 from .queries import build_queries
 from .split import SEGMENT_NAMES, SPLITS, TEST, TRAIN, VALIDATION, assign_segments
 
-__all__ = ["DATASETS", "DEFAULT_MIN_INTERACTIONS", "FORMAT_VERSION", "Settings", "Prepared", "prepare",
-           "prepare_data", "load_prepared", "format_stats", "raw_fingerprint", "raw_files"]
+__all__ = [
+    "DATASETS",
+    "DEFAULT_MIN_INTERACTIONS",
+    "FORMAT_VERSION",
+    "Settings",
+    "Prepared",
+    "prepare",
+    "prepare_data",
+    "load_prepared",
+    "format_stats",
+    "raw_fingerprint",
+    "raw_files",
+]
 
 DATASETS = ("ml-100k", "movielens", "amazon-books")
 DEFAULT_MIN_INTERACTIONS = {"ml-100k": 10, "movielens": 10, "amazon-books": 3}
 FORMAT_VERSION = 1
 HASH_LIMIT = 1 << 30  # files up to 1 GiB are fingerprinted by content sha256
 #: sha256 of the embedded ML-100K files (RecBole atomic layout): ``--dataset ml-100k`` names these files only
-EMBEDDED_ML100K = {"ratings": "4edb74e2a81178c2ba9ff381495f754f996c4aea351b1272ca36b43da0935eff",
-                   "items": "51d7cdf777ce5c0f5b32c1d947a4a81fe07d75e78abbe761e0cd4d0756064532"}
+EMBEDDED_ML100K = {
+    "ratings": "4edb74e2a81178c2ba9ff381495f754f996c4aea351b1272ca36b43da0935eff",
+    "items": "51d7cdf777ce5c0f5b32c1d947a4a81fe07d75e78abbe761e0cd4d0756064532",
+}
 
 
 @dataclass(frozen=True)
@@ -85,18 +98,25 @@ class Settings:
 # ---------------------------------------------------------------------------------------------------
 # settings, raw files, keys
 
-def _check_settings(dataset: str, split: str, min_interactions: int | None, positive_threshold: float,
-                    history_len: int) -> Settings:
+
+def _check_settings(
+    dataset: str, split: str, min_interactions: int | None, positive_threshold: float, history_len: int
+) -> Settings:
     if dataset not in DATASETS:
         raise InvariRankError(f"dataset {dataset!r}: expected one of {', '.join(DATASETS)}")
     if split not in SPLITS:
         raise InvariRankError(f"split {split!r}: expected one of {', '.join(SPLITS)}")
     if min_interactions is None:
         min_interactions = DEFAULT_MIN_INTERACTIONS[dataset]
-    if isinstance(min_interactions, bool) or not isinstance(min_interactions, (int, np.integer)) \
-            or min_interactions < 3:
-        raise InvariRankError(f"min_interactions {min_interactions!r}: expected an integer >= 3 "
-                              "(train, validation and test must each be non-empty)")
+    if (
+        isinstance(min_interactions, bool)
+        or not isinstance(min_interactions, (int, np.integer))
+        or min_interactions < 3
+    ):
+        raise InvariRankError(
+            f"min_interactions {min_interactions!r}: expected an integer >= 3 "
+            "(train, validation and test must each be non-empty)"
+        )
     try:
         positive_threshold = float(positive_threshold)
     except (TypeError, ValueError):
@@ -140,8 +160,7 @@ class _Source:
 def raw_files(dataset: str, raw_dir: str | os.PathLike | None) -> dict[str, Path]:
     """The raw files a preparation of ``dataset`` reads from ``raw_dir`` (role → path; the embedded ML-100K
     when ``raw_dir`` is None), as :func:`prepare` finds them."""
-    return dict(_resolve_source(dataset, Path(raw_dir).expanduser() if raw_dir is not None else None,
-                                None, None).files)
+    return dict(_resolve_source(dataset, Path(raw_dir).expanduser() if raw_dir is not None else None, None, None).files)
 
 
 def _resolve_source(dataset: str, raw_dir: Path | None, reviews: Path | None, metadata: Path | None) -> _Source:
@@ -149,11 +168,15 @@ def _resolve_source(dataset: str, raw_dir: Path | None, reviews: Path | None, me
         if reviews is not None or metadata is not None:
             raise InvariRankError("--reviews/--metadata apply to --dataset amazon-books only")
         from .movielens import detect_layout
+
         if raw_dir is None:
             if dataset == "movielens":
-                raise InvariRankError("--dataset movielens needs --raw-dir DIR (a folder with ratings.csv + "
-                                      "movies.csv, ratings.dat + movies.dat, u.data + u.item or *.inter + *.item)")
+                raise InvariRankError(
+                    "--dataset movielens needs --raw-dir DIR (a folder with ratings.csv + "
+                    "movies.csv, ratings.dat + movies.dat, u.data + u.item or *.inter + *.item)"
+                )
             from ..assets import AssetError, ml100k_dir
+
             try:
                 raw_dir = ml100k_dir()
             except AssetError as exc:
@@ -164,9 +187,12 @@ def _resolve_source(dataset: str, raw_dir: Path | None, reviews: Path | None, me
             _check_embedded(Path(raw_dir), files)
         return _Source("movielens", files, layout)
     from .amazon import find_amazon_files
-    rev, meta = find_amazon_files(Path(raw_dir) if raw_dir is not None else None,
-                                  Path(reviews) if reviews is not None else None,
-                                  Path(metadata) if metadata is not None else None)
+
+    rev, meta = find_amazon_files(
+        Path(raw_dir) if raw_dir is not None else None,
+        Path(reviews) if reviews is not None else None,
+        Path(metadata) if metadata is not None else None,
+    )
     return _Source("amazon", {"reviews": rev, "metadata": meta})
 
 
@@ -175,12 +201,15 @@ def _check_embedded(raw_dir: Path, files: dict[str, Path]) -> None:
     other data is never labelled ``ml-100k`` (in run names, tables and the book)."""
     for role, path in files.items():
         if raw_fingerprint(path, role).get("sha256") != EMBEDDED_ML100K[role]:
-            raise InvariRankError(f"--raw-dir {raw_dir}: {path.name} is not the embedded ML-100K file (its content "
-                                  f"differs); prepare other MovieLens files with --dataset movielens")
+            raise InvariRankError(
+                f"--raw-dir {raw_dir}: {path.name} is not the embedded ML-100K file (its content "
+                f"differs); prepare other MovieLens files with --dataset movielens"
+            )
 
 
 # ---------------------------------------------------------------------------------------------------
 # output folder handling
+
 
 def _manifest_key(folder: Path) -> str | None:
     """The cache key of a complete prepared folder, or None."""
@@ -208,8 +237,10 @@ def _check_target(target: Path) -> None:
     except (OSError, ValueError):
         manifest = None
     if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND:
-        raise InvariRankError(f"{target}: folder is not empty and holds no prepared data; expected a new or "
-                              "empty folder (or an earlier output of `invarirank data prepare`)")
+        raise InvariRankError(
+            f"{target}: folder is not empty and holds no prepared data; expected a new or "
+            "empty folder (or an earlier output of `invarirank data prepare`)"
+        )
 
 
 def _install(tmp: Path, target: Path) -> None:
@@ -231,6 +262,7 @@ def _install(tmp: Path, target: Path) -> None:
 # ---------------------------------------------------------------------------------------------------
 # the preparation itself
 
+
 def _items_table(item_ids: np.ndarray, catalogue: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """Items of the interactions in canonical order; items missing from the catalogue get their id as
     title, no year and no genres."""
@@ -240,25 +272,31 @@ def _items_table(item_ids: np.ndarray, catalogue: pd.DataFrame) -> tuple[pd.Data
     missing = found["title"].isna().to_numpy()
     titles = [i if m else str(t) for i, t, m in zip(ids, found["title"], missing)]
     genres = [[] if m else [str(x) for x in g] for g, m in zip(found["genres"], missing)]
-    frame = pd.DataFrame({
-        "item_id": pd.array(ids, dtype=object),
-        "title": pd.array(titles, dtype=object),
-        "year": pd.array(found["year"].to_numpy(dtype=object, na_value=None), dtype="Int64"),
-        "genres": pd.Series(genres, dtype=object),
-    })
+    frame = pd.DataFrame(
+        {
+            "item_id": pd.array(ids, dtype=object),
+            "title": pd.array(titles, dtype=object),
+            "year": pd.array(found["year"].to_numpy(dtype=object, na_value=None), dtype="Int64"),
+            "genres": pd.Series(genres, dtype=object),
+        }
+    )
     return frame, int(missing.sum())
 
 
 def _items_arrow(frame: pd.DataFrame) -> pa.Table:
-    schema = pa.schema([("item_id", pa.string()), ("title", pa.string()), ("year", pa.int64()),
-                        ("genres", pa.list_(pa.string()))])
+    schema = pa.schema(
+        [("item_id", pa.string()), ("title", pa.string()), ("year", pa.int64()), ("genres", pa.list_(pa.string()))]
+    )
     year = frame["year"]
-    return pa.table([
-        pa.array(list(frame["item_id"]), pa.string()),
-        pa.array(list(frame["title"]), pa.string()),
-        pa.array([None if pd.isna(y) else int(y) for y in year], pa.int64()),
-        pa.array(list(frame["genres"]), pa.list_(pa.string())),
-    ], schema=schema)
+    return pa.table(
+        [
+            pa.array(list(frame["item_id"]), pa.string()),
+            pa.array(list(frame["title"]), pa.string()),
+            pa.array([None if pd.isna(y) else int(y) for y in year], pa.int64()),
+            pa.array(list(frame["genres"]), pa.list_(pa.string())),
+        ],
+        schema=schema,
+    )
 
 
 def _write_parquet(table: pa.Table, path: Path) -> None:
@@ -268,19 +306,26 @@ def _write_parquet(table: pa.Table, path: Path) -> None:
 def _build(tmp: Path, source: _Source, settings: Settings, raw_entries: list[dict[str, Any]], key: str) -> None:
     if source.kind == "movielens":
         from .movielens import read_movielens
+
         raw = read_movielens(source.layout.ratings.parent, source.layout)
         layout = f"movielens-{raw.layout}"
         source_label = str(source.files["ratings"])
     else:
         from ..assets import cache_dir
         from .amazon import read_amazon
+
         rev_fp = next(r for r in raw_entries if r["role"] == "reviews")
-        conv_key = hashlib.sha256(json.dumps({"conversion": 1, "reviews": rev_fp}, sort_keys=True)
-                                  .encode()).hexdigest()[:16]
+        conv_key = hashlib.sha256(
+            json.dumps({"conversion": 1, "reviews": rev_fp}, sort_keys=True).encode()
+        ).hexdigest()[:16]
         conv_dir = cache_dir() / "converted"
         conv_dir.mkdir(parents=True, exist_ok=True)
-        raw = read_amazon(source.files["reviews"], source.files["metadata"],
-                          conv_dir / f"amazon-reviews-{conv_key}.parquet", reuse=True)
+        raw = read_amazon(
+            source.files["reviews"],
+            source.files["metadata"],
+            conv_dir / f"amazon-reviews-{conv_key}.parquet",
+            reuse=True,
+        )
         layout = raw.layout
         source_label = str(source.files["reviews"])
 
@@ -295,30 +340,43 @@ def _build(tmp: Path, source: _Source, settings: Settings, raw_entries: list[dic
     del order
     seg = assign_segments(user, settings.split)
 
-    interactions = pa.table({
-        "user_id": pa.array(inter.user_ids, pa.string()).take(pa.array(user)),
-        "item_id": pa.array(inter.item_ids, pa.string()).take(pa.array(item)),
-        "rating": pa.array(rating, pa.float64()),
-        "timestamp": pa.array(ts, pa.int64()),
-        "split": pa.array(list(SEGMENT_NAMES), pa.string()).take(pa.array(seg.astype(np.int64))),
-    })
+    interactions = pa.table(
+        {
+            "user_id": pa.array(inter.user_ids, pa.string()).take(pa.array(user)),
+            "item_id": pa.array(inter.item_ids, pa.string()).take(pa.array(item)),
+            "rating": pa.array(rating, pa.float64()),
+            "timestamp": pa.array(ts, pa.int64()),
+            "split": pa.array(list(SEGMENT_NAMES), pa.string()).take(pa.array(seg.astype(np.int64))),
+        }
+    )
     _write_parquet(interactions, tmp / "interactions.parquet")
     del interactions
 
     items_frame, without_meta = _items_table(inter.item_ids, raw.items)
     _write_parquet(_items_arrow(items_frame), tmp / "items.parquet")
 
-    queries = build_queries(user, item, rating, ts, seg, inter.user_ids, inter.item_ids,
-                            positive_threshold=settings.positive_threshold, history_len=settings.history_len)
+    queries = build_queries(
+        user,
+        item,
+        rating,
+        ts,
+        seg,
+        inter.user_ids,
+        inter.item_ids,
+        positive_threshold=settings.positive_threshold,
+        history_len=settings.history_len,
+    )
     _write_parquet(queries, tmp / "queries.parquet")
 
     positive = rating >= settings.positive_threshold
     split_col = queries.column("split").to_numpy(zero_copy_only=False)
     if not (split_col == "test").any():
-        raise InvariRankError(f"{source_label}: no test queries (no kept user has a test rating >= "
-                              f"--positive-threshold {settings.positive_threshold:g}, the highest rating is "
-                              f"{float(rating.max()) if rating.size else float('nan'):g}); expected a threshold that "
-                              f"leaves positives")
+        raise InvariRankError(
+            f"{source_label}: no test queries (no kept user has a test rating >= "
+            f"--positive-threshold {settings.positive_threshold:g}, the highest rating is "
+            f"{float(rating.max()) if rating.size else float('nan'):g}); expected a threshold that "
+            f"leaves positives"
+        )
     stats = {
         "dataset": settings.dataset,
         "layout": layout,
@@ -371,21 +429,29 @@ def _set_modes(folder: Path) -> None:
     folder.chmod(0o777 & ~umask)
 
 
-def prepare_data(dataset: str = "ml-100k", raw_dir: str | os.PathLike | None = None,
-                 out: str | os.PathLike | None = None, split: str = "temporal", *,
-                 reviews: str | os.PathLike | None = None, metadata: str | os.PathLike | None = None,
-                 min_interactions: int | None = None, positive_threshold: float = 4.0,
-                 history_len: int = 20, force: bool = False) -> tuple[Path, bool]:
+def prepare_data(
+    dataset: str = "ml-100k",
+    raw_dir: str | os.PathLike | None = None,
+    out: str | os.PathLike | None = None,
+    split: str = "temporal",
+    *,
+    reviews: str | os.PathLike | None = None,
+    metadata: str | os.PathLike | None = None,
+    min_interactions: int | None = None,
+    positive_threshold: float = 4.0,
+    history_len: int = 20,
+    force: bool = False,
+) -> tuple[Path, bool]:
     """Like :func:`prepare`, but also says whether an existing folder was reused: ``(path, reused)``."""
     settings = _check_settings(dataset, split, min_interactions, positive_threshold, history_len)
     target = Path(out).expanduser().absolute() if out is not None else None
     if target is not None:
         _check_target(target)
-    source = _resolve_source(dataset, Path(raw_dir).expanduser() if raw_dir is not None else None,
-                             reviews, metadata)
+    source = _resolve_source(dataset, Path(raw_dir).expanduser() if raw_dir is not None else None, reviews, metadata)
     raw_entries = [raw_fingerprint(path, role) for role, path in source.files.items()]
     key = _cache_key(settings, raw_entries)
     from ..assets import cache_dir
+
     cached = cache_dir() / "prepared" / f"{dataset}-{key[:16]}"
     if target is None:
         target = cached
@@ -417,8 +483,13 @@ def prepare_data(dataset: str = "ml-100k", raw_dir: str | os.PathLike | None = N
     return target, reused
 
 
-def prepare(dataset: str = "ml-100k", raw_dir: str | os.PathLike | None = None,
-            out: str | os.PathLike | None = None, split: str = "temporal", **overrides: Any) -> Path:
+def prepare(
+    dataset: str = "ml-100k",
+    raw_dir: str | os.PathLike | None = None,
+    out: str | os.PathLike | None = None,
+    split: str = "temporal",
+    **overrides: Any,
+) -> Path:
     """Prepare ``dataset`` and return the prepared folder (see the module docstring).
 
     ``dataset``: ``"ml-100k"`` (embedded, or any MovieLens folder given as ``raw_dir``), ``"movielens"``

@@ -77,27 +77,32 @@ class Prepared:
     def items_by_id(self) -> dict[str, Item]:
         """``item_id`` → :class:`invarirank.types.Item` (year ``None`` when unknown)."""
         out = {}
-        for item_id, title, year, genres in zip(self.items["item_id"], self.items["title"],
-                                                self.items["year"], self.items["genres"]):
-            out[str(item_id)] = Item(str(item_id), str(title), None if pd.isna(year) else int(year),
-                                     tuple(str(g) for g in genres))
+        for item_id, title, year, genres in zip(
+            self.items["item_id"], self.items["title"], self.items["year"], self.items["genres"]
+        ):
+            out[str(item_id)] = Item(
+                str(item_id), str(title), None if pd.isna(year) else int(year), tuple(str(g) for g in genres)
+            )
         return out
 
 
 def _to_lists(frame: pd.DataFrame, columns: list[str]) -> None:
     for col in columns:
         if col in frame.columns:
-            frame[col] = pd.Series([[] if v is None else (v.tolist() if hasattr(v, "tolist") else list(v))
-                                    for v in frame[col]],
-                                   index=frame.index, dtype=object)
+            frame[col] = pd.Series(
+                [[] if v is None else (v.tolist() if hasattr(v, "tolist") else list(v)) for v in frame[col]],
+                index=frame.index,
+                dtype=object,
+            )
 
 
 def load_prepared(folder: str | os.PathLike) -> Prepared:
     """Load a prepared folder (from :func:`prepare` or ``invarirank data prepare --out``)."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise InvariRankError(f"{folder}: folder not found; expected a prepared-data folder "
-                              "(`invarirank data prepare --out DIR`)")
+        raise InvariRankError(
+            f"{folder}: folder not found; expected a prepared-data folder (`invarirank data prepare --out DIR`)"
+        )
     for name in (*TABLES, "manifest.json"):
         if not (folder / name).is_file():
             raise InvariRankError(f"{folder / name}: file not found; expected a complete prepared-data folder")
@@ -120,8 +125,10 @@ def read_stats(folder: str | os.PathLike) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise InvariRankError(f"{path}: cannot read the prepared data's stats ({exc})") from None
     if not isinstance(stats, dict) or "users" not in stats or "test_queries" not in stats:
-        raise InvariRankError(f"{path}: not the stats of a prepared data folder (expected a JSON object with "
-                              f"'users', 'test_queries', ... as `invarirank data prepare` writes)")
+        raise InvariRankError(
+            f"{path}: not the stats of a prepared data folder (expected a JSON object with "
+            f"'users', 'test_queries', ... as `invarirank data prepare` writes)"
+        )
     for key in STATS_COUNTS:
         value = stats.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -133,11 +140,20 @@ def read_stats(folder: str | os.PathLike) -> dict[str, Any]:
 
 
 _TABLE_ROWS = [
-    ("raw_users", "users (raw)"), ("raw_items", "items (raw)"), ("raw_interactions", "ratings (raw)"),
-    ("duplicates_dropped", "duplicate rows dropped"), ("users_dropped", "users below minimum"),
-    ("users", "users"), ("items", "items"), ("interactions", "interactions"), ("positives", "positives"),
-    ("train", "train"), ("validation", "validation"), ("test", "test"),
-    ("test_queries", "test queries"), ("validation_queries", "validation queries"),
+    ("raw_users", "users (raw)"),
+    ("raw_items", "items (raw)"),
+    ("raw_interactions", "ratings (raw)"),
+    ("duplicates_dropped", "duplicate rows dropped"),
+    ("users_dropped", "users below minimum"),
+    ("users", "users"),
+    ("items", "items"),
+    ("interactions", "interactions"),
+    ("positives", "positives"),
+    ("train", "train"),
+    ("validation", "validation"),
+    ("test", "test"),
+    ("test_queries", "test queries"),
+    ("validation_queries", "validation queries"),
 ]
 
 
@@ -148,8 +164,10 @@ STATS_COUNTS = tuple(key for key, _ in _TABLE_ROWS)
 def format_stats(stats: dict[str, Any]) -> str:
     """A small two-column text table of the main counts (thousands separated by commas)."""
     rows = [(label, f"{stats[key]:,}") for key, label in _TABLE_ROWS if key in stats]
-    head = f"{stats.get('dataset', '?')} ({stats.get('split', '?')} split, min {stats.get('min_interactions', '?')} " \
-           f"ratings per user, positives: rating >= {stats.get('positive_threshold', '?')})"
+    head = (
+        f"{stats.get('dataset', '?')} ({stats.get('split', '?')} split, min {stats.get('min_interactions', '?')} "
+        f"ratings per user, positives: rating >= {stats.get('positive_threshold', '?')})"
+    )
     wl = max(len(r[0]) for r in rows)
     wv = max(len(r[1]) for r in rows)
     lines = [head, f"{'count':<{wl}}  {'value':>{wv}}", f"{'-' * wl}  {'-' * wv}"]

@@ -24,15 +24,17 @@ from .split import TEST, TRAIN, VALIDATION
 
 __all__ = ["QUERY_SCHEMA", "build_queries"]
 
-QUERY_SCHEMA = pa.schema([
-    ("query_id", pa.string()),
-    ("user_id", pa.string()),
-    ("split", pa.string()),
-    ("history_item_ids", pa.list_(pa.string())),
-    ("history_ratings", pa.list_(pa.float64())),
-    ("ground_truth", pa.list_(pa.string())),
-    ("exclude", pa.list_(pa.string())),
-])
+QUERY_SCHEMA = pa.schema(
+    [
+        ("query_id", pa.string()),
+        ("user_id", pa.string()),
+        ("split", pa.string()),
+        ("history_item_ids", pa.list_(pa.string())),
+        ("history_ratings", pa.list_(pa.float64())),
+        ("ground_truth", pa.list_(pa.string())),
+        ("exclude", pa.list_(pa.string())),
+    ]
+)
 
 
 def _lists(row_user: np.ndarray, values: pa.Array, query_users: np.ndarray, n_users: int) -> pa.ListArray:
@@ -44,15 +46,26 @@ def _lists(row_user: np.ndarray, values: pa.Array, query_users: np.ndarray, n_us
     offsets = np.zeros(len(query_users) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     kept_values = values.filter(pa.array(keep)) if not keep.all() else values
-    if offsets[-1] < 2 ** 31:
+    if offsets[-1] < 2**31:
         return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), kept_values)
     return pa.LargeListArray.from_arrays(pa.array(offsets), kept_values).cast(pa.list_(values.type))
 
 
-def _segment_queries(user: np.ndarray, item: np.ndarray, rating: np.ndarray, ts: np.ndarray,
-                     seg: np.ndarray, user_ids: np.ndarray, id_strings: pa.Array, history_segments: tuple,
-                     target: int, positive_threshold: float, history_len: int, prefix: str,
-                     split_name: str) -> pa.Table:
+def _segment_queries(
+    user: np.ndarray,
+    item: np.ndarray,
+    rating: np.ndarray,
+    ts: np.ndarray,
+    seg: np.ndarray,
+    user_ids: np.ndarray,
+    id_strings: pa.Array,
+    history_segments: tuple,
+    target: int,
+    positive_threshold: float,
+    history_len: int,
+    prefix: str,
+    split_name: str,
+) -> pa.Table:
     n_users = len(user_ids)
     positive = (seg == target) & (rating >= positive_threshold)
     gt_rows = np.flatnonzero(positive)
@@ -65,8 +78,9 @@ def _segment_queries(user: np.ndarray, item: np.ndarray, rating: np.ndarray, ts:
     # history: newest first (timestamp desc, item asc), first history_len per user
     hist_rows = np.flatnonzero(np.isin(seg, history_segments))
     exclude_rows = hist_rows[sort_order((user[hist_rows], "ascending"), (item[hist_rows], "ascending"))]
-    hist_rows = hist_rows[sort_order((user[hist_rows], "ascending"), (ts[hist_rows], "descending"),
-                                     (item[hist_rows], "ascending"))]
+    hist_rows = hist_rows[
+        sort_order((user[hist_rows], "ascending"), (ts[hist_rows], "descending"), (item[hist_rows], "ascending"))
+    ]
     hu = user[hist_rows]
     if hist_rows.size:
         starts = np.concatenate(([0], np.flatnonzero(hu[1:] != hu[:-1]) + 1))
@@ -79,27 +93,51 @@ def _segment_queries(user: np.ndarray, item: np.ndarray, rating: np.ndarray, ts:
     exclude = _lists(user[exclude_rows], id_strings.take(pa.array(item[exclude_rows])), query_users, n_users)
 
     uid = [str(u) for u in user_ids[query_users]]
-    return pa.table([
-        pa.array([prefix + u for u in uid], pa.string()),
-        pa.array(uid, pa.string()),
-        pa.array([split_name] * len(uid), pa.string()),
-        history_ids, history_ratings, ground_truth, exclude,
-    ], schema=QUERY_SCHEMA)
+    return pa.table(
+        [
+            pa.array([prefix + u for u in uid], pa.string()),
+            pa.array(uid, pa.string()),
+            pa.array([split_name] * len(uid), pa.string()),
+            history_ids,
+            history_ratings,
+            ground_truth,
+            exclude,
+        ],
+        schema=QUERY_SCHEMA,
+    )
 
 
-def build_queries(user: np.ndarray, item: np.ndarray, rating: np.ndarray, ts: np.ndarray, seg: np.ndarray,
-                  user_ids: np.ndarray, item_ids: np.ndarray, *, positive_threshold: float = 4.0,
-                  history_len: int = 20) -> pa.Table:
+def build_queries(
+    user: np.ndarray,
+    item: np.ndarray,
+    rating: np.ndarray,
+    ts: np.ndarray,
+    seg: np.ndarray,
+    user_ids: np.ndarray,
+    item_ids: np.ndarray,
+    *,
+    positive_threshold: float = 4.0,
+    history_len: int = 20,
+) -> pa.Table:
     """The queries table (schema :data:`QUERY_SCHEMA`): test queries, then validation queries.
 
     Arrays are aligned per interaction row (any order); ``user``/``item`` are codes into the
     canonical-order id arrays; ``seg`` holds the segment codes of :mod:`.split`.
     """
     id_strings = pa.array(item_ids, pa.string())
-    common = dict(user=user, item=item, rating=rating, ts=ts, seg=seg, user_ids=user_ids,
-                  id_strings=id_strings, positive_threshold=positive_threshold, history_len=history_len)
-    test = _segment_queries(**common, history_segments=(TRAIN, VALIDATION), target=TEST,
-                            prefix="u", split_name="test")
-    validation = _segment_queries(**common, history_segments=(TRAIN,), target=VALIDATION,
-                                  prefix="v", split_name="validation")
+    common = dict(
+        user=user,
+        item=item,
+        rating=rating,
+        ts=ts,
+        seg=seg,
+        user_ids=user_ids,
+        id_strings=id_strings,
+        positive_threshold=positive_threshold,
+        history_len=history_len,
+    )
+    test = _segment_queries(**common, history_segments=(TRAIN, VALIDATION), target=TEST, prefix="u", split_name="test")
+    validation = _segment_queries(
+        **common, history_segments=(TRAIN,), target=VALIDATION, prefix="v", split_name="validation"
+    )
     return pa.concat_tables([test, validation])

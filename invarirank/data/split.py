@@ -35,8 +35,10 @@ def split_sizes(n: np.ndarray | int, method: str = "temporal") -> tuple[np.ndarr
     if method not in SPLITS:
         raise InvariRankError(f"split {method!r}: expected one of {', '.join(SPLITS)}")
     if n.size and n.min() < MIN_PER_USER:
-        raise InvariRankError(f"split: a user has {int(n.min())} interactions; every user needs at least "
-                              f"{MIN_PER_USER} (train, validation and test must be non-empty)")
+        raise InvariRankError(
+            f"split: a user has {int(n.min())} interactions; every user needs at least "
+            f"{MIN_PER_USER} (train, validation and test must be non-empty)"
+        )
     if method == "loo":
         val = np.ones_like(n)
         test = np.ones_like(n)

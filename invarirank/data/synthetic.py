@@ -30,13 +30,27 @@ def _catalogue(n: int, seed: int) -> list[Item]:
     items = []
     for i in range(n):
         g = rng.choice(len(GENRES), size=int(rng.integers(1, 3)), replace=False)
-        items.append(Item(item_id=f"f{i:03d}", title=f"Film {i:03d}", year=int(rng.integers(1950, 2020)),
-                          genres=tuple(GENRES[j] for j in sorted(g))))
+        items.append(
+            Item(
+                item_id=f"f{i:03d}",
+                title=f"Film {i:03d}",
+                year=int(rng.integers(1950, 2020)),
+                genres=tuple(GENRES[j] for j in sorted(g)),
+            )
+        )
     return items
 
 
-def synthetic_queries(n_test: int = 40, n_validation: int = 40, k: int = 10, *, relevant: int = 1,
-                      history: int = 5, catalogue: int = 200, seed: int = 0) -> list[Query]:
+def synthetic_queries(
+    n_test: int = 40,
+    n_validation: int = 40,
+    k: int = 10,
+    *,
+    relevant: int = 1,
+    history: int = 5,
+    catalogue: int = 200,
+    seed: int = 0,
+) -> list[Query]:
     """``n_test`` test queries then ``n_validation`` validation queries, each with ``k`` candidates
     (retrieval order = a seeded shuffle) of which ``relevant`` are the ground truth."""
     if not 1 <= relevant <= k <= catalogue - history:
@@ -48,11 +62,20 @@ def synthetic_queries(n_test: int = 40, n_validation: int = 40, k: int = 10, *, 
             rng = rng_for(seed, "lab", split, u)
             picked = rng.choice(catalogue, size=k + history, replace=False)
             cands = tuple(items[int(i)] for i in picked[:k])
-            truth = tuple(sorted(c.item_id for c in rng.choice(np.array(cands, dtype=object), size=relevant,
-                                                                replace=False)))
+            truth = tuple(
+                sorted(c.item_id for c in rng.choice(np.array(cands, dtype=object), size=relevant, replace=False))
+            )
             hist = tuple(HistoryEntry(items[int(i)], float(rng.integers(1, 6))) for i in picked[k:])
-            out.append(Query(query_id=f"{prefix}{u:03d}", user_id=f"{u:03d}", history=hist, candidates=cands,
-                             ground_truth=truth, split=split))
+            out.append(
+                Query(
+                    query_id=f"{prefix}{u:03d}",
+                    user_id=f"{u:03d}",
+                    history=hist,
+                    candidates=cands,
+                    ground_truth=truth,
+                    split=split,
+                )
+            )
     return out
 
 

@@ -46,8 +46,9 @@ def decode_text(data: bytes, path: Path, encodings: Sequence[str]) -> str:
     raise InvariRankError(f"{path}: cannot decode the file as {' or '.join(encodings)}")
 
 
-def read_header(path: Path, delimiter: str, encodings: Sequence[str] = ("utf-8", "latin-1"),
-                quote: bool = True) -> list[str]:
+def read_header(
+    path: Path, delimiter: str, encodings: Sequence[str] = ("utf-8", "latin-1"), quote: bool = True
+) -> list[str]:
     """The field names on the first line of ``path``."""
     with open(path, "rb") as fh:
         first = fh.readline()
@@ -59,8 +60,9 @@ def read_header(path: Path, delimiter: str, encodings: Sequence[str] = ("utf-8",
     return [f.strip() for f in text.split(delimiter)]
 
 
-def _locate_field_count_error(lines: Iterable[str], delimiter: str, n_fields: int, quote: bool,
-                              first_line: int) -> tuple[int, int] | None:
+def _locate_field_count_error(
+    lines: Iterable[str], delimiter: str, n_fields: int, quote: bool, first_line: int
+) -> tuple[int, int] | None:
     """(line number, field count) of the first non-blank line whose field count is not ``n_fields``."""
     for offset, line in enumerate(lines):
         line = line.rstrip("\r\n")
@@ -72,10 +74,18 @@ def _locate_field_count_error(lines: Iterable[str], delimiter: str, n_fields: in
     return None
 
 
-def read_delimited(source: Path, *, delimiter: str, column_names: Sequence[str], header: bool,
-                   include: Sequence[str], encodings: Sequence[str] = ("utf-8", "latin-1"),
-                   quote: bool = True, data: bytes | None = None, shown_delimiter: str | None = None,
-                   ) -> pa.Table:
+def read_delimited(
+    source: Path,
+    *,
+    delimiter: str,
+    column_names: Sequence[str],
+    header: bool,
+    include: Sequence[str],
+    encodings: Sequence[str] = ("utf-8", "latin-1"),
+    quote: bool = True,
+    data: bytes | None = None,
+    shown_delimiter: str | None = None,
+) -> pa.Table:
     """Read a delimited file into a table of string columns named ``column_names``.
 
     ``header``: the first line holds the names (they must equal ``column_names`` in number; the caller
@@ -86,17 +96,24 @@ def read_delimited(source: Path, *, delimiter: str, column_names: Sequence[str],
     n_fields = len(column_names)
     last_exc: Exception | None = None
     for enc in encodings:
-        read_opts = pacsv.ReadOptions(column_names=list(column_names), skip_rows=1 if header else 0,
-                                      encoding=enc.replace("-", ""), block_size=1 << 24)
-        parse_opts = pacsv.ParseOptions(delimiter=delimiter, quote_char='"' if quote else False,
-                                        newlines_in_values=False)
-        conv_opts = pacsv.ConvertOptions(column_types={c: pa.string() for c in column_names},
-                                         include_columns=list(include), strings_can_be_null=False,
-                                         quoted_strings_can_be_null=False)
+        read_opts = pacsv.ReadOptions(
+            column_names=list(column_names),
+            skip_rows=1 if header else 0,
+            encoding=enc.replace("-", ""),
+            block_size=1 << 24,
+        )
+        parse_opts = pacsv.ParseOptions(
+            delimiter=delimiter, quote_char='"' if quote else False, newlines_in_values=False
+        )
+        conv_opts = pacsv.ConvertOptions(
+            column_types={c: pa.string() for c in column_names},
+            include_columns=list(include),
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        )
         stream = pa.BufferReader(data) if data is not None else str(path)
         try:
-            return pacsv.read_csv(stream, read_options=read_opts, parse_options=parse_opts,
-                                  convert_options=conv_opts)
+            return pacsv.read_csv(stream, read_options=read_opts, parse_options=parse_opts, convert_options=conv_opts)
         except pa.ArrowInvalid as exc:
             last_exc = exc
             message = str(exc)
@@ -114,15 +131,18 @@ def read_delimited(source: Path, *, delimiter: str, column_names: Sequence[str],
     sep = shown_delimiter or delimiter
     if found:
         line, got = found
-        raise InvariRankError(f"{path}, line {line}: expected {n_fields} fields separated by {sep!r} "
-                              f"({', '.join(column_names)}), found {got}")
+        raise InvariRankError(
+            f"{path}, line {line}: expected {n_fields} fields separated by {sep!r} "
+            f"({', '.join(column_names)}), found {got}"
+        )
     if "UTF8" in message or "utf8" in message.lower():
         raise InvariRankError(f"{path}: cannot decode the file as {' or '.join(encodings)}")
     raise InvariRankError(f"{path}: cannot parse as {sep!r}-separated text: {message}")
 
 
-def numeric_column(table: pa.Table, name: str, *, path: Path, shown_name: str, first_line: int,
-                   kind: str) -> np.ndarray:
+def numeric_column(
+    table: pa.Table, name: str, *, path: Path, shown_name: str, first_line: int, kind: str
+) -> np.ndarray:
     """Convert a string column to float64 (``kind="float"``) or int64 (``kind="int"``).
 
     Integers may be written as integral floats (``"881250949.0"``); the value must be finite.
@@ -159,10 +179,11 @@ def numeric_column(table: pa.Table, name: str, *, path: Path, shown_name: str, f
         i = int(np.argmax(bad))
         value = trimmed[i].as_py()
         expected = "an integer" if kind == "int" else "a number"
-        raise InvariRankError(f"{path}, line {first_line + i}, column {shown_name!r}: "
-                              f"expected {expected}, found {value!r}")
+        raise InvariRankError(
+            f"{path}, line {first_line + i}, column {shown_name!r}: expected {expected}, found {value!r}"
+        )
     if kind == "int":
-        if values.size and (np.abs(values).max() >= 2 ** 53):
+        if values.size and (np.abs(values).max() >= 2**53):
             # beyond exact float range: parse as integers directly
             return pc.cast(trimmed, pa.int64()).to_numpy(zero_copy_only=False)
         return values.astype(np.int64)

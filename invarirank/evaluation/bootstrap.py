@@ -52,7 +52,7 @@ def totals(counts: np.ndarray, columns: np.ndarray) -> np.ndarray:
     out = np.zeros((c.shape[0], v.shape[1]))
     step = np.empty_like(out)
     for q in range(v.shape[0]):
-        np.multiply(c[:, q:q + 1], v[q], out=step)
+        np.multiply(c[:, q : q + 1], v[q], out=step)
         out += step
     return out[:, 0] if vector else out
 
@@ -70,13 +70,14 @@ def percentile_interval(replicates: np.ndarray, level: float = 0.95) -> list[flo
     r = r[np.isfinite(r)]
     if r.size == 0:
         return None
-    tail = (100.0 - 100.0 * level) / 2.0                  # percent in each tail: 2.5 for level 0.95
+    tail = (100.0 - 100.0 * level) / 2.0  # percent in each tail: 2.5 for level 0.95
     r = np.sort(r)
     return [_quantile(r, tail / 100.0), _quantile(r, (100.0 - tail) / 100.0)]
 
 
-def basic_interval(replicates: np.ndarray, estimate: float, level: float = 0.95,
-                   lower: float | None = 0.0) -> list[float] | None:
+def basic_interval(
+    replicates: np.ndarray, estimate: float, level: float = 0.95, lower: float | None = 0.0
+) -> list[float] | None:
     """The basic (pivotal) bootstrap interval [2θ - q_high, 2θ - q_low] of the estimate θ, where [q_low, q_high] is
     :func:`percentile_interval` of the finite replicates: it reflects the replicates' shift from θ (their bias)
     instead of carrying it, so an estimate that is biased upward gets an interval below the percentile one. Both
@@ -93,15 +94,20 @@ def _quantile(sorted_values: np.ndarray, q: float) -> float:
     """numpy's default ("linear") quantile of sorted values, without np.percentile (which imports numpy.ma,
     ~30 ms of start-up)."""
     n = len(sorted_values)
-    h = (n - 1) * q                                       # numpy's virtual index of the "linear" method
+    h = (n - 1) * q  # numpy's virtual index of the "linear" method
     lo = min(max(int(np.floor(h)), 0), n - 1)
     hi = min(lo + 1, n - 1)
     a, b, t = float(sorted_values[lo]), float(sorted_values[hi]), h - lo
     return b - (b - a) * (1.0 - t) if t >= 0.5 else a + (b - a) * t
 
 
-def collect(n_queries: int, n_boot: int, seed: int, columns: np.ndarray,
-            statistics: dict[str, Callable[[np.ndarray], np.ndarray]]) -> dict[str, np.ndarray]:
+def collect(
+    n_queries: int,
+    n_boot: int,
+    seed: int,
+    columns: np.ndarray,
+    statistics: dict[str, Callable[[np.ndarray], np.ndarray]],
+) -> dict[str, np.ndarray]:
     """Replicates of every statistic on the same resamples.
 
     ``columns``: Q x S per-query sums; each replicate's column totals are ``Y = C @ columns`` (:func:`totals`, one
@@ -119,6 +125,8 @@ def collect(n_queries: int, n_boot: int, seed: int, columns: np.ndarray,
 
 def ratio(a: int, b: int) -> Callable[[np.ndarray], np.ndarray]:
     """The statistic Y[:, a] / Y[:, b] (NaN where the denominator is 0)."""
+
     def fn(Y: np.ndarray) -> np.ndarray:
         return np.divide(Y[:, a], Y[:, b], out=np.full(len(Y), np.nan), where=Y[:, b] > 0)
+
     return fn

@@ -24,8 +24,17 @@ from typing import Any, NamedTuple
 
 from .comparisons import ALPHA, comparison
 
-__all__ = ["Claim", "ordering_claim", "best_claim", "below_claim", "PAPER_CLAIMS", "paper_claim", "holm",
-           "judge_claim", "judge_claims"]
+__all__ = [
+    "Claim",
+    "ordering_claim",
+    "best_claim",
+    "below_claim",
+    "PAPER_CLAIMS",
+    "paper_claim",
+    "holm",
+    "judge_claim",
+    "judge_claims",
+]
 
 
 class Claim(NamedTuple):
@@ -54,31 +63,63 @@ def ordering_claim(name: str, metric: str, best_first: Sequence[str], higher_is_
     return Claim(name, metric, pairs, higher_is_better, _rel(higher_is_better).join(best_first), source)
 
 
-def best_claim(name: str, metric: str, best: str, others: Sequence[str], higher_is_better: bool,
-               source: str) -> Claim:
+def best_claim(name: str, metric: str, best: str, others: Sequence[str], higher_is_better: bool, source: str) -> Claim:
     """``best`` better than each of ``others``."""
-    return Claim(name, metric, tuple((best, o) for o in others), higher_is_better,
-                 f"{best}{_rel(higher_is_better)}{', '.join(others)}", source)
+    return Claim(
+        name,
+        metric,
+        tuple((best, o) for o in others),
+        higher_is_better,
+        f"{best}{_rel(higher_is_better)}{', '.join(others)}",
+        source,
+    )
 
 
 def below_claim(name: str, metric: str, methods: Sequence[str], reference: str, source: str) -> Claim:
     """Each of ``methods`` has a lower ``metric`` than ``reference`` (lower is better)."""
-    return Claim(name, metric, tuple((m, reference) for m in methods), False,
-                 f"{', '.join(methods)} < {reference}", source)
+    return Claim(
+        name, metric, tuple((m, reference) for m in methods), False, f"{', '.join(methods)} < {reference}", source
+    )
 
 
-_CONSISTENCY_ORDER = ("sgs", "bootstrapping", "zero_shot", "stella")       # best first; the paper's claims too
+_CONSISTENCY_ORDER = ("sgs", "bootstrapping", "zero_shot", "stella")  # best first; the paper's claims too
 PAPER_CLAIMS: tuple[Claim, ...] = (
-    ordering_claim("loc_order", "loc", _CONSISTENCY_ORDER, True,
-                   "§5 Results, 'Output consistency' (all six model-dataset cells, K = 25)"),
-    ordering_claim("ppi_order", "ppi", _CONSISTENCY_ORDER, False,
-                   "§5 Results, 'Preference consistency' (same ordering for PPI and GPI throughout)"),
-    ordering_claim("gpi_order", "gpi", _CONSISTENCY_ORDER, False,
-                   "§5 Results, 'Preference consistency' (same ordering for PPI and GPI throughout)"),
-    best_claim("hr5_stella_best", "hr@5", "stella", ("zero_shot", "bootstrapping", "sgs"), True,
-               "§5 Results, 'Effectiveness' (STELLA_LW obtains the highest HR@5 for all three models)"),
-    below_claim("exposure_flattened", "exposure_mad@5", ("bootstrapping", "sgs", "stella"), "zero_shot",
-                "§5 Results, 'Marginal position exposure' (Figure 1: the mitigations flatten top-5 exposure)"),
+    ordering_claim(
+        "loc_order",
+        "loc",
+        _CONSISTENCY_ORDER,
+        True,
+        "§5 Results, 'Output consistency' (all six model-dataset cells, K = 25)",
+    ),
+    ordering_claim(
+        "ppi_order",
+        "ppi",
+        _CONSISTENCY_ORDER,
+        False,
+        "§5 Results, 'Preference consistency' (same ordering for PPI and GPI throughout)",
+    ),
+    ordering_claim(
+        "gpi_order",
+        "gpi",
+        _CONSISTENCY_ORDER,
+        False,
+        "§5 Results, 'Preference consistency' (same ordering for PPI and GPI throughout)",
+    ),
+    best_claim(
+        "hr5_stella_best",
+        "hr@5",
+        "stella",
+        ("zero_shot", "bootstrapping", "sgs"),
+        True,
+        "§5 Results, 'Effectiveness' (STELLA_LW obtains the highest HR@5 for all three models)",
+    ),
+    below_claim(
+        "exposure_flattened",
+        "exposure_mad@5",
+        ("bootstrapping", "sgs", "stella"),
+        "zero_shot",
+        "§5 Results, 'Marginal position exposure' (Figure 1: the mitigations flatten top-5 exposure)",
+    ),
 )
 
 
@@ -123,21 +164,39 @@ def judge_claim(claim: Claim, comparisons: Mapping[str, Any], alpha: float = ALP
         gain = d if claim.higher_is_better else -d
         direction = "as claimed" if gain > 0 else "reversed" if gain < 0 else "tie"
         resolved = p_holm < alpha
-        pairs.append({"better": better, "worse": worse, "mean_diff": d, "ci": rec["ci"], "n": rec["n"],
-                      "p": rec["p"], "p_holm": p_holm, "direction": direction, "resolved": resolved,
-                      "queries_80": None if resolved else rec["queries_80"]})
+        pairs.append(
+            {
+                "better": better,
+                "worse": worse,
+                "mean_diff": d,
+                "ci": rec["ci"],
+                "n": rec["n"],
+                "p": rec["p"],
+                "p_holm": p_holm,
+                "direction": direction,
+                "resolved": resolved,
+                "queries_80": None if resolved else rec["queries_80"],
+            }
+        )
     if any(p["resolved"] and p["direction"] == "reversed" for p in pairs):
         verdict = "contradicted"
     elif all(p["resolved"] and p["direction"] == "as claimed" for p in pairs):
         verdict = "reproduced"
     else:
         verdict = "unresolved"
-    return {"metric": claim.metric, "higher_is_better": claim.higher_is_better, "claim": claim.text,
-            "source": claim.source, "verdict": verdict, "pairs": pairs}
+    return {
+        "metric": claim.metric,
+        "higher_is_better": claim.higher_is_better,
+        "claim": claim.text,
+        "source": claim.source,
+        "verdict": verdict,
+        "pairs": pairs,
+    }
 
 
-def judge_claims(comparisons: Mapping[str, Any], claims: Sequence[Claim] = PAPER_CLAIMS,
-                 alpha: float = ALPHA) -> dict[str, dict]:
+def judge_claims(
+    comparisons: Mapping[str, Any], claims: Sequence[Claim] = PAPER_CLAIMS, alpha: float = ALPHA
+) -> dict[str, dict]:
     """``{claim name: judge_claim(...)}`` for the claims whose pairs were all compared, in the order of ``claims``."""
     out = {}
     for claim in claims:

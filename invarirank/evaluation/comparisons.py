@@ -55,15 +55,25 @@ from ..errors import InvariRankError
 from . import bootstrap
 from .positional_exposure import deviation_statistics
 
-__all__ = ["PerQuery", "compare_methods", "comparison", "per_query_from_block", "sign_flip_p", "queries_for_power",
-           "EXACT_MAX_QUERIES", "PERMUTATIONS", "ALPHA", "POWER"]
+__all__ = [
+    "PerQuery",
+    "compare_methods",
+    "comparison",
+    "per_query_from_block",
+    "sign_flip_p",
+    "queries_for_power",
+    "EXACT_MAX_QUERIES",
+    "PERMUTATIONS",
+    "ALPHA",
+    "POWER",
+]
 
 EXACT_MAX_QUERIES = 16
 PERMUTATIONS = 10_000
 ALPHA = 0.05
 POWER = 0.8
-_TIE = 1e-9                                   # relative tolerance of T(s) >= T(1)
-_CHUNK_CELLS = 1 << 20                        # flip-vector cells per block (8 MB of float64)
+_TIE = 1e-9  # relative tolerance of T(s) >= T(1)
+_CHUNK_CELLS = 1 << 20  # flip-vector cells per block (8 MB of float64)
 
 
 class PerQuery(NamedTuple):
@@ -88,14 +98,24 @@ def per_query_from_block(block: Mapping[str, Any]) -> PerQuery:
     qids = tuple(per_query)
     names: dict[str, None] = {}
     for d in per_query.values():
-        names.update((k, None) for k, v in d.items() if k not in ("rows", "candidates")
-                     and (v is None or isinstance(v, (int, float))) and not isinstance(v, bool))
-    values = {name: np.array([np.nan if per_query[q].get(name) is None else float(per_query[q][name])
-                              for q in qids], dtype=np.float64) for name in names}
+        names.update(
+            (k, None)
+            for k, v in d.items()
+            if k not in ("rows", "candidates")
+            and (v is None or isinstance(v, (int, float)))
+            and not isinstance(v, bool)
+        )
+    values = {
+        name: np.array(
+            [np.nan if per_query[q].get(name) is None else float(per_query[q][name]) for q in qids], dtype=np.float64
+        )
+        for name in names
+    }
     return PerQuery(qids, values)
 
 
 # ----------------------------------------------------------------------------------------------- small helpers
+
 
 def queries_for_power(mean_diff: float, sd: float | None, alpha: float = ALPHA, power: float = POWER) -> int | None:
     """((z_{1-alpha/2} + z_power) · sd / |mean_diff|)², rounded up, at least 1 (normal approximation, two-sided);
@@ -108,8 +128,7 @@ def queries_for_power(mean_diff: float, sd: float | None, alpha: float = ALPHA, 
     return max(1, math.ceil((z * sd / abs(mean_diff)) ** 2))
 
 
-def sign_flip_p(differences: Sequence[float], n_permutations: int = PERMUTATIONS, seed: int = 0
-                ) -> tuple[float, bool]:
+def sign_flip_p(differences: Sequence[float], n_permutations: int = PERMUTATIONS, seed: int = 0) -> tuple[float, bool]:
     """``(p, exact)``: the two-sided paired sign-flip p-value of one vector of per-query differences (NaN entries
     are left out), by the rule of the module docstring."""
     d = np.asarray(differences, dtype=np.float64)
@@ -135,21 +154,28 @@ def comparison(comparisons: Mapping[str, Any], metric: str, a: str, b: str) -> d
 
 # ----------------------------------------------------------------------------------------------- the comparisons
 
+
 class _Pooled(NamedTuple):
     """A statistic of pooled per-query sums: ``stat`` maps totals (rows × c) to one value per row."""
 
-    a: np.ndarray                             # Q × c contributions of method a (0 on unpaired queries)
+    a: np.ndarray  # Q × c contributions of method a (0 on unpaired queries)
     b: np.ndarray
     stat: Callable[[np.ndarray], np.ndarray]
-    n: int                                    # paired queries
+    n: int  # paired queries
 
     def observed(self) -> float:
         """The statistic of a's pooled contributions minus b's: the difference the test and the interval are of."""
         return float(self.stat(self.a.sum(axis=0)[None])[0] - self.stat(self.b.sum(axis=0)[None])[0])
 
 
-def compare_methods(methods: Mapping[str, PerQuery], *, seed: int = 0, n_bootstrap: int = 1000,
-                    n_permutations: int = PERMUTATIONS, ci_level: float = 0.95) -> dict:
+def compare_methods(
+    methods: Mapping[str, PerQuery],
+    *,
+    seed: int = 0,
+    n_bootstrap: int = 1000,
+    n_permutations: int = PERMUTATIONS,
+    ci_level: float = 0.95,
+) -> dict:
     """Every metric, every pair of ``methods`` (in their order): the dictionary of the module docstring.
 
     Queries are matched by id (the union of all methods' ids, in order of first appearance, is what the bootstrap
@@ -167,7 +193,7 @@ def compare_methods(methods: Mapping[str, PerQuery], *, seed: int = 0, n_bootstr
             union.setdefault(q, len(union))
     Q = len(union)
     aligned = {m: _align(pq, union) for m, pq in methods.items()}
-    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
     metrics: dict[str, None] = {}
     for pq in methods.values():
         metrics.update((k, None) for k in pq.values)
@@ -206,10 +232,11 @@ def compare_methods(methods: Mapping[str, PerQuery], *, seed: int = 0, n_bootstr
     p_lin, p_pool, exact = _permutation_p(Q, D0, pooled, n_permutations, seed)
     n_valid = valid.sum(axis=0)
     exact_lin = np.full(len(lin_keys), exact)
-    if not exact:                             # columns with few paired queries: enumerate their own sign vectors
+    if not exact:  # columns with few paired queries: enumerate their own sign vectors
         for few in np.flatnonzero(n_valid <= EXACT_MAX_QUERIES):
-            p_lin[few] = _permutation_p(int(n_valid[few]), D[valid[:, few], few][:, None], [], n_permutations,
-                                        seed)[0][0]
+            p_lin[few] = _permutation_p(int(n_valid[few]), D[valid[:, few], few][:, None], [], n_permutations, seed)[0][
+                0
+            ]
             exact_lin[few] = True
     ci_lin, ci_pool, se_pool = _bootstrap_intervals(Q, D0, valid, pooled, n_bootstrap, seed, ci_level)
 
@@ -218,8 +245,9 @@ def compare_methods(methods: Mapping[str, PerQuery], *, seed: int = 0, n_bootstr
         d = D[valid[:, j], j]
         mean = float(d.mean())
         sd = float(d.std(ddof=1)) if len(d) >= 2 else None
-        out.setdefault(metric, {}).setdefault(a, {})[b] = _record(len(d), mean, ci_lin[j], p_lin[j],
-                                                                  bool(exact_lin[j]), sd)
+        out.setdefault(metric, {}).setdefault(a, {})[b] = _record(
+            len(d), mean, ci_lin[j], p_lin[j], bool(exact_lin[j]), sd
+        )
     for i, (metric, a, b) in enumerate(pool_keys):
         pl = pooled[i]
         mean = pl.observed()
@@ -229,12 +257,20 @@ def compare_methods(methods: Mapping[str, PerQuery], *, seed: int = 0, n_bootstr
 
 
 def _record(n: int, mean: float, ci: list[float] | None, p: float, exact: bool, sd: float | None) -> dict:
-    return {"n": int(n), "mean_diff": mean, "ci": ci, "p": float(p), "exact": exact, "sd": sd,
-            "queries_80": queries_for_power(mean, sd)}
+    return {
+        "n": int(n),
+        "mean_diff": mean,
+        "ci": ci,
+        "p": float(p),
+        "exact": exact,
+        "sd": sd,
+        "queries_80": queries_for_power(mean, sd),
+    }
 
 
-def _align(pq: PerQuery, union: Mapping[str, int]
-           ) -> tuple[dict[str, np.ndarray], tuple[str, np.ndarray, np.ndarray] | None]:
+def _align(
+    pq: PerQuery, union: Mapping[str, int]
+) -> tuple[dict[str, np.ndarray], tuple[str, np.ndarray, np.ndarray] | None]:
     """A method's values on the union of queries (NaN where it lacks the query) and its exposure contributions as
     ``(name, has_query, [hits | rows | expected])`` (zeros where it lacks the query)."""
     Q = len(union)
@@ -259,11 +295,12 @@ def _pad_thirds(U: np.ndarray, width: int) -> np.ndarray:
     P = U.shape[1] // 3
     out = np.zeros((U.shape[0], 3 * width))
     for t in range(3):
-        out[:, t * width:t * width + P] = U[:, t * P:(t + 1) * P]
+        out[:, t * width : t * width + P] = U[:, t * P : (t + 1) * P]
     return out
 
 
 # ----------------------------------------------------------------------------------------------- permutations
+
 
 def _flip_blocks(n: int, n_permutations: int, seed: int) -> tuple[Iterator[np.ndarray], int, bool]:
     """Blocks of flip vectors over n queries (rows of 0.0/1.0, 1 = flip the query's sign, i.e. swap the two
@@ -281,11 +318,13 @@ def _flip_blocks(n: int, n_permutations: int, seed: int) -> tuple[Iterator[np.nd
             size = (min(rows, n_permutations - r0), (n + 7) // 8)
             bits = np.unpackbits(rng.integers(0, 256, size=size, dtype=np.uint8), axis=1, count=n)
             yield bits.astype(np.float64)
+
     return draw(), n_permutations, False
 
 
-def _permutation_p(n: int, D: np.ndarray, pooled: Sequence[_Pooled], n_permutations: int, seed: int
-                   ) -> tuple[np.ndarray, np.ndarray, bool]:
+def _permutation_p(
+    n: int, D: np.ndarray, pooled: Sequence[_Pooled], n_permutations: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """``(p of each column of D, p of each pooled statistic, exact)`` over the same flip vectors of n queries.
 
     A column's statistic is |sum_q s_q d_q| = |sum d - 2 F·d| for flips F (undefined queries hold 0, so flipping
@@ -296,9 +335,9 @@ def _permutation_p(n: int, D: np.ndarray, pooled: Sequence[_Pooled], n_permutati
     threshold = np.abs(total_d) - _TIE * np.abs(D).sum(axis=0)
     totals = [(pl.a.sum(axis=0), pl.b.sum(axis=0)) for pl in pooled]
     observed = [abs(pl.observed()) for pl in pooled]
-    pool_threshold = [t * (1 - _TIE) - 1e-12 for t in observed]                # deviations lie in [0, 1]
+    pool_threshold = [t * (1 - _TIE) - 1e-12 for t in observed]  # deviations lie in [0, 1]
     delta = np.hstack([D] + [pl.b - pl.a for pl in pooled])
-    moving = np.flatnonzero(np.any(delta != 0, axis=0))                        # columns the flips can change
+    moving = np.flatnonzero(np.any(delta != 0, axis=0))  # columns the flips can change
     widths = np.cumsum([D.shape[1]] + [pl.a.shape[1] for pl in pooled])
     count = np.zeros(D.shape[1])
     pool_count = np.zeros(len(pooled))
@@ -306,9 +345,9 @@ def _permutation_p(n: int, D: np.ndarray, pooled: Sequence[_Pooled], n_permutati
     for F in blocks:
         X = np.zeros((len(F), delta.shape[1]))
         X[:, moving] = F @ delta[:, moving]
-        count += (np.abs(total_d - 2.0 * X[:, :D.shape[1]]) >= threshold).sum(axis=0)
+        count += (np.abs(total_d - 2.0 * X[:, : D.shape[1]]) >= threshold).sum(axis=0)
         for i, (pl, (ta, tb)) in enumerate(zip(pooled, totals)):
-            shift = X[:, widths[i]:widths[i + 1]]
+            shift = X[:, widths[i] : widths[i + 1]]
             stat = pl.stat(ta + shift) - pl.stat(tb - shift)
             pool_count[i] += np.count_nonzero(np.abs(stat) >= pool_threshold[i])
     if exact:
@@ -318,8 +357,10 @@ def _permutation_p(n: int, D: np.ndarray, pooled: Sequence[_Pooled], n_permutati
 
 # ----------------------------------------------------------------------------------------------- bootstrap
 
-def _bootstrap_intervals(Q: int, D0: np.ndarray, valid: np.ndarray, pooled: Sequence[_Pooled], n_bootstrap: int,
-                         seed: int, level: float) -> tuple[list, list, list]:
+
+def _bootstrap_intervals(
+    Q: int, D0: np.ndarray, valid: np.ndarray, pooled: Sequence[_Pooled], n_bootstrap: int, seed: int, level: float
+) -> tuple[list, list, list]:
     """Paired bootstrap: (percentile interval of each column's mean difference, basic interval of each pooled
     difference, standard error of each pooled difference), all ``None`` when ``n_bootstrap`` is 0."""
     c, k = D0.shape[1], len(pooled)
@@ -329,12 +370,14 @@ def _bootstrap_intervals(Q: int, D0: np.ndarray, valid: np.ndarray, pooled: Sequ
     edges = np.cumsum([0] + [x.shape[1] for x in blocks])
 
     def means(Y: np.ndarray) -> np.ndarray:
-        num, den = Y[:, :c], Y[:, c:2 * c]
+        num, den = Y[:, :c], Y[:, c : 2 * c]
         return np.divide(num, den, out=np.full_like(num, np.nan), where=den > 0)
 
     def pooled_diffs(Y: np.ndarray) -> np.ndarray:
-        cols = [pl.stat(Y[:, edges[2 + 2 * i]:edges[3 + 2 * i]]) - pl.stat(Y[:, edges[3 + 2 * i]:edges[4 + 2 * i]])
-                for i, pl in enumerate(pooled)]
+        cols = [
+            pl.stat(Y[:, edges[2 + 2 * i] : edges[3 + 2 * i]]) - pl.stat(Y[:, edges[3 + 2 * i] : edges[4 + 2 * i]])
+            for i, pl in enumerate(pooled)
+        ]
         return np.column_stack(cols) if cols else np.zeros((len(Y), 0))
 
     reps = bootstrap.collect(Q, n_bootstrap, seed, np.hstack(blocks), {"mean": means, "pooled": pooled_diffs})

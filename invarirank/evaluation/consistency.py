@@ -36,14 +36,30 @@ from ..errors import InvariRankError
 #: for more than 300 s); longer lists are refused with this limit named rather than left to hang
 MAX_GPI_K = 1000
 
-__all__ = ["MAX_GPI_K", "encode_rows", "inverse_permutations", "pair_statistics", "win_matrix", "gpi_local_search",
-           "loc_from_wins", "swap_deltas", "contradiction_mass", "win_counts", "ppi", "gpi", "loc", "query_arrays"]
+__all__ = [
+    "MAX_GPI_K",
+    "encode_rows",
+    "inverse_permutations",
+    "pair_statistics",
+    "win_matrix",
+    "gpi_local_search",
+    "loc_from_wins",
+    "swap_deltas",
+    "contradiction_mass",
+    "win_counts",
+    "ppi",
+    "gpi",
+    "loc",
+    "query_arrays",
+]
 
 
 # ----------------------------------------------------------------------------------------------- encoding
 
-def encode_rows(inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]], items: Sequence[str]
-                ) -> tuple[np.ndarray, np.ndarray]:
+
+def encode_rows(
+    inputs: Sequence[Sequence[str]], outputs: Sequence[Sequence[str]], items: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
     """``(pos, rank)``: M x K int arrays with the presented position and the 0-based output rank of ``items[i]``."""
     index = {x: i for i, x in enumerate(items)}
     K, M = len(items), len(outputs)
@@ -92,8 +108,10 @@ def query_arrays(outputs: Any, inputs: Any = None) -> tuple[list[str], np.ndarra
 
 # ----------------------------------------------------------------------------------------------- batch core
 
-def pair_statistics(pos: np.ndarray, rank: np.ndarray, starts: np.ndarray, buckets: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+
+def pair_statistics(
+    pos: np.ndarray, rank: np.ndarray, starts: np.ndarray, buckets: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Win counts and PPI of G queries with the same K whose rows are contiguous.
 
     ``pos``/``rank``: R x K (presented position / 0-based output rank of item i in row r); ``starts``: G+1
@@ -126,16 +144,16 @@ def pair_statistics(pos: np.ndarray, rank: np.ndarray, starts: np.ndarray, bucke
         r0, r1 = int(starts[g0]), int(starts[g1])
         n_groups = g1 - g0
         rk = rank[r0:r1]
-        above = rk[:, iu] < rk[:, ju]                                   # (rows, pairs): i above j
+        above = rk[:, iu] < rk[:, ju]  # (rows, pairs): i above j
         if B == 1:
             w_up[g0:g1] = np.add.reduceat(above, starts[g0:g1] - r0, axis=0, dtype=np.int64)
         else:
             # one histogram of code = 2 * cell + above per (query, pair), cell = B * bucket(i) + bucket(j)
             bk = bucket[r0:r1]
-            code = bk[:, iu] * ctype(2 * B)                             # 2 * cell + above, cell = B b_i + b_j
+            code = bk[:, iu] * ctype(2 * B)  # 2 * cell + above, cell = B b_i + b_j
             code += bk[:, ju] * ctype(2)
             code += above
-            group = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(starts[g0:g1 + 1]))
+            group = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(starts[g0 : g1 + 1]))
             idx = ((group * P)[:, None] + np.arange(P, dtype=np.int64)) * (2 * B2)
             idx += code
             counts = np.bincount(idx.ravel(), minlength=n_groups * P * 2 * B2).reshape(n_groups, P, B2, 2)
@@ -143,7 +161,7 @@ def pair_statistics(pos: np.ndarray, rank: np.ndarray, starts: np.ndarray, bucke
             n = counts[..., 0] + w
             w_up[g0:g1] = w.sum(axis=2)
             seen = n > 0
-            rate = w / np.maximum(n, 1)                                  # rates lie in [0, 1]
+            rate = w / np.maximum(n, 1)  # rates lie in [0, 1]
             spread = np.where(seen, rate, -1.0).max(axis=2) - np.where(seen, rate, 2.0).min(axis=2)
             ok = np.count_nonzero(seen, axis=2) >= 2
             ppi_sum[g0:g1] = np.where(ok, spread, 0.0).sum(axis=1)
@@ -181,10 +199,10 @@ def _deltas(P: np.ndarray) -> np.ndarray:
     n, K, _ = P.shape
     S = np.zeros((n, K, K + 1), dtype=np.int64)
     np.cumsum(P, axis=2, out=S[:, :, 1:])
-    S0, S1 = S[:, :, :K], S[:, :, 1:]                 # S0[a, b] = S[a, b]; S1[a, b] = S[a, b + 1]
-    d1 = np.diagonal(S1, axis1=1, axis2=2)             # S[a, a + 1]
-    d0 = np.diagonal(S0, axis1=1, axis2=2)             # S[b, b]
-    delta = P + S0 - d1[:, :, None] - d0[:, None, :] + S1.transpose(0, 2, 1)   # + S[b, a + 1]
+    S0, S1 = S[:, :, :K], S[:, :, 1:]  # S0[a, b] = S[a, b]; S1[a, b] = S[a, b + 1]
+    d1 = np.diagonal(S1, axis1=1, axis2=2)  # S[a, a + 1]
+    d0 = np.diagonal(S0, axis1=1, axis2=2)  # S[b, b]
+    delta = P + S0 - d1[:, :, None] - d0[:, None, :] + S1.transpose(0, 2, 1)  # + S[b, a + 1]
     return np.where(np.triu(np.ones((K, K), dtype=bool), 1), delta, 0)
 
 
@@ -199,18 +217,20 @@ def gpi_local_search(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     W = np.asarray(W, dtype=np.int64)
     G, K, _ = W.shape
     if K > MAX_GPI_K:
-        raise InvariRankError(f"GPI: lists of K = {K} candidates are above the limit K <= {MAX_GPI_K} of its local "
-                              f"search (whose work grows as K^4)")
+        raise InvariRankError(
+            f"GPI: lists of K = {K} candidates are above the limit K <= {MAX_GPI_K} of its local "
+            f"search (whose work grows as K^4)"
+        )
     order = np.argsort(-W.sum(axis=2), axis=1, kind="stable")
     mass = contradiction_mass(W, order) if G else np.zeros(0, dtype=np.int64)
     if K < 2 or G == 0:
         return order, mass
     A = W - W.transpose(0, 2, 1)
-    P = A[np.arange(G)[:, None, None], order[:, :, None], order[:, None, :]]   # P[g, a, c] = A[σ_a, σ_c]
+    P = A[np.arange(G)[:, None, None], order[:, :, None], order[:, None, :]]  # P[g, a, c] = A[σ_a, σ_c]
     active = np.arange(G)
     while active.size:
         flat = _deltas(P).reshape(len(active), K * K)
-        best = flat.argmin(axis=1)                       # first minimum in row-major (a, b) order
+        best = flat.argmin(axis=1)  # first minimum in row-major (a, b) order
         gain = flat[np.arange(len(active)), best]
         better = gain < 0
         active, best, gain, P = active[better], best[better], gain[better], P[better]
@@ -218,7 +238,7 @@ def gpi_local_search(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         xa, xb = order[active, a], order[active, b]
         order[active, a], order[active, b] = xb, xa
         mass[active] += gain
-        ar = np.arange(len(active))                      # swap rows a, b and columns a, b of P
+        ar = np.arange(len(active))  # swap rows a, b and columns a, b of P
         row_a = P[ar, a].copy()
         P[ar, a] = P[ar, b]
         P[ar, b] = row_a
@@ -238,10 +258,11 @@ def loc_from_wins(w_up: np.ndarray, n_rows: np.ndarray, K: int) -> np.ndarray:
     disc = (w_up * (M[:, None] - w_up)).sum(axis=1)
     denom = (M * (M - 1) // 2) * (K * (K - 1) // 2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denom > 0, (denom - 2 * disc) / np.maximum(denom, 1), np.nan)   # one rounding
+        return np.where(denom > 0, (denom - 2 * disc) / np.maximum(denom, 1), np.nan)  # one rounding
 
 
 # ----------------------------------------------------------------------------------------------- one query
+
 
 def win_counts(outputs: Any) -> tuple[list[str], np.ndarray]:
     """``(items, W)`` for one query: ``items`` in code-point order, ``W[i, j]`` = rows with i above j."""

@@ -59,8 +59,9 @@ def reciprocal_rank(output: Sequence[str], relevant: Iterable[str], k: int) -> f
     return 1.0 / r if r is not None and r <= k else 0.0
 
 
-def effectiveness_from_ranks(rank: np.ndarray, relevant: np.ndarray, n_relevant: np.ndarray,
-                             ks: Sequence[int]) -> dict[str, np.ndarray]:
+def effectiveness_from_ranks(
+    rank: np.ndarray, relevant: np.ndarray, n_relevant: np.ndarray, ks: Sequence[int]
+) -> dict[str, np.ndarray]:
     """Per-row HR/nDCG/recall/MRR for many rows at once.
 
     ``rank[r, i]``: 0-based output rank of candidate i in row r (R x K ints); ``relevant[r, i]``: whether
@@ -72,7 +73,7 @@ def effectiveness_from_ranks(rank: np.ndarray, relevant: np.ndarray, n_relevant:
     n_rel = np.asarray(n_relevant, dtype=np.float64)
     K = rank.shape[1] if rank.ndim == 2 else 0
     gain = np.where(rel, 1.0 / np.log2(rank + 2.0), 0.0)
-    never = np.iinfo(np.int64).max // 2                      # "no relevant candidate": beyond every cut-off
+    never = np.iinfo(np.int64).max // 2  # "no relevant candidate": beyond every cut-off
     first = np.where(rel, rank, never).min(axis=1) if K else np.full(len(rank), never, dtype=np.int64)
     out: dict[str, np.ndarray] = {}
     top_n = int(n_rel.max()) if len(n_rel) else 0

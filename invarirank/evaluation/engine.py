@@ -77,24 +77,39 @@ from .references import (
     reference_inputs,
 )
 
-__all__ = ["METRICS_SCHEMA_VERSION", "evaluate", "evaluate_rows", "check_settings", "check_metrics_version",
-           "dumps_metrics"]
+__all__ = [
+    "METRICS_SCHEMA_VERSION",
+    "evaluate",
+    "evaluate_rows",
+    "check_settings",
+    "check_metrics_version",
+    "dumps_metrics",
+]
 
 METRICS_SCHEMA_VERSION = 5
 CI_LEVEL = 0.95
 _GPI_CHUNK_CELLS = 1 << 20
 
 
-def check_settings(ks: Iterable[int], exposure_k: int, buckets: int, exact_kemeny_max_k: int | None,
-                   n_bootstrap: int, seed: int, n_permutations: int = PERMUTATIONS, *,
-                   reference_replicates: int = REFERENCE_REPLICATES,
-                   names: Mapping[str, str] | None = None) -> dict[str, Any]:
+def check_settings(
+    ks: Iterable[int],
+    exposure_k: int,
+    buckets: int,
+    exact_kemeny_max_k: int | None,
+    n_bootstrap: int,
+    seed: int,
+    n_permutations: int = PERMUTATIONS,
+    *,
+    reference_replicates: int = REFERENCE_REPLICATES,
+    names: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """Validated settings (raises :class:`InvariRankError` naming the parameter, or its name in ``names``: the
     command line passes its flags)."""
     names = dict(names or {})
 
     def bad(param: str, why: str) -> InvariRankError:
         return InvariRankError(f"{names.get(param, param)}: {why}")
+
     try:
         ks = [int(k) for k in ks]
     except (TypeError, ValueError):
@@ -102,28 +117,51 @@ def check_settings(ks: Iterable[int], exposure_k: int, buckets: int, exact_kemen
     if not ks or any(k < 1 for k in ks):
         raise bad("ks", f"expected at least one cut-off, all >= 1, got {ks}")
     ks = list(dict.fromkeys(ks))
-    for name, value, low in (("exposure_k", exposure_k, 1), ("buckets", buckets, 1), ("n_bootstrap", n_bootstrap, 0),
-                             ("n_permutations", n_permutations, 0),
-                             ("reference_replicates", reference_replicates, 0)):
+    for name, value, low in (
+        ("exposure_k", exposure_k, 1),
+        ("buckets", buckets, 1),
+        ("n_bootstrap", n_bootstrap, 0),
+        ("n_permutations", n_permutations, 0),
+        ("reference_replicates", reference_replicates, 0),
+    ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise bad(name, f"expected an integer >= {low}, got {value!r}")
     if exact_kemeny_max_k is not None:
         if not isinstance(exact_kemeny_max_k, (int, np.integer)) or not 0 <= exact_kemeny_max_k <= MAX_EXACT_K:
             off = names.get("exact_kemeny_off", "None")
-            raise bad("exact_kemeny_max_k", f"expected an integer from 0 to {MAX_EXACT_K} (or {off} to switch the "
-                                            f"exact search off), got {exact_kemeny_max_k!r}")
+            raise bad(
+                "exact_kemeny_max_k",
+                f"expected an integer from 0 to {MAX_EXACT_K} (or {off} to switch the "
+                f"exact search off), got {exact_kemeny_max_k!r}",
+            )
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise bad("seed", f"expected an integer >= 0, got {seed!r}")
-    return {"ks": ks, "exposure_k": int(exposure_k), "buckets": int(buckets),
-            "exact_kemeny_max_k": None if exact_kemeny_max_k is None else int(exact_kemeny_max_k),
-            "bootstrap": int(n_bootstrap), "permutations": int(n_permutations), "seed": int(seed),
-            "ci_level": CI_LEVEL, "reference_replicates": int(reference_replicates)}
+    return {
+        "ks": ks,
+        "exposure_k": int(exposure_k),
+        "buckets": int(buckets),
+        "exact_kemeny_max_k": None if exact_kemeny_max_k is None else int(exact_kemeny_max_k),
+        "bootstrap": int(n_bootstrap),
+        "permutations": int(n_permutations),
+        "seed": int(seed),
+        "ci_level": CI_LEVEL,
+        "reference_replicates": int(reference_replicates),
+    }
 
 
-def evaluate(data: Any, ks: Sequence[int] = (1, 5, 10), exposure_k: int = 5, buckets: int = 3,
-             exact_kemeny_max_k: int | None = 10, n_bootstrap: int = 1000, seed: int = 0,
-             n_permutations: int = PERMUTATIONS, *, first_stage: Any = None,
-             reference_replicates: int = REFERENCE_REPLICATES) -> dict:
+def evaluate(
+    data: Any,
+    ks: Sequence[int] = (1, 5, 10),
+    exposure_k: int = 5,
+    buckets: int = 3,
+    exact_kemeny_max_k: int | None = 10,
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    n_permutations: int = PERMUTATIONS,
+    *,
+    first_stage: Any = None,
+    reference_replicates: int = REFERENCE_REPLICATES,
+) -> dict:
     """Metrics of observations: the ``metrics.json`` dictionary (its shape in :mod:`invarirank.evaluation.engine`'s
     docstring and the book's file formats page; the definitions in the book's metrics chapter).
 
@@ -140,16 +178,25 @@ def evaluate(data: Any, ks: Sequence[int] = (1, 5, 10), exposure_k: int = 5, buc
     first-stage-order reference; ``reference_replicates`` random draws per query estimate the random order's
     consistency (0: no random reference). See :mod:`.references`.
     """
-    settings = check_settings(ks, exposure_k, buckets, exact_kemeny_max_k, n_bootstrap, seed, n_permutations,
-                              reference_replicates=reference_replicates)
+    settings = check_settings(
+        ks,
+        exposure_k,
+        buckets,
+        exact_kemeny_max_k,
+        n_bootstrap,
+        seed,
+        n_permutations,
+        reference_replicates=reference_replicates,
+    )
     if first_stage is not None and not isinstance(first_stage, Mapping):
         first_stage = read_first_stage(first_stage)
     rows = as_rows(data)
     return evaluate_rows(rows, settings, first_stage=first_stage)
 
 
-def evaluate_rows(rows: list[dict], settings: dict[str, Any], *,
-                  first_stage: Mapping[str, Sequence[str]] | None = None) -> dict:
+def evaluate_rows(
+    rows: list[dict], settings: dict[str, Any], *, first_stage: Mapping[str, Sequence[str]] | None = None
+) -> dict:
     """:func:`evaluate` on already validated rows and settings (from :func:`check_settings`)."""
     with gc_paused():
         grouped: dict[str, dict[str, list[dict]]] = {}
@@ -160,15 +207,33 @@ def evaluate_rows(rows: list[dict], settings: dict[str, Any], *,
         for m, queries in grouped.items():
             methods[m], values[m] = _evaluate_method(queries, settings)
         references = _references(grouped, values, settings, first_stage)
-    comparisons = (compare_methods(values, seed=settings["seed"], n_bootstrap=settings["bootstrap"],
-                                   n_permutations=settings["permutations"], ci_level=CI_LEVEL)
-                   if settings["permutations"] > 0 else {})
-    return {"schema_version": METRICS_SCHEMA_VERSION, "settings": settings, "methods": methods,
-            "comparisons": comparisons, "claims": judge_claims(comparisons), "references": references}
+    comparisons = (
+        compare_methods(
+            values,
+            seed=settings["seed"],
+            n_bootstrap=settings["bootstrap"],
+            n_permutations=settings["permutations"],
+            ci_level=CI_LEVEL,
+        )
+        if settings["permutations"] > 0
+        else {}
+    )
+    return {
+        "schema_version": METRICS_SCHEMA_VERSION,
+        "settings": settings,
+        "methods": methods,
+        "comparisons": comparisons,
+        "claims": judge_claims(comparisons),
+        "references": references,
+    }
 
 
-def _references(grouped: Mapping[str, Mapping[str, list[dict]]], values: Mapping[str, PerQuery],
-                settings: Mapping[str, Any], first_stage: Mapping[str, Sequence[str]] | None) -> dict:
+def _references(
+    grouped: Mapping[str, Mapping[str, list[dict]]],
+    values: Mapping[str, PerQuery],
+    settings: Mapping[str, Any],
+    first_stage: Mapping[str, Sequence[str]] | None,
+) -> dict:
     """The ``references`` section: the first-stage order (when its rankings are given) and the random order (when
     ``reference_replicates`` > 0), each with its comparisons against every method (:mod:`.references`)."""
     if not grouped:
@@ -178,8 +243,9 @@ def _references(grouped: Mapping[str, Mapping[str, list[dict]]], values: Mapping
     if first_stage is not None:
         blocks[FIRST_STAGE] = _evaluate_method(first_stage_rows(inputs, first_stage), dict(settings))
     if settings["reference_replicates"] > 0:
-        blocks[RANDOM] = random_block(inputs, settings, _evaluate_method, seed=settings["seed"],
-                                      replicates=settings["reference_replicates"])
+        blocks[RANDOM] = random_block(
+            inputs, settings, _evaluate_method, seed=settings["seed"], replicates=settings["reference_replicates"]
+        )
     out = {}
     for name, (block, pq) in blocks.items():
         out[name] = {**block, "comparisons": reference_comparisons(values, name, pq, settings)}
@@ -203,7 +269,7 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
     ppi_q, gpi_q, exact_q, loc_q = (np.full(Q, np.nan) for _ in range(4))
     hits = np.zeros((Q, max_k))
 
-    for K in sorted(set(k_of.tolist())):                  # (np.unique would import numpy.ma: slow start-up)
+    for K in sorted(set(k_of.tolist())):  # (np.unique would import numpy.ma: slow start-up)
         qi = np.flatnonzero(k_of == K)
         inp_flat: list[int] = []
         out_flat: list[int] = []
@@ -211,7 +277,7 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
         n_rel = np.zeros(len(qi), dtype=np.int64)
         for g, q in enumerate(qi.tolist()):
             qrows = queries[qids[q]]
-            index = {x: i for i, x in enumerate(sorted(qrows[0]["input"]))}   # code-point id order
+            index = {x: i for i, x in enumerate(sorted(qrows[0]["input"]))}  # code-point id order
             get = index.__getitem__
             for r in qrows:
                 inp_flat.extend(map(get, r["input"]))
@@ -239,7 +305,7 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
         loc_q[qi[ok]] = loc_from_wins(w_up[ok], M[ok], K)
         step = max(1, _GPI_CHUNK_CELLS // (K * K))
         for c0 in range(0, ok.size, step):
-            sel = ok[c0:c0 + step]
+            sel = ok[c0 : c0 + step]
             W = win_matrix(w_up[sel], M[sel], K)
             _, mass = gpi_local_search(W)
             gpi_q[qi[sel]] = mass / (M[sel] * pairs)
@@ -249,15 +315,14 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
     # ---- overall
     total_rows = int(n_rows.sum())
     overall: dict[str, Any] = {name: float(v.sum() / total_rows) for name, v in eff_sums.items()}
-    has = {name: ~np.isnan(v) for name, v in (("ppi", ppi_q), ("gpi", gpi_q), ("gpi_exact", exact_q),
-                                                ("loc", loc_q))}
+    has = {name: ~np.isnan(v) for name, v in (("ppi", ppi_q), ("gpi", gpi_q), ("gpi_exact", exact_q), ("loc", loc_q))}
     values = {"ppi": ppi_q, "gpi": gpi_q, "gpi_exact": exact_q, "loc": loc_q}
     exact_complete = bool(np.all(has["gpi_exact"] == has["gpi"])) and has["gpi"].any()
     for name in ("ppi", "gpi", "gpi_exact", "loc"):
         v, h = values[name], has[name]
         overall[name] = float(v[h].mean()) if h.any() and (name != "gpi_exact" or exact_complete) else None
     positions = np.arange(max_k)
-    rows_at = (k_of[:, None] > positions) * n_rows[:, None].astype(np.float64)           # Q x maxK
+    rows_at = (k_of[:, None] > positions) * n_rows[:, None].astype(np.float64)  # Q x maxK
     share = np.minimum(E, k_of) / k_of
     expected_at = (k_of[:, None] > positions) * (n_rows * share)[:, None]
     summary = exposure_summary(hits.sum(axis=0), rows_at.sum(axis=0), expected_at.sum(axis=0))
@@ -272,8 +337,7 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
     overall["rows"] = total_rows
     for name in ("ppi", "gpi", "loc"):
         overall[f"{name}_queries"] = int(has[name].sum())
-    overall["gpi_suboptimal_queries"] = (int((gpi_q[has["gpi"]] > exact_q[has["gpi"]]).sum())
-                                         if exact_complete else None)
+    overall["gpi_suboptimal_queries"] = int((gpi_q[has["gpi"]] > exact_q[has["gpi"]]).sum()) if exact_complete else None
 
     # ---- bootstrap intervals over queries
     ci: dict[str, list[float]] = {}
@@ -289,15 +353,19 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
                 stats[name] = bootstrap.ratio(len(columns) - 2, len(columns) - 1)
         s0 = len(columns)
         V = np.column_stack(columns + [hits, rows_at, expected_at])
-        mad, maxdev = deviation_statistics(slice(s0, s0 + max_k), slice(s0 + max_k, s0 + 2 * max_k),
-                                           slice(s0 + 2 * max_k, s0 + 3 * max_k))
+        mad, maxdev = deviation_statistics(
+            slice(s0, s0 + max_k), slice(s0 + max_k, s0 + 2 * max_k), slice(s0 + 2 * max_k, s0 + 3 * max_k)
+        )
         if exposure_defined:
             stats[f"exposure_mad@{E}"], stats[f"exposure_maxdev@{E}"] = mad, maxdev
         reps = bootstrap.collect(Q, st["bootstrap"], st["seed"], V, stats)
         deviations = (f"exposure_mad@{E}", f"exposure_maxdev@{E}")
         for name in stats:
-            interval = (bootstrap.basic_interval(reps[name], overall[name], CI_LEVEL) if name in deviations
-                        else bootstrap.percentile_interval(reps[name], CI_LEVEL))
+            interval = (
+                bootstrap.basic_interval(reps[name], overall[name], CI_LEVEL)
+                if name in deviations
+                else bootstrap.percentile_interval(reps[name], CI_LEVEL)
+            )
             if interval is not None:
                 ci[name] = interval
     overall["ci"] = ci
@@ -324,9 +392,11 @@ def check_metrics_version(metrics: Any, where: str) -> dict:
     version = metrics.get("schema_version") if isinstance(metrics, dict) else None
     if version != METRICS_SCHEMA_VERSION or isinstance(version, bool):
         found = "not a metrics object" if not isinstance(metrics, dict) else f"schema_version {version!r}"
-        raise InvariRankError(f"{where}: {found}, expected schema_version {METRICS_SCHEMA_VERSION} (a metrics.json "
-                              f"of an older invarirank; recompute it with `invarirank evaluate OBSERVATIONS "
-                              f"--output {where}`)")
+        raise InvariRankError(
+            f"{where}: {found}, expected schema_version {METRICS_SCHEMA_VERSION} (a metrics.json "
+            f"of an older invarirank; recompute it with `invarirank evaluate OBSERVATIONS "
+            f"--output {where}`)"
+        )
     return metrics
 
 

@@ -48,7 +48,7 @@ def kemeny_mass(W: np.ndarray) -> np.ndarray:
     chunk = max(1, (1 << 22) // (K << K))
     layers = _layers(K)
     for g0 in range(0, G, chunk):
-        Wc = W[g0:g0 + chunk]
+        Wc = W[g0 : g0 + chunk]
         n = len(Wc)
         # cost[g, j, S] = sum_{s in S} W[g, j, s]; bit b of S is item b
         cost = np.zeros((n, K, 1), dtype=np.int64)
@@ -66,7 +66,7 @@ def kemeny_mass(W: np.ndarray) -> np.ndarray:
                     best = np.full((n, len(masks)), np.iinfo(np.int64).max, dtype=np.int64)
                 best[:, has] = np.minimum(best[:, has], cand)
             f[:, masks] = best
-        out[g0:g0 + n] = f[:, (1 << K) - 1]
+        out[g0 : g0 + n] = f[:, (1 << K) - 1]
     return out
 
 
@@ -74,6 +74,7 @@ def gpi_exact(outputs: Any) -> float | None:
     """The exact Kemeny optimum of one query as a GPI value: min_σ D(σ) / C(K, 2) (None when M < 2 or K < 2).
     ``outputs``: the rankings of its rows (lists, best first) or rows (dicts / DataFrame) with ``output``."""
     from .consistency import win_counts
+
     items, W = win_counts(outputs)
     K = len(items)
     M = int(W[0, 1] + W[1, 0]) if K >= 2 else 0

@@ -45,8 +45,14 @@ from ..candidates import IdForms, look_alike
 from ..errors import InvariRankError
 from ..io import atomic_path, atomic_write_text
 
-__all__ = ["SCHEMA_VERSION", "REQUIRED_FIELDS", "read_observations", "write_observations",
-           "validate_rows", "rows_from_frame"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "REQUIRED_FIELDS",
+    "read_observations",
+    "write_observations",
+    "validate_rows",
+    "rows_from_frame",
+]
 
 SCHEMA_VERSION = 1
 REQUIRED_FIELDS = ("query_id", "method", "permutation", "input", "output", "relevant")
@@ -76,8 +82,12 @@ def _coerce_ids(value: Any, field: str, where: str, line: int) -> list[str]:
             if isinstance(x, int) and not isinstance(x, bool):
                 out[n] = str(int(x))
             else:
-                _fail(where, line, f"field {field!r}: item id {x!r} at index {n} must be a string "
-                                   f"(or an integer), got {type(x).__name__}")
+                _fail(
+                    where,
+                    line,
+                    f"field {field!r}: item id {x!r} at index {n} must be a string "
+                    f"(or an integer), got {type(x).__name__}",
+                )
     return out
 
 
@@ -86,8 +96,12 @@ def _one_form(ids: list[str], where: str, line: int, what: str) -> None:
     candidates file's rule, :func:`invarirank.candidates.look_alike`)."""
     pair = look_alike(ids)
     if pair is not None:
-        _fail(where, line, f"{what}: item ids {ascii(pair[0])} and {ascii(pair[1])} differ only by Unicode "
-                           f"normalisation (they print alike); expected one form (NFC) for one item")
+        _fail(
+            where,
+            line,
+            f"{what}: item ids {ascii(pair[0])} and {ascii(pair[1])} differ only by Unicode "
+            f"normalisation (they print alike); expected one form (NFC) for one item",
+        )
 
 
 def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool = True) -> list[dict]:
@@ -127,13 +141,17 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
         if type(method) is not str or not method:
             _fail(where, line, f"field 'method' must be a non-empty string, got {method!r}")
         if type(perm) is not int or perm < 0:
-            if type(perm).__module__ == "numpy" and getattr(perm, "dtype", None) is not None \
-                    and perm.dtype.kind in "iu" and perm >= 0:
+            if (
+                type(perm).__module__ == "numpy"
+                and getattr(perm, "dtype", None) is not None
+                and perm.dtype.kind in "iu"
+                and perm >= 0
+            ):
                 perm = int(perm)
             else:
                 _fail(where, line, f"field 'permutation' must be an integer >= 0, got {perm!r}")
         try:
-            "".join(inp)                 # C-speed check that every id is a string (fails on non-lists too)
+            "".join(inp)  # C-speed check that every id is a string (fails on non-lists too)
             "".join(out)
             "".join(rel)
             if type(inp) is not list or type(out) is not list or type(rel) is not list:
@@ -152,7 +170,7 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
         if len(in_set) != len(inp):
             dup = sorted({x for x in inp if inp.count(x) > 1})
             _fail(where, line, f"field 'input' repeats item id(s) {_short(dup)}, expected distinct ids")
-        if len(out) != len(inp) or in_set != frozenset(out):     # (input is distinct, so out is too)
+        if len(out) != len(inp) or in_set != frozenset(out):  # (input is distinct, so out is too)
             out_set = set(out)
             absent, extra = in_set - out_set, out_set - in_set
             detail = []
@@ -163,37 +181,59 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
             if len(out_set) != len(out):
                 dup = sorted({x for x in out if out.count(x) > 1})
                 detail.append(f"repeats {_short(dup)}")
-            _fail(where, line, f"field 'output' is not a permutation of 'input' ({'; '.join(detail)}; "
-                               f"{len(out)} ids vs {len(inp)})")
+            _fail(
+                where,
+                line,
+                f"field 'output' is not a permutation of 'input' ({'; '.join(detail)}; {len(out)} ids vs {len(inp)})",
+            )
         key = (qid, method, perm)
         first = seen_key.setdefault(key, line)
         if first != line:
-            _fail(where, line, f"repeated (query_id, method, permutation) = ({qid!r}, {method!r}, {perm}), "
-                               f"first seen on line {first}")
+            _fail(
+                where,
+                line,
+                f"repeated (query_id, method, permutation) = ({qid!r}, {method!r}, {perm}), first seen on line {first}",
+            )
         prev = relevant_of.get(qid)
         if prev is None:
             relevant_of[qid] = (frozenset(rel), line, rel)
-        elif rel != prev[2] and prev[0] != frozenset(rel):       # (same list: same set, no set needed)
-            _fail(where, line, f"field 'relevant' of query {qid!r} differs from line {prev[1]} "
-                               f"(the ground truth must be the same set on every line of a query)")
+        elif rel != prev[2] and prev[0] != frozenset(rel):  # (same list: same set, no set needed)
+            _fail(
+                where,
+                line,
+                f"field 'relevant' of query {qid!r} differs from line {prev[1]} "
+                f"(the ground truth must be the same set on every line of a query)",
+            )
         seen_input = input_of.get((qid, method))
         if seen_input is None:
             input_of[(qid, method)] = (in_set, line)
         elif seen_input[0] != in_set:
-            _fail(where, line, f"field 'input' of query {qid!r}, method {method!r} is a different set of "
-                               f"candidates than on line {seen_input[1]} "
-                               f"(every presented order must hold the same items)")
+            _fail(
+                where,
+                line,
+                f"field 'input' of query {qid!r}, method {method!r} is a different set of "
+                f"candidates than on line {seen_input[1]} "
+                f"(every presented order must hold the same items)",
+            )
         other = lists_of.setdefault(qid, (in_set, method, line))
-        if other[2] == line:                     # the query's first line: its ids and its name in one form each
+        if other[2] == line:  # the query's first line: its ids and its name in one form each
             _one_form([*inp, *rel], where, line, f"the ids of query {ascii(qid)} (input and relevant)")
             twin = qid_forms.twin(qid)
             if twin is not None:
-                _fail(where, line, f"query ids {ascii(twin)} and {ascii(qid)} print alike (they differ only by "
-                                   f"Unicode normalisation); expected one form (NFC) for one query")
-        if other[0] != in_set:              # methods are compared paired over queries: the same candidates
-            _fail(where, line, f"query {qid!r}: method {method!r} ranks other candidates ({len(in_set)}) than method "
-                               f"{other[1]!r} on line {other[2]} ({len(other[0])}); methods of one query are compared "
-                               f"paired and must rank the same candidate list")
+                _fail(
+                    where,
+                    line,
+                    f"query ids {ascii(twin)} and {ascii(qid)} print alike (they differ only by "
+                    f"Unicode normalisation); expected one form (NFC) for one query",
+                )
+        if other[0] != in_set:  # methods are compared paired over queries: the same candidates
+            _fail(
+                where,
+                line,
+                f"query {qid!r}: method {method!r} ranks other candidates ({len(in_set)}) than method "
+                f"{other[1]!r} on line {other[2]} ({len(other[0])}); methods of one query are compared "
+                f"paired and must rank the same candidate list",
+            )
         row = dict(rec) if copy else rec
         row["query_id"], row["method"], row["permutation"] = qid, method, perm
         row["input"], row["output"], row["relevant"] = inp, out, rel
@@ -207,7 +247,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(out) != len(pairs):
         seen: set[str] = set()
         key = ""
-        for key, _ in pairs:                # the first key met a second time
+        for key, _ in pairs:  # the first key met a second time
             if key in seen:
                 break
             seen.add(key)
@@ -229,7 +269,7 @@ def _iter_json_lines(text: str, where: str) -> Iterable[tuple[int, Any]]:
         except RecursionError:
             _fail(where, line, "JSON nested too deeply; expected one flat record per line")
         except (StopIteration, ValueError):
-            try:                              # the slow path: leading whitespace, or the precise error message
+            try:  # the slow path: leading whitespace, or the precise error message
                 obj = decoder.decode(raw)
             except RecursionError:
                 _fail(where, line, "JSON nested too deeply; expected one flat record per line")
@@ -262,9 +302,9 @@ def read_text(p: Path) -> str:
         except (OSError, EOFError, zlib.error) as exc:
             raise InvariRankError(f"{p}: not a readable gzip file ({exc})") from None
     try:
-        return data.decode("utf-8-sig")             # a leading byte-order mark is dropped
+        return data.decode("utf-8-sig")  # a leading byte-order mark is dropped
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + 1
         raise InvariRankError(f"{p}:{line}: not UTF-8 text ({exc.reason})") from None
 
 
@@ -366,8 +406,9 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if hasattr(value, "tolist"):  # numpy arrays and scalars
         return _plain(value.tolist())
-    raise InvariRankError(f"observations: optional field value {value!r} ({type(value).__name__}) "
-                          f"cannot be written as JSON")
+    raise InvariRankError(
+        f"observations: optional field value {value!r} ({type(value).__name__}) cannot be written as JSON"
+    )
 
 
 def _ordered(row: dict) -> dict:
@@ -396,6 +437,7 @@ def write_observations(path: str | os.PathLike, rows: Iterable[Mapping] | Any) -
     if p.suffix.lower() == ".parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
+
         table = pa.Table.from_pylist(ordered)
         with atomic_path(p) as tmp:
             pq.write_table(table, tmp)

@@ -21,8 +21,14 @@ import numpy as np
 
 from .bootstrap import collect, percentile_interval, ratio
 
-__all__ = ["position_hits", "exposure_summary", "deviation_statistics", "exposure", "query_position_sums",
-           "exposure_band"]
+__all__ = [
+    "position_hits",
+    "exposure_summary",
+    "deviation_statistics",
+    "exposure",
+    "query_position_sums",
+    "exposure_band",
+]
 
 
 def position_hits(pos: np.ndarray, rank: np.ndarray, starts: np.ndarray, k: int) -> np.ndarray:
@@ -44,18 +50,22 @@ def exposure_summary(hits: np.ndarray, rows: np.ndarray, expected_sum: np.ndarra
     e = np.divide(hits, rows, out=np.full_like(hits, np.nan), where=seen)
     x = np.divide(expected_sum, rows, out=np.full_like(hits, np.nan), where=seen)
     dev = np.abs(e - x)[seen]
-    return {"exposure": [None if not s else float(v) for v, s in zip(e, seen)],
-            "expected": [None if not s else float(v) for v, s in zip(x, seen)],
-            "mad": float(dev.mean()) if dev.size else None,
-            "maxdev": float(dev.max()) if dev.size else None}
+    return {
+        "exposure": [None if not s else float(v) for v, s in zip(e, seen)],
+        "expected": [None if not s else float(v) for v, s in zip(x, seen)],
+        "mad": float(dev.mean()) if dev.size else None,
+        "maxdev": float(dev.max()) if dev.size else None,
+    }
 
 
-def deviation_statistics(h_cols: slice, n_cols: slice, x_cols: slice
-                         ) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+def deviation_statistics(
+    h_cols: slice, n_cols: slice, x_cols: slice
+) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]:
     """``(mad, maxdev)``: functions of a block of totals ``Y`` (one row per replicate, e.g. a bootstrap resample or a
     permutation) whose columns ``h_cols``/``n_cols``/``x_cols`` hold the pooled per-position sums of
     :func:`exposure_summary` (hits, rows, expected). Each returns one deviation per row; positions without rows in a
     row are left out (NaN when none is left)."""
+
     def dev(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         h, n, x = Y[:, h_cols], Y[:, n_cols], Y[:, x_cols]
         seen = n > 0
@@ -113,8 +123,9 @@ def query_position_sums(rows: Sequence[Any], k: int = 5) -> tuple[list[str], np.
     return qids, hits, n, expected
 
 
-def exposure_band(rows: Sequence[Any], k: int = 5, n_bootstrap: int = 1000, seed: int = 0,
-                  level: float = 0.95) -> dict[str, np.ndarray]:
+def exposure_band(
+    rows: Sequence[Any], k: int = 5, n_bootstrap: int = 1000, seed: int = 0, level: float = 0.95
+) -> dict[str, np.ndarray]:
     """E_k(p) of one method's rows with a percentile bootstrap band over queries (Figure 1).
 
     ``exposure`` and ``expected`` are pooled over all rows (they equal ``metrics.json``'s ``exposure@k`` and

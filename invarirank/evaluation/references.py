@@ -46,9 +46,20 @@ from . import bootstrap
 from .comparisons import PerQuery, compare_methods
 from .effectiveness import ideal_dcg
 
-__all__ = ["FIRST_STAGE", "RANDOM", "REFERENCE_REPLICATES", "random_expectations", "reference_inputs",
-           "first_stage_rows", "random_rows", "random_block", "reference_comparisons", "read_first_stage",
-           "write_first_stage", "FIRST_STAGE_FILE"]
+__all__ = [
+    "FIRST_STAGE",
+    "RANDOM",
+    "REFERENCE_REPLICATES",
+    "random_expectations",
+    "reference_inputs",
+    "first_stage_rows",
+    "random_rows",
+    "random_block",
+    "reference_comparisons",
+    "read_first_stage",
+    "write_first_stage",
+    "FIRST_STAGE_FILE",
+]
 
 FIRST_STAGE = "first_stage"
 RANDOM = "random"
@@ -62,8 +73,10 @@ def random_expectations(K: int, g: int, n_relevant: int, ks: Sequence[int]) -> d
     """Exact expected HR@k, nDCG@k, recall@k and MRR@k of a uniformly random ranking of ``K`` candidates of which
     ``g`` are relevant, for a ground truth of ``n_relevant`` ids (the formulas of the module docstring)."""
     if not 0 <= g <= K or n_relevant < max(g, 1):
-        raise InvariRankError(f"random reference: expected 0 <= g <= K and n_relevant >= max(g, 1), got K={K}, "
-                              f"g={g}, n_relevant={n_relevant}")
+        raise InvariRankError(
+            f"random reference: expected 0 <= g <= K and n_relevant >= max(g, 1), got K={K}, "
+            f"g={g}, n_relevant={n_relevant}"
+        )
     out: dict[str, float] = {}
     for k in ks:
         kk = min(k, K)
@@ -99,8 +112,10 @@ def first_stage_rows(inputs: Mapping[str, list[dict]], rankings: Mapping[str, Se
             raise InvariRankError(f"first-stage order: no ranking for query {qid!r}")
         ranking = [str(x) for x in rankings[qid]]
         if sorted(ranking) != sorted(rows[0]["input"]):
-            raise InvariRankError(f"first-stage order of query {qid!r}: expected a permutation of its "
-                                  f"{len(rows[0]['input'])} candidates, got {len(ranking)} ids that differ")
+            raise InvariRankError(
+                f"first-stage order of query {qid!r}: expected a permutation of its "
+                f"{len(rows[0]['input'])} candidates, got {len(ranking)} ids that differ"
+            )
         out[qid] = [{**r, "method": FIRST_STAGE, "output": ranking} for r in rows]
     return out
 
@@ -114,13 +129,15 @@ def random_rows(inputs: Mapping[str, list[dict]], seed: int, replicate: int) -> 
     out: dict[str, list[dict]] = {}
     for qid, rows in inputs.items():
         rng = _rng(seed, replicate, qid)
-        out[qid] = [{**r, "method": RANDOM, "output": [r["input"][i] for i in rng.permutation(len(r["input"]))]}
-                    for r in rows]
+        out[qid] = [
+            {**r, "method": RANDOM, "output": [r["input"][i] for i in rng.permutation(len(r["input"]))]} for r in rows
+        ]
     return out
 
 
-def random_block(inputs: Mapping[str, list[dict]], settings: Mapping[str, Any], evaluate_method: Any, *,
-                 seed: int, replicates: int) -> tuple[dict, PerQuery]:
+def random_block(
+    inputs: Mapping[str, list[dict]], settings: Mapping[str, Any], evaluate_method: Any, *, seed: int, replicates: int
+) -> tuple[dict, PerQuery]:
     """The random order's block and its per-query values: exact effectiveness, and PPI / GPI / LOC averaged over
     ``replicates`` draws (``evaluate_method(queries, settings)`` is the engine's per-method evaluation)."""
     if replicates < 1:
@@ -141,9 +158,15 @@ def random_block(inputs: Mapping[str, list[dict]], settings: Mapping[str, Any], 
                     seen[name][i] += 1
     values: dict[str, np.ndarray] = {}
     per_query: dict[str, dict[str, Any]] = {qid: {} for qid in qids}
-    eff = [random_expectations(len(inputs[q][0]["input"]),
-                               len(set(inputs[q][0]["relevant"]) & set(inputs[q][0]["input"])),
-                               len(set(inputs[q][0]["relevant"])), ks) for q in qids]
+    eff = [
+        random_expectations(
+            len(inputs[q][0]["input"]),
+            len(set(inputs[q][0]["relevant"]) & set(inputs[q][0]["input"])),
+            len(set(inputs[q][0]["relevant"])),
+            ks,
+        )
+        for q in qids
+    ]
     for name in eff[0]:
         values[name] = np.array([e[name] for e in eff])
     for name in cons:
@@ -178,16 +201,22 @@ def random_block(inputs: Mapping[str, list[dict]], settings: Mapping[str, Any], 
     return {"overall": overall, "per_query": per_query}, PerQuery(tuple(qids), values, None)
 
 
-def reference_comparisons(methods: Mapping[str, PerQuery], reference: str, values: PerQuery,
-                          settings: Mapping[str, Any]) -> dict:
+def reference_comparisons(
+    methods: Mapping[str, PerQuery], reference: str, values: PerQuery, settings: Mapping[str, Any]
+) -> dict:
     """Every method against ``reference``, paired over queries: ``{metric: {method: record}}`` with differences
     method - reference (the records of :func:`invarirank.evaluation.compare_methods`)."""
     if settings["permutations"] <= 0 or not methods:
         return {}
     out: dict[str, dict] = {}
     for m, pq in methods.items():
-        both = compare_methods({m: pq, reference: values}, seed=settings["seed"], n_bootstrap=settings["bootstrap"],
-                               n_permutations=settings["permutations"], ci_level=settings["ci_level"])
+        both = compare_methods(
+            {m: pq, reference: values},
+            seed=settings["seed"],
+            n_bootstrap=settings["bootstrap"],
+            n_permutations=settings["permutations"],
+            ci_level=settings["ci_level"],
+        )
         for metric, table in both.items():
             rec = (table.get(m) or {}).get(reference)
             if rec is not None:
@@ -197,8 +226,9 @@ def reference_comparisons(methods: Mapping[str, PerQuery], reference: str, value
 
 def write_first_stage(path: str | os.PathLike, rankings: Mapping[str, Sequence[str]]) -> None:
     """Write ``first_stage.jsonl.gz`` (query order kept; deterministic gzip, written atomically)."""
-    text = "".join(json.dumps({"query_id": q, "ranking": list(r)}, ensure_ascii=False) + "\n"
-                   for q, r in rankings.items())
+    text = "".join(
+        json.dumps({"query_id": q, "ranking": list(r)}, ensure_ascii=False) + "\n" for q, r in rankings.items()
+    )
     atomic_write_text(path, text, compress=str(path).endswith(".gz"))
 
 
@@ -219,8 +249,13 @@ def read_first_stage(path: str | os.PathLike) -> dict[str, list[str]]:
             d = json.loads(line)
         except ValueError as exc:
             raise InvariRankError(f"{p}:{n}: not JSON ({exc})") from None
-        if (not isinstance(d, dict) or set(d) != {"query_id", "ranking"} or not isinstance(d["query_id"], str)
-                or not isinstance(d["ranking"], list) or not all(isinstance(x, str) for x in d["ranking"])):
+        if (
+            not isinstance(d, dict)
+            or set(d) != {"query_id", "ranking"}
+            or not isinstance(d["query_id"], str)
+            or not isinstance(d["ranking"], list)
+            or not all(isinstance(x, str) for x in d["ranking"])
+        ):
             raise InvariRankError(f'{p}:{n}: expected {{"query_id": str, "ranking": [str, ...]}}')
         if d["query_id"] in out:
             raise InvariRankError(f"{p}:{n}: query {d['query_id']!r} appears twice")

@@ -9,9 +9,10 @@ __all__ = ["format_table", "format_comparisons", "format_references"]
 
 #: the metrics the reference block shows, in this order
 REFERENCE_METRICS = ("hr@5", "ndcg@5", "ppi", "gpi", "loc")
-_REFERENCE_TITLES = {"first_stage": "first-stage order (the retriever's own ranking; consistency perfect by "
-                                    "construction)",
-                     "random": "random order (exact expectation; PPI/GPI/LOC over seeded random draws)"}
+_REFERENCE_TITLES = {
+    "first_stage": "first-stage order (the retriever's own ranking; consistency perfect by construction)",
+    "random": "random order (exact expectation; PPI/GPI/LOC over seeded random draws)",
+}
 
 
 def _fmt(x: Any, digits: int = 4, sign: str = "") -> str:
@@ -23,8 +24,11 @@ def _fmt_p(p: float) -> str:
 
 
 def _scalar_names(overall: dict) -> list[str]:
-    names = [k for k, v in overall.items()
-             if k != "ci" and not isinstance(v, list) and not k.endswith("_queries") and k not in ("queries", "rows")]
+    names = [
+        k
+        for k, v in overall.items()
+        if k != "ci" and not isinstance(v, list) and not k.endswith("_queries") and k not in ("queries", "rows")
+    ]
     return names
 
 
@@ -44,8 +48,10 @@ def format_table(metrics: dict, digits: int = 4) -> str:
     for method, block in metrics.get("methods", {}).items():
         ov = block["overall"]
         ci = ov.get("ci", {})
-        lines.append(f"{method}: {ov['queries']} queries, {ov['rows']} rows "
-                     f"(PPI on {ov.get('ppi_queries', '-')}, GPI/LOC on {ov.get('gpi_queries', '-')})")
+        lines.append(
+            f"{method}: {ov['queries']} queries, {ov['rows']} rows "
+            f"(PPI on {ov.get('ppi_queries', '-')}, GPI/LOC on {ov.get('gpi_queries', '-')})"
+        )
         names = _scalar_names(ov)
         width = max([len(n) for n in names] + [6])
         lines.append(f"  {'metric':<{width}}  {'value':>{digits + 3}}  95% CI")
@@ -54,8 +60,10 @@ def format_table(metrics: dict, digits: int = 4) -> str:
             ci_text = f"[{_fmt(interval[0], digits)}, {_fmt(interval[1], digits)}]" if interval else ""
             lines.append(f"  {name:<{width}}  {_fmt(ov[name], digits):>{digits + 3}}  {ci_text}".rstrip())
         if ov.get("gpi") is not None and ov.get("gpi_exact") is not None:
-            lines.append(f"  (GPI's local search missed the exact Kemeny optimum on "
-                         f"{ov.get('gpi_suboptimal_queries')} of {ov.get('gpi_queries')} queries)")
+            lines.append(
+                f"  (GPI's local search missed the exact Kemeny optimum on "
+                f"{ov.get('gpi_suboptimal_queries')} of {ov.get('gpi_queries')} queries)"
+            )
         elif ov.get("gpi") is not None:
             lines.append("  (gpi_exact: not computed — the exact search is off or some query's K is above its limit)")
         for key, values in ov.items():
@@ -63,11 +71,10 @@ def format_table(metrics: dict, digits: int = 4) -> str:
                 e = key.split("@", 1)[1]
                 expected = ov.get(f"expected_exposure@{e}") or []
                 distinct = {round(x, 4) for x in expected if x is not None}
-                exp_text = (f"expected {next(iter(distinct)):.4f}" if len(distinct) == 1
-                            else "expected varies with K")
+                exp_text = f"expected {next(iter(distinct)):.4f}" if len(distinct) == 1 else "expected varies with K"
                 lines.append(f"  {key} by presented position ({exp_text}):")
                 for p0 in range(0, len(values), 10):
-                    chunk = values[p0:p0 + 10]
+                    chunk = values[p0 : p0 + 10]
                     label = f"p {p0}-{p0 + len(chunk) - 1}"
                     lines.append(f"    {label:<8} " + " ".join(_fmt(v, 2) for v in chunk))
         lines.append("")
@@ -108,8 +115,9 @@ def format_references(metrics: dict, digits: int = 4) -> str:
                 cells = []
                 for m in shown:
                     rec = comp.get(m, {}).get(meth)
-                    cells.append("-" if rec is None
-                                 else f"{_fmt(rec['mean_diff'], digits, '+')} (p {_fmt_p(rec['p'])})")
+                    cells.append(
+                        "-" if rec is None else f"{_fmt(rec['mean_diff'], digits, '+')} (p {_fmt_p(rec['p'])})"
+                    )
                 lines.append(f"  {meth:<{wm}}  " + "".join(f"{c:<{cell}}" for c in cells).rstrip())
         lines.append("")
     return "\n".join(lines).rstrip() + ("\n" if lines else "")
@@ -132,27 +140,34 @@ def format_comparisons(metrics: dict, digits: int = 4) -> str:
     from .comparisons import ALPHA, EXACT_MAX_QUERIES
 
     comparisons = metrics.get("comparisons") or {}
-    rows = [(metric, a, b, rec) for metric, by_a in comparisons.items() for a, by_b in by_a.items()
-            for b, rec in by_b.items()]
+    rows = [
+        (metric, a, b, rec)
+        for metric, by_a in comparisons.items()
+        for a, by_b in by_a.items()
+        for b, rec in by_b.items()
+    ]
     if not rows:
         return ""
     flips = (metrics.get("settings") or {}).get("permutations")
     wm = max(len(r[0]) for r in rows + [("metric",)])
     wa = max(len(r[1]) for r in rows + [(0, "A")])
     wb = max(len(r[2]) for r in rows + [(0, 0, "B")])
-    lines = [f"paired comparisons: mean A - B over shared queries, 95% paired bootstrap CI, two-sided sign-flip p "
-             f"(exact for n <= {EXACT_MAX_QUERIES} queries, else {flips} seeded flips),",
-             f"  q80 = queries that would resolve the difference with 80% power at alpha {ALPHA} "
-             f"(normal approximation)",
-             f"  {'metric':<{wm}}  {'A':<{wa}}  {'B':<{wb}}  {'n':>5}  {'mean A-B':>{digits + 4}}  "
-             f"{'95% CI':<{2 * digits + 10}}  {'p':>7}  {'q80':>7}"]
+    lines = [
+        f"paired comparisons: mean A - B over shared queries, 95% paired bootstrap CI, two-sided sign-flip p "
+        f"(exact for n <= {EXACT_MAX_QUERIES} queries, else {flips} seeded flips),",
+        f"  q80 = queries that would resolve the difference with 80% power at alpha {ALPHA} (normal approximation)",
+        f"  {'metric':<{wm}}  {'A':<{wa}}  {'B':<{wb}}  {'n':>5}  {'mean A-B':>{digits + 4}}  "
+        f"{'95% CI':<{2 * digits + 10}}  {'p':>7}  {'q80':>7}",
+    ]
     for metric, a, b, rec in rows:
         ci = rec.get("ci")
         ci_text = f"[{_fmt(ci[0], digits, '+')}, {_fmt(ci[1], digits, '+')}]" if ci else "-"
         q80 = rec.get("queries_80")
-        lines.append(f"  {metric:<{wm}}  {a:<{wa}}  {b:<{wb}}  {rec['n']:>5}  "
-                     f"{_fmt(rec['mean_diff'], digits, '+'):>{digits + 4}}  {ci_text:<{2 * digits + 10}}  "
-                     f"{_fmt_p(rec['p']):>7}  {'-' if q80 is None else q80:>7}")
+        lines.append(
+            f"  {metric:<{wm}}  {a:<{wa}}  {b:<{wb}}  {rec['n']:>5}  "
+            f"{_fmt(rec['mean_diff'], digits, '+'):>{digits + 4}}  {ci_text:<{2 * digits + 10}}  "
+            f"{_fmt_p(rec['p']):>7}  {'-' if q80 is None else q80:>7}"
+        )
     claims = metrics.get("claims") or {}
     if claims:
         lines.append(f"claims (Holm over each claim's pairs; a pair is resolved when its adjusted p < {ALPHA}):")
@@ -160,8 +175,13 @@ def format_comparisons(metrics: dict, digits: int = 4) -> str:
             lines.append(f"  {name}: {c['verdict']} ({c['metric']}: {c['claim']})")
             for p in c["pairs"]:
                 state = "resolved" if p["resolved"] else "unresolved"
-                need = (f"; ~{p['queries_80']} queries for 80% power (normal approximation)"
-                        if not p["resolved"] and p["queries_80"] else "")
-                lines.append(f"    {p['better']} vs {p['worse']}  {_fmt(p['mean_diff'], digits, '+')}  "
-                             f"p {_fmt_p(p['p'])}  Holm {_fmt_p(p['p_holm'])}  {state}, {p['direction']}{need}")
+                need = (
+                    f"; ~{p['queries_80']} queries for 80% power (normal approximation)"
+                    if not p["resolved"] and p["queries_80"]
+                    else ""
+                )
+                lines.append(
+                    f"    {p['better']} vs {p['worse']}  {_fmt(p['mean_diff'], digits, '+')}  "
+                    f"p {_fmt_p(p['p'])}  Holm {_fmt_p(p['p_holm'])}  {state}, {p['direction']}{need}"
+                )
     return "\n".join(lines) + "\n"

@@ -14,6 +14,19 @@ from ..store import RESULT_FILES, complete_runs, project_root
 from .book_build import build, compute_runs
 from .spec import Grid, lab_runs, load_grid, main_run, main_sweep
 
-__all__ = ["Grid", "load_grid", "lab_runs", "main_run", "main_sweep", "build", "compute_runs", "run_status",
-           "run_folder", "ensure_run", "ensure_runs", "complete_runs", "project_root", "RESULT_FILES"]
-
+__all__ = [
+    "Grid",
+    "load_grid",
+    "lab_runs",
+    "main_run",
+    "main_sweep",
+    "build",
+    "compute_runs",
+    "run_status",
+    "run_folder",
+    "ensure_run",
+    "ensure_runs",
+    "complete_runs",
+    "project_root",
+    "RESULT_FILES",
+]

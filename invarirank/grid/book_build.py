@@ -56,8 +56,9 @@ class PageTitles:
 OUTSIDE_CHECKOUT = "a grid executes the checkout's notebooks: run it from the checkout or keep the grid file in one"
 
 
-def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path,
-                 executor: Executor | None = None) -> dict[str, str]:
+def compute_runs(
+    configs: Sequence[RunConfig], results_dir: Path, work_dir: Path, executor: Executor | None = None
+) -> dict[str, str]:
     """Compute and publish every run that is not complete, through :func:`invarirank.runner.ensure_runs`;
     returns ``{"<grid>/<run>": "reused" | "re-evaluated" | "ran"}`` (re-evaluated: only its metrics were
     rewritten for a newer metrics schema).
@@ -69,13 +70,16 @@ def compute_runs(configs: Sequence[RunConfig], results_dir: Path, work_dir: Path
     resumes from the committed shards."""
     before = [run_status(c, run_folder(c, results_dir)) for c in configs]
     mismatched = [c for c, s in zip(configs, before) if s == "mismatch"]
-    if mismatched:                  # refused before anything is computed: the error names the run and what differs
+    if mismatched:  # refused before anything is computed: the error names the run and what differs
         raise mismatch_error(mismatched[0], run_folder(mismatched[0], results_dir))
     todo = [c for c, s in zip(configs, before) if s != "complete"]
     done = {"complete": "reused", "old-metrics": "re-evaluated"}
     summary = {f"{c.grid}/{c.run_name}": done.get(s, "ran") for c, s in zip(configs, before)}
-    print(f"grid: {len(configs) - len(todo)} runs complete, {len(todo)} to compute or re-evaluate", file=sys.stderr,
-          flush=True)
+    print(
+        f"grid: {len(configs) - len(todo)} runs complete, {len(todo)} to compute or re-evaluate",
+        file=sys.stderr,
+        flush=True,
+    )
     if todo:
         ensure_runs(todo, executor, results_dir=results_dir, work_dir=work_dir, progress=True)
     return summary
@@ -85,11 +89,14 @@ def _data_parameters(entry: dict[str, Any], grid: Grid, root: Path) -> dict[str,
     ks = entry.get("K", [])
     rets = entry.get("retrievers", entry.get("retriever", ["lightgcn"]))
     raw_dir = entry.get("raw_dir")
-    return {"dataset": entry["dataset"], "label": entry.get("label"),
-            "raw_dir": RunConfig(raw_dir=str(raw_dir)).with_absolute_paths(root).raw_dir if raw_dir else None,
-            "retrievers": list(rets if isinstance(rets, list) else [rets]),
-            "K_values": [int(k) for k in (ks if isinstance(ks, list) else [ks])],
-            "seed": int(entry.get("seed", (grid.raw.get("defaults") or {}).get("seed", 42)))}
+    return {
+        "dataset": entry["dataset"],
+        "label": entry.get("label"),
+        "raw_dir": RunConfig(raw_dir=str(raw_dir)).with_absolute_paths(root).raw_dir if raw_dir else None,
+        "retrievers": list(rets if isinstance(rets, list) else [rets]),
+        "K_values": [int(k) for k in (ks if isinstance(ks, list) else [ks])],
+        "seed": int(entry.get("seed", (grid.raw.get("defaults") or {}).get("seed", 42))),
+    }
 
 
 def run_parameters(config: RunConfig, results_dir: Path, work_dir: Path) -> dict[str, Any]:
@@ -108,12 +115,21 @@ def run_page_name(config: Any) -> str:
     return f"{config.run_name}.ipynb" if config.K is None else f"k{int(config.K):03d}-{config.run_name}.ipynb"
 
 
-def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None = None,
-          results_dir: str | os.PathLike | None = None, work_dir: str | os.PathLike | None = None,
-          force: bool = False, only: Sequence[str] = (), skip_results: bool = False,
-          kernel: str = "python3", executor: Executor | None = None,
-          execution: dict[str, Any] | None = None, root: Path | None = None,
-          titles: PageTitles | None = None) -> dict[str, Any]:
+def build(
+    grid_path: str | os.PathLike,
+    *,
+    build_dir: str | os.PathLike | None = None,
+    results_dir: str | os.PathLike | None = None,
+    work_dir: str | os.PathLike | None = None,
+    force: bool = False,
+    only: Sequence[str] = (),
+    skip_results: bool = False,
+    kernel: str = "python3",
+    executor: Executor | None = None,
+    execution: dict[str, Any] | None = None,
+    root: Path | None = None,
+    titles: PageTitles | None = None,
+) -> dict[str, Any]:
     """Compute a grid's missing runs, then execute its notebooks (see the module docstring). ``only`` limits
     the work to these runs/pages (a run name, ``data`` or ``rerank``); ``executor`` computes the runs in shards
     (:func:`compute_runs`), ``execution`` overrides the runs' execution settings (``shard_queries``,
@@ -131,14 +147,26 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
     pages.mkdir(parents=True, exist_ok=True)
     pkg = package_files()
     selected = [c for c in grid.runs if not only or c.run_name in only or "rerank" in only]
-    summary: dict[str, Any] = {"grid": grid.name, "executed": [], "skipped": [],
-                               "runs": compute_runs([*(lab_runs(grid.lab) if grid.lab else []), *selected],
-                                                    results, work, executor)}
+    summary: dict[str, Any] = {
+        "grid": grid.name,
+        "executed": [],
+        "skipped": [],
+        "runs": compute_runs([*(lab_runs(grid.lab) if grid.lab else []), *selected], results, work, executor),
+    }
 
     def execute(name: str, out: Path, params: dict[str, Any], files: list[Path], title: str | None = None) -> None:
         fp = fingerprint(params, files=[notebooks / name, *files, *pkg])
-        done = execute_notebook(notebooks / name, out, params, title=title, fingerprint=fp, force=force,
-                                cwd=notebooks, kernel=kernel, failed_dir=pages / "_failed")
+        done = execute_notebook(
+            notebooks / name,
+            out,
+            params,
+            title=title,
+            fingerprint=fp,
+            force=force,
+            cwd=notebooks,
+            kernel=kernel,
+            failed_dir=pages / "_failed",
+        )
         summary["executed" if done else "skipped"].append(str(out))
 
     data_pages = []
@@ -147,28 +175,43 @@ def build(grid_path: str | os.PathLike, *, build_dir: str | os.PathLike | None =
         data_pages.append(out)
         if not only or "data" in only:
             params = _data_parameters(entry, grid, root)
-            execute("data.ipynb", out, params, [],
-                    title=data_page_title(titles.dataset(entry.get("label") or entry["dataset"]),
-                                          params["K_values"]))
+            execute(
+                "data.ipynb",
+                out,
+                params,
+                [],
+                title=data_page_title(titles.dataset(entry.get("label") or entry["dataset"]), params["K_values"]),
+            )
     run_pages = [pages / "rerank" / run_page_name(c) for c in grid.runs]
     for config in selected:
         folder = RunFolder(run_folder(config, results))
         run_files = [folder.file(f) for f in (RunFolder.MANIFEST, RunFolder.METRICS)]
-        execute("rerank.ipynb", pages / "rerank" / run_page_name(config),
-                run_parameters(config, results, work), run_files, title=titles.run(config))
+        execute(
+            "rerank.ipynb",
+            pages / "rerank" / run_page_name(config),
+            run_parameters(config, results, work),
+            run_files,
+            title=titles.run(config),
+        )
     for folder, keep in ((pages / "rerank", run_pages), (pages / "data", data_pages)):
-        if folder.is_dir():                      # pages of runs no longer in the grid would be stale
+        if folder.is_dir():  # pages of runs no longer in the grid would be stale
             for nb in folder.glob("*.ipynb"):
                 if nb not in keep:
                     nb.unlink()
     if not skip_results:
-        params = {"grid": grid.name, "results_dir": str(results), "grid_file": str(Path(grid_path).resolve()),
-                  "paper_table": str(root / "book" / "data" / "paper_table1.csv"),
-                  "include_simulated": bool(grid.raw.get("include_simulated", False)),
-                  "main_run": main_run(grid).run_name if grid.runs else None}
-        run_files = [RunFolder(d).file(f) for d in complete_runs(results)
-                     for f in (RunFolder.METRICS, RunFolder.MANIFEST)]
-        run_files += sorted(results.glob("*/*/shards/*/shard.json"))     # its sentence counts committed shards
-        execute("results.ipynb", pages / "results.ipynb", params,
-                [Path(grid_path), Path(params["paper_table"]), *run_files])
+        params = {
+            "grid": grid.name,
+            "results_dir": str(results),
+            "grid_file": str(Path(grid_path).resolve()),
+            "paper_table": str(root / "book" / "data" / "paper_table1.csv"),
+            "include_simulated": bool(grid.raw.get("include_simulated", False)),
+            "main_run": main_run(grid).run_name if grid.runs else None,
+        }
+        run_files = [
+            RunFolder(d).file(f) for d in complete_runs(results) for f in (RunFolder.METRICS, RunFolder.MANIFEST)
+        ]
+        run_files += sorted(results.glob("*/*/shards/*/shard.json"))  # its sentence counts committed shards
+        execute(
+            "results.ipynb", pages / "results.ipynb", params, [Path(grid_path), Path(params["paper_table"]), *run_files]
+        )
     return summary

@@ -46,10 +46,18 @@ def _stored_fingerprint(path: Path) -> str | None:
     return (nb.get("metadata", {}).get("invarirank") or {}).get("fingerprint")
 
 
-def execute_notebook(source: str | os.PathLike, output: str | os.PathLike, parameters: Mapping[str, Any], *,
-                     title: str | None = None, fingerprint: str | None = None, force: bool = False,
-                     cwd: str | os.PathLike | None = None, kernel: str = "python3",
-                     failed_dir: str | os.PathLike | None = None) -> bool:
+def execute_notebook(
+    source: str | os.PathLike,
+    output: str | os.PathLike,
+    parameters: Mapping[str, Any],
+    *,
+    title: str | None = None,
+    fingerprint: str | None = None,
+    force: bool = False,
+    cwd: str | os.PathLike | None = None,
+    kernel: str = "python3",
+    failed_dir: str | os.PathLike | None = None,
+) -> bool:
     """Execute ``source`` with papermill into ``output``; return False when skipped (same fingerprint).
 
     ``title`` replaces the first Markdown heading (papermill cannot parameterise Markdown). The output only
@@ -79,9 +87,16 @@ def execute_notebook(source: str | os.PathLike, output: str | os.PathLike, param
     nbformat.write(nb, tmp_in)
     print(f"grid: executing {src.name} -> {out}", file=sys.stderr, flush=True)
     try:
-        papermill.execute_notebook(str(tmp_in), str(tmp_out), parameters=dict(parameters),
-                                   kernel_name=kernel, cwd=str(cwd) if cwd else None,
-                                   progress_bar=False, log_output=False, request_save_on_cell_execute=False)
+        papermill.execute_notebook(
+            str(tmp_in),
+            str(tmp_out),
+            parameters=dict(parameters),
+            kernel_name=kernel,
+            cwd=str(cwd) if cwd else None,
+            progress_bar=False,
+            log_output=False,
+            request_save_on_cell_execute=False,
+        )
     except Exception as exc:  # papermill raises PapermillExecutionError (or kernel errors)
         failed = Path(failed_dir) if failed_dir else out.parent / "_failed"
         failed.mkdir(parents=True, exist_ok=True)
@@ -90,8 +105,10 @@ def execute_notebook(source: str | os.PathLike, output: str | os.PathLike, param
         out.unlink(missing_ok=True)
         ename = getattr(exc, "ename", type(exc).__name__)
         evalue = str(getattr(exc, "evalue", exc)).strip().splitlines()
-        raise RunFailed(f"notebook {src} ({out.name}) failed: {ename}: "
-                        f"{evalue[-1] if evalue else ''} (partial output: {failed / out.name})") from None
+        raise RunFailed(
+            f"notebook {src} ({out.name}) failed: {ename}: "
+            f"{evalue[-1] if evalue else ''} (partial output: {failed / out.name})"
+        ) from None
     finally:
         tmp_in.unlink(missing_ok=True)
     _hide_injected_parameters(tmp_out)
@@ -109,4 +126,3 @@ def _hide_injected_parameters(path: Path) -> None:
         if "injected-parameters" in tags and "hide-cell" not in tags:
             cell.metadata["tags"] = [*tags, "hide-cell"]
     nbformat.write(nb, path)
-

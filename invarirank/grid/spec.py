@@ -24,8 +24,19 @@ from ..runner import RunConfig, simple_name
 
 __all__ = ["Grid", "load_grid", "lab_runs", "main_run", "main_sweep", "check_paths", "check_folders"]
 
-_GRID_KEYS = {"grid", "description", "defaults", "runs", "data", "lab", "estimate", "notes", "commands",
-              "scaled_down", "include_simulated"}
+_GRID_KEYS = {
+    "grid",
+    "description",
+    "defaults",
+    "runs",
+    "data",
+    "lab",
+    "estimate",
+    "notes",
+    "commands",
+    "scaled_down",
+    "include_simulated",
+}
 #: the fields of a ``data`` entry (a data notebook's parameters)
 _DATA_KEYS = {"dataset", "label", "raw_dir", "retrievers", "retriever", "K", "seed"}
 #: the fields of ``estimate`` (:func:`invarirank.runner.plan.grid_cost_table`'s assumptions)
@@ -64,18 +75,27 @@ def _data_entries(runs: list[RunConfig]) -> list[dict[str, Any]]:
     """One data notebook per data set of the runs, with all their retrievers and Ks (synthetic data has none)."""
     groups: dict[str, dict[str, Any]] = {}
     for config in runs:
-        if config.dataset == "synthetic" or config.candidates:      # no data set to prepare: a file of candidates
+        if config.dataset == "synthetic" or config.candidates:  # no data set to prepare: a file of candidates
             continue
-        g = groups.setdefault(config.data_label, {"dataset": config.effective_dataset, "label": config.label,
-                                                  "raw_dir": config.raw_dir, "retrievers": [], "K": set()})
+        g = groups.setdefault(
+            config.data_label,
+            {
+                "dataset": config.effective_dataset,
+                "label": config.label,
+                "raw_dir": config.raw_dir,
+                "retrievers": [],
+                "K": set(),
+            },
+        )
         if config.retriever not in g["retrievers"]:
             g["retrievers"].append(config.retriever)
         g["K"].add(config.effective_k)
     return [dict(g, K=sorted(g["K"])) for g in groups.values()]
 
 
-def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = None,
-              root: str | os.PathLike | None = None) -> Grid:
+def load_grid(
+    path: str | os.PathLike, *, execution: Mapping[str, Any] | None = None, root: str | os.PathLike | None = None
+) -> Grid:
     """Read and check a grid file (errors name the file and the field). ``execution`` (flags such as
     ``--shard-queries``) overrides the runs' execution settings (:meth:`RunConfig.execution_fields`: never part
     of a run's identity); None values are ignored. ``root``: the project root, against which the runs' relative
@@ -92,12 +112,14 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
         raise InvariRankError(f"{p}: expected a mapping with 'grid' and 'runs'")
     unknown = sorted(set(raw) - _GRID_KEYS)
     if unknown:
-        raise InvariRankError(f"{p}: unknown top-level field {unknown[0]!r}; expected some of "
-                              f"{', '.join(sorted(_GRID_KEYS))}")
+        raise InvariRankError(
+            f"{p}: unknown top-level field {unknown[0]!r}; expected some of {', '.join(sorted(_GRID_KEYS))}"
+        )
     name = raw.get("grid")
     if not isinstance(name, str) or not simple_name(name):
-        raise InvariRankError(f"{p}: field 'grid' must be a simple name (letters, digits, . _ -, not starting "
-                              f"with '.'), got {name!r}")
+        raise InvariRankError(
+            f"{p}: field 'grid' must be a simple name (letters, digits, . _ -, not starting with '.'), got {name!r}"
+        )
     defaults = raw.get("defaults") or {}
     if not isinstance(defaults, dict):
         raise InvariRankError(f"{p}: field 'defaults' must be a mapping")
@@ -117,7 +139,7 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
         ks = merged.get("K")
         if isinstance(ks, list) and not ks:
             raise InvariRankError(f"{p}: runs[{i}]: field 'K' is an empty list; expected one K or a list of Ks")
-        for k in (ks if isinstance(ks, list) else [ks]):   # "K: [5, 15]" expands to one run per K
+        for k in ks if isinstance(ks, list) else [ks]:  # "K: [5, 15]" expands to one run per K
             config = RunConfig.from_mapping(dict(merged, K=k), f"{p}: runs[{i}]", grid=name)
             if overrides:
                 config = config.replace(**overrides)
@@ -135,8 +157,7 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
     if raw.get("estimate") is not None:
         _check_estimate(raw["estimate"], f"{p}: estimate")
     if "include_simulated" in raw and not isinstance(raw["include_simulated"], bool):
-        raise InvariRankError(f"{p}: field 'include_simulated' = {raw['include_simulated']!r}, expected true or "
-                              f"false")
+        raise InvariRankError(f"{p}: field 'include_simulated' = {raw['include_simulated']!r}, expected true or false")
     lab = raw.get("lab")
     if lab is not None:
         _check_lab(lab, f"{p}: lab")
@@ -147,8 +168,10 @@ def load_grid(path: str | os.PathLike, *, execution: Mapping[str, Any] | None = 
 
 def _refuse_placed(entry: Mapping[str, Any], where: str) -> None:
     for key in sorted(_PLACED_BY_GRID & set(entry)):
-        raise InvariRankError(f"{where}: field {key!r} cannot be set in a grid file (a grid run lives in "
-                              f"<results>/<grid>/<run>/; use 'name' to choose its folder name)")
+        raise InvariRankError(
+            f"{where}: field {key!r} cannot be set in a grid file (a grid run lives in "
+            f"<results>/<grid>/<run>/; use 'name' to choose its folder name)"
+        )
 
 
 def _check_data(data: Any, where: str) -> None:
@@ -158,12 +181,13 @@ def _check_data(data: Any, where: str) -> None:
     for i, entry in enumerate(data):
         unknown = sorted(set(entry) - _DATA_KEYS, key=str)
         if unknown:
-            raise InvariRankError(f"{where}[{i}]: unknown field {unknown[0]!r}; expected some of "
-                                  f"{', '.join(sorted(_DATA_KEYS))}")
+            raise InvariRankError(
+                f"{where}[{i}]: unknown field {unknown[0]!r}; expected some of {', '.join(sorted(_DATA_KEYS))}"
+            )
         if not isinstance(entry["dataset"], str) or not entry["dataset"]:
             raise InvariRankError(f"{where}[{i}]: field 'dataset' = {entry['dataset']!r}, expected a name")
         ks = entry.get("K", [])
-        for k in (ks if isinstance(ks, list) else [ks]):
+        for k in ks if isinstance(ks, list) else [ks]:
             if isinstance(k, bool) or not isinstance(k, int) or k < 2:
                 raise InvariRankError(f"{where}[{i}]: field 'K' = {ks!r}, expected integers >= 2")
         seed = entry.get("seed", 0)
@@ -184,28 +208,37 @@ def _finite(value: Any) -> bool:
 def _check_estimate(estimate: Any, where: str) -> None:
     """``estimate``: positive finite numbers, and ``parameters_billion`` a mapping of model → billions."""
     if not isinstance(estimate, dict):
-        raise InvariRankError(f"{where}: must be a mapping of assumptions ({', '.join(sorted(_ESTIMATE_NUMBERS))}, "
-                              f"parameters_billion)")
+        raise InvariRankError(
+            f"{where}: must be a mapping of assumptions ({', '.join(sorted(_ESTIMATE_NUMBERS))}, parameters_billion)"
+        )
     for key, value in estimate.items():
         if key in _ESTIMATE_NUMBERS:
             if not _finite(value):
                 raise InvariRankError(f"{where}: field {key!r} = {value!r}, expected a positive number")
         elif key == "parameters_billion":
             if not isinstance(value, dict) or not all(isinstance(m, str) and _finite(b) for m, b in value.items()):
-                raise InvariRankError(f"{where}: field 'parameters_billion' = {value!r}, expected a mapping of "
-                                      f"model name: positive number")
+                raise InvariRankError(
+                    f"{where}: field 'parameters_billion' = {value!r}, expected a mapping of "
+                    f"model name: positive number"
+                )
         else:
-            raise InvariRankError(f"{where}: unknown field {key!r}; expected some of "
-                                  f"{', '.join(sorted(_ESTIMATE_NUMBERS | {'parameters_billion'}))}")
+            raise InvariRankError(
+                f"{where}: unknown field {key!r}; expected some of "
+                f"{', '.join(sorted(_ESTIMATE_NUMBERS | {'parameters_billion'}))}"
+            )
 
 
 def check_folders(grid: Grid, results_dir: str | os.PathLike) -> None:
     """Every run folder ``<results>/<grid>/<run>/`` stays inside ``results_dir`` once resolved (symbolic links
     and ``..`` included); raise :class:`InvariRankError` naming the run otherwise."""
     from ..io import inside
+
     for config in [*grid.runs, *(lab_runs(grid.lab) if grid.lab else [])]:
-        inside(results_dir, Path(results_dir) / str(config.grid) / config.run_name,
-               f"{grid.path}: run {config.run_name}: its folder")
+        inside(
+            results_dir,
+            Path(results_dir) / str(config.grid) / config.run_name,
+            f"{grid.path}: run {config.run_name}: its folder",
+        )
 
 
 def _check_lab(lab: Any, where: str) -> None:
@@ -214,9 +247,14 @@ def _check_lab(lab: Any, where: str) -> None:
     if not isinstance(lab, dict):
         raise InvariRankError(f"{where}: must be a mapping")
     _refuse_placed(lab, where)
-    for name, ok, expected in (("shapes", lambda v: isinstance(v, str) and v, "names of bias shapes"),
-                               ("strengths", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-                                and math.isfinite(v), "finite numbers")):
+    for name, ok, expected in (
+        ("shapes", lambda v: isinstance(v, str) and v, "names of bias shapes"),
+        (
+            "strengths",
+            lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+            "finite numbers",
+        ),
+    ):
         value = lab.get(name)
         if value is None:
             continue
@@ -246,8 +284,13 @@ def lab_runs(lab: Mapping[str, Any]) -> list[RunConfig]:
     for shape in lab.get("shapes", ["primacy"]):
         for strength in lab.get("strengths", [1.0]):
             o = dict(opts, bias_shape=shape, bias_strength=float(strength))
-            out.append(RunConfig.from_mapping(dict(base, scorer_options=o, name=f"{shape}-s{float(strength):g}"),
-                                              "lab", grid=str(lab.get("grid", "lab"))))
+            out.append(
+                RunConfig.from_mapping(
+                    dict(base, scorer_options=o, name=f"{shape}-s{float(strength):g}"),
+                    "lab",
+                    grid=str(lab.get("grid", "lab")),
+                )
+            )
     return out
 
 
@@ -261,5 +304,7 @@ def main_sweep(grid: Grid) -> list[RunConfig]:
     order: its K sweep, what a results page needs complete to take Table 1 and Figures 1–2 from this grid."""
     main = main_run(grid)
     setting = (main.data_label, main.retriever, main.model_name, main.scorer)
-    return [main, *(c for c in grid.runs
-                    if c is not main and (c.data_label, c.retriever, c.model_name, c.scorer) == setting)]
+    return [
+        main,
+        *(c for c in grid.runs if c is not main and (c.data_label, c.retriever, c.model_name, c.scorer) == setting),
+    ]

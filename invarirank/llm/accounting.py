@@ -24,8 +24,19 @@ import numpy as np
 __all__ = ["WORK_COUNTERS", "new_counters", "AttentionShape", "attention_shape", "flop_counts", "model_flops"]
 
 #: the counters of ``scorer.stats`` of a real scorer, in the order they are reported
-WORK_COUNTERS = ("calls", "cache_hits", "disk_hits", "forward_passes", "prefix_passes", "prefix_reuses",
-                 "tokens_computed", "prefix_tokens", "positions_projected", "attention_context", "forward_seconds")
+WORK_COUNTERS = (
+    "calls",
+    "cache_hits",
+    "disk_hits",
+    "forward_passes",
+    "prefix_passes",
+    "prefix_reuses",
+    "tokens_computed",
+    "prefix_tokens",
+    "positions_projected",
+    "attention_context",
+    "forward_seconds",
+)
 
 
 def new_counters() -> dict[str, float]:
@@ -67,8 +78,13 @@ def attention_shape(config: Any) -> AttentionShape:
     if layer_types is None:
         layer_types = ["sliding_attention" if window else "full_attention"] * n_layers
     full = sum(1 for t in layer_types if t not in ("sliding_attention", "chunked_attention"))
-    return AttentionShape(full=full, sliding=len(layer_types) - full, window=int(window) if window else 0,
-                          hidden_size=int(getattr(cfg, "hidden_size", 0) or 0), layers=n_layers)
+    return AttentionShape(
+        full=full,
+        sliding=len(layer_types) - full,
+        window=int(window) if window else 0,
+        hidden_size=int(getattr(cfg, "hidden_size", 0) or 0),
+        layers=n_layers,
+    )
 
 
 def flop_counts(model: Any, shape: AttentionShape) -> dict[str, int]:
@@ -80,13 +96,19 @@ def flop_counts(model: Any, shape: AttentionShape) -> dict[str, int]:
     seen = {id(p): p.numel() for p in model.parameters()}
     total = sum(seen.values())
     non_emb = total - emb.numel() - (out_w.numel() if id(out_w) != id(emb) else 0)
-    return {"non_embedding_params": int(non_emb), "output_projection_params": int(out_w.numel()),
-            "layers": shape.layers, "hidden_size": shape.hidden_size}
+    return {
+        "non_embedding_params": int(non_emb),
+        "output_projection_params": int(out_w.numel()),
+        "layers": shape.layers,
+        "hidden_size": shape.hidden_size,
+    }
 
 
 def model_flops(stats: Mapping[str, Any], counts: Mapping[str, int]) -> float:
     """Model FLOPs of the work counted in ``stats`` (see the module docstring) with ``counts`` from
     :func:`flop_counts` (``scorer.model_flop_counts()``)."""
-    return (2 * counts["non_embedding_params"] * stats["tokens_computed"]
-            + 2 * counts["output_projection_params"] * stats["positions_projected"]
-            + 4 * counts["hidden_size"] * stats["attention_context"])
+    return (
+        2 * counts["non_embedding_params"] * stats["tokens_computed"]
+        + 2 * counts["output_projection_params"] * stats["positions_projected"]
+        + 4 * counts["hidden_size"] * stats["attention_context"]
+    )

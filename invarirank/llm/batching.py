@@ -32,7 +32,7 @@ def group_by_prefix(prefixes: Sequence[Hashable]) -> dict[Hashable, list[int]]:
 def per_prefix_batches(groups: Sequence[Sequence[int]], batch_size: int) -> list[list[int]]:
     """Each group's rows in consecutive chunks of ``batch_size`` (>= 1), group after group."""
     size = max(1, int(batch_size))
-    return [list(idxs[c:c + size]) for idxs in groups for c in range(0, len(idxs), size)]
+    return [list(idxs[c : c + size]) for idxs in groups for c in range(0, len(idxs), size)]
 
 
 def computed_positions(batches: Sequence[Sequence[int]], lengths: Sequence[int]) -> int:
@@ -40,8 +40,9 @@ def computed_positions(batches: Sequence[Sequence[int]], lengths: Sequence[int])
     return sum(len(b) * max(lengths[i] for i in b) for b in batches if b)
 
 
-def packed_batches(lengths: Sequence[int], groups: Sequence[Sequence[int]], batch_size: int,
-                   budget: int) -> list[list[int]]:
+def packed_batches(
+    lengths: Sequence[int], groups: Sequence[Sequence[int]], batch_size: int, budget: int
+) -> list[list[int]]:
     """Rows sorted by suffix length (ties by index) and packed greedily: a row joins the open batch while the
     batch stays within ``budget`` computed positions and the positions committed so far, plus this batch, plus
     every row still to come unpadded, stay within what :func:`per_prefix_batches` of ``groups`` with

@@ -78,21 +78,25 @@ class ChoiceScorer(CausalLMScorer):
         if template is not None and template.labels != labels and labels != "upper":
             raise InvariRankError("choice scorer: give labels either through the template or the labels option")
         fmt = self.template.label_format
-        if "{}" not in fmt or fmt[:fmt.index("{}")] != self.template.answer_prefix:
-            raise InvariRankError(f"choice scorer: the template's answer_prefix {self.template.answer_prefix!r} must "
-                                  f"be the label's opening in label_format {fmt!r}")
+        if "{}" not in fmt or fmt[: fmt.index("{}")] != self.template.answer_prefix:
+            raise InvariRankError(
+                f"choice scorer: the template's answer_prefix {self.template.answer_prefix!r} must "
+                f"be the label's opening in label_format {fmt!r}"
+            )
         super().__init__(model, seed=seed, cache_dir=cache_dir, **options)
         has_template = bool(self.loaded.has_chat_template)
         self.use_chat_template = has_template if use_chat_template is None else bool(use_chat_template)
         if self.use_chat_template and not has_template:
-            raise InvariRankError(f"choice scorer: {self.loaded.name} has no chat template "
-                                  f"(use_chat_template=True was asked)")
+            raise InvariRankError(
+                f"choice scorer: {self.loaded.name} has no chat template (use_chat_template=True was asked)"
+            )
         self._reads_checked: set[tuple] = set()
         self.frame, self._bos_ids = self._frame()
         self._before, self._after = self.frame.before, self.frame.after
         self.encoder.frame = (self.frame.before, self.frame.after)
-        self.scheme: LabelScheme = label_scheme(self.encoder, self._end_text(), self.frame.lead,
-                                                self.template.label_alphabet(), self.template.label_format)
+        self.scheme: LabelScheme = label_scheme(
+            self.encoder, self._end_text(), self.frame.lead, self.template.label_alphabet(), self.template.label_format
+        )
         #: the id read last for each usable label (the label's own token)
         self.label_ids = [r.ids[-1] for r in self.scheme.reads]
         self.max_k = self.scheme.max_k
@@ -127,15 +131,22 @@ class ChoiceScorer(CausalLMScorer):
     def _labels_for(self, query: Query, k: int) -> list[str]:
         alphabet = self.template.label_alphabet()
         if k > self.max_k:
-            shown = f"{alphabet[0]}..{alphabet[k - 1]}" if k <= len(alphabet) else \
-                f"{k} labels but the label set {self.template.labels!r} has only {len(alphabet)}"
-            hint = " (labels='upper+lower' allows up to 52)" if (self.template.labels == "upper" and
-                                                                 self.max_k == len(alphabet)) else ""
+            shown = (
+                f"{alphabet[0]}..{alphabet[k - 1]}"
+                if k <= len(alphabet)
+                else f"{k} labels but the label set {self.template.labels!r} has only {len(alphabet)}"
+            )
+            hint = (
+                " (labels='upper+lower' allows up to 52)"
+                if (self.template.labels == "upper" and self.max_k == len(alphabet))
+                else ""
+            )
             why = f": {self.scheme.stop}" if self.scheme.stop and self.max_k < len(alphabet) else ""
             raise InvariRankError(
                 f"query {query.query_id}: the choice scorer cannot label {k} candidates ({shown}) for the tokenizer "
                 f"of {self.loaded.name} (label scheme {self.scheme.name!r}); the largest K supported is "
-                f"{self.max_k}{hint}{why}")
+                f"{self.max_k}{hint}{why}"
+            )
         return list(alphabet[:k])
 
     def _length_probe(self, presented: Sequence[Item]) -> Sequence[Item]:
@@ -145,13 +156,15 @@ class ChoiceScorer(CausalLMScorer):
     def _plan(self, query: Query, history: Sequence[HistoryEntry], presented: Sequence[Item]) -> PassPlan:
         for i, it in enumerate(presented):  # before anything tokenizer-specific can fail
             if not render_item(it, self.template.attribute_label):
-                raise InvariRankError(f"query {query.query_id}: the candidate at position {i + 1} (item "
-                                      f"{it.item_id}) renders as an empty line (no title, year or genres)")
+                raise InvariRankError(
+                    f"query {query.query_id}: the candidate at position {i + 1} (item "
+                    f"{it.item_id}) renders as an empty line (no title, year or genres)"
+                )
         labels = self._labels_for(query, len(presented))
-        reads = self.scheme.reads[:len(presented)]
+        reads = self.scheme.reads[: len(presented)]
         split = any(r.split for r in reads)
         msg = choice_message(history, presented, labels, self.template)
-        opening = self.template.label_format[:self.template.label_format.index("{}")]
+        opening = self.template.label_format[: self.template.label_format.index("{}")]
         base = self._before + msg.text + self._after + self.scheme.answer
         text = base + (opening if split else "")
         tok = self.encoder.tokenize(text)
@@ -165,10 +178,20 @@ class ChoiceScorer(CausalLMScorer):
         suffix = list(tok.ids[cut:])
         # read positions: the prompt's last token (and the appended bracket when a label is written apart)
         needed = [len(suffix) - 2, len(suffix) - 1] if split else [len(suffix) - 1]
-        plan = PassPlan(text=text, prefix=tuple(self._bos_ids) + tok.ids[:cut], suffix=suffix, tail=[], needed=needed,
-                    bos=tuple(self._bos_ids), segments=tuple(segments),
-                    extra={"label_ids": self.label_ids[:len(presented)], "reads": [r.ids for r in reads],
-                           "label_scheme": self.scheme.name})
+        plan = PassPlan(
+            text=text,
+            prefix=tuple(self._bos_ids) + tok.ids[:cut],
+            suffix=suffix,
+            tail=[],
+            needed=needed,
+            bos=tuple(self._bos_ids),
+            segments=tuple(segments),
+            extra={
+                "label_ids": self.label_ids[: len(presented)],
+                "reads": [r.ids for r in reads],
+                "label_scheme": self.scheme.name,
+            },
+        )
         self._check_reads(query, plan, base, labels, split)
         return plan
 
@@ -176,7 +199,7 @@ class ChoiceScorer(CausalLMScorer):
         """Every label's read ids must be what ``tokenizer(prompt + answer)`` gives after the prompt's ids: checked
         on the text from the frame's last special token on (special tokens cut the tokenisation, so this tail is
         tokenised as in the whole text; verified), else on the whole text."""
-        ids = plan.full_ids[len(plan.bos):]
+        ids = plan.full_ids[len(plan.bos) :]
         n_base = len(ids) - (1 if split else 0)
         tok = self.encoder.tokenize(plan.text)
         start = self._tail_start(plan.text, tok)
@@ -187,16 +210,17 @@ class ChoiceScorer(CausalLMScorer):
         if memo_key in self._reads_checked:
             return
         fmt = self.template.label_format
-        cut = len(fmt[:fmt.index("{}")]) if self.scheme.name == "bracket" else 0  # the prompt ends with "["
+        cut = len(fmt[: fmt.index("{}")]) if self.scheme.name == "bracket" else 0  # the prompt ends with "["
         for lab, read in zip(labels, plan.extra["reads"]):
             want = list(ids[i0:n_base]) + list(read)
-            shown = fmt.format(lab)[:fmt.index("{}") + len(lab)]   # up to the letter (what is read)
+            shown = fmt.format(lab)[: fmt.index("{}") + len(lab)]  # up to the letter (what is read)
             got = list(self.encoder.tokenize(base[start:] + shown[cut:]).ids)
-            if got[:len(want)] != want:
+            if got[: len(want)] != want:
                 raise InvariRankError(
                     f"model {self.loaded.name}, choice prompt of query {query.query_id}: label {lab!r} is read as "
                     f"{self.encoder.decode(read)!r} (ids {list(read)}) but tokenizer(prompt + {shown!r}) "
-                    f"gives {self.encoder.decode(got[n_base - i0:n_base - i0 + len(read)])!r} there")
+                    f"gives {self.encoder.decode(got[n_base - i0 : n_base - i0 + len(read)])!r} there"
+                )
         self._reads_checked.add(memo_key)
         if len(self._reads_checked) > 64:
             self._reads_checked.clear()
@@ -230,6 +254,12 @@ class ChoiceScorer(CausalLMScorer):
 
     def explain(self, query: Query, presented: Sequence[Item]) -> dict[str, Any]:
         plan = self.plan(query, presented)
-        return {"text": plan.text, "ids": plan.full_ids, "label_ids": plan.extra["label_ids"],
-                "reads": plan.extra["reads"], "label_scheme": self.scheme.name,
-                "labels": self._labels_for(query, len(presented)), "history_used": plan.extra["history_used"]}
+        return {
+            "text": plan.text,
+            "ids": plan.full_ids,
+            "label_ids": plan.extra["label_ids"],
+            "reads": plan.extra["reads"],
+            "label_scheme": self.scheme.name,
+            "labels": self._labels_for(query, len(presented)),
+            "history_used": plan.extra["history_used"],
+        }

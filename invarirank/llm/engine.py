@@ -133,8 +133,10 @@ class CausalLMScorer(ScorerBase):
         max_length = o["max_length"]
         self.max_length = int(max_length) if max_length is not None else min(DEFAULT_MAX_LENGTH, model_max)
         if self.max_length > model_max:
-            raise InvariRankError(f"{self.kind} scorer: max_length {self.max_length} exceeds the model's limit "
-                                  f"{model_max} ({self.loaded.name})")
+            raise InvariRankError(
+                f"{self.kind} scorer: max_length {self.max_length} exceeds the model's limit "
+                f"{model_max} ({self.loaded.name})"
+            )
         self.truncate_history = bool(o["truncate_history"])
         self.encoder = PromptTokenizer(self.loaded.tokenizer, self.loaded.name)
         self._prefixes = PrefixStore(o["prefix_cache_size"])
@@ -192,21 +194,25 @@ class CausalLMScorer(ScorerBase):
     def identity(self) -> dict[str, Any]:
         """JSON-able description for manifests (model, hashes, dtype, device, template, options)."""
         ident = dict(self.loaded.identity())
-        ident.update({
-            "scorer": self.kind,
-            "scorer_version": self.VERSION,
-            "template_version": TEMPLATE_VERSION,
-            "options": self.score_options(),
-            "max_length": self.max_length,
-            "truncate_history": self.truncate_history,
-            "prefix_reuse": self.prefix_reuse,
-            "prefix_reuse_note": self.prefix_reuse_note,
-            "batch_size": self.batch_size,
-            "max_batch_tokens": self.max_batch_tokens,
-            "naive": self.naive,
-            "pass_cache": None if self.pass_cache is None else ("memory" if self.pass_cache.path is None else "disk"),
-            "seed": self.seed,
-        })
+        ident.update(
+            {
+                "scorer": self.kind,
+                "scorer_version": self.VERSION,
+                "template_version": TEMPLATE_VERSION,
+                "options": self.score_options(),
+                "max_length": self.max_length,
+                "truncate_history": self.truncate_history,
+                "prefix_reuse": self.prefix_reuse,
+                "prefix_reuse_note": self.prefix_reuse_note,
+                "batch_size": self.batch_size,
+                "max_batch_tokens": self.max_batch_tokens,
+                "naive": self.naive,
+                "pass_cache": None
+                if self.pass_cache is None
+                else ("memory" if self.pass_cache.path is None else "disk"),
+                "seed": self.seed,
+            }
+        )
         return ident
 
     def model_flop_counts(self) -> dict[str, int]:
@@ -250,19 +256,22 @@ class CausalLMScorer(ScorerBase):
         are not the canonical ids of its text (see :mod:`invarirank.llm.tokens`)."""
         history = self._history_for(query, presented)
         plan = self._plan(query, history, presented)
-        self.encoder.check_canonical(plan.text, plan.full_ids, plan.bos, plan.segments,
-                                     f"{self.kind} prompt of query {query.query_id}")
-        shared = plan.text[:plan.segments[0][2]] if plan.segments else plan.text
-        self.encoder.check_prefix(shared, plan.prefix, plan.full_ids, f"{self.kind} prompt of query "
-                                  f"{query.query_id}")
+        self.encoder.check_canonical(
+            plan.text, plan.full_ids, plan.bos, plan.segments, f"{self.kind} prompt of query {query.query_id}"
+        )
+        shared = plan.text[: plan.segments[0][2]] if plan.segments else plan.text
+        self.encoder.check_prefix(shared, plan.prefix, plan.full_ids, f"{self.kind} prompt of query {query.query_id}")
         if plan.full_length > self.max_length:
             dropped = len(query.history) - len(history)
-            how = (f"even after dropping {dropped} of {len(query.history)} history items" if self.truncate_history
-                   else "; pass truncate_history=True to drop the oldest history items until it fits, or raise "
-                        "max_length")
+            how = (
+                f"even after dropping {dropped} of {len(query.history)} history items"
+                if self.truncate_history
+                else "; pass truncate_history=True to drop the oldest history items until it fits, or raise max_length"
+            )
             raise InvariRankError(
                 f"query {query.query_id}: the {self.kind} prompt has {plan.full_length} tokens, more than "
-                f"max_length {self.max_length} of {self.loaded.name} {how}".replace(" ;", ";"))
+                f"max_length {self.max_length} of {self.loaded.name} {how}".replace(" ;", ";")
+            )
         plan.extra["history_used"] = len(history)
         return plan
 
@@ -338,7 +347,7 @@ class CausalLMScorer(ScorerBase):
         if not self.prefix_reuse:
             return [self._full(plan) for plan in plans]
         groups = group_by_prefix([plan.prefix for plan in plans])
-        self._prefixes.size = max(self._prefixes.size, len(groups))   # every query of a window keeps its prefix
+        self._prefixes.size = max(self._prefixes.size, len(groups))  # every query of a window keeps its prefix
         if self.max_batch_tokens is not None and len(groups) > 1 and self.forwards.packable:
             try:
                 return self._compute_packed(plans, list(groups.values()))
@@ -375,8 +384,11 @@ class CausalLMScorer(ScorerBase):
         lengths = [len(plan.suffix) for plan in plans]
         for batch in packed_batches(lengths, groups, self.batch_size, int(self.max_batch_tokens or 1)):
             rows = [plans[j] for j in batch]
-            got = (self.forwards.suffixes(prefix_of[batch[0]][0], rows) if len({p.prefix for p in rows}) == 1
-                   else self.forwards.mixed(rows, [prefix_of[j] for j in batch]))
+            got = (
+                self.forwards.suffixes(prefix_of[batch[0]][0], rows)
+                if len({p.prefix for p in rows}) == 1
+                else self.forwards.mixed(rows, [prefix_of[j] for j in batch])
+            )
             for j, (logits, tokens) in zip(batch, got):
                 out[j] = (self._reduce(plans[j], logits.float()), tokens + charge.get(j, 0))
         return out  # type: ignore[return-value]

@@ -9,12 +9,22 @@ from invarirank.types import Scorer
 
 from .options import CHOICE_OPTIONS, FORBIDDEN_OPTIONS, SIMULATED_OPTIONS, SPAN_OPTIONS, Option, check_config_options
 
-__all__ = ["make_scorer", "SCORER_KINDS", "SCORER_OPTIONS", "DEFAULT_MODEL", "scoring_versions",
-           "check_scorer_options", "FORBIDDEN_OPTIONS"]
+__all__ = [
+    "make_scorer",
+    "SCORER_KINDS",
+    "SCORER_OPTIONS",
+    "DEFAULT_MODEL",
+    "scoring_versions",
+    "check_scorer_options",
+    "FORBIDDEN_OPTIONS",
+]
 
 #: THE registry of scorer kinds, each with its options (declared once, :mod:`invarirank.llm.options`)
-SCORER_OPTIONS: dict[str, dict[str, Option]] = {"span": SPAN_OPTIONS, "choice": CHOICE_OPTIONS,
-                                                "simulated": SIMULATED_OPTIONS}
+SCORER_OPTIONS: dict[str, dict[str, Option]] = {
+    "span": SPAN_OPTIONS,
+    "choice": CHOICE_OPTIONS,
+    "simulated": SIMULATED_OPTIONS,
+}
 #: THE list of scorer kinds (the run schema, the CLI choices and the scorer contract tests read it)
 SCORER_KINDS = tuple(SCORER_OPTIONS)
 #: the model of a real scorer when none is given
@@ -57,8 +67,9 @@ def scoring_versions(kind: str) -> dict[str, Any]:
     return {"scorer_version": cls.VERSION, "template_version": TEMPLATE_VERSION}
 
 
-def make_scorer(kind: str = "span", model: Any = None, *, seed: int = 0, cache_dir: Any = None,
-                **options: Any) -> Scorer:
+def make_scorer(
+    kind: str = "span", model: Any = None, *, seed: int = 0, cache_dir: Any = None, **options: Any
+) -> Scorer:
     """Build a scorer.
 
     * ``"span"`` (default) and ``"choice"``: :class:`invarirank.llm.span.SpanScorer` /

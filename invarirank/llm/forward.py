@@ -120,7 +120,7 @@ class Forwards:
             return logits, int(keep.sum())
         union = keep.any(dim=0).nonzero().flatten()
         kwargs["logits_to_keep"] = union.to(dev)
-        logits = self.run(**kwargs).logits                  # (rows, len(union), vocab)
+        logits = self.run(**kwargs).logits  # (rows, len(union), vocab)
         return logits[keep[:, union].to(logits.device)], rows * len(union)
 
     @staticmethod
@@ -128,7 +128,7 @@ class Forwards:
         res, row = [], 0
         for pl in plans:
             k = len(pl.needed)
-            res.append((logits[row:row + k], width))
+            res.append((logits[row : row + k], width))
             row += k
         return res
 
@@ -156,7 +156,7 @@ class Forwards:
         ids = torch.full((len(plans), width), self.pad_id(), dtype=torch.long)
         mask = torch.zeros((len(plans), width), dtype=torch.bool)
         for b, pl in enumerate(plans):
-            ids[b, :len(pl.suffix)] = torch.tensor(pl.suffix, dtype=torch.long)
+            ids[b, : len(pl.suffix)] = torch.tensor(pl.suffix, dtype=torch.long)
             mask[b, pl.needed] = True
         kwargs = {"input_ids": ids.to(dev), self.cache_arg: fork_cache(cache, batch=len(plans)), "use_cache": True}
         logits, projected = self.batch_logits(kwargs, mask)
@@ -193,12 +193,17 @@ class Forwards:
         pos = torch.zeros((batch, width), dtype=torch.long)
         keep = torch.zeros((batch, width), dtype=torch.bool)
         for b, (pl, (_, n)) in enumerate(zip(plans, prefixes)):
-            ids[b, :len(pl.suffix)] = torch.tensor(pl.suffix, dtype=torch.long)
-            attn[b, longest - n:longest + len(pl.suffix)] = 1
+            ids[b, : len(pl.suffix)] = torch.tensor(pl.suffix, dtype=torch.long)
+            attn[b, longest - n : longest + len(pl.suffix)] = 1
             pos[b] = torch.arange(n, n + width)
             keep[b, pl.needed] = True
-        kwargs: dict[str, Any] = {"input_ids": ids.to(dev), "attention_mask": attn.to(dev),
-                                  "position_ids": pos.to(dev), self.cache_arg: cache, "use_cache": True}
+        kwargs: dict[str, Any] = {
+            "input_ids": ids.to(dev),
+            "attention_mask": attn.to(dev),
+            "position_ids": pos.to(dev),
+            self.cache_arg: cache,
+            "use_cache": True,
+        }
         logits, projected = self.batch_logits(kwargs, keep)
         stats = self._counters()
         stats["forward_passes"] += 1

@@ -64,21 +64,32 @@ def _clock(now: datetime) -> Iterator[None]:
         yield
 
 
-def render_chat(tokenizer: Any, messages: list[dict[str, str]], *, add_generation_prompt: bool,
-                model_name: str, variables: dict[str, str] | None = None) -> str:
+def render_chat(
+    tokenizer: Any,
+    messages: list[dict[str, str]],
+    *,
+    add_generation_prompt: bool,
+    model_name: str,
+    variables: dict[str, str] | None = None,
+) -> str:
     """The chat template's text for ``messages`` with :data:`TEMPLATE_VARIABLES` (or ``variables``), rendered under
     two fake clocks; raises :class:`InvariRankError` when the two differ (a template that writes the time)."""
     values = TEMPLATE_VARIABLES if variables is None else variables
     out = []
     for now in _CLOCKS:
         with _clock(now):
-            out.append(tokenizer.apply_chat_template(messages, tokenize=False,
-                                                     add_generation_prompt=add_generation_prompt, **values))
+            out.append(
+                tokenizer.apply_chat_template(
+                    messages, tokenize=False, add_generation_prompt=add_generation_prompt, **values
+                )
+            )
     if not isinstance(out[0], str):
         raise InvariRankError(f"model {model_name}: its chat template does not render to text")
     if out[0] != out[1]:
-        raise InvariRankError(f"model {model_name}: its chat template writes the current date or time even with "
-                              f"{', '.join(f'{k}={v!r}' for k, v in values.items())}; prompts would change by day")
+        raise InvariRankError(
+            f"model {model_name}: its chat template writes the current date or time even with "
+            f"{', '.join(f'{k}={v!r}' for k, v in values.items())}; prompts would change by day"
+        )
     return out[0]
 
 
@@ -102,19 +113,27 @@ def chat_frame(tokenizer: Any, model_name: str) -> Frame:
     user = [{"role": "user", "content": _PROBE}]
     gen = render_chat(tokenizer, user, add_generation_prompt=True, model_name=model_name)
     if gen.count(_PROBE) != 1:
-        raise InvariRankError(f"choice scorer: the chat template of {model_name} does not render the user message "
-                              f"verbatim; pass use_chat_template=False")
+        raise InvariRankError(
+            f"choice scorer: the chat template of {model_name} does not render the user message "
+            f"verbatim; pass use_chat_template=False"
+        )
     before, after = gen.split(_PROBE)
-    turn = render_chat(tokenizer, user + [{"role": "assistant", "content": _ANSWER_PROBE}],
-                       add_generation_prompt=False, model_name=model_name)
+    turn = render_chat(
+        tokenizer,
+        user + [{"role": "assistant", "content": _ANSWER_PROBE}],
+        add_generation_prompt=False,
+        model_name=model_name,
+    )
     at = turn.find(_ANSWER_PROBE, len(gen)) if turn.startswith(gen) else -1
     if at < 0:
-        raise InvariRankError(f"choice scorer: the chat template of {model_name} does not write an assistant turn "
-                              f"after its generation prompt, so where the answer starts is unknown; pass "
-                              f"use_chat_template=False")
+        raise InvariRankError(
+            f"choice scorer: the chat template of {model_name} does not write an assistant turn "
+            f"after its generation prompt, so where the answer starts is unknown; pass "
+            f"use_chat_template=False"
+        )
     with _clock(_CLOCKS[0]):
         plain = tokenizer.apply_chat_template(user, tokenize=False, add_generation_prompt=True)
-    return Frame(before, after, turn[len(gen):at], volatile=plain != gen)
+    return Frame(before, after, turn[len(gen) : at], volatile=plain != gen)
 
 
 @dataclass(frozen=True)
@@ -149,16 +168,18 @@ def _read(encoder: Any, context: str, answer: str, label: str, label_format: str
     """``(text the prompt ends with, ids read)`` for one label: the tokens of ``context + answer + "[L]"`` up to the
     one that holds the letter are the prompt, that token is read."""
     shown = label_format.format(label)
-    shown = shown[:shown.index(label) + len(label)]   # the answer up to its letter: what follows is not read
+    shown = shown[: shown.index(label) + len(label)]  # the answer up to its letter: what follows is not read
     text = context + answer + shown
     tok = encoder.tokenize(text)
     letter = len(context) + len(answer) + shown.index(label)
-    i = tok.floor(letter)                      # tokens that end at or before the letter
+    i = tok.floor(letter)  # tokens that end at or before the letter
     if i >= len(tok.ids) or int(tok.ends[i]) != letter + len(label) or int(tok.starts[i]) > letter:
-        raise _NoScheme(f"the tokenizer writes {shown!r} after the prompt as "
-                        f"{[encoder.decode([t]) for t in tok.ids[max(0, i - 1):i + 2]]!r}, so the label is not "
-                        f"one token")
-    end = text[:int(tok.starts[i])]
+        raise _NoScheme(
+            f"the tokenizer writes {shown!r} after the prompt as "
+            f"{[encoder.decode([t]) for t in tok.ids[max(0, i - 1) : i + 2]]!r}, so the label is not "
+            f"one token"
+        )
+    end = text[: int(tok.starts[i])]
     if tuple(encoder.tokenize(end).ids) != tuple(tok.ids[:i]):
         raise _NoScheme(f"the prompt's own ids change when {shown!r} follows it")
     return end, (int(tok.ids[i]),)
@@ -168,28 +189,36 @@ class _NoScheme(Exception):
     pass
 
 
-def label_scheme(encoder: Any, context: str, lead: str, alphabet: Sequence[str], label_format: str = "[{}]",
-                 ) -> LabelScheme:
+def label_scheme(
+    encoder: Any,
+    context: str,
+    lead: str,
+    alphabet: Sequence[str],
+    label_format: str = "[{}]",
+) -> LabelScheme:
     """The label scheme for prompts that end with ``context`` (see the module docstring); ``encoder`` is a
     :class:`~invarirank.llm.tokens.PromptTokenizer`. The first label decides the scheme; the usable alphabet ends
     at the first label that fits it not. Raises :class:`InvariRankError` when the first label fits no scheme."""
-    opening = label_format[:label_format.index("{}")]
+    opening = label_format[: label_format.index("{}")]
     base = context + lead
     try:
         first_end, _ = _read(encoder, context, lead, alphabet[0], label_format)
     except _NoScheme as exc:
-        raise InvariRankError(f"choice scorer: model {encoder.model_name}: no label scheme works: label "
-                              f"{alphabet[0]!r}: {exc}") from None
+        raise InvariRankError(
+            f"choice scorer: model {encoder.model_name}: no label scheme works: label {alphabet[0]!r}: {exc}"
+        ) from None
     name = "bracket" if first_end == base + opening else "merged" if first_end == base else None
     if name is None:
-        raise InvariRankError(f"choice scorer: model {encoder.model_name}: no label scheme works: the tokenizer "
-                              f"merges the answer {label_format.format(alphabet[0])!r} with the text before it "
-                              f"({first_end[len(context) - 8:]!r} ends the prompt)")
+        raise InvariRankError(
+            f"choice scorer: model {encoder.model_name}: no label scheme works: the tokenizer "
+            f"merges the answer {label_format.format(alphabet[0])!r} with the text before it "
+            f"({first_end[len(context) - 8 :]!r} ends the prompt)"
+        )
     bracket_id = None
     if name == "merged":
         pieces = encoder.tokenize(base + opening).ids
         head = encoder.tokenize(base).ids
-        if len(pieces) == len(head) + 1 and tuple(pieces[:len(head)]) == tuple(head):
+        if len(pieces) == len(head) + 1 and tuple(pieces[: len(head)]) == tuple(head):
             bracket_id = int(pieces[-1])
     reads: list[LabelRead] = []
     stop = None
@@ -205,12 +234,16 @@ def label_scheme(encoder: Any, context: str, lead: str, alphabet: Sequence[str],
         elif end == (base + opening if name == "bracket" else base):
             reads.append(LabelRead(lab, ids, False))
         else:
-            how = ("is one token with the bracket" if name == "bracket" else
-                   f"is written apart from {opening!r}, which is not one token after the prompt")
+            how = (
+                "is one token with the bracket"
+                if name == "bracket"
+                else f"is written apart from {opening!r}, which is not one token after the prompt"
+            )
             stop = f"label {lab!r}: {shown!r} {how} (scheme {name!r} of label {alphabet[0]!r})"
             break
-    return _distinct(encoder, LabelScheme(name, lead + opening if name == "bracket" else lead, bracket_id,
-                                          tuple(reads), stop))
+    return _distinct(
+        encoder, LabelScheme(name, lead + opening if name == "bracket" else lead, bracket_id, tuple(reads), stop)
+    )
 
 
 def _distinct(encoder: Any, scheme: LabelScheme) -> LabelScheme:

@@ -54,14 +54,27 @@ def _qwen25_gguf() -> Path:
 
 
 REGISTRY: dict[str, RegistryEntry] = {
-    "smollm2-135m": RegistryEntry("smollm2-135m", _smollm2_gguf,
-                                  "SmolLM2-135M-Instruct (Llama architecture, Q4_1 GGUF de-quantised to fp32)", True),
-    "gemma3-270m": RegistryEntry("gemma3-270m", _gemma3_gguf,
-                                 "Gemma 3 270M base (sliding-window layers, Q4_K_M GGUF de-quantised to fp32)", False),
-    "qwen2.5-coder-0.5b": RegistryEntry("qwen2.5-coder-0.5b", _qwen25_gguf,
-                                        "Qwen2.5-Coder-0.5B-Instruct (Qwen2 architecture, the Qwen2.5 tokenizer and "
-                                        "chat template; AWQ then Q4_K_M GGUF upstream, de-quantised to fp32)", True),
+    "smollm2-135m": RegistryEntry(
+        "smollm2-135m",
+        _smollm2_gguf,
+        "SmolLM2-135M-Instruct (Llama architecture, Q4_1 GGUF de-quantised to fp32)",
+        True,
+    ),
+    "gemma3-270m": RegistryEntry(
+        "gemma3-270m",
+        _gemma3_gguf,
+        "Gemma 3 270M base (sliding-window layers, Q4_K_M GGUF de-quantised to fp32)",
+        False,
+    ),
+    "qwen2.5-coder-0.5b": RegistryEntry(
+        "qwen2.5-coder-0.5b",
+        _qwen25_gguf,
+        "Qwen2.5-Coder-0.5B-Instruct (Qwen2 architecture, the Qwen2.5 tokenizer and "
+        "chat template; AWQ then Q4_K_M GGUF upstream, de-quantised to fp32)",
+        True,
+    ),
 }
+
 
 def prepared_dir(name: str) -> Path:
     """Folder of the converted fp32 copy of a registry model (may not exist yet)."""
@@ -90,8 +103,11 @@ def prepare(name: str, *, force: bool = False, quiet: bool = False) -> Path:
     gguf = REGISTRY[name].gguf()
     t0 = time.perf_counter()
     if not quiet:
-        print(f"invarirank: converting {gguf.name} to a float32 folder (once; about 1-2 minutes)",
-              file=sys.stderr, flush=True)
+        print(
+            f"invarirank: converting {gguf.name} to a float32 folder (once; about 1-2 minutes)",
+            file=sys.stderr,
+            flush=True,
+        )
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     # save_pretrained refuses a GGUF-loaded model while it still looks quantised (ENVIRONMENT.md)

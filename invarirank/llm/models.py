@@ -107,8 +107,14 @@ def resolve_device(device: str | None = "auto") -> Any:
     return dev
 
 
-_DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-           "float16": "float16", "fp16": "float16"}
+_DTYPES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+}
 
 
 def resolve_dtype(dtype: Any, device: Any) -> Any:
@@ -208,8 +214,14 @@ def wrap_model(model: Any, tokenizer: Any, *, name: str = "in-memory", folder: P
     model.eval()
     param = next(model.parameters())
     return LoadedModel(
-        name=name, model=model, tokenizer=tokenizer, device=param.device, dtype=param.dtype, folder=folder,
-        weights_sha256=weights_sha256(model, folder), tokenizer_sha256=hash_tokenizer(tokenizer),
+        name=name,
+        model=model,
+        tokenizer=tokenizer,
+        device=param.device,
+        dtype=param.dtype,
+        folder=folder,
+        weights_sha256=weights_sha256(model, folder),
+        tokenizer_sha256=hash_tokenizer(tokenizer),
         max_length=_model_max_length(model.config),
         has_chat_template=bool(getattr(tokenizer, "chat_template", None)),
         info={"torch": torch.__version__},
@@ -219,8 +231,9 @@ def wrap_model(model: Any, tokenizer: Any, *, name: str = "in-memory", folder: P
 _LOADED: dict[tuple, LoadedModel] = {}
 
 
-def _resolve_source(name: str, *, allow_download: bool, trust_remote_code: bool = False,
-                    allow_pickle: bool = False) -> tuple[Path, str]:
+def _resolve_source(
+    name: str, *, allow_download: bool, trust_remote_code: bool = False, allow_pickle: bool = False
+) -> tuple[Path, str]:
     """Registry name / local folder / Hub id → (local folder, display name)."""
     if name in REGISTRY:
         return prepare(name), name
@@ -246,22 +259,33 @@ def _resolve_source(name: str, *, allow_download: bool, trust_remote_code: bool 
             raise InvariRankError(
                 f"model {name!r}: cannot get it from the Hugging Face Hub ({type(exc).__name__}: "
                 f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}); with HF_HUB_OFFLINE=1 only models already "
-                f"in the local Hub cache load; gated models need HF_TOKEN") from exc
+                f"in the local Hub cache load; gated models need HF_TOKEN"
+            ) from exc
         return Path(local), name
     raise InvariRankError(
         f"unknown model {name!r}: expected one of {', '.join(REGISTRY)}, a local model folder, "
-        f"or a Hugging Face id like 'meta-llama/Llama-3.2-3B-Instruct'")
+        f"or a Hugging Face id like 'meta-llama/Llama-3.2-3B-Instruct'"
+    )
 
 
 def _hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes") or \
-        os.environ.get("TRANSFORMERS_OFFLINE", "0").lower() in ("1", "true", "yes")
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes") or os.environ.get(
+        "TRANSFORMERS_OFFLINE", "0"
+    ).lower() in ("1", "true", "yes")
 
 
-def load_model(name: str = "smollm2-135m", *, device: str | None = "auto", dtype: Any = None,
-               trust_remote_code: bool = False, allow_download: bool = True, threads: int | None = None,
-               attn_implementation: str | None = None, reuse: bool = True,
-               allow_pickle_weights: bool = False) -> LoadedModel:
+def load_model(
+    name: str = "smollm2-135m",
+    *,
+    device: str | None = "auto",
+    dtype: Any = None,
+    trust_remote_code: bool = False,
+    allow_download: bool = True,
+    threads: int | None = None,
+    attn_implementation: str | None = None,
+    reuse: bool = True,
+    allow_pickle_weights: bool = False,
+) -> LoadedModel:
     """Load a causal LM for scoring (see the module docstring for the accepted names and the safety rules).
 
     Loaded models are shared within the process (keyed by name, device, dtype) unless ``reuse=False``.
@@ -277,15 +301,19 @@ def load_model(name: str = "smollm2-135m", *, device: str | None = "auto", dtype
     key = (name, str(dev), str(dt), trust_remote_code, attn_implementation)
     if reuse and key in _LOADED:
         return _LOADED[key]
-    folder, display = _resolve_source(name, allow_download=allow_download, trust_remote_code=trust_remote_code,
-                                      allow_pickle=allow_pickle_weights)
+    folder, display = _resolve_source(
+        name, allow_download=allow_download, trust_remote_code=trust_remote_code, allow_pickle=allow_pickle_weights
+    )
     weights = check_weights(folder, allow_pickle=allow_pickle_weights)
     if trust_remote_code:
         print(f"invarirank: warning: trust_remote_code is on: the Python code in {folder} may run", file=sys.stderr)
     from transformers import AutoModelForCausalLM
 
-    kwargs: dict[str, Any] = {"dtype": dt, "trust_remote_code": trust_remote_code,
-                              "use_safetensors": weights[0].suffix == ".safetensors"}
+    kwargs: dict[str, Any] = {
+        "dtype": dt,
+        "trust_remote_code": trust_remote_code,
+        "use_safetensors": weights[0].suffix == ".safetensors",
+    }
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
     if dev.type == "cuda":
@@ -300,8 +328,14 @@ def load_model(name: str = "smollm2-135m", *, device: str | None = "auto", dtype
         model.to(dev)
     model.eval()
     loaded = LoadedModel(
-        name=display, model=model, tokenizer=tokenizer, device=dev, dtype=dt, folder=folder,
-        weights_sha256=weights_sha256(model, folder), tokenizer_sha256=hash_tokenizer(tokenizer),
+        name=display,
+        model=model,
+        tokenizer=tokenizer,
+        device=dev,
+        dtype=dt,
+        folder=folder,
+        weights_sha256=weights_sha256(model, folder),
+        tokenizer_sha256=hash_tokenizer(tokenizer),
         max_length=_model_max_length(model.config),
         has_chat_template=bool(getattr(tokenizer, "chat_template", None)),
         info={"torch": torch.__version__, "folder": str(folder)},
@@ -326,18 +360,19 @@ def _load_tokenizer(folder: Path, trust_remote_code: bool) -> Any:
     return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
 
 
-def load_tokenizer(name: str = "smollm2-135m", *, trust_remote_code: bool = False,
-                   allow_download: bool = True) -> Any:
+def load_tokenizer(name: str = "smollm2-135m", *, trust_remote_code: bool = False, allow_download: bool = True) -> Any:
     """The tokenizer of a model (the names of :func:`load_model`) without loading its weights: the same object
     :func:`load_model` puts in :attr:`LoadedModel.tokenizer` (a registry model is prepared first if needed)."""
     folder, display = _resolve_source(name, allow_download=allow_download, trust_remote_code=trust_remote_code)
     try:
         return _load_tokenizer(folder, trust_remote_code)
     except (OSError, ValueError) as exc:
-        raise InvariRankError(f"model {display!r}: cannot load its tokenizer from {folder}: "
-                              f"{str(exc).splitlines()[0]}") from exc
+        raise InvariRankError(
+            f"model {display!r}: cannot load its tokenizer from {folder}: {str(exc).splitlines()[0]}"
+        ) from exc
 
 
-if __name__ == "__main__":   # ``python -m invarirank.llm.models`` = ``invarirank models`` (an alias)
+if __name__ == "__main__":  # ``python -m invarirank.llm.models`` = ``invarirank models`` (an alias)
     from invarirank.cli import main
+
     raise SystemExit(main(["models", *sys.argv[1:]]))

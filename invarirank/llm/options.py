@@ -28,8 +28,18 @@ from typing import Any
 
 from invarirank.errors import InvariRankError
 
-__all__ = ["Option", "CAUSAL_LM_OPTIONS", "SPAN_OPTIONS", "CHOICE_OPTIONS", "SIMULATED_OPTIONS", "FORBIDDEN_OPTIONS",
-           "resolve_options", "own_options", "check_config_options", "config_examples"]
+__all__ = [
+    "Option",
+    "CAUSAL_LM_OPTIONS",
+    "SPAN_OPTIONS",
+    "CHOICE_OPTIONS",
+    "SIMULATED_OPTIONS",
+    "FORBIDDEN_OPTIONS",
+    "resolve_options",
+    "own_options",
+    "check_config_options",
+    "config_examples",
+]
 
 #: options that never come from a scorer option, config or grid file: only from the command line's explicit flags
 FORBIDDEN_OPTIONS = {"trust_remote_code": "--trust-remote-code", "allow_pickle_weights": "--allow-pickle-weights"}
@@ -76,8 +86,7 @@ CAUSAL_LM_OPTIONS: dict[str, Option] = {
     "device": Option(_string, "a device name such as cpu or cuda", "auto", "cpu", load=True),
     "dtype": Option(_string, "a dtype name such as float32 or bfloat16", None, "float32", load=True),
     "threads": Option(_positive_int, "an integer >= 1", None, 1, load=True),
-    "attn_implementation": Option(_string, "a transformers attention implementation name", None, "eager",
-                                  load=True),
+    "attn_implementation": Option(_string, "a transformers attention implementation name", None, "eager", load=True),
     "allow_download": Option(_flag, "true or false", True, False, load=True),
     "pass_cache": Option(lambda v: isinstance(v, bool) or v == "memory", "true, false or 'memory'", True, "memory"),
     "prefix_reuse": Option(_flag, "true or false", True, False),
@@ -108,8 +117,9 @@ CHOICE_OPTIONS: dict[str, Option] = {
 #: the simulated scorer's (:class:`invarirank.llm.simulated.SimulatedScorer`; ``model`` is its display name, which a
 #: config gives as its ``model`` setting, not as an option)
 SIMULATED_OPTIONS: dict[str, Option] = {
-    "bias_shape": Option(lambda v: v in ("primacy", "recency", "u", "none"),
-                         "one of primacy, recency, u, none", "primacy", "recency"),
+    "bias_shape": Option(
+        lambda v: v in ("primacy", "recency", "u", "none"), "one of primacy, recency, u, none", "primacy", "recency"
+    ),
     "bias_strength": Option(_finite, "a finite number", 1.0, 0.5),
     "noise_sd": Option(_nonnegative, "a finite number >= 0", 0.3, 0.1),
     "relevance": Option(_finite, "a finite number", 1.0, 2.0),
@@ -123,8 +133,10 @@ _JSON_SCALARS = (str, int, float, bool)
 def _unknown(table: Mapping[str, Option], names: Any, where: str, what: str | None, *, config: bool) -> None:
     for name in names:
         if name in FORBIDDEN_OPTIONS:
-            raise InvariRankError(f"{where}: option {name!r} cannot be set in scorer options, a config or a grid "
-                                  f"file; pass {FORBIDDEN_OPTIONS[name]} on the `invarirank rerank` command line")
+            raise InvariRankError(
+                f"{where}: option {name!r} cannot be set in scorer options, a config or a grid "
+                f"file; pass {FORBIDDEN_OPTIONS[name]} on the `invarirank rerank` command line"
+            )
         if name not in table or (config and not table[name].config):
             accepted = sorted(n for n, o in table.items() if o.config or not config)
             of = f" of the {what}" if what else ""
@@ -147,15 +159,18 @@ def resolve_options(table: Mapping[str, Option], given: Mapping[str, Any], where
     return out
 
 
-def own_options(table: Mapping[str, Option], base: Mapping[str, Option], given: Mapping[str, Any],
-                where: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def own_options(
+    table: Mapping[str, Option], base: Mapping[str, Option], given: Mapping[str, Any], where: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """For a subclass constructor: the options of ``table`` that ``base`` (its base class's table) lacks, resolved
     (:func:`resolve_options`), and the given options of ``base``, to pass on as they are. Unknown names are an
     error naming every option of ``table``."""
     _unknown(table, given, where, None, config=False)
     own = {name: opt for name, opt in table.items() if name not in base}
-    return (resolve_options(own, {k: v for k, v in given.items() if k in own}, where),
-            {k: v for k, v in given.items() if k not in own})
+    return (
+        resolve_options(own, {k: v for k, v in given.items() if k in own}, where),
+        {k: v for k, v in given.items() if k not in own},
+    )
 
 
 def check_config_options(table: Mapping[str, Option], options: Mapping[str, Any], where: str, what: str) -> None:

@@ -56,8 +56,16 @@ from typing import Any
 
 from invarirank.errors import InvariRankError
 
-__all__ = ["PAPER_MODELS", "BUILDER_VERSION", "paper_dir", "is_built", "build", "build_all", "read_spm_pieces",
-           "TEMPLATES"]
+__all__ = [
+    "PAPER_MODELS",
+    "BUILDER_VERSION",
+    "paper_dir",
+    "is_built",
+    "build",
+    "build_all",
+    "read_spm_pieces",
+    "TEMPLATES",
+]
 
 #: bump when a rebuilt folder would differ (tokenizer files, template, config or weights)
 BUILDER_VERSION = 2
@@ -71,8 +79,9 @@ PAPER_MODELS: dict[str, tuple[str, str]] = {
     "qwen2.5-7b-instruct-tiny": ("qwen", "Qwen/Qwen2.5-7B-Instruct"),
 }
 
-_TINY = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, head_dim=8)
+_TINY = dict(
+    hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8
+)
 _INIT_STD = 0.2
 
 
@@ -125,24 +134,54 @@ def _llama3(folder: Path, source: Path) -> Any:
             t["content"] = f"<|reserved_special_token_{reserved}|>"
             reserved += 1
     bos = "<|begin_of_text|>"
-    tj["post_processor"] = {"type": "Sequence", "processors": [
-        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
-        {"type": "TemplateProcessing",
-         "single": [{"SpecialToken": {"id": bos, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
-         "pair": [{"SpecialToken": {"id": bos, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
-                  {"SpecialToken": {"id": bos, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
-         "special_tokens": {bos: {"id": bos, "ids": [128000], "tokens": [bos]}}}]}
+    tj["post_processor"] = {
+        "type": "Sequence",
+        "processors": [
+            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+            {
+                "type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": bos, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                "pair": [
+                    {"SpecialToken": {"id": bos, "type_id": 0}},
+                    {"Sequence": {"id": "A", "type_id": 0}},
+                    {"SpecialToken": {"id": bos, "type_id": 1}},
+                    {"Sequence": {"id": "B", "type_id": 1}},
+                ],
+                "special_tokens": {bos: {"id": bos, "ids": [128000], "tokens": [bos]}},
+            },
+        ],
+    }
     _json(folder / "tokenizer.json", tj)
-    _json(folder / "tokenizer_config.json", {
-        "added_tokens_decoder": _added(tj["added_tokens"]), "bos_token": bos, "eos_token": "<|eot_id|>",
-        "chat_template": _template("llama3.2.jinja"), "clean_up_tokenization_spaces": True,
-        "model_input_names": ["input_ids", "attention_mask"], "model_max_length": 131072,
-        "tokenizer_class": "PreTrainedTokenizerFast"})
-    return LlamaConfig(vocab_size=128256, max_position_embeddings=131072, rms_norm_eps=1e-5,
-                       tie_word_embeddings=True, bos_token_id=128000, eos_token_id=[128001, 128008, 128009],
-                       rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
-                                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                                        "original_max_position_embeddings": 8192}, **_TINY)
+    _json(
+        folder / "tokenizer_config.json",
+        {
+            "added_tokens_decoder": _added(tj["added_tokens"]),
+            "bos_token": bos,
+            "eos_token": "<|eot_id|>",
+            "chat_template": _template("llama3.2.jinja"),
+            "clean_up_tokenization_spaces": True,
+            "model_input_names": ["input_ids", "attention_mask"],
+            "model_max_length": 131072,
+            "tokenizer_class": "PreTrainedTokenizerFast",
+        },
+    )
+    return LlamaConfig(
+        vocab_size=128256,
+        max_position_embeddings=131072,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        bos_token_id=128000,
+        eos_token_id=[128001, 128008, 128009],
+        rope_parameters={
+            "rope_type": "llama3",
+            "rope_theta": 500000.0,
+            "factor": 32.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+        },
+        **_TINY,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -184,7 +223,7 @@ def read_spm_pieces(path: Path) -> list[tuple[str, float, int]]:
         if wire != 2:
             raise InvariRankError(f"{path}: not a SentencePiece model (wire type {wire})")
         n, i = _varint(buf, i)
-        body, i = buf[i:i + n], i + n
+        body, i = buf[i : i + n], i + n
         if field != 1:
             continue
         piece, score, kind, j = "", 0.0, 1, 0
@@ -194,11 +233,11 @@ def read_spm_pieces(path: Path) -> list[tuple[str, float, int]]:
             if w == 2:
                 m, j = _varint(body, j)
                 if f == 1:
-                    piece = body[j:j + m].decode("utf-8")
+                    piece = body[j : j + m].decode("utf-8")
                 j += m
             elif w == 5:
                 if f == 2:
-                    score = struct.unpack("<f", body[j:j + 4])[0]
+                    score = struct.unpack("<f", body[j : j + 4])[0]
                 j += 4
             elif w == 0:
                 v, j = _varint(body, j)
@@ -219,30 +258,68 @@ def _mistral(folder: Path, source: Path) -> Any:
 
     pieces = read_spm_pieces(source)
     vocab = {p: i for i, (p, _, _) in enumerate(pieces)}
-    tok = LlamaTokenizer(vocab=vocab, merges=generate_merges(vocab), legacy=False, add_prefix_space=None,
-                         bos_token="<s>", eos_token="</s>", unk_token="<unk>", add_bos_token=True,
-                         add_eos_token=False, clean_up_tokenization_spaces=False)
+    tok = LlamaTokenizer(
+        vocab=vocab,
+        merges=generate_merges(vocab),
+        legacy=False,
+        add_prefix_space=None,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        add_bos_token=True,
+        add_eos_token=False,
+        clean_up_tokenization_spaces=False,
+    )
     control = [AddedToken(p, normalized=False, special=True) for p, _, kind in pieces if kind == 3]
     tok.add_special_tokens({"additional_special_tokens": control}, replace_extra_special_tokens=False)
     tok.add_tokens([AddedToken(p, normalized=False, special=False) for p, _, kind in pieces if kind == 4])
     tok.chat_template = _template("mistral-v0.3.jinja")
     tok.save_pretrained(folder)
-    shutil.copy(source, folder / "tokenizer.model.v3")   # the original, for the sentencepiece cross-check
-    return MistralConfig(vocab_size=32768, max_position_embeddings=32768, rms_norm_eps=1e-5, sliding_window=None,
-                         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
-                         tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, **_TINY)
+    shutil.copy(source, folder / "tokenizer.model.v3")  # the original, for the sentencepiece cross-check
+    return MistralConfig(
+        vocab_size=32768,
+        max_position_embeddings=32768,
+        rms_norm_eps=1e-5,
+        sliding_window=None,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        tie_word_embeddings=False,
+        bos_token_id=1,
+        eos_token_id=2,
+        **_TINY,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Qwen 2.5
 
-_QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
-                  r"""\s*[\r\n]+|\s+(?!\S)|\s+""")
-_QWEN25_ADDED = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
-                 "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
-                 "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>", "</tool_call>",
-                 "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>", "<|repo_name|>",
-                 "<|file_sep|>"]
+_QWEN2_PATTERN = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
+    r"""\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
+_QWEN25_ADDED = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<tool_call>",
+    "</tool_call>",
+    "<|fim_prefix|>",
+    "<|fim_middle|>",
+    "<|fim_suffix|>",
+    "<|fim_pad|>",
+    "<|repo_name|>",
+    "<|file_sep|>",
+]
 _QWEN25_NOT_SPECIAL = {"<tool_call>", "</tool_call>"}
 
 
@@ -257,7 +334,7 @@ def _last_merge(ranks: dict[bytes, int], token: bytes, rank: int) -> tuple[bytes
                 best, idx = r, i
         if best is None:
             return None
-        parts[idx:idx + 2] = [parts[idx] + parts[idx + 1]]
+        parts[idx : idx + 2] = [parts[idx] + parts[idx + 1]]
     return (parts[0], parts[1]) if len(parts) == 2 else None
 
 
@@ -284,29 +361,83 @@ def _qwen(folder: Path, source: Path) -> Any:
                 raise InvariRankError(f"{source}: token of rank {rank} is not reachable by BPE merges")
             merges.append([s(pair[0]), s(pair[1])])
     n = len(vocab)
-    added = [{"id": n + i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": c not in _QWEN25_NOT_SPECIAL} for i, c in enumerate(_QWEN25_ADDED)]
+    added = [
+        {
+            "id": n + i,
+            "content": c,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": c not in _QWEN25_NOT_SPECIAL,
+        }
+        for i, c in enumerate(_QWEN25_ADDED)
+    ]
     bl = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
-    _json(folder / "tokenizer.json", {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": {"type": "NFC"},
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": _QWEN2_PATTERN}, "behavior": "Isolated", "invert": False},
-            dict(bl)]},
-        "post_processor": dict(bl), "decoder": dict(bl),
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
-                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": vocab, "merges": merges}})
+    _json(
+        folder / "tokenizer.json",
+        {
+            "version": "1.0",
+            "truncation": None,
+            "padding": None,
+            "added_tokens": added,
+            "normalizer": {"type": "NFC"},
+            "pre_tokenizer": {
+                "type": "Sequence",
+                "pretokenizers": [
+                    {"type": "Split", "pattern": {"Regex": _QWEN2_PATTERN}, "behavior": "Isolated", "invert": False},
+                    dict(bl),
+                ],
+            },
+            "post_processor": dict(bl),
+            "decoder": dict(bl),
+            "model": {
+                "type": "BPE",
+                "dropout": None,
+                "unk_token": None,
+                "continuing_subword_prefix": "",
+                "end_of_word_suffix": "",
+                "fuse_unk": False,
+                "byte_fallback": False,
+                "ignore_merges": False,
+                "vocab": vocab,
+                "merges": merges,
+            },
+        },
+    )
     specials = [c for c in _QWEN25_ADDED[1:] if c not in _QWEN25_NOT_SPECIAL][:13]
-    _json(folder / "tokenizer_config.json", {
-        "add_bos_token": False, "add_prefix_space": False, "added_tokens_decoder": _added(added),
-        "additional_special_tokens": specials, "bos_token": None, "chat_template": _template("qwen2.5.jinja"),
-        "clean_up_tokenization_spaces": False, "eos_token": "<|im_end|>", "errors": "replace",
-        "model_max_length": 131072, "pad_token": "<|endoftext|>", "split_special_tokens": False,
-        "tokenizer_class": "Qwen2Tokenizer", "unk_token": None})
-    return Qwen2Config(vocab_size=152064, max_position_embeddings=32768, rms_norm_eps=1e-6, use_sliding_window=False,
-                       sliding_window=None, max_window_layers=28, tie_word_embeddings=False,
-                       rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
-                       bos_token_id=151643, eos_token_id=151645, **_TINY)
+    _json(
+        folder / "tokenizer_config.json",
+        {
+            "add_bos_token": False,
+            "add_prefix_space": False,
+            "added_tokens_decoder": _added(added),
+            "additional_special_tokens": specials,
+            "bos_token": None,
+            "chat_template": _template("qwen2.5.jinja"),
+            "clean_up_tokenization_spaces": False,
+            "eos_token": "<|im_end|>",
+            "errors": "replace",
+            "model_max_length": 131072,
+            "pad_token": "<|endoftext|>",
+            "split_special_tokens": False,
+            "tokenizer_class": "Qwen2Tokenizer",
+            "unk_token": None,
+        },
+    )
+    return Qwen2Config(
+        vocab_size=152064,
+        max_position_embeddings=32768,
+        rms_norm_eps=1e-6,
+        use_sliding_window=False,
+        sliding_window=None,
+        max_window_layers=28,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+        bos_token_id=151643,
+        eos_token_id=151645,
+        **_TINY,
+    )
 
 
 _BUILDERS: dict[str, Callable[[Path, Path], Any]] = {"llama3": _llama3, "mistral": _mistral, "qwen": _qwen}
@@ -337,8 +468,9 @@ def build(name: str, *, force: bool = False, quiet: bool = False, seed: int = 0)
     key, stands_for = PAPER_MODELS[name]
     source = paper_tokenizer_files()[key]
     if not quiet:
-        print(f"invarirank: building {name} ({stands_for}'s tokenizer, tiny random weights)", file=sys.stderr,
-              flush=True)
+        print(
+            f"invarirank: building {name} ({stands_for}'s tokenizer, tiny random weights)", file=sys.stderr, flush=True
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=target.parent))
     try:
@@ -348,15 +480,24 @@ def build(name: str, *, force: bool = False, quiet: bool = False, seed: int = 0)
 
         from .models import weights_sha256
 
-        manifest = {"name": name, "stands_for": stands_for, "builder_version": BUILDER_VERSION, "seed": seed,
-                    "tokenizer_source": key, "tokenizer_source_sha256": sha256_file(source),
-                    "weights_sha256": weights_sha256(None, tmp), "dtype": "float32",
-                    "architecture": config.architectures[0] if getattr(config, "architectures", None) else
-                    type(config).__name__.replace("Config", "ForCausalLM"), "has_chat_template": True}
-        _json(tmp / MANIFEST_NAME, manifest)   # last: a folder with a manifest is complete
+        manifest = {
+            "name": name,
+            "stands_for": stands_for,
+            "builder_version": BUILDER_VERSION,
+            "seed": seed,
+            "tokenizer_source": key,
+            "tokenizer_source_sha256": sha256_file(source),
+            "weights_sha256": weights_sha256(None, tmp),
+            "dtype": "float32",
+            "architecture": config.architectures[0]
+            if getattr(config, "architectures", None)
+            else type(config).__name__.replace("Config", "ForCausalLM"),
+            "has_chat_template": True,
+        }
+        _json(tmp / MANIFEST_NAME, manifest)  # last: a folder with a manifest is complete
         shutil.rmtree(target, ignore_errors=True)
         os.replace(tmp, target)
-    finally:                                   # nothing half-written stays behind (gone already on success)
+    finally:  # nothing half-written stays behind (gone already on success)
         shutil.rmtree(tmp, ignore_errors=True)
     return target
 

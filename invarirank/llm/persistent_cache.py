@@ -32,8 +32,12 @@ SCHEMA_VERSION = 1
 
 def pass_key(identity: dict[str, Any], prompt: str) -> str:
     """sha256 (hex) of the canonical JSON of (identity, prompt)."""
-    blob = json.dumps({"identity": identity, "prompt": prompt, "schema": SCHEMA_VERSION},
-                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    blob = json.dumps(
+        {"identity": identity, "prompt": prompt, "schema": SCHEMA_VERSION},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -61,8 +65,10 @@ class PersistentPassCache:
             self._db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS passes (key TEXT PRIMARY KEY, k INTEGER NOT NULL, "
-                             "scores BLOB NOT NULL, tokens INTEGER NOT NULL, identity TEXT NOT NULL)")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS passes (key TEXT PRIMARY KEY, k INTEGER NOT NULL, "
+                "scores BLOB NOT NULL, tokens INTEGER NOT NULL, identity TEXT NOT NULL)"
+            )
 
     def get(self, key: str) -> tuple[np.ndarray, str] | None:
         """(scores, where) with where ∈ {"memory", "disk"}, or None on a miss. Returns a fresh copy."""
@@ -87,8 +93,10 @@ class PersistentPassCache:
         self._remember(key, arr.astype(np.float32))
         if self._db is not None:
             with self._lock:
-                self._db.execute("INSERT OR IGNORE INTO passes (key, k, scores, tokens, identity) VALUES (?,?,?,?,?)",
-                                 (key, int(arr.shape[0]), arr.tobytes(), int(tokens), identity_digest))
+                self._db.execute(
+                    "INSERT OR IGNORE INTO passes (key, k, scores, tokens, identity) VALUES (?,?,?,?,?)",
+                    (key, int(arr.shape[0]), arr.tobytes(), int(tokens), identity_digest),
+                )
 
     def _remember(self, key: str, scores: np.ndarray) -> None:
         with self._lock:

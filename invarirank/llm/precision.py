@@ -53,4 +53,5 @@ def check_cpu_precision(dtype_name: str, device_type: str, flags: frozenset[str]
         raise InvariRankError(
             f"dtype 'bfloat16' on the CPU: this CPU has no bf16 instructions (none of {', '.join(BF16_CPU_FLAGS)} "
             f"among its flags), so bfloat16 would be emulated (several times slower, other scores); use "
-            f"dtype=float32, the CPU default, or a machine whose CPU lists one of them")
+            f"dtype=float32, the CPU default, or a machine whose CPU lists one of them"
+        )

@@ -189,8 +189,10 @@ def render_item(item: Item, attribute_label: str = "genres") -> str:
 def render_history_line(entry: HistoryEntry, attribute_label: str = "genres") -> str:
     """``title: Title (Year), rating: R, genres: A, B`` — one history line."""
     item = entry.item
-    return (f"title: {_clean(item.title)}{format_year(item.year)}, rating: {format_rating(entry.rating)}"
-            f"{_genres(item, attribute_label)}")
+    return (
+        f"title: {_clean(item.title)}{format_year(item.year)}, rating: {format_rating(entry.rating)}"
+        f"{_genres(item, attribute_label)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -209,20 +211,24 @@ class SpanSegments:
         return self.prefix + "".join(o + b + c for o, b, c in self.items)
 
 
-def span_segments(history: Sequence[HistoryEntry], presented: Sequence[Item],
-                  template: SpanTemplate = SpanTemplate()) -> SpanSegments:
+def span_segments(
+    history: Sequence[HistoryEntry], presented: Sequence[Item], template: SpanTemplate = SpanTemplate()
+) -> SpanSegments:
     """Segments of the span prompt for one presented order (see the module docstring)."""
     lines = [template.span_open, template.instruction, "", template.history_header]
     lines += [render_history_line(h, template.attribute_label) for h in history]
     lines += [template.span_close, "", ""]
     prefix = "\n".join(lines)
-    items = tuple((template.item_open + "\n", render_item(it, template.attribute_label),
-                   "\n" + template.item_close + "\n\n") for it in presented)
+    items = tuple(
+        (template.item_open + "\n", render_item(it, template.attribute_label), "\n" + template.item_close + "\n\n")
+        for it in presented
+    )
     return SpanSegments(prefix, items)
 
 
-def span_text(history: Sequence[HistoryEntry], presented: Sequence[Item],
-              template: SpanTemplate = SpanTemplate()) -> str:
+def span_text(
+    history: Sequence[HistoryEntry], presented: Sequence[Item], template: SpanTemplate = SpanTemplate()
+) -> str:
     """The whole span prompt as text (without the BOS token)."""
     return span_segments(history, presented, template).text
 
@@ -241,13 +247,18 @@ class ChoiceMessage:
         return self.head + "".join(self.candidates) + self.tail
 
 
-def choice_message(history: Sequence[HistoryEntry], presented: Sequence[Item], labels: Sequence[str],
-                   template: ChoiceTemplate = ChoiceTemplate()) -> ChoiceMessage:
+def choice_message(
+    history: Sequence[HistoryEntry],
+    presented: Sequence[Item],
+    labels: Sequence[str],
+    template: ChoiceTemplate = ChoiceTemplate(),
+) -> ChoiceMessage:
     """The user message of the choice prompt; ``labels[i]`` labels presented position ``i``."""
     hist = "\n".join(render_history_line(h, template.attribute_label) for h in history)
     head = f"{template.instruction}\n\n{template.history_header}\n{hist}\n\n{template.candidates_header}\n"
-    cands = tuple(f"{template.label_format.format(lab)} {render_item(it, template.attribute_label)}\n"
-                  for lab, it in zip(labels, presented))
+    cands = tuple(
+        f"{template.label_format.format(lab)} {render_item(it, template.attribute_label)}\n"
+        for lab, it in zip(labels, presented)
+    )
     tail = f"\n{template.question}"
     return ChoiceMessage(head, cands, tail)
-

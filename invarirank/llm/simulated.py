@@ -64,8 +64,8 @@ def _normal(h: np.ndarray) -> np.ndarray:
     """Standard normal deviates from uint64 hashes (Box-Muller on two derived uniforms)."""
     a = _splitmix(h)
     b = _splitmix(a)
-    u1 = ((a >> _S11).astype(np.float64) + 1.0) * _TWO53      # (0, 1]
-    u2 = (b >> _S11).astype(np.float64) * _TWO53              # [0, 1)
+    u1 = ((a >> _S11).astype(np.float64) + 1.0) * _TWO53  # (0, 1]
+    u2 = (b >> _S11).astype(np.float64) * _TWO53  # [0, 1)
     return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * math.pi * u2)
 
 
@@ -100,9 +100,10 @@ class SimulatedScorer(ScorerBase):
     def __init__(self, *, seed: int = 0, **options: Any) -> None:
         o = resolve_options(SIMULATED_OPTIONS, options, "simulated scorer")
         for key in ("bias_shape", "bias_strength", "noise_sd", "relevance", "utility_sd"):
-            if not SIMULATED_OPTIONS[key].check(o[key]):    # non-JSON values too (numpy numbers, ...)
-                raise InvariRankError(f"simulated scorer: option {key!r} = {o[key]!r}, expected "
-                                      f"{SIMULATED_OPTIONS[key].expected}")
+            if not SIMULATED_OPTIONS[key].check(o[key]):  # non-JSON values too (numpy numbers, ...)
+                raise InvariRankError(
+                    f"simulated scorer: option {key!r} = {o[key]!r}, expected {SIMULATED_OPTIONS[key].expected}"
+                )
         bias_shape, bias_strength, noise_sd = o["bias_shape"], o["bias_strength"], o["noise_sd"]
         relevance, utility_sd, model = o["relevance"], o["utility_sd"], o["model"]
         self.seed = int(seed)
@@ -119,9 +120,17 @@ class SimulatedScorer(ScorerBase):
     # -- identity ------------------------------------------------------------------------------
     def identity(self) -> dict[str, Any]:
         """JSON-able description used in manifests and cache keys (e.g. STELLA calibration)."""
-        return {"scorer": "simulated", "model": self.model, "version": VERSION, "seed": self.seed,
-                "bias_shape": self.bias_shape, "bias_strength": self.bias_strength,
-                "noise_sd": self.noise_sd, "relevance": self.relevance, "utility_sd": self.utility_sd}
+        return {
+            "scorer": "simulated",
+            "model": self.model,
+            "version": VERSION,
+            "seed": self.seed,
+            "bias_shape": self.bias_shape,
+            "bias_strength": self.bias_strength,
+            "noise_sd": self.noise_sd,
+            "relevance": self.relevance,
+            "utility_sd": self.utility_sd,
+        }
 
     # -- internals -----------------------------------------------------------------------------
     def _item_terms(self, query: Query, items: Sequence[Item]) -> tuple[np.ndarray, np.ndarray]:
@@ -163,14 +172,15 @@ class SimulatedScorer(ScorerBase):
             raise ValueError("orders must be a 2-D array of item indices")
         n, length = orders.shape
         hashes, base = self._item_terms(query, items)
-        pres_hash = hashes[orders]                                 # (n, L)
+        pres_hash = hashes[orders]  # (n, L)
         h = np.full(n, self._order_seed(query.query_id), dtype=np.uint64)
-        for p in range(length):                                    # fold the whole order into h
+        for p in range(length):  # fold the whole order into h
             h = _splitmix(h ^ pres_hash[:, p])
         steps = (np.arange(1, length + 1, dtype=np.uint64) * _GOLDEN)[None, :]
-        noise = _normal(_splitmix(h[:, None] ^ steps))             # (n, L), depends on (order, p)
-        scores = (base[orders] + position_effect(self.bias_shape, self.bias_strength, length)[None, :]
-                  + self.noise_sd * noise)
+        noise = _normal(_splitmix(h[:, None] ^ steps))  # (n, L), depends on (order, p)
+        scores = (
+            base[orders] + position_effect(self.bias_shape, self.bias_strength, length)[None, :] + self.noise_sd * noise
+        )
         self.stats["calls"] += n
         self.stats["forward_passes"] += n
         return scores.astype(np.float32)

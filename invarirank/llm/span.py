@@ -80,32 +80,52 @@ class SpanScorer(CausalLMScorer):
             where = f"position {i + 1} (item {presented[i].item_id})"
             a = pos + len(open_)
             b = a + len(body)
-            segments += [(f"the [ITEM] of {where}", pos, a), (f"the line of {where}", a, b),
-                         (f"the [/ITEM] of {where}", b, b + len(close))]
-            start, end = self._scored_tokens(query, tok, where, a, b, lo=pos + len(self.template.item_open),
-                                             hi=b + close.index(self.template.item_close), cut=cut)
+            segments += [
+                (f"the [ITEM] of {where}", pos, a),
+                (f"the line of {where}", a, b),
+                (f"the [/ITEM] of {where}", b, b + len(close)),
+            ]
+            start, end = self._scored_tokens(
+                query,
+                tok,
+                where,
+                a,
+                b,
+                lo=pos + len(self.template.item_open),
+                hi=b + close.index(self.template.item_close),
+                cut=cut,
+            )
             pos = b + len(close)
             start, end = start - cut, end - cut  # suffix-relative
             spans.append((start, end))
             g0 = len(needed)
             needed.extend(range(start - 1, end - 1))  # position q predicts token q + 1
-            targets.extend(tok.ids[cut + start:cut + end])
+            targets.extend(tok.ids[cut + start : cut + end])
             groups.append((g0, len(needed)))
         ids = list(tok.ids[cut:])
         last = needed[-1] + 1  # nothing after the last needed position influences a score
-        return PassPlan(text=seg.text, prefix=bos + tok.ids[:cut], suffix=ids[:last], tail=ids[last:],
-                        needed=needed, bos=bos, segments=tuple(segments),
-                        extra={"targets": targets, "groups": groups, "spans": spans, "suffix_all": ids})
+        return PassPlan(
+            text=seg.text,
+            prefix=bos + tok.ids[:cut],
+            suffix=ids[:last],
+            tail=ids[last:],
+            needed=needed,
+            bos=bos,
+            segments=tuple(segments),
+            extra={"targets": targets, "groups": groups, "spans": spans, "suffix_all": ids},
+        )
 
-    def _scored_tokens(self, query: Query, tok: TokenizedText, where: str, a: int, b: int, *, lo: int,
-                       hi: int, cut: int) -> tuple[int, int]:
+    def _scored_tokens(
+        self, query: Query, tok: TokenizedText, where: str, a: int, b: int, *, lo: int, hi: int, cut: int
+    ) -> tuple[int, int]:
         """Token range ``[i, j)`` (canonical, without BOS) scored for the line ``[a, b)``: every token holding one
         of its characters. Those tokens must lie between the end of ``[ITEM]`` (character ``lo``) and the start of
         ``[/ITEM]`` (``hi``) and after the ``cut`` tokens of the history prefix."""
         i, j = tok.covering(a, b)
         if a == b or j == i:  # an empty line first: on Llama 3 / Qwen its newlines merge with "]"
-            raise InvariRankError(f"query {query.query_id}: the candidate at {where} renders as an empty line "
-                                  f"(no title, year or genres)")
+            raise InvariRankError(
+                f"query {query.query_id}: the candidate at {where} renders as an empty line (no title, year or genres)"
+            )
         first, last = tok.char_range(i, j)
         if first < lo or last > hi or i <= cut:
             off = first if first < lo or i <= cut else hi
@@ -113,7 +133,8 @@ class SpanScorer(CausalLMScorer):
                 f"model {self.loaded.name}, span prompt of query {query.query_id}: the tokens of the line of the "
                 f"candidate at {where} (characters {a}..{b}) reach into its delimiters at character offset {off} "
                 f"(tokens {tok.text[first:last]!r}): this tokenizer merges the line with [ITEM] or [/ITEM], so "
-                f"the line's own tokens cannot be scored")
+                f"the line's own tokens cannot be scored"
+            )
         return i, j
 
     def _reduce(self, plan: PassPlan, logits: Any) -> np.ndarray:
@@ -134,9 +155,14 @@ class SpanScorer(CausalLMScorer):
     def explain(self, query: Query, presented: Sequence[Item]) -> dict[str, Any]:
         """The prompt text, its ids and the scored spans (for inspection and tests)."""
         plan = self.plan(query, presented)
-        return {"text": plan.text, "prefix_ids": list(plan.prefix), "suffix_ids": plan.extra["suffix_all"],
-                "spans": plan.extra["spans"], "scored_texts": self.scored_texts(query, presented),
-                "history_used": plan.extra["history_used"]}
+        return {
+            "text": plan.text,
+            "prefix_ids": list(plan.prefix),
+            "suffix_ids": plan.extra["suffix_all"],
+            "spans": plan.extra["spans"],
+            "scored_texts": self.scored_texts(query, presented),
+            "history_used": plan.extra["history_used"],
+        }
 
 
 def _with_special_delimiters(model: Any, template: SpanTemplate, options: dict[str, Any]) -> Any:
@@ -156,10 +182,13 @@ def _with_special_delimiters(model: Any, template: SpanTemplate, options: dict[s
     out_layer = net.get_output_embeddings()
     tied = out_layer is not None and out_layer.weight.data_ptr() == net.get_input_embeddings().weight.data_ptr()
     old_out = out_layer.weight.detach().clone() if out_layer is not None and not tied else None
-    added = tok.add_special_tokens({"additional_special_tokens": list(template.delimiters)},
-                                   replace_extra_special_tokens=False) \
-        if "replace_extra_special_tokens" in _params(tok.add_special_tokens) else \
-        tok.add_special_tokens({"additional_special_tokens": list(template.delimiters)})
+    added = (
+        tok.add_special_tokens(
+            {"additional_special_tokens": list(template.delimiters)}, replace_extra_special_tokens=False
+        )
+        if "replace_extra_special_tokens" in _params(tok.add_special_tokens)
+        else tok.add_special_tokens({"additional_special_tokens": list(template.delimiters)})
+    )
     n_old = old_in.shape[0]
     if len(tok) > n_old:
         net.resize_token_embeddings(len(tok), mean_resizing=False)
@@ -172,9 +201,19 @@ def _with_special_delimiters(model: Any, template: SpanTemplate, options: dict[s
     digest = hashlib.sha256(f"{base.weights_sha256}|special-delimiters-mean-v1|{added}".encode()).hexdigest()
     from .weights import hash_tokenizer
 
-    return LoadedModel(name=f"{base.name}+special-delimiters", model=net.eval(), tokenizer=tok, device=base.device,
-                       dtype=base.dtype, folder=None, weights_sha256=digest, tokenizer_sha256=hash_tokenizer(tok),
-                       max_length=base.max_length, has_chat_template=base.has_chat_template, info=dict(base.info))
+    return LoadedModel(
+        name=f"{base.name}+special-delimiters",
+        model=net.eval(),
+        tokenizer=tok,
+        device=base.device,
+        dtype=base.dtype,
+        folder=None,
+        weights_sha256=digest,
+        tokenizer_sha256=hash_tokenizer(tok),
+        max_length=base.max_length,
+        has_chat_template=base.has_chat_template,
+        info=dict(base.info),
+    )
 
 
 def _params(fn: Any) -> set[str]:

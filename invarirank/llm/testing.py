@@ -25,19 +25,101 @@ from typing import Any
 
 from invarirank.types import HistoryEntry, Item, Query
 
-__all__ = ["ARCHS", "tiny_model", "train_tokenizer", "toy_query", "toy_items", "toy_split_queries",
-           "reference_logits", "contract_orders", "check_declares_batching", "check_aligned_under_permutation",
-           "check_prefix_stable", "check_requests_across_queries", "check_deterministic", "check_scorer"]
+__all__ = [
+    "ARCHS",
+    "tiny_model",
+    "train_tokenizer",
+    "toy_query",
+    "toy_items",
+    "toy_split_queries",
+    "reference_logits",
+    "contract_orders",
+    "check_declares_batching",
+    "check_aligned_under_permutation",
+    "check_prefix_stable",
+    "check_requests_across_queries",
+    "check_deterministic",
+    "check_scorer",
+]
 
 ARCHS = ("llama", "mistral", "qwen2", "gemma3")
 
-_GENRES = ("Action", "Adventure", "Animation", "Children's", "Comedy", "Crime", "Documentary", "Drama", "Fantasy",
-           "Film-Noir", "Horror", "Musical", "Mystery", "Romance", "Sci-Fi", "Thriller", "War", "Western")
-_WORDS = ("Star", "Wars", "Toy", "Story", "Fargo", "Return", "Jedi", "Contact", "English", "Patient", "Scream",
-          "Liar", "Air", "Force", "One", "Independence", "Day", "Godfather", "Titanic", "Raiders", "Lost", "Ark",
-          "Silence", "Lambs", "Pulp", "Fiction", "Twelve", "Monkeys", "Babe", "Heat", "Casino", "Sense",
-          "Sensibility", "Empire", "Strikes", "Back", "Jerry", "Maguire", "Rock", "Saint", "Apt", "Pupil", "Kolya",
-          "'Til", "There", "Was", "You", "City", "Lost", "Children", "Amélie", "Das", "Boot", "Léon")
+_GENRES = (
+    "Action",
+    "Adventure",
+    "Animation",
+    "Children's",
+    "Comedy",
+    "Crime",
+    "Documentary",
+    "Drama",
+    "Fantasy",
+    "Film-Noir",
+    "Horror",
+    "Musical",
+    "Mystery",
+    "Romance",
+    "Sci-Fi",
+    "Thriller",
+    "War",
+    "Western",
+)
+_WORDS = (
+    "Star",
+    "Wars",
+    "Toy",
+    "Story",
+    "Fargo",
+    "Return",
+    "Jedi",
+    "Contact",
+    "English",
+    "Patient",
+    "Scream",
+    "Liar",
+    "Air",
+    "Force",
+    "One",
+    "Independence",
+    "Day",
+    "Godfather",
+    "Titanic",
+    "Raiders",
+    "Lost",
+    "Ark",
+    "Silence",
+    "Lambs",
+    "Pulp",
+    "Fiction",
+    "Twelve",
+    "Monkeys",
+    "Babe",
+    "Heat",
+    "Casino",
+    "Sense",
+    "Sensibility",
+    "Empire",
+    "Strikes",
+    "Back",
+    "Jerry",
+    "Maguire",
+    "Rock",
+    "Saint",
+    "Apt",
+    "Pupil",
+    "Kolya",
+    "'Til",
+    "There",
+    "Was",
+    "You",
+    "City",
+    "Lost",
+    "Children",
+    "Amélie",
+    "Das",
+    "Boot",
+    "Léon",
+)
 
 
 def toy_items(n: int, *, seed: int = 0, offset: int = 0) -> list[Item]:
@@ -50,8 +132,9 @@ def toy_items(n: int, *, seed: int = 0, offset: int = 0) -> list[Item]:
         words = rng.choice(len(_WORDS), size=int(rng.integers(1, 4)), replace=False)
         title = " ".join(_WORDS[w] for w in words)
         year = None if rng.random() < 0.1 else int(rng.integers(1930, 1999))
-        genres = tuple(_GENRES[g] for g in sorted(rng.choice(len(_GENRES), size=int(rng.integers(1, 4)),
-                                                              replace=False)))
+        genres = tuple(
+            _GENRES[g] for g in sorted(rng.choice(len(_GENRES), size=int(rng.integers(1, 4)), replace=False))
+        )
         items.append(Item(str(offset + i + 1), title, year, genres))
     return items
 
@@ -61,8 +144,13 @@ def toy_query(k: int = 5, history: int = 8, *, seed: int = 0, query_id: str = "u
     hist_items = toy_items(history, seed=seed + 1000, offset=1000)
     ratings = [float(1 + (i * 7 + seed) % 5) for i in range(history)]
     cands = tuple(toy_items(k, seed=seed))
-    return Query(query_id, query_id.lstrip("uv") or "1",
-                 tuple(HistoryEntry(it, r) for it, r in zip(hist_items, ratings)), cands, (cands[0].item_id,))
+    return Query(
+        query_id,
+        query_id.lstrip("uv") or "1",
+        tuple(HistoryEntry(it, r) for it, r in zip(hist_items, ratings)),
+        cands,
+        (cands[0].item_id,),
+    )
 
 
 def toy_split_queries(n_test: int = 8, n_validation: int = 3, k: int = 8) -> list[Query]:
@@ -101,8 +189,10 @@ User: Assistant: [
 
 
 #: The pre-tokenizer pattern of Llama 3 (and, with single digits, Qwen 2): punctuation takes the newlines after it.
-_LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
-                   r"\s*[\r\n]+|\s+(?!\S)|\s+")
+_LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+    r"\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 
 
 def train_tokenizer(kind: str = "bytelevel", vocab_size: int = 400) -> Any:
@@ -127,34 +217,67 @@ def train_tokenizer(kind: str = "bytelevel", vocab_size: int = 400) -> Any:
         text += "Fargo (1996)\n[/ITEM]\n\nUntitled (1999)\n[/ITEM]\n\n" * 4
     if kind in ("bytelevel", "llama3"):
         tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False) if kind == "bytelevel" else \
-            pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(_LLAMA3_PATTERN), behavior="isolated"),
-                                     pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        tok.pre_tokenizer = (
+            pre_tokenizers.ByteLevel(add_prefix_space=False)
+            if kind == "bytelevel"
+            else pre_tokenizers.Sequence(
+                [
+                    pre_tokenizers.Split(Regex(_LLAMA3_PATTERN), behavior="isolated"),
+                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+                ]
+            )
+        )
         tok.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                      special_tokens=["<|endoftext|>"], show_progress=False)
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            special_tokens=["<|endoftext|>"],
+            show_progress=False,
+        )
         tok.train_from_iterator([text], trainer)
-        return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>",
-                                       clean_up_tokenization_spaces=False)
+        return PreTrainedTokenizerFast(
+            tokenizer_object=tok,
+            eos_token="<|endoftext|>",
+            pad_token="<|endoftext|>",
+            clean_up_tokenization_spaces=False,
+        )
     if kind == "metaspace":
         byte_tokens = [f"<0x{b:02X}>" for b in range(256)]
         tok = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>"))
         tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
-        tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
-                                         decoders.Strip(" ", 1, 0)])
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size + 256, special_tokens=["<unk>", "<s>", "</s>"]
-                                      + byte_tokens, show_progress=False)
+        tok.decoder = decoders.Sequence(
+            [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+        )
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size + 256, special_tokens=["<unk>", "<s>", "</s>"] + byte_tokens, show_progress=False
+        )
         tok.train_from_iterator([text], trainer)
         bos = tok.token_to_id("<s>")
-        tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
-                                                           special_tokens=[("<s>", bos)])
-        return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                                       pad_token="</s>", clean_up_tokenization_spaces=False)
+        tok.post_processor = processors.TemplateProcessing(
+            single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", bos)]
+        )
+        return PreTrainedTokenizerFast(
+            tokenizer_object=tok,
+            bos_token="<s>",
+            eos_token="</s>",
+            unk_token="<unk>",
+            pad_token="</s>",
+            clean_up_tokenization_spaces=False,
+        )
     raise ValueError(f"tokenizer kind {kind!r}: expected 'bytelevel', 'llama3' or 'metaspace'")
 
 
-def tiny_model(arch: str, tokenizer: Any, *, seed: int = 0, dtype: Any = None, device: str = "cpu",
-               init_std: float = 0.2, name: str | None = None, **overrides: Any) -> Any:
+def tiny_model(
+    arch: str,
+    tokenizer: Any,
+    *,
+    seed: int = 0,
+    dtype: Any = None,
+    device: str = "cpu",
+    init_std: float = 0.2,
+    name: str | None = None,
+    **overrides: Any,
+) -> Any:
     """A 2-layer randomly initialised ``arch`` model around ``tokenizer``, wrapped as a
     :class:`~invarirank.llm.models.LoadedModel`. ``init_std`` (larger than the usual 0.02) spreads the logits so
     that scores differ clearly between candidates (useful for ranking comparisons across precisions)."""
@@ -164,9 +287,17 @@ def tiny_model(arch: str, tokenizer: Any, *, seed: int = 0, dtype: Any = None, d
     from .models import wrap_model
 
     vocab = len(tokenizer)
-    common = dict(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-                  initializer_range=init_std, tie_word_embeddings=False)
+    common = dict(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        initializer_range=init_std,
+        tie_word_embeddings=False,
+    )
     if arch == "llama":
         config = tf.LlamaConfig(**common)
         cls = tf.LlamaForCausalLM
@@ -177,15 +308,22 @@ def tiny_model(arch: str, tokenizer: Any, *, seed: int = 0, dtype: Any = None, d
         config = tf.Qwen2Config(**common)
         cls = tf.Qwen2ForCausalLM
     elif arch == "gemma3":
-        config = tf.Gemma3TextConfig(**{**common, "head_dim": 16}, sliding_window=16, query_pre_attn_scalar=16,
-                                     layer_types=["sliding_attention", "full_attention"])
+        config = tf.Gemma3TextConfig(
+            **{**common, "head_dim": 16},
+            sliding_window=16,
+            query_pre_attn_scalar=16,
+            layer_types=["sliding_attention", "full_attention"],
+        )
         cls = tf.Gemma3ForCausalLM
     else:
         raise ValueError(f"arch {arch!r}: expected one of {', '.join(ARCHS)}")
     for key, value in overrides.items():
         setattr(config, key, value)
-    for tok_attr, cfg_attr in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"),
-                               ("pad_token_id", "pad_token_id")):
+    for tok_attr, cfg_attr in (
+        ("bos_token_id", "bos_token_id"),
+        ("eos_token_id", "eos_token_id"),
+        ("pad_token_id", "pad_token_id"),
+    ):
         setattr(config, cfg_attr, getattr(tokenizer, tok_attr, None))
     torch.manual_seed(seed)
     model = cls(config)
@@ -208,8 +346,9 @@ def reference_logits(scorer: Any, ids: Any, *, last_only: bool = False) -> Any:
     if last_only and scorer.forwards.has_logits_to_keep:
         kwargs["logits_to_keep"] = 1
     with torch.inference_mode():
-        out = scorer.loaded.model(input_ids=torch.tensor([list(ids)], dtype=torch.long,
-                                                         device=scorer.loaded.device), **kwargs)
+        out = scorer.loaded.model(
+            input_ids=torch.tensor([list(ids)], dtype=torch.long, device=scorer.loaded.device), **kwargs
+        )
     return out.logits[0].float()
 
 
@@ -254,8 +393,9 @@ def check_declares_batching(scorer: Any) -> None:
         assert json.loads(json.dumps(ident)) == ident, ident
 
 
-def check_aligned_under_permutation(scorer: Any, fresh: Any, query: Query, *, atol: float = 0.0,
-                                    position_free: bool = False) -> None:
+def check_aligned_under_permutation(
+    scorer: Any, fresh: Any, query: Query, *, atol: float = 0.0, position_free: bool = False
+) -> None:
     """Scores stay with their candidates when the presented order is permuted.
 
     Every order of :func:`contract_orders`, scored through ``scorer`` after the others (so that any cache it
@@ -299,8 +439,12 @@ def check_requests_across_queries(scorer: Any, fresh: Any, queries: Sequence[Que
     got = scorer.score_requests(interleaved)
     assert len(got) == len(interleaved), f"{len(got)} results for {len(interleaved)} requests"
     for (q, o), res in zip(interleaved, got):
-        _close(_scores(res), _scores(fresh().score(q, o)), atol,
-               f"query {q.query_id}, order {[it.item_id for it in o]} in a window of {len(queries)} queries")
+        _close(
+            _scores(res),
+            _scores(fresh().score(q, o)),
+            atol,
+            f"query {q.query_id}, order {[it.item_id for it in o]} in a window of {len(queries)} queries",
+        )
 
 
 def check_deterministic(scorer: Any, query: Query) -> None:

@@ -102,14 +102,16 @@ class PromptTokenizer:
         if not getattr(tokenizer, "is_fast", False):
             raise InvariRankError(
                 f"model {model_name}: its tokenizer {type(tokenizer).__name__} is not a fast (Rust) tokenizer; the "
-                f"scorers need the character offsets of the tokens to cut the canonical ids of a prompt")
+                f"scorers need the character offsets of the tokens to cut the canonical ids of a prompt"
+            )
         self._memo: OrderedDict[str, TokenizedText] = OrderedDict()
         self._prefixes: OrderedDict[str, tuple[int, ...]] = OrderedDict()
         self.bos_ids: tuple[int, ...] = self._added_prefix_ids()
         decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
         #: ids of the tokenizer's special (control) tokens -> their strings
-        self.special_tokens: dict[int, str] = {int(i): str(t.content) for i, t in decoder.items()
-                                               if getattr(t, "special", False)}
+        self.special_tokens: dict[int, str] = {
+            int(i): str(t.content) for i, t in decoder.items() if getattr(t, "special", False)
+        }
         self._special_array = np.fromiter(self.special_tokens, dtype=np.int64, count=len(self.special_tokens))
         #: ``(before, after)``: the chat frame around the user message whose special tokens the template owns
         #: (set by the choice scorer); a text that starts with ``before`` owns the specials there, and one that
@@ -130,7 +132,7 @@ class PromptTokenizer:
         full = list(self.tokenizer(probe, add_special_tokens=True)["input_ids"])
         n = len(plain)
         for start in range(len(full) - n + 1):
-            if full[start:start + n] == plain:
+            if full[start : start + n] == plain:
                 return tuple(full[:start])
         bos = getattr(self.tokenizer, "bos_token_id", None)
         return (bos,) if bos is not None and full[:1] == [bos] else ()
@@ -185,12 +187,20 @@ class PromptTokenizer:
             out.append(int(h))
         return out
 
-    def _encode_as_text(self, text: str, ids: list[int], offsets: np.ndarray, data: list[int],
-                        ) -> tuple[list[int], np.ndarray]:
+    def _encode_as_text(
+        self,
+        text: str,
+        ids: list[int],
+        offsets: np.ndarray,
+        data: list[int],
+    ) -> tuple[list[int], np.ndarray]:
         """Encode ``text`` with the special tokens at ``data`` (token indices) as text: cut at the template's own
         special tokens, encode each piece with ``split_special_tokens=True``, splice the template's ids back."""
-        keep = [i for i in np.flatnonzero(np.isin(np.asarray(ids, dtype=np.int64), self._special_array))
-                if int(i) not in set(data)]
+        keep = [
+            i
+            for i in np.flatnonzero(np.isin(np.asarray(ids, dtype=np.int64), self._special_array))
+            if int(i) not in set(data)
+        ]
         cuts, pos = [], 0
         for i in keep:  # pieces of text between the template's special tokens
             a, b = int(offsets[i, 0]), int(offsets[i, 1])
@@ -218,26 +228,28 @@ class PromptTokenizer:
         if plain != list(ids):
             raise InvariRankError(
                 f"model {self.model_name}: the prompt text holds the special token {token!r} at character offset "
-                f"{at} (text there {text[max(0, at - 12):at + len(token) + 12]!r}) outside the prompt template, and "
+                f"{at} (text there {text[max(0, at - 12) : at + len(token) + 12]!r}) outside the prompt template, and "
                 f"this tokenizer cannot encode it as text without changing the ids around it; remove it from the "
-                f"data")
+                f"data"
+            )
         return out_ids, (np.concatenate(out_off) if out_off else np.zeros((0, 2), dtype=np.int64))
 
     def data_special_tokens(self, text: str) -> list[tuple[int, str]]:
         """``(character offset, token string)`` of every special token's string in ``text`` that the template does
         not own (these are tokenised as text: see the module docstring)."""
         ids, offsets = self._encode(text)
-        return [(int(offsets[i, 0]), self.special_tokens[int(ids[i])]) for i in self._data_specials(text, ids,
-                                                                                                   offsets)]
+        return [(int(offsets[i, 0]), self.special_tokens[int(ids[i])]) for i in self._data_specials(text, ids, offsets)]
 
     def check_prefix(self, prefix_text: str, prefix: Sequence[int], ids: Sequence[int], where: str) -> None:
         """Raise unless ``prefix`` is the head of ``ids`` (a plan's canonical ids) and equals the prefix ids of
         every earlier plan whose shared prefix had the same text ``prefix_text`` (prefix reuse keys the prefix's
         key/value cache by these ids, so every order of a query must cut its canonical ids at the same tokens)."""
         prefix = tuple(prefix)
-        if tuple(ids[:len(prefix)]) != prefix:
-            raise InvariRankError(f"model {self.model_name}, {where}: the prefix ids ({len(prefix)}) are not the head "
-                                  f"of the prompt's canonical ids")
+        if tuple(ids[: len(prefix)]) != prefix:
+            raise InvariRankError(
+                f"model {self.model_name}, {where}: the prefix ids ({len(prefix)}) are not the head "
+                f"of the prompt's canonical ids"
+            )
         seen = self._prefixes.get(prefix_text)
         if seen is None:
             self._prefixes[prefix_text] = prefix
@@ -250,10 +262,12 @@ class PromptTokenizer:
             raise InvariRankError(
                 f"model {self.model_name}, {where}: the shared prefix (history) has the same text as in another "
                 f"order of this query but other ids ({len(prefix)} vs {len(seen)} ids, first difference at token "
-                f"{k}): the canonical ids are cut at an order-dependent place, so the prefix cannot be reused")
+                f"{k}): the canonical ids are cut at an order-dependent place, so the prefix cannot be reused"
+            )
 
-    def check_canonical(self, text: str, ids: Sequence[int], bos: Sequence[int],
-                        segments: Sequence[tuple[str, int, int]], where: str) -> None:
+    def check_canonical(
+        self, text: str, ids: Sequence[int], bos: Sequence[int], segments: Sequence[tuple[str, int, int]], where: str
+    ) -> None:
         """Raise unless ``ids == bos + tokenize(text).ids``; the error names the model, ``where`` (e.g. the
         scorer and query), the first differing token, its character offset and the segment holding it
         (``segments``: ``(name, start, end)`` character ranges of the prompt's parts)."""
@@ -269,9 +283,10 @@ class PromptTokenizer:
         else:
             offset = len(text) if t >= 0 else 0
         segment = next((name for name, a, b in segments if a <= offset < b), "the end of the prompt")
-        got = self.decode(ids[k:k + 3]) if k < len(ids) else "(end)"
-        want = self.decode(canonical[k:k + 3]) if k < len(canonical) else "(end)"
+        got = self.decode(ids[k : k + 3]) if k < len(ids) else "(end)"
+        want = self.decode(canonical[k : k + 3]) if k < len(canonical) else "(end)"
         raise InvariRankError(
             f"model {self.model_name}, {where}: the prompt's token ids differ from the canonical tokenisation of its "
-            f"text at token {k} (character offset {offset}, in {segment}; text there {text[offset:offset + 24]!r}): "
-            f"the scorer has {got!r}, tokenizer(prompt) has {want!r} ({len(ids)} vs {len(canonical)} ids)")
+            f"text at token {k} (character offset {offset}, in {segment}; text there {text[offset : offset + 24]!r}): "
+            f"the scorer has {got!r}, tokenizer(prompt) has {want!r} ({len(ids)} vs {len(canonical)} ids)"
+        )

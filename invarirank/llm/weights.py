@@ -47,9 +47,11 @@ def check_weights(folder: Path, *, allow_pickle: bool = False) -> list[Path]:
     if not pickled:
         raise InvariRankError(f"model folder {folder}: no weight files (*.safetensors) found")
     if not allow_pickle:
-        raise InvariRankError(f"model folder {folder}: only pickle-based weights ({pickled[0].name}), which can run "
-                              f"code when loaded; convert them to safetensors, or pass --allow-pickle-weights if you "
-                              f"trust their source")
+        raise InvariRankError(
+            f"model folder {folder}: only pickle-based weights ({pickled[0].name}), which can run "
+            f"code when loaded; convert them to safetensors, or pass --allow-pickle-weights if you "
+            f"trust their source"
+        )
     return pickled
 
 
@@ -71,9 +73,17 @@ def _check_safetensors(path: Path) -> None:
             raise InvariRankError(f"{bad} (unreadable header)") from None
     if not isinstance(header, dict):
         raise InvariRankError(f"{bad} (unreadable header)")
-    end = max((int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__"
-               and isinstance(t, dict) and isinstance(t.get("data_offsets"), list) and len(t["data_offsets"]) == 2),
-              default=0)
+    end = max(
+        (
+            int(t["data_offsets"][1])
+            for k, t in header.items()
+            if k != "__metadata__"
+            and isinstance(t, dict)
+            and isinstance(t.get("data_offsets"), list)
+            and len(t["data_offsets"]) == 2
+        ),
+        default=0,
+    )
     if 8 + n + end > size:
         raise InvariRankError(f"{bad} (its tensors need {8 + n + end} bytes, the file has {size}; truncated?)")
 
@@ -156,8 +166,9 @@ def hash_tokenizer(tokenizer: Any) -> str:
         h.update(f"{idx}\t{tok}\n".encode("utf-8", "surrogatepass"))
     h.update(repr(getattr(tokenizer, "bos_token_id", None)).encode())
     template = getattr(tokenizer, "chat_template", None)
-    h.update((template if isinstance(template, str) else json.dumps(template, sort_keys=True, default=str))
-             .encode("utf-8"))
+    h.update(
+        (template if isinstance(template, str) else json.dumps(template, sort_keys=True, default=str)).encode("utf-8")
+    )
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
         try:

@@ -27,19 +27,36 @@ from .registry import METHOD_LABELS, METHODS, REGISTRY, Method, method, passes_p
 from .result import MethodResult
 from .stella import calibrate, load_or_calibrate
 
-__all__ = ["METHODS", "METHOD_LABELS", "REGISTRY", "Method", "method", "MethodResult", "QueryPassCache",
-           "run_method", "method_steps", "drive", "drive_many", "drive_window", "as_batch_scorer", "ScoreOnly",
-           "batch_size_of", "calibrate", "load_or_calibrate", "passes_per_order"]
+__all__ = [
+    "METHODS",
+    "METHOD_LABELS",
+    "REGISTRY",
+    "Method",
+    "method",
+    "MethodResult",
+    "QueryPassCache",
+    "run_method",
+    "method_steps",
+    "drive",
+    "drive_many",
+    "drive_window",
+    "as_batch_scorer",
+    "ScoreOnly",
+    "batch_size_of",
+    "calibrate",
+    "load_or_calibrate",
+    "passes_per_order",
+]
 
 
-def run_method(name: str, scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int, t: int,
-               **options: Any) -> MethodResult:
+def run_method(
+    name: str, scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int, t: int, **options: Any
+) -> MethodResult:
     """Run method ``name`` on one presented order (see the module docstring), one scorer call per step."""
     return drive(method_steps(name, query, presented, seed=seed, t=t, **options), scorer, query)
 
 
-def method_steps(name: str, query: Query, presented: Sequence[Item], *, seed: int, t: int,
-                 **options: Any) -> Steps:
+def method_steps(name: str, query: Query, presented: Sequence[Item], *, seed: int, t: int, **options: Any) -> Steps:
     """Method ``name`` on one presented order as a generator of scorer requests (see :mod:`._common`);
     :func:`run_method` drives it one call at a time, :func:`drive_many` many in lockstep."""
     if name not in METHODS:

@@ -32,8 +32,20 @@ from .result import MethodResult
 #: A method's steps: yields the items to score next, receives their scores, returns the result.
 Steps = Generator[list[Item], np.ndarray, MethodResult]
 
-__all__ = ["shuffle_positions", "score_items", "score_results", "score_items_batch", "batch_size_of", "Steps",
-           "drive", "drive_many", "drive_window", "score_request_results", "as_batch_scorer", "ScoreOnly"]
+__all__ = [
+    "shuffle_positions",
+    "score_items",
+    "score_results",
+    "score_items_batch",
+    "batch_size_of",
+    "Steps",
+    "drive",
+    "drive_many",
+    "drive_window",
+    "score_request_results",
+    "as_batch_scorer",
+    "ScoreOnly",
+]
 
 
 def shuffle_positions(k: int, seed: int, query_id: str, t: int, j: int) -> list[int]:
@@ -111,8 +123,7 @@ def score_items_batch(scorer: Scorer, query: Query, requests: Sequence[Sequence[
 def _checked(scorer: Scorer, raw: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
     scores = np.asarray(raw, dtype=np.float64)
     if scores.shape != (n,):
-        raise ValueError(f"scorer {scorer.name!r} returned {scores.shape} scores "
-                         f"for {n} candidates")
+        raise ValueError(f"scorer {scorer.name!r} returned {scores.shape} scores for {n} candidates")
     return scores
 
 
@@ -142,11 +153,13 @@ def drive_window(work: Sequence[tuple[Query, Steps]], scorer: Scorer) -> list[Me
     def answer(requests: list[list[Item]], idx: list[int]) -> list[np.ndarray]:
         results = score_request_results(scorer, [(queries[i], items) for i, items in zip(idx, requests)])
         return [_checked(scorer, res.scores, len(items)) for res, items in zip(results, requests)]
+
     return _lockstep([s for _, s in work], answer)
 
 
-def _lockstep(all_steps: Sequence[Steps],
-              answer: Callable[[list[list[Item]], list[int]], Sequence[np.ndarray]]) -> list[MethodResult]:
+def _lockstep(
+    all_steps: Sequence[Steps], answer: Callable[[list[list[Item]], list[int]], Sequence[np.ndarray]]
+) -> list[MethodResult]:
     """Drive generators in rounds: ``answer(requests, indices)`` scores one round's pending requests."""
     results: list[MethodResult | None] = [None] * len(all_steps)
     pending: dict[int, list[Item]] = {}

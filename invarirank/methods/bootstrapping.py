@@ -15,21 +15,21 @@ from .result import MethodResult
 __all__ = ["bootstrapping", "bootstrapping_steps"]
 
 
-def bootstrapping(scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int, t: int,
-                  n_shuffles: int = 2) -> MethodResult:
+def bootstrapping(
+    scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int, t: int, n_shuffles: int = 2
+) -> MethodResult:
     """Bootstrapping on one presented order (see the module docstring)."""
     return drive(bootstrapping_steps(query, presented, seed=seed, t=t, n_shuffles=n_shuffles), scorer, query)
 
 
-def bootstrapping_steps(query: Query, presented: Sequence[Item], *, seed: int, t: int, n_shuffles: int = 2
-                        ) -> Steps:
+def bootstrapping_steps(query: Query, presented: Sequence[Item], *, seed: int, t: int, n_shuffles: int = 2) -> Steps:
     """The steps of :func:`bootstrapping` (see :mod:`._common`)."""
     k = len(presented)
     rankings: list[list[int]] = []
     raw: list[list[float]] = []
     first: list[float] = []
     for j in range(n_shuffles + 1):
-        order = shuffle_positions(k, seed, query.query_id, t, j)      # j = 0: the presented order
+        order = shuffle_positions(k, seed, query.query_id, t, j)  # j = 0: the presented order
         scores = yield [presented[i] for i in order]
         if j == 0:
             first = [float(s) for s in scores]

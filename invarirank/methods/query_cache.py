@@ -114,4 +114,3 @@ class QueryPassCache(ScorerBase):
                 for i in idxs[1:]:
                     out[i] = ScoreResult(scores=scores, tokens=0, cached=True)
         return out  # type: ignore[return-value]
-

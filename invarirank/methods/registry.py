@@ -21,8 +21,16 @@ from .sgs import sgs_steps
 from .stella import stella_steps
 from .zero_shot import zero_shot_steps
 
-__all__ = ["Method", "REGISTRY", "METHODS", "METHOD_LABELS", "SWEEP_METHODS", "LAB_CONTRAST", "method",
-           "passes_per_order"]
+__all__ = [
+    "Method",
+    "REGISTRY",
+    "METHODS",
+    "METHOD_LABELS",
+    "SWEEP_METHODS",
+    "LAB_CONTRAST",
+    "method",
+    "passes_per_order",
+]
 
 
 @dataclass(frozen=True)

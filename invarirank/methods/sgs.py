@@ -22,7 +22,7 @@ def sgs(scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int, t
 
 def sgs_steps(query: Query, presented: Sequence[Item], *, seed: int, t: int) -> Steps:
     """The steps of :func:`sgs` (see :mod:`._common`)."""
-    remaining = list(range(len(presented)))          # presented positions, in the current order
+    remaining = list(range(len(presented)))  # presented positions, in the current order
     output: list[str] = []
     first: list[float] = []
     passes = 0

@@ -47,9 +47,22 @@ from ..types import Item, Query, Scorer, rank_by_scores
 from ._common import Steps, as_batch_scorer, batch_size_of, drive, score_items_batch, shuffle_positions
 from .result import MethodResult
 
-__all__ = ["stella", "stella_steps", "posterior_update", "entropy", "calibrate", "calibration_counts",
-           "select_calibration_queries", "calibration_pass_count", "calibration_key", "Calibration",
-           "load_or_calibrate", "probes_sha256", "recorded_counts", "CALIBRATION_VERSION"]
+__all__ = [
+    "stella",
+    "stella_steps",
+    "posterior_update",
+    "entropy",
+    "calibrate",
+    "calibration_counts",
+    "select_calibration_queries",
+    "calibration_pass_count",
+    "calibration_key",
+    "Calibration",
+    "load_or_calibrate",
+    "probes_sha256",
+    "recorded_counts",
+    "CALIBRATION_VERSION",
+]
 
 CALIBRATION_VERSION = 1
 
@@ -64,8 +77,7 @@ def entropy(p: np.ndarray) -> float:
     return float(-(nz * np.log(nz)).sum())
 
 
-def posterior_update(prior: np.ndarray, matrix: np.ndarray, order: Sequence[int], top_position: int
-                     ) -> np.ndarray:
+def posterior_update(prior: np.ndarray, matrix: np.ndarray, order: Sequence[int], top_position: int) -> np.ndarray:
     """One Bayesian update.
 
     ``prior[c]`` is indexed by candidate (its presented position); ``order[i]`` is the candidate shown
@@ -81,45 +93,99 @@ def posterior_update(prior: np.ndarray, matrix: np.ndarray, order: Sequence[int]
     return prior.copy() if not total > 0 else post / total
 
 
-def stella(scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int, t: int,
-           matrix: np.ndarray, max_updates: int = 10, patience: int = 3, tol: float = 1e-6,
-           gain_tol: float = 1e-6) -> MethodResult:
+def stella(
+    scorer: Scorer,
+    query: Query,
+    presented: Sequence[Item],
+    *,
+    seed: int,
+    t: int,
+    matrix: np.ndarray,
+    max_updates: int = 10,
+    patience: int = 3,
+    tol: float = 1e-6,
+    gain_tol: float = 1e-6,
+) -> MethodResult:
     """STELLA_LW on one presented order (see the module docstring). ``matrix`` is the K×K
     row-normalised transition matrix of :func:`calibrate` for this K."""
-    return drive(stella_steps(query, presented, seed=seed, t=t, matrix=matrix, max_updates=max_updates,
-                              patience=patience, tol=tol, gain_tol=gain_tol), scorer, query)
+    return drive(
+        stella_steps(
+            query,
+            presented,
+            seed=seed,
+            t=t,
+            matrix=matrix,
+            max_updates=max_updates,
+            patience=patience,
+            tol=tol,
+            gain_tol=gain_tol,
+        ),
+        scorer,
+        query,
+    )
 
 
-def stella_steps(query: Query, presented: Sequence[Item], *, seed: int, t: int, matrix: np.ndarray,
-                 max_updates: int = 10, patience: int = 3, tol: float = 1e-6, gain_tol: float = 1e-6) -> Steps:
+def stella_steps(
+    query: Query,
+    presented: Sequence[Item],
+    *,
+    seed: int,
+    t: int,
+    matrix: np.ndarray,
+    max_updates: int = 10,
+    patience: int = 3,
+    tol: float = 1e-6,
+    gain_tol: float = 1e-6,
+) -> Steps:
     """The steps of :func:`stella` (see :mod:`._common`). The arguments are checked here, when the
     generator is made, not at its first step."""
     k = len(presented)
     matrix = np.asarray(matrix, dtype=np.float64)
     if matrix.shape != (k, k):
-        raise InvariRankError(f"stella: query {query.query_id!r} has K={k} candidates but the calibration "
-                              f"matrix is {matrix.shape[0]}x{matrix.shape[1]}")
+        raise InvariRankError(
+            f"stella: query {query.query_id!r} has K={k} candidates but the calibration "
+            f"matrix is {matrix.shape[0]}x{matrix.shape[1]}"
+        )
     if max_updates < 1:
         raise InvariRankError("stella: max_updates must be at least 1")
-    return _stella_steps(query, presented, seed=seed, t=t, matrix=matrix, max_updates=max_updates,
-                         patience=patience, tol=tol, gain_tol=gain_tol)
+    return _stella_steps(
+        query,
+        presented,
+        seed=seed,
+        t=t,
+        matrix=matrix,
+        max_updates=max_updates,
+        patience=patience,
+        tol=tol,
+        gain_tol=gain_tol,
+    )
 
 
-def _stella_steps(query: Query, presented: Sequence[Item], *, seed: int, t: int, matrix: np.ndarray,
-                  max_updates: int, patience: int, tol: float, gain_tol: float) -> Steps:
+def _stella_steps(
+    query: Query,
+    presented: Sequence[Item],
+    *,
+    seed: int,
+    t: int,
+    matrix: np.ndarray,
+    max_updates: int,
+    patience: int,
+    tol: float,
+    gain_tol: float,
+) -> Steps:
     k = len(presented)
     prior = np.full(k, 1.0 / k)
-    updates: list[tuple[np.ndarray, float, list[int]]] = []   # (posterior, entropy, raw ranking)
+    updates: list[tuple[np.ndarray, float, list[int]]] = []  # (posterior, entropy, raw ranking)
     first: list[float] = []
     passes = 0
     stable = 0
     for u in range(max_updates):
-        order = shuffle_positions(k, seed, query.query_id, t, u)          # u = 0: the presented order
+        order = shuffle_positions(k, seed, query.query_id, t, u)  # u = 0: the presented order
         scores = yield [presented[i] for i in order]
         passes += 1
         if u == 0:
             first = [float(s) for s in scores]
-        ranked = rank_by_scores(scores)                                   # positions in this order
+        ranked = rank_by_scores(scores)  # positions in this order
         post = posterior_update(prior, matrix, order, ranked[0])
         h = entropy(post)
         if updates:
@@ -150,8 +216,9 @@ def _truncate(query: Query, k: int) -> Query:
     if len(query.candidates) == k:
         return query
     scores = query.candidate_scores[:k] if query.candidate_scores else ()
-    return Query(query.query_id, query.user_id, query.history, query.candidates[:k], query.ground_truth,
-                 query.split, scores)
+    return Query(
+        query.query_id, query.user_id, query.history, query.candidates[:k], query.ground_truth, query.split, scores
+    )
 
 
 def _relevant(query: Query) -> list[str]:
@@ -159,8 +226,9 @@ def _relevant(query: Query) -> list[str]:
     return [c.item_id for c in query.candidates if c.item_id in truth]
 
 
-def select_calibration_queries(validation_queries: Sequence[Query], k: int, n_queries: int = 150,
-                               seed: int = 0) -> list[Query]:
+def select_calibration_queries(
+    validation_queries: Sequence[Query], k: int, n_queries: int = 150, seed: int = 0
+) -> list[Query]:
     """The probing queries: validation queries with at least ``k`` candidates, cut to their first
     ``k``, that hold a relevant candidate; up to ``n_queries`` of them sampled with the seed (kept in
     input order)."""
@@ -168,8 +236,7 @@ def select_calibration_queries(validation_queries: Sequence[Query], k: int, n_qu
     pool = [q for q in pool if _relevant(q)]
     if n_queries >= len(pool):
         return pool
-    idx = np.sort(rng_for(seed, "stella-calibration", "queries").choice(len(pool), size=n_queries,
-                                                                        replace=False))
+    idx = np.sort(rng_for(seed, "stella-calibration", "queries").choice(len(pool), size=n_queries, replace=False))
     return [pool[int(i)] for i in idx]
 
 
@@ -178,8 +245,9 @@ def calibration_pass_count(queries: Sequence[Query], k: int, repeats: int = 5) -
     return sum(len(_relevant(q)) for q in queries) * k * repeats
 
 
-def calibration_counts(scorer: Scorer, queries: Sequence[Query], k: int, repeats: int = 5, seed: int = 0,
-                       progress: bool = False) -> np.ndarray:
+def calibration_counts(
+    scorer: Scorer, queries: Sequence[Query], k: int, repeats: int = 5, seed: int = 0, progress: bool = False
+) -> np.ndarray:
     """The smoothed count matrix (int64, K×K, every cell starting at 1) over already selected,
     already truncated probing ``queries`` (see :func:`select_calibration_queries`)."""
     counts = np.ones((k, k), dtype=np.int64)
@@ -187,8 +255,9 @@ def calibration_counts(scorer: Scorer, queries: Sequence[Query], k: int, repeats
     bar = None
     if progress and total:
         from tqdm.auto import tqdm
+
         bar = tqdm(total=total, desc=f"STELLA calibration K={k}", unit="pass", file=sys.stderr)
-    chunk = batch_size_of(scorer)   # a batching (GPU) scorer gets batches
+    chunk = batch_size_of(scorer)  # a batching (GPU) scorer gets batches
     try:
         for q in queries:
             cands = list(q.candidates)
@@ -203,7 +272,7 @@ def calibration_counts(scorer: Scorer, queries: Sequence[Query], k: int, repeats
                         order.insert(p, target)
                         probes.append((p, order))
                 for c in range(0, len(probes), chunk):
-                    part = probes[c:c + chunk]
+                    part = probes[c : c + chunk]
                     for (p, _), scores in zip(part, score_items_batch(scorer, q, [o for _, o in part])):
                         counts[p, rank_by_scores(scores)[0]] += 1
                     if bar is not None:
@@ -219,8 +288,15 @@ def _normalise(counts: np.ndarray) -> np.ndarray:
     return counts / counts.sum(axis=1, keepdims=True)
 
 
-def calibrate(scorer: Scorer, validation_queries: Sequence[Query], k: int, n_queries: int = 150,
-              repeats: int = 5, seed: int = 0, progress: bool = False) -> np.ndarray:
+def calibrate(
+    scorer: Scorer,
+    validation_queries: Sequence[Query],
+    k: int,
+    n_queries: int = 150,
+    repeats: int = 5,
+    seed: int = 0,
+    progress: bool = False,
+) -> np.ndarray:
     """The row-normalised K×K transition matrix (float64); no disk cache (see :func:`load_or_calibrate`).
     With no usable validation query it is uniform (STELLA then falls back to raw rankings)."""
     queries = select_calibration_queries(validation_queries, k, n_queries, seed)
@@ -245,9 +321,15 @@ class Calibration:
     probes: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"k": self.k, "key": self.key, "query_ids": self.query_ids, "passes": self.passes,
-                "counts": self.counts.tolist(), "matrix": [[float(x) for x in row] for row in self.matrix],
-                **self.meta}
+        return {
+            "k": self.k,
+            "key": self.key,
+            "query_ids": self.query_ids,
+            "passes": self.passes,
+            "counts": self.counts.tolist(),
+            "matrix": [[float(x) for x in row] for row in self.matrix],
+            **self.meta,
+        }
 
     def to_record(self) -> dict[str, Any]:
         """:meth:`to_json` with the scorer's key identity and the probing queries' content hash
@@ -255,13 +337,25 @@ class Calibration:
         return {**self.to_json(), "identity": self.identity, "probes_sha256": self.probes}
 
 
-def calibration_key(identity: dict[str, Any], k: int, queries: Sequence[Query], n_queries: int, repeats: int,
-                    seed: int) -> str:
+def calibration_key(
+    identity: dict[str, Any], k: int, queries: Sequence[Query], n_queries: int, repeats: int, seed: int
+) -> str:
     """sha256 over the scorer identity (model, weights, scorer kind, dtype...), K, the probing data and
     the calibration settings: a cached matrix is reused only when all of them are equal."""
-    blob = json.dumps({"version": CALIBRATION_VERSION, "identity": identity, "k": k, "n_queries": n_queries,
-                       "repeats": repeats, "seed": seed, "data": queries_sha256(queries)},
-                      sort_keys=True, ensure_ascii=False, default=str)
+    blob = json.dumps(
+        {
+            "version": CALIBRATION_VERSION,
+            "identity": identity,
+            "k": k,
+            "n_queries": n_queries,
+            "repeats": repeats,
+            "seed": seed,
+            "data": queries_sha256(queries),
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+        default=str,
+    )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -277,8 +371,15 @@ def _meta(n_queries: int, repeats: int, seed: int) -> dict[str, int]:
     return {"n_queries": n_queries, "repeats": repeats, "seed": seed, "version": CALIBRATION_VERSION}
 
 
-def recorded_counts(known: Mapping[str, Any] | None, identity: Mapping[str, Any], k: int, queries: Sequence[Query],
-                    n_queries: int, repeats: int, seed: int) -> np.ndarray | None:
+def recorded_counts(
+    known: Mapping[str, Any] | None,
+    identity: Mapping[str, Any],
+    k: int,
+    queries: Sequence[Query],
+    n_queries: int,
+    repeats: int,
+    seed: int,
+) -> np.ndarray | None:
     """The counts of the recorded calibration ``known`` (:meth:`Calibration.to_record`) when it was made with this
     scorer key identity, K, settings, probing query ids and probing queries' content (:func:`probes_sha256`;
     ``queries``: the selected, truncated probing queries), else None."""
@@ -287,18 +388,31 @@ def recorded_counts(known: Mapping[str, Any] | None, identity: Mapping[str, Any]
     meta = _meta(n_queries, repeats, seed)
     try:
         counts = np.asarray(known["counts"], dtype=np.int64)
-        same = (known.get("identity") == dict(identity) and int(known["k"]) == k and counts.shape == (k, k)
-                and all(known.get(name) == value for name, value in meta.items())
-                and list(known["query_ids"]) == [q.query_id for q in queries]
-                and known.get("probes_sha256") == probes_sha256(queries))
+        same = (
+            known.get("identity") == dict(identity)
+            and int(known["k"]) == k
+            and counts.shape == (k, k)
+            and all(known.get(name) == value for name, value in meta.items())
+            and list(known["query_ids"]) == [q.query_id for q in queries]
+            and known.get("probes_sha256") == probes_sha256(queries)
+        )
     except (KeyError, TypeError, ValueError):
         return None
     return counts if same else None
 
 
-def load_or_calibrate(scorer: Scorer, validation_queries: Sequence[Query], k: int, *, n_queries: int = 150,
-                      repeats: int = 5, seed: int = 0, cache_dir: str | os.PathLike | None = None,
-                      progress: bool = False, known: Mapping[str, Any] | None = None) -> Calibration:
+def load_or_calibrate(
+    scorer: Scorer,
+    validation_queries: Sequence[Query],
+    k: int,
+    *,
+    n_queries: int = 150,
+    repeats: int = 5,
+    seed: int = 0,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+    known: Mapping[str, Any] | None = None,
+) -> Calibration:
     """:func:`calibrate` with a JSON cache ``<cache_dir>/stella/<key>.json`` (``cache_dir`` defaults
     to :func:`invarirank.assets.cache_dir`). The key covers the scorer's identity (``key_identity()``
     where the scorer has one: model weights, tokenizer, dtype, device type, scorer kind, template,
@@ -310,10 +424,11 @@ def load_or_calibrate(scorer: Scorer, validation_queries: Sequence[Query], k: in
     queries' content (:func:`probes_sha256`); the first-stage scores may differ, as committed shards are accepted
     by content. Otherwise it is ignored and the calibration computed."""
     queries = select_calibration_queries(validation_queries, k, n_queries, seed)
-    identity = dict(as_batch_scorer(scorer).key_identity())   # what determines the scores only
+    identity = dict(as_batch_scorer(scorer).key_identity())  # what determines the scores only
     key = calibration_key(identity, k, queries, n_queries, repeats, seed)
     if cache_dir is None:
         from ..assets import cache_dir as default_cache_dir
+
         cache_dir = default_cache_dir()
     path = Path(cache_dir) / "stella" / f"{key}.json"
     meta = _meta(n_queries, repeats, seed)
@@ -324,15 +439,18 @@ def load_or_calibrate(scorer: Scorer, validation_queries: Sequence[Query], k: in
             got = read_json(path)
             counts = np.asarray(got["counts"], dtype=np.int64)
             if got.get("key") == key and counts.shape == (k, k):
-                return Calibration(k, counts, _normalise(counts), list(got["query_ids"]), int(got["passes"]),
-                                   key, True, meta, **extra)
+                return Calibration(
+                    k, counts, _normalise(counts), list(got["query_ids"]), int(got["passes"]), key, True, meta, **extra
+                )
         except (OSError, ValueError, KeyError, TypeError):
-            pass                                      # unreadable cache entry: recompute and replace it
+            pass  # unreadable cache entry: recompute and replace it
     counts_known = recorded_counts(known, identity, k, queries, n_queries, repeats, seed)
     from_known = counts_known is not None
-    counts = counts_known if counts_known is not None else calibration_counts(scorer, queries, k, repeats, seed,
-                                                                              progress)
-    cal = Calibration(k, counts, _normalise(counts), [q.query_id for q in queries], passes, key, from_known, meta,
-                      **extra)
+    counts = (
+        counts_known if counts_known is not None else calibration_counts(scorer, queries, k, repeats, seed, progress)
+    )
+    cal = Calibration(
+        k, counts, _normalise(counts), [q.query_id for q in queries], passes, key, from_known, meta, **extra
+    )
     atomic_write_json(path, {**cal.to_json(), "identity": identity})
     return cal

@@ -19,7 +19,6 @@ def zero_shot_steps(query: Query, presented: Sequence[Item], *, seed: int = 0, t
     return MethodResult(output=output, scores=[float(s) for s in scores], passes=1)
 
 
-def zero_shot(scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int = 0, t: int = 0
-              ) -> MethodResult:
+def zero_shot(scorer: Scorer, query: Query, presented: Sequence[Item], *, seed: int = 0, t: int = 0) -> MethodResult:
     """One pass; ``seed`` and ``t`` are accepted for a uniform signature and unused."""
     return drive(zero_shot_steps(query, presented, seed=seed, t=t), scorer, query)

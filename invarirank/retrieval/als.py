@@ -31,9 +31,16 @@ class ALSConfig:
         return asdict(self)
 
 
-def train_als(n_users: int, n_items: int, pos_user: np.ndarray, pos_item: np.ndarray, *,
-              config: ALSConfig = ALSConfig(), seed: int = 42, progress: bool = True
-              ) -> tuple[np.ndarray, np.ndarray, dict]:
+def train_als(
+    n_users: int,
+    n_items: int,
+    pos_user: np.ndarray,
+    pos_item: np.ndarray,
+    *,
+    config: ALSConfig = ALSConfig(),
+    seed: int = 42,
+    progress: bool = True,
+) -> tuple[np.ndarray, np.ndarray, dict]:
     """Fit implicit ALS on the binary positives; return (user factors, item factors, info), float32."""
     import scipy.sparse as sp
     from threadpoolctl import threadpool_limits
@@ -42,13 +49,18 @@ def train_als(n_users: int, n_items: int, pos_user: np.ndarray, pos_item: np.nda
         from implicit.cpu.als import AlternatingLeastSquares
     except ImportError as exc:  # pragma: no cover - depends on the environment
         from ..errors import InvariRankError
-        raise InvariRankError(f"--retriever als needs the 'implicit' package ({exc}); "
-                              f"install invarirank[models]") from None
+
+        raise InvariRankError(
+            f"--retriever als needs the 'implicit' package ({exc}); install invarirank[models]"
+        ) from None
 
     user_items = sp.csr_matrix(
-        (np.ones(np.asarray(pos_user).size, dtype=np.float32),
-         (np.asarray(pos_user, dtype=np.int64), np.asarray(pos_item, dtype=np.int64))),
-        shape=(n_users, n_items))
+        (
+            np.ones(np.asarray(pos_user).size, dtype=np.float32),
+            (np.asarray(pos_user, dtype=np.int64), np.asarray(pos_item, dtype=np.int64)),
+        ),
+        shape=(n_users, n_items),
+    )
     user_items.sum_duplicates()
     user_items.data[:] = 1.0
     losses: list[float] = []
@@ -59,13 +71,17 @@ def train_als(n_users: int, n_items: int, pos_user: np.ndarray, pos_item: np.nda
 
     t0 = time.perf_counter()
     with threadpool_limits(limits=1, user_api="blas"):
-        model = AlternatingLeastSquares(factors=config.factors, regularization=config.regularization,
-                                        iterations=config.iterations, alpha=config.alpha,
-                                        calculate_training_loss=True, random_state=int(seed))
+        model = AlternatingLeastSquares(
+            factors=config.factors,
+            regularization=config.regularization,
+            iterations=config.iterations,
+            alpha=config.alpha,
+            calculate_training_loss=True,
+            random_state=int(seed),
+        )
         model.fit(user_items, show_progress=progress, callback=_callback)
     secs = time.perf_counter() - t0
     users = np.asarray(model.user_factors, dtype=np.float32)
     items = np.asarray(model.item_factors, dtype=np.float32)
-    info = {"loss_curve": losses, "train_seconds": secs, "device": "cpu",
-            "positives": int(user_items.nnz)}
+    info = {"loss_curve": losses, "train_seconds": secs, "device": "cpu", "positives": int(user_items.nnz)}
     return users, items, info

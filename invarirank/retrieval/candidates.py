@@ -31,13 +31,19 @@ def top_k_row(scores: np.ndarray, k: int) -> np.ndarray:
     part = np.argpartition(-s, kk - 1)[:kk]
     threshold = s[part].min()
     cand = np.flatnonzero(s >= threshold)  # every tie at the threshold, in index order
-    order = np.lexsort((cand, -s[cand]))   # primary: score desc; secondary: index asc
+    order = np.lexsort((cand, -s[cand]))  # primary: score desc; secondary: index asc
     return cand[order[:kk]].astype(np.int64)
 
 
-def top_k_unseen(user_vectors: np.ndarray, item_vectors: np.ndarray, users: Sequence[int],
-                 exclude: Sequence[np.ndarray], k: int, chunk: int = 256, progress: bool = False
-                 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def top_k_unseen(
+    user_vectors: np.ndarray,
+    item_vectors: np.ndarray,
+    users: Sequence[int],
+    exclude: Sequence[np.ndarray],
+    k: int,
+    chunk: int = 256,
+    progress: bool = False,
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """For each query (a user index and its excluded item indices), the top-``k`` unseen items.
 
     Returns (item indices, scores) per query, best first; a list is shorter than ``k`` only when the
@@ -49,9 +55,10 @@ def top_k_unseen(user_vectors: np.ndarray, item_vectors: np.ndarray, users: Sequ
     idx_out: list[np.ndarray] = []
     score_out: list[np.ndarray] = []
     starts = range(0, users.size, chunk)
-    for start in tqdm(starts, desc="top-K", unit="chunk", disable=not progress or len(starts) < 8,
-                      file=sys.stderr, leave=False):
-        block = U[users[start:start + chunk]] @ V.T
+    for start in tqdm(
+        starts, desc="top-K", unit="chunk", disable=not progress or len(starts) < 8, file=sys.stderr, leave=False
+    ):
+        block = U[users[start : start + chunk]] @ V.T
         for r in range(block.shape[0]):
             row = block[r]
             ex = exclude[start + r]

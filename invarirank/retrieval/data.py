@@ -35,8 +35,7 @@ FILES = ("interactions.parquet", "items.parquet", "queries.parquet")
 _REQUIRED = {
     "interactions.parquet": ("user_id", "item_id", "rating", "split"),
     "items.parquet": ("item_id", "title"),
-    "queries.parquet": ("query_id", "user_id", "split", "history_item_ids", "history_ratings",
-                        "ground_truth"),
+    "queries.parquet": ("query_id", "user_id", "split", "history_item_ids", "history_ratings", "ground_truth"),
 }
 
 
@@ -76,8 +75,8 @@ class RetrievalData:
     pos_user: np.ndarray  # int64, training positives (user index), sorted by (user, item)
     pos_item: np.ndarray  # int64, training positives (item index)
     queries: pd.DataFrame
-    seen_train: dict[str, np.ndarray]        # user id -> item indices of train interactions
-    seen_validation: dict[str, np.ndarray]   # user id -> item indices of validation interactions
+    seen_train: dict[str, np.ndarray]  # user id -> item indices of train interactions
+    seen_validation: dict[str, np.ndarray]  # user id -> item indices of validation interactions
     positive_threshold: float = 4.0
     graph_hash: str = ""
     files_hash: str = ""
@@ -100,16 +99,16 @@ class RetrievalData:
 def _read(path: Path) -> pd.DataFrame:
     name = path.name
     if not path.is_file():
-        raise InvariRankError(f"{path}: missing; expected a prepared data folder with "
-                              f"{', '.join(FILES)} (invarirank data prepare)")
+        raise InvariRankError(
+            f"{path}: missing; expected a prepared data folder with {', '.join(FILES)} (invarirank data prepare)"
+        )
     try:
         df = pd.read_parquet(path)
     except Exception as exc:  # pyarrow raises several kinds
         raise InvariRankError(f"{path}: cannot read Parquet ({type(exc).__name__}: {exc})") from None
     missing = [c for c in _REQUIRED[name] if c not in df.columns]
     if missing:
-        raise InvariRankError(f"{path}: missing column {missing[0]!r}; expected columns "
-                              f"{', '.join(_REQUIRED[name])}")
+        raise InvariRankError(f"{path}: missing column {missing[0]!r}; expected columns {', '.join(_REQUIRED[name])}")
     return df
 
 
@@ -140,8 +139,9 @@ def load_retrieval_data(data_dir: str | Path, positive_threshold: float = 4.0) -
     """
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
-        raise InvariRankError(f"--data {data_dir}: not a folder; expected a prepared data folder "
-                              f"with {', '.join(FILES)}")
+        raise InvariRankError(
+            f"--data {data_dir}: not a folder; expected a prepared data folder with {', '.join(FILES)}"
+        )
     inter = _read(data_dir / "interactions.parquet")
     items_df = _read(data_dir / "items.parquet")
     queries = _read(data_dir / "queries.parquet")
@@ -153,8 +153,10 @@ def load_retrieval_data(data_dir: str | Path, positive_threshold: float = 4.0) -
     years = items_df["year"].tolist() if "year" in items_df.columns else [None] * len(item_ids)
     genres = items_df["genres"].tolist() if "genres" in items_df.columns else [None] * len(item_ids)
     titles = items_df["title"].tolist()
-    items = [Item(iid, "" if t is None else str(t), _year(y), tuple(str(g) for g in _as_list(gs)))
-             for iid, t, y, gs in zip(item_ids, titles, years, genres)]
+    items = [
+        Item(iid, "" if t is None else str(t), _year(y), tuple(str(g) for g in _as_list(gs)))
+        for iid, t, y, gs in zip(item_ids, titles, years, genres)
+    ]
 
     inter_users = inter["user_id"].astype(str).to_numpy()
     inter_items = inter["item_id"].astype(str).to_numpy()
@@ -162,8 +164,10 @@ def load_retrieval_data(data_dir: str | Path, positive_threshold: float = 4.0) -
     ratings = inter["rating"].to_numpy(dtype=np.float64)
     unknown = [i for i in pd.unique(inter_items) if i not in item_index]
     if unknown:
-        raise InvariRankError(f"{data_dir / 'interactions.parquet'}: item_id {unknown[0]!r} is not in "
-                              f"items.parquet ({len(unknown)} such ids); expected every item listed")
+        raise InvariRankError(
+            f"{data_dir / 'interactions.parquet'}: item_id {unknown[0]!r} is not in "
+            f"items.parquet ({len(unknown)} such ids); expected every item listed"
+        )
     user_ids = canonical_order(inter_users.tolist())
     user_index = {u: n for n, u in enumerate(user_ids)}
     uidx = np.fromiter((user_index[u] for u in inter_users), dtype=np.int64, count=len(inter_users))
@@ -172,10 +176,12 @@ def load_retrieval_data(data_dir: str | Path, positive_threshold: float = 4.0) -
     is_train = splits == "train"
     pos = is_train & (ratings >= positive_threshold)
     if not pos.any():
-        what = "no interactions with split == 'train'" if not is_train.any() else \
-            f"no training positives (split == 'train' and rating >= {positive_threshold:g})"
-        raise InvariRankError(f"{data_dir / 'interactions.parquet'}: empty training set: {what}; "
-                              f"expected at least one")
+        what = (
+            "no interactions with split == 'train'"
+            if not is_train.any()
+            else f"no training positives (split == 'train' and rating >= {positive_threshold:g})"
+        )
+        raise InvariRankError(f"{data_dir / 'interactions.parquet'}: empty training set: {what}; expected at least one")
     n_items = len(item_ids)
     keys = np.unique(uidx[pos] * n_items + iidx[pos])  # sorted, de-duplicated
     pos_user, pos_item = keys // n_items, keys % n_items
@@ -184,11 +190,26 @@ def load_retrieval_data(data_dir: str | Path, positive_threshold: float = 4.0) -
         df = pd.DataFrame({"u": inter_users[mask], "i": iidx[mask]})
         return {str(u): np.unique(g.to_numpy()) for u, g in df.groupby("u", sort=False)["i"]}
 
-    graph_hash = _sha256(json.dumps(user_ids).encode(), json.dumps(item_ids).encode(),
-                         keys.astype("<i8").tobytes(), repr(float(positive_threshold)).encode())
+    graph_hash = _sha256(
+        json.dumps(user_ids).encode(),
+        json.dumps(item_ids).encode(),
+        keys.astype("<i8").tobytes(),
+        repr(float(positive_threshold)).encode(),
+    )
     files_hash = _sha256(*[(data_dir / f).read_bytes() for f in FILES])
-    return RetrievalData(data_dir=data_dir, item_ids=item_ids, items=items, user_ids=user_ids,
-                         pos_user=pos_user, pos_item=pos_item, queries=queries.reset_index(drop=True),
-                         seen_train=seen(is_train), seen_validation=seen(splits == "validation"),
-                         positive_threshold=float(positive_threshold), graph_hash=graph_hash,
-                         files_hash=files_hash, item_index=item_index, user_index=user_index)
+    return RetrievalData(
+        data_dir=data_dir,
+        item_ids=item_ids,
+        items=items,
+        user_ids=user_ids,
+        pos_user=pos_user,
+        pos_item=pos_item,
+        queries=queries.reset_index(drop=True),
+        seen_train=seen(is_train),
+        seen_validation=seen(splits == "validation"),
+        positive_threshold=float(positive_threshold),
+        graph_hash=graph_hash,
+        files_hash=files_hash,
+        item_index=item_index,
+        user_index=user_index,
+    )

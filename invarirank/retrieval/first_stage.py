@@ -37,9 +37,19 @@ from .candidates import top_k_unseen
 from .data import RetrievalData, load_retrieval_data
 from .metrics import DEFAULT_KS, retrieval_metrics
 
-__all__ = ["RETRIEVERS", "RetrievalResult", "retrieve", "train_retriever", "model_settings",
-           "select_queries", "rank_queries", "evaluate_embeddings", "format_stats",
-           "STATS_SCHEMA_VERSION", "CODE_VERSION"]
+__all__ = [
+    "RETRIEVERS",
+    "RetrievalResult",
+    "retrieve",
+    "train_retriever",
+    "model_settings",
+    "select_queries",
+    "rank_queries",
+    "evaluate_embeddings",
+    "format_stats",
+    "STATS_SCHEMA_VERSION",
+    "CODE_VERSION",
+]
 
 RETRIEVERS = ("lightgcn", "als", "popularity")
 #: the most LightGCN epochs / ALS iterations ``--epochs`` may ask for (the protocol uses 100 / 20)
@@ -70,14 +80,19 @@ class RetrievalResult:
 
 def _check_retriever(retriever: str) -> str:
     if retriever not in RETRIEVERS:
-        raise InvariRankError(f"--retriever {retriever!r}: unknown retriever; expected one of "
-                              f"{', '.join(RETRIEVERS)}")
+        raise InvariRankError(f"--retriever {retriever!r}: unknown retriever; expected one of {', '.join(RETRIEVERS)}")
     return retriever
 
 
-def model_settings(retriever: str, *, seed: int = 42, epochs: int | None = None,
-                   device_type: str = "cpu", positive_threshold: float = 4.0,
-                   threads: int | None = None) -> dict[str, Any]:
+def model_settings(
+    retriever: str,
+    *,
+    seed: int = 42,
+    epochs: int | None = None,
+    device_type: str = "cpu",
+    positive_threshold: float = 4.0,
+    threads: int | None = None,
+) -> dict[str, Any]:
     """The settings that determine a trained model (JSON-able); ``epochs`` overrides LightGCN epochs /
     ALS iterations; ``threads`` is LightGCN's resolved CPU thread count (floating-point sums may
     depend on it)."""
@@ -86,16 +101,21 @@ def model_settings(retriever: str, *, seed: int = 42, epochs: int | None = None,
         raise InvariRankError(f"--epochs {epochs}: expected a positive integer, at most the limit {MAX_EPOCHS:,}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
         raise InvariRankError(f"--seed {seed}: expected an integer from 0 to {MAX_SEED} (2^32 - 1)")
-    settings: dict[str, Any] = {"retriever": retriever, "positive_threshold": float(positive_threshold),
-                                "code_version": CODE_VERSION}
+    settings: dict[str, Any] = {
+        "retriever": retriever,
+        "positive_threshold": float(positive_threshold),
+        "code_version": CODE_VERSION,
+    }
     if retriever == "lightgcn":
         from .lightgcn import LightGCNConfig
+
         cfg = LightGCNConfig() if epochs is None else LightGCNConfig(epochs=int(epochs))
         settings.update(config=cfg.to_json(), seed=int(seed), device=device_type)
         if device_type == "cpu" and threads is not None:
             settings["threads"] = int(threads)
     elif retriever == "als":
         from .als import ALSConfig
+
         cfg = ALSConfig() if epochs is None else ALSConfig(iterations=int(epochs))
         settings.update(config=cfg.to_json(), seed=int(seed))
     return settings
@@ -105,21 +125,30 @@ def _key(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def train_retriever(data: RetrievalData, retriever: str, *, seed: int = 42, epochs: int | None = None,
-                    device: str | None = None, progress: bool = True
-                    ) -> tuple[np.ndarray, np.ndarray, dict]:
+def train_retriever(
+    data: RetrievalData,
+    retriever: str,
+    *,
+    seed: int = 42,
+    epochs: int | None = None,
+    device: str | None = None,
+    progress: bool = True,
+) -> tuple[np.ndarray, np.ndarray, dict]:
     """Train one retriever on ``data``'s training positives (no caching)."""
     _check_retriever(retriever)
     args = (data.n_users, data.n_items, data.pos_user, data.pos_item)
     if retriever == "lightgcn":
         from .lightgcn import LightGCNConfig, train_lightgcn
+
         cfg = LightGCNConfig() if epochs is None else LightGCNConfig(epochs=int(epochs))
         return train_lightgcn(*args, config=cfg, seed=seed, device=device, progress=progress)
     if retriever == "als":
         from .als import ALSConfig, train_als
+
         cfg = ALSConfig() if epochs is None else ALSConfig(iterations=int(epochs))
         return train_als(*args, config=cfg, seed=seed, progress=progress)
     from .popularity import train_popularity
+
     return train_popularity(*args)
 
 
@@ -128,9 +157,14 @@ def _save_model(folder: Path, users: np.ndarray, items: np.ndarray, sidecar: dic
 
     folder.mkdir(parents=True, exist_ok=True)
     with atomic_path(folder / "model.safetensors") as tmp:
-        save_file({"user": np.ascontiguousarray(users, dtype=np.float32),
-                   "item": np.ascontiguousarray(items, dtype=np.float32)}, str(tmp),
-                  metadata={"key": sidecar["key"]})
+        save_file(
+            {
+                "user": np.ascontiguousarray(users, dtype=np.float32),
+                "item": np.ascontiguousarray(items, dtype=np.float32),
+            },
+            str(tmp),
+            metadata={"key": sidecar["key"]},
+        )
     atomic_write_json(folder / "model.json", sidecar)
 
 
@@ -162,8 +196,7 @@ def _resolve_data_dir(data_dir: str | Path) -> Path:
     try:
         return Path(prepare(str(data_dir)))
     except InvariRankError as exc:
-        raise InvariRankError(f"--data {data_dir}: not a prepared data folder, and as a dataset name: "
-                              f"{exc}") from None
+        raise InvariRankError(f"--data {data_dir}: not a prepared data folder, and as a dataset name: {exc}") from None
 
 
 def prepared_threshold(folder: Path) -> float:
@@ -172,6 +205,7 @@ def prepared_threshold(folder: Path) -> float:
     if not (folder / "stats.json").is_file():
         return 4.0
     from ..data.prepared import read_stats
+
     return float(read_stats(folder).get("positive_threshold", 4.0))
 
 
@@ -201,25 +235,34 @@ def select_queries(data: RetrievalData, k: int) -> dict[str, list[tuple[dict, np
         if split not in by_split:
             raise InvariRankError(f"{path}: row {n}: split {split!r}; expected test or validation")
         if str(row["user_id"]) not in data.user_index:
-            raise InvariRankError(f"{path}: query {row['query_id']}: user {row['user_id']!r} has no "
-                                  f"interactions")
+            raise InvariRankError(f"{path}: query {row['query_id']}: user {row['user_id']!r} has no interactions")
         if len(row["ground_truth"]) == 0:
             continue  # the contract lists only queries with a ground truth; tolerate others
         by_split[split].append((row, _exclusions(data, row)))
-    too_small = [(data.n_items - ex.size, split, row["query_id"])
-                 for split, pairs in by_split.items() for row, ex in pairs if data.n_items - ex.size < k]
+    too_small = [
+        (data.n_items - ex.size, split, row["query_id"])
+        for split, pairs in by_split.items()
+        for row, ex in pairs
+        if data.n_items - ex.size < k
+    ]
     if too_small:
         unseen, split, qid = min(too_small, key=lambda t: t[0])
         raise InvariRankError(
             f"--k {k} is larger than the unseen catalogue of {len(too_small)} queries (smallest: {split} "
-            f"query {qid} with {unseen} unseen items of {data.n_items}); expected K <= {unseen}")
+            f"query {qid} with {unseen} unseen items of {data.n_items}); expected K <= {unseen}"
+        )
     return by_split
 
 
-def rank_queries(data: RetrievalData, users: np.ndarray, items: np.ndarray, k: int,
-                 ks: tuple[int, ...] = DEFAULT_KS,
-                 selected: dict[str, list[tuple[dict, np.ndarray]]] | None = None,
-                 progress: bool = False) -> dict[str, list[dict]]:
+def rank_queries(
+    data: RetrievalData,
+    users: np.ndarray,
+    items: np.ndarray,
+    k: int,
+    ks: tuple[int, ...] = DEFAULT_KS,
+    selected: dict[str, list[tuple[dict, np.ndarray]]] | None = None,
+    progress: bool = False,
+) -> dict[str, list[dict]]:
     """Top-max(K, ks) unseen items of every test and validation query.
 
     Returns ``{"test": [...], "validation": [...]}``, each a list (in ``queries.parquet`` order) of
@@ -244,18 +287,24 @@ def _make_query(data: RetrievalData, entry: dict, k: int) -> Query:
     for j, hid in enumerate(row["history_item_ids"]):
         idx = data.item_index.get(str(hid))
         if idx is None:
-            raise InvariRankError(f"{data.data_dir / 'queries.parquet'}: query {row['query_id']}: history "
-                                  f"item {hid!r} is not in items.parquet")
+            raise InvariRankError(
+                f"{data.data_dir / 'queries.parquet'}: query {row['query_id']}: history "
+                f"item {hid!r} is not in items.parquet"
+            )
         history.append(HistoryEntry(data.items[idx], float(ratings[j])))
     top = entry["top"][:k]
-    return Query(query_id=str(row["query_id"]), user_id=str(row["user_id"]), history=tuple(history),
-                 candidates=tuple(data.items[i] for i in top),
-                 ground_truth=tuple(str(g) for g in row["ground_truth"]), split=str(row["split"]),
-                 candidate_scores=tuple(float(s) for s in entry["scores"][:k]))
+    return Query(
+        query_id=str(row["query_id"]),
+        user_id=str(row["user_id"]),
+        history=tuple(history),
+        candidates=tuple(data.items[i] for i in top),
+        ground_truth=tuple(str(g) for g in row["ground_truth"]),
+        split=str(row["split"]),
+        candidate_scores=tuple(float(s) for s in entry["scores"][:k]),
+    )
 
 
-def _split_stats(data: RetrievalData, entries: list[dict], k: int, ks: tuple[int, ...]
-                 ) -> tuple[dict, list[dict]]:
+def _split_stats(data: RetrievalData, entries: list[dict], k: int, ks: tuple[int, ...]) -> tuple[dict, list[dict]]:
     retrieved = [[data.item_ids[i] for i in e["top"]] for e in entries]
     truths = [[str(g) for g in e["row"]["ground_truth"]] for e in entries]
     metrics = retrieval_metrics(retrieved, truths, ks)
@@ -264,8 +313,14 @@ def _split_stats(data: RetrievalData, entries: list[dict], k: int, ks: tuple[int
     return metrics, kept
 
 
-def evaluate_embeddings(data: RetrievalData, users: np.ndarray, items: np.ndarray, k: int = 25,
-                        ks: tuple[int, ...] = DEFAULT_KS, split: str = "test") -> dict[str, Any]:
+def evaluate_embeddings(
+    data: RetrievalData,
+    users: np.ndarray,
+    items: np.ndarray,
+    k: int = 25,
+    ks: tuple[int, ...] = DEFAULT_KS,
+    split: str = "test",
+) -> dict[str, Any]:
     """Retrieval metrics of given embeddings over all queries of ``split`` (no files written):
     ``queries``, ``coverage@K`` / ``recall@K`` / ``hr@K`` / ``ndcg@K`` for K in ``ks`` ∪ {k}, and
     ``queries_kept`` / ``queries_dropped`` for ``k``."""
@@ -276,9 +331,18 @@ def evaluate_embeddings(data: RetrievalData, users: np.ndarray, items: np.ndarra
     return metrics
 
 
-def retrieve(data_dir: str | Path, retriever: str = "lightgcn", k: int = 25, seed: int = 42,
-             out: str | Path | None = None, epochs: int | None = None, device: str | None = None,
-             *, progress: bool = True, force: bool = False) -> RetrievalResult:
+def retrieve(
+    data_dir: str | Path,
+    retriever: str = "lightgcn",
+    k: int = 25,
+    seed: int = 42,
+    out: str | Path | None = None,
+    epochs: int | None = None,
+    device: str | None = None,
+    *,
+    progress: bool = True,
+    force: bool = False,
+) -> RetrievalResult:
     """Run the first stage on a prepared folder (or a dataset name) and write the candidates.
 
     ``epochs`` overrides the LightGCN epochs / ALS iterations (protocol defaults otherwise);
@@ -291,17 +355,26 @@ def retrieve(data_dir: str | Path, retriever: str = "lightgcn", k: int = 25, see
     ks = tuple(sorted(set(DEFAULT_KS) | {k}))
     folder = _resolve_data_dir(data_dir)
     if out is not None and folder.is_dir() and Path(out).resolve() == folder.resolve():
-        raise InvariRankError(f"--out {out} is the prepared data folder --data {data_dir}: its stats.json would be "
-                              f"replaced; expected another folder")
+        raise InvariRankError(
+            f"--out {out} is the prepared data folder --data {data_dir}: its stats.json would be "
+            f"replaced; expected another folder"
+        )
     data = load_retrieval_data(folder, prepared_threshold(folder))
 
     device_type, threads = "cpu", None
     if retriever == "lightgcn":
         from .lightgcn import resolve_device, resolve_threads
+
         device_type = resolve_device(device).type
         threads = resolve_threads(None, data.n_positives, device_type)
-    settings = model_settings(retriever, seed=seed, epochs=epochs, device_type=device_type,
-                              positive_threshold=data.positive_threshold, threads=threads)
+    settings = model_settings(
+        retriever,
+        seed=seed,
+        epochs=epochs,
+        device_type=device_type,
+        positive_threshold=data.positive_threshold,
+        threads=threads,
+    )
     key = _key("model", data.graph_hash, settings)
     model_dir = cache_dir() / "retrieval" / f"{retriever}-{key[:16]}"
     cand_key = _key("candidates", key, data.files_hash, k, list(ks))
@@ -315,9 +388,15 @@ def retrieve(data_dir: str | Path, retriever: str = "lightgcn", k: int = 25, see
             stats = {}
         if stats.get("cache_key") == cand_key:
             queries = read_candidates(out_dir / "candidates.jsonl")
-            return RetrievalResult(out_dir, [q for q in queries if q.split == "test"],
-                                   [q for q in queries if q.split == "validation"], stats, model_dir,
-                                   model_cached=True, candidates_cached=True)
+            return RetrievalResult(
+                out_dir,
+                [q for q in queries if q.split == "test"],
+                [q for q in queries if q.split == "validation"],
+                stats,
+                model_dir,
+                model_cached=True,
+                candidates_cached=True,
+            )
 
     selected = select_queries(data, k)  # bad K fails here, before any training
     loaded = None if force else _load_model(model_dir, key)
@@ -325,57 +404,82 @@ def retrieve(data_dir: str | Path, retriever: str = "lightgcn", k: int = 25, see
         users, items, meta = loaded
         info = meta["info"]
     else:
-        users, items, info = train_retriever(data, retriever, seed=seed, epochs=epochs, device=device,
-                                             progress=progress)
+        users, items, info = train_retriever(
+            data, retriever, seed=seed, epochs=epochs, device=device, progress=progress
+        )
         if not (np.isfinite(users).all() and np.isfinite(items).all()):
             raise InvariRankError(f"--retriever {retriever}: training diverged (non-finite embeddings)")
-        meta = {"key": key, "retriever": retriever, "settings": settings,
-                "graph_hash": data.graph_hash, "data_dir": str(data.data_dir.resolve()),
-                "users": data.n_users, "items": data.n_items, "train_positives": data.n_positives,
-                "info": info}
+        meta = {
+            "key": key,
+            "retriever": retriever,
+            "settings": settings,
+            "graph_hash": data.graph_hash,
+            "data_dir": str(data.data_dir.resolve()),
+            "users": data.n_users,
+            "items": data.n_items,
+            "train_positives": data.n_positives,
+            "info": info,
+        }
         _save_model(model_dir, users, items, meta)
 
     ranked = rank_queries(data, users, items, k, ks, selected, progress=progress)
     test_metrics, test_kept = _split_stats(data, ranked["test"], k, ks)
     val_metrics, val_kept = _split_stats(data, ranked["validation"], k, ks)
     if not test_kept:
-        raise InvariRankError(f"--k {k}: no test query of {data.data_dir} keeps a ground-truth item in its top-{k} "
-                              f"({len(ranked['test'])} test queries); the candidates file would be empty")
+        raise InvariRankError(
+            f"--k {k}: no test query of {data.data_dir} keeps a ground-truth item in its top-{k} "
+            f"({len(ranked['test'])} test queries); the candidates file would be empty"
+        )
     test_queries = [_make_query(data, e, k) for e in test_kept]
     val_queries = [_make_query(data, e, k) for e in val_kept]
 
     stats: dict[str, Any] = {
-        "schema_version": STATS_SCHEMA_VERSION, "retriever": retriever, "k": k, "seed": int(seed),
-        "data_dir": str(data.data_dir.resolve()), "data_hash": data.files_hash,
-        "users": data.n_users, "items": data.n_items, "train_positives": data.n_positives,
-        "settings": settings, "test_queries": test_metrics.pop("queries"),
+        "schema_version": STATS_SCHEMA_VERSION,
+        "retriever": retriever,
+        "k": k,
+        "seed": int(seed),
+        "data_dir": str(data.data_dir.resolve()),
+        "data_hash": data.files_hash,
+        "users": data.n_users,
+        "items": data.n_items,
+        "train_positives": data.n_positives,
+        "settings": settings,
+        "test_queries": test_metrics.pop("queries"),
     }
     stats.update(test_metrics)
     stats["validation"] = {"validation_queries": val_metrics.pop("queries"), **val_metrics}
-    stats.update(train_seconds=float(info.get("train_seconds", 0.0)),
-                 train_device=info.get("device", "cpu"), loss_curve=list(info.get("loss_curve", [])),
-                 model_key=key, cache_key=cand_key)
+    stats.update(
+        train_seconds=float(info.get("train_seconds", 0.0)),
+        train_device=info.get("device", "cpu"),
+        loss_curve=list(info.get("loss_curve", [])),
+        model_key=key,
+        cache_key=cand_key,
+    )
     write_candidates(out_dir / "candidates.jsonl", test_queries + val_queries)
     atomic_write_json(out_dir / "stats.json", stats)
-    return RetrievalResult(out_dir, test_queries, val_queries, stats, model_dir,
-                           model_cached=loaded is not None)
+    return RetrievalResult(out_dir, test_queries, val_queries, stats, model_dir, model_cached=loaded is not None)
 
 
 def format_stats(stats: dict[str, Any]) -> str:
     """A small plain-text table of ``stats.json`` (test queries)."""
     ks = sorted(int(key.split("@")[1]) for key in stats if key.startswith("coverage@"))
-    lines = [f"retriever {stats['retriever']}, K = {stats['k']}: {stats['test_queries']} test queries, "
-             f"kept {stats['queries_kept']}, dropped {stats['queries_dropped']}"]
+    lines = [
+        f"retriever {stats['retriever']}, K = {stats['k']}: {stats['test_queries']} test queries, "
+        f"kept {stats['queries_kept']}, dropped {stats['queries_dropped']}"
+    ]
     val = stats.get("validation") or {}
     if val:
-        lines.append(f"validation queries {val.get('validation_queries', 0)}: kept "
-                     f"{val.get('queries_kept', 0)}, dropped {val.get('queries_dropped', 0)}")
+        lines.append(
+            f"validation queries {val.get('validation_queries', 0)}: kept "
+            f"{val.get('queries_kept', 0)}, dropped {val.get('queries_dropped', 0)}"
+        )
     lines.append(f"{'K':>4} {'coverage':>9} {'recall':>8} {'hr':>8} {'ndcg':>8}")
     for kk in ks:
-        lines.append(f"{kk:>4} {stats[f'coverage@{kk}']:>9.4f} {stats[f'recall@{kk}']:>8.4f} "
-                     f"{stats[f'hr@{kk}']:>8.4f} {stats[f'ndcg@{kk}']:>8.4f}")
+        lines.append(
+            f"{kk:>4} {stats[f'coverage@{kk}']:>9.4f} {stats[f'recall@{kk}']:>8.4f} "
+            f"{stats[f'hr@{kk}']:>8.4f} {stats[f'ndcg@{kk}']:>8.4f}"
+        )
     curve = stats.get("loss_curve") or []
     tail = f" ({len(curve)} epochs/iterations, final loss {curve[-1]:.4f})" if curve else ""
-    lines.append(f"training {stats.get('train_seconds', 0.0):.1f} s on {stats.get('train_device', 'cpu')}"
-                 f"{tail}")
+    lines.append(f"training {stats.get('train_seconds', 0.0):.1f} s on {stats.get('train_device', 'cpu')}{tail}")
     return "\n".join(lines)

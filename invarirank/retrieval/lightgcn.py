@@ -34,8 +34,16 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-__all__ = ["LightGCNConfig", "SMALL_GRAPH_EDGES", "resolve_threads", "resolve_device", "build_norm_adj",
-           "propagate", "sample_negatives", "train_lightgcn"]
+__all__ = [
+    "LightGCNConfig",
+    "SMALL_GRAPH_EDGES",
+    "resolve_threads",
+    "resolve_device",
+    "build_norm_adj",
+    "propagate",
+    "sample_negatives",
+    "train_lightgcn",
+]
 
 
 @dataclass(frozen=True)
@@ -62,9 +70,11 @@ def resolve_device(device: str | None) -> torch.device:
         dev = torch.device(device)
     except (RuntimeError, TypeError):
         from ..errors import InvariRankError
+
         raise InvariRankError(f"--device {device!r}: not a device name; expected cpu, cuda or cuda:N") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         from ..errors import InvariRankError
+
         raise InvariRankError(f"--device {device}: CUDA is not available on this machine; expected cpu")
     return dev
 
@@ -87,8 +97,9 @@ def resolve_threads(threads: int | None, n_positives: int, device_type: str = "c
     return torch.get_num_threads()
 
 
-def build_norm_adj(n_users: int, n_items: int, pos_user: np.ndarray, pos_item: np.ndarray,
-                   device: torch.device | str = "cpu") -> torch.Tensor:
+def build_norm_adj(
+    n_users: int, n_items: int, pos_user: np.ndarray, pos_item: np.ndarray, device: torch.device | str = "cpu"
+) -> torch.Tensor:
     """Symmetric normalised adjacency of the bipartite positive graph as a float32 CSR tensor."""
     n = n_users + n_items
     u = np.asarray(pos_user, dtype=np.int64)
@@ -106,9 +117,13 @@ def build_norm_adj(n_users: int, n_items: int, pos_user: np.ndarray, pos_item: n
     np.cumsum(np.bincount(rows, minlength=n), out=crow[1:])
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
-        adj = torch.sparse_csr_tensor(torch.from_numpy(crow), torch.from_numpy(cols.copy()),
-                                      torch.from_numpy(vals.astype(np.float32)), size=(n, n),
-                                      check_invariants=False)
+        adj = torch.sparse_csr_tensor(
+            torch.from_numpy(crow),
+            torch.from_numpy(cols.copy()),
+            torch.from_numpy(vals.astype(np.float32)),
+            size=(n, n),
+            check_invariants=False,
+        )
         return adj.to(device)
 
 
@@ -140,8 +155,7 @@ def propagate(adj: torch.Tensor, x: torch.Tensor, layers: int) -> torch.Tensor:
     return _MeanPropagation.apply(x, adj, layers)
 
 
-def sample_negatives(users: np.ndarray, pos_keys: np.ndarray, n_items: int,
-                     rng: np.random.Generator) -> np.ndarray:
+def sample_negatives(users: np.ndarray, pos_keys: np.ndarray, n_items: int, rng: np.random.Generator) -> np.ndarray:
     """One uniform item per entry of ``users`` that is not a training positive of that user.
 
     ``pos_keys`` = sorted ``user * n_items + item`` of the positives. Collisions are re-drawn, all at
@@ -161,16 +175,22 @@ def sample_negatives(users: np.ndarray, pos_keys: np.ndarray, n_items: int,
 
 
 def _rng(seed: int, what: str) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF,
-                                                         zlib.crc32(what.encode())]))
+    return np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, zlib.crc32(what.encode())]))
 
 
-def train_lightgcn(n_users: int, n_items: int, pos_user: np.ndarray, pos_item: np.ndarray, *,
-                   config: LightGCNConfig = LightGCNConfig(), seed: int = 42,
-                   device: str | torch.device | None = None, progress: bool = True,
-                   threads: int | None = None,
-                   on_epoch: Callable[[int, float, float], None] | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, dict]:
+def train_lightgcn(
+    n_users: int,
+    n_items: int,
+    pos_user: np.ndarray,
+    pos_item: np.ndarray,
+    *,
+    config: LightGCNConfig = LightGCNConfig(),
+    seed: int = 42,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+    threads: int | None = None,
+    on_epoch: Callable[[int, float, float], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray, dict]:
     """Train LightGCN; return (user embeddings, item embeddings, info), float32 numpy arrays.
 
     ``info`` holds ``loss_curve`` (mean total loss per epoch), ``epoch_seconds``, ``train_seconds``,
@@ -187,9 +207,17 @@ def train_lightgcn(n_users: int, n_items: int, pos_user: np.ndarray, pos_item: n
         torch.set_num_threads(previous)
 
 
-def _train(n_users: int, n_items: int, pos_user: np.ndarray, pos_item: np.ndarray,
-           config: LightGCNConfig, seed: int, dev: torch.device, progress: bool,
-           on_epoch: Callable[[int, float, float], None] | None) -> tuple[np.ndarray, np.ndarray, dict]:
+def _train(
+    n_users: int,
+    n_items: int,
+    pos_user: np.ndarray,
+    pos_item: np.ndarray,
+    config: LightGCNConfig,
+    seed: int,
+    dev: torch.device,
+    progress: bool,
+    on_epoch: Callable[[int, float, float], None] | None,
+) -> tuple[np.ndarray, np.ndarray, dict]:
     pos_user = np.asarray(pos_user, dtype=np.int64)
     pos_item = np.asarray(pos_item, dtype=np.int64)
     n_pos = pos_user.size
@@ -197,9 +225,12 @@ def _train(n_users: int, n_items: int, pos_user: np.ndarray, pos_item: np.ndarra
     counts = np.bincount(pos_user, minlength=n_users)
     if (counts >= n_items).any():
         from ..errors import InvariRankError
+
         u = int(np.flatnonzero(counts >= n_items)[0])
-        raise InvariRankError(f"user index {u} has every item as a training positive; LightGCN needs "
-                              f"at least one non-positive item per user for its negatives")
+        raise InvariRankError(
+            f"user index {u} has every item as a training positive; LightGCN needs "
+            f"at least one non-positive item per user for its negatives"
+        )
 
     t_start = time.perf_counter()
     adj = build_norm_adj(n_users, n_items, pos_user, pos_item, dev)
@@ -219,8 +250,7 @@ def _train(n_users: int, n_items: int, pos_user: np.ndarray, pos_item: np.ndarra
 
     losses: list[float] = []
     epoch_seconds: list[float] = []
-    bar = tqdm(range(config.epochs), desc="LightGCN", unit="epoch", disable=not progress,
-               file=sys.stderr, leave=False)
+    bar = tqdm(range(config.epochs), desc="LightGCN", unit="epoch", disable=not progress, file=sys.stderr, leave=False)
     for epoch in bar:
         t0 = time.perf_counter()
         perm_np = rng.permutation(n_pos)
@@ -229,8 +259,8 @@ def _train(n_users: int, n_items: int, pos_user: np.ndarray, pos_item: np.ndarra
         negs = torch.from_numpy(neg_np).to(dev)
         total = torch.zeros((), dtype=torch.float64, device=dev)
         for start in range(0, n_pos, config.batch_size):
-            b = perm[start:start + config.batch_size]
-            u, p, q = pu_all[b], pi_all[b], negs[start:start + config.batch_size]
+            b = perm[start : start + config.batch_size]
+            u, p, q = pu_all[b], pi_all[b], negs[start : start + config.batch_size]
             final = propagate(adj, emb, config.layers)
             ue, pe, qe = final[u], final[p], final[q]
             bpr = F.softplus((ue * qe).sum(-1) - (ue * pe).sum(-1)).mean()  # = -log sigmoid(pos - neg)
@@ -252,8 +282,12 @@ def _train(n_users: int, n_items: int, pos_user: np.ndarray, pos_item: np.ndarra
     bar.close()
     with torch.no_grad():
         final = _mean_layers(adj, emb.detach(), config.layers).cpu().numpy().astype(np.float32)
-    info = {"loss_curve": losses, "epoch_seconds": epoch_seconds,
-            "train_seconds": time.perf_counter() - t_start, "device": dev.type,
-            "threads": torch.get_num_threads(), "positives": int(n_pos)}
+    info = {
+        "loss_curve": losses,
+        "epoch_seconds": epoch_seconds,
+        "train_seconds": time.perf_counter() - t_start,
+        "device": dev.type,
+        "threads": torch.get_num_threads(),
+        "positives": int(n_pos),
+    }
     return final[:n_users].copy(), final[n_users:].copy(), info
-

@@ -31,8 +31,9 @@ def query_hits(retrieved: Sequence[str], ground_truth: Iterable[str]) -> np.ndar
     return np.fromiter((r in gt for r in retrieved), dtype=bool, count=len(retrieved))
 
 
-def retrieval_metrics(retrieved: Sequence[Sequence[str]], ground_truth: Sequence[Iterable[str]],
-                      ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
+def retrieval_metrics(
+    retrieved: Sequence[Sequence[str]], ground_truth: Sequence[Iterable[str]], ks: Sequence[int] = DEFAULT_KS
+) -> dict[str, float]:
     """Mean ``coverage@K``, ``recall@K``, ``hr@K``, ``ndcg@K`` for every K in ``ks`` (plus ``queries``)."""
     if len(retrieved) != len(ground_truth):
         raise ValueError("retrieved and ground_truth differ in length")
@@ -58,8 +59,8 @@ def retrieval_metrics(retrieved: Sequence[Sequence[str]], ground_truth: Sequence
             sums[f"coverage@{k}"] += hit
             sums[f"hr@{k}"] += hit
             sums[f"recall@{k}"] += n_hit / len(gt_set)
-            ideal = discounts[:min(len(gt_set), k)].sum()
-            sums[f"ndcg@{k}"] += float(discounts[:h.size][h].sum() / ideal)
+            ideal = discounts[: min(len(gt_set), k)].sum()
+            sums[f"ndcg@{k}"] += float(discounts[: h.size][h].sum() / ideal)
     for key, val in sums.items():
         out[key] = val / n
     return out

@@ -27,20 +27,45 @@ from .queries import QuerySet, load_queries
 from .records import ObservationRow, QueryRecord
 from .rerank import rerank_query
 from .run import (
-                  NO_RUN_FOLDER,
-                  RunResult,
-                  ensure_run,
-                  ensure_runs,
-                  mismatch_error,
-                  run_experiment,
-                  run_folder,
-                  run_status,
+    NO_RUN_FOLDER,
+    RunResult,
+    ensure_run,
+    ensure_runs,
+    mismatch_error,
+    run_experiment,
+    run_folder,
+    run_status,
 )
 from .shards import Shard, plan_shards
 from .worker import make_run_scorer
 
-__all__ = ["RunConfig", "PATH_SETTINGS", "simple_name", "slug", "QuerySet", "load_queries", "rerank_query",
-           "ObservationRow", "QueryRecord", "RunPlan", "plan_run", "format_plan", "RunResult", "ensure_runs",
-           "ensure_run", "run_experiment", "run_folder", "run_status", "mismatch_error", "NO_RUN_FOLDER",
-           "make_run_scorer", "manifest_without_run", "Shard", "plan_shards", "Executor", "LocalExecutor",
-           "make_executor", "EXECUTORS"]
+__all__ = [
+    "RunConfig",
+    "PATH_SETTINGS",
+    "simple_name",
+    "slug",
+    "QuerySet",
+    "load_queries",
+    "rerank_query",
+    "ObservationRow",
+    "QueryRecord",
+    "RunPlan",
+    "plan_run",
+    "format_plan",
+    "RunResult",
+    "ensure_runs",
+    "ensure_run",
+    "run_experiment",
+    "run_folder",
+    "run_status",
+    "mismatch_error",
+    "NO_RUN_FOLDER",
+    "make_run_scorer",
+    "manifest_without_run",
+    "Shard",
+    "plan_shards",
+    "Executor",
+    "LocalExecutor",
+    "make_executor",
+    "EXECUTORS",
+]

@@ -155,8 +155,10 @@ class RunConfig:
             name = ALIASES.get(key, key)
             if name not in names:
                 if strict:
-                    raise InvariRankError(f"{where}: unknown setting {key!r}; expected one of "
-                                          f"{', '.join(sorted(names | set(ALIASES) | {'k_sweep'}))}")
+                    raise InvariRankError(
+                        f"{where}: unknown setting {key!r}; expected one of "
+                        f"{', '.join(sorted(names | set(ALIASES) | {'k_sweep'}))}"
+                    )
                 continue
             if value is not None and out.get(name) is not None and out[name] != value:
                 raise InvariRankError(f"{where}: setting {name!r} given twice (as {key!r} too)")
@@ -174,7 +176,7 @@ class RunConfig:
         defaults = cls()
         for name, value in list(kw.items()):
             if value is None and getattr(defaults, name) is not None:
-                del kw[name]                     # None = "the default" for settings that have one
+                del kw[name]  # None = "the default" for settings that have one
         config = cls(**kw)
         config.normalise(where)
         return config
@@ -233,9 +235,9 @@ class RunConfig:
             if f.name.startswith("calibration_") and "stella" not in self.methods:
                 continue
             if f.name == "sample_k" and self.sample_k == self.effective_k:
-                continue                          # sampling at the run's own K is the default
+                continue  # sampling at the run's own K is the default
             value, default = getattr(self, f.name), getattr(defaults, f.name)
-            if f.name == "model":                 # no model = the scorer's default model
+            if f.name == "model":  # no model = the scorer's default model
                 value, default = self.model_name, defaults.model_name
             if value != default:
                 out[f.name] = value
@@ -276,14 +278,18 @@ class RunConfig:
         """Folder name inside ``results/<grid>/``: ``name``, else ``<data>-<retriever>-<model>-<scorer>-k<K>``."""
         if self.name:
             return self.name
-        return (f"{slug(self.data_label)}-{slug(self.retriever)}-{slug(self.model_name)}-{self.scorer}"
-                f"-k{self.effective_k}")
+        return (
+            f"{slug(self.data_label)}-{slug(self.retriever)}-{slug(self.model_name)}-{self.scorer}-k{self.effective_k}"
+        )
 
     def _expanded_paths(self) -> dict[str, Path]:
         """The path settings (:data:`PATH_SETTINGS`) that are set, with ``~`` and environment variables expanded;
         a value naming an unset ``$VAR`` is left out (the grid's check names it)."""
-        return {name: _expanded(value) for name in PATH_SETTINGS
-                if (value := getattr(self, name)) and "$" not in os.path.expandvars(value)}
+        return {
+            name: _expanded(value)
+            for name in PATH_SETTINGS
+            if (value := getattr(self, name)) and "$" not in os.path.expandvars(value)
+        }
 
     def unset_path_variable(self) -> tuple[str, str, str] | None:
         """The first path setting (:data:`PATH_SETTINGS`) whose value uses an environment variable that is not
@@ -301,8 +307,10 @@ class RunConfig:
         setting, its value and the variable."""
         if unset := self.unset_path_variable():
             name, value, variable = unset
-            raise InvariRankError(f"{where + ': ' if where else ''}setting {name!r} = {value!r} uses the environment "
-                                  f"variable {variable}, which is not set")
+            raise InvariRankError(
+                f"{where + ': ' if where else ''}setting {name!r} = {value!r} uses the environment "
+                f"variable {variable}, which is not set"
+            )
 
     def relative_paths(self) -> list[str]:
         """The path settings (:data:`PATH_SETTINGS`) given as relative paths (after expanding ``~`` and
@@ -314,37 +322,56 @@ class RunConfig:
         variables expanded, a relative path taken against ``root`` (normalised). The one path rule: a grid takes
         ``root`` = the project root, a check of a run's inputs the working directory. A value that names an unset
         ``$VAR`` is left as given (the grid's check names it)."""
-        changes = {name: str(p if p.is_absolute() else Path(os.path.normpath(root / p)))
-                   for name, p in self._expanded_paths().items()}
+        changes = {
+            name: str(p if p.is_absolute() else Path(os.path.normpath(root / p)))
+            for name, p in self._expanded_paths().items()
+        }
         return self.replace(**changes) if changes else self
 
     # -- checks ----------------------------------------------------------------------------------
     def normalise(self, where: str = "config") -> None:
         """Coerce types (``"a,b"`` lists, sorted methods) and check ranges; raise :class:`InvariRankError`."""
-        for name, lo in (("K", 2), ("sample_k", 2), ("n_queries", 1), ("first_queries", 1), ("shard_queries", 1),
-                         ("query_window", 1)):
+        for name, lo in (
+            ("K", 2),
+            ("sample_k", 2),
+            ("n_queries", 1),
+            ("first_queries", 1),
+            ("shard_queries", 1),
+            ("query_window", 1),
+        ):
             value = getattr(self, name)
             setattr(self, name, None if value is None else _as_int(where, name, value, lo))
         if self.first_queries is not None and self.n_queries is not None and self.first_queries > self.n_queries:
-            raise InvariRankError(f"{where}: setting 'first_queries' = {self.first_queries} is more than "
-                                  f"n_queries = {self.n_queries}; expected at most {self.n_queries}")
-        for name, lo in (("M", 1), ("seed", 0), ("retrieval_seed", 0), ("calibration_queries", 1),
-                         ("calibration_repeats", 1), ("exposure_k", 1), ("n_bootstrap", 0)):
+            raise InvariRankError(
+                f"{where}: setting 'first_queries' = {self.first_queries} is more than "
+                f"n_queries = {self.n_queries}; expected at most {self.n_queries}"
+            )
+        for name, lo in (
+            ("M", 1),
+            ("seed", 0),
+            ("retrieval_seed", 0),
+            ("calibration_queries", 1),
+            ("calibration_repeats", 1),
+            ("exposure_k", 1),
+            ("n_bootstrap", 0),
+        ):
             setattr(self, name, _as_int(where, name, getattr(self, name), lo))
         self.eval_ks = [_as_int(where, "eval_ks", v, 1) for v in _as_list(where, "eval_ks", self.eval_ks)]
         methods = [str(m) for m in _as_list(where, "methods", self.methods)]
         for m in methods:
             if m not in METHODS:
-                raise InvariRankError(f"{where}: unknown method {m!r} in 'methods'; "
-                                      f"expected some of {', '.join(METHODS)}")
+                raise InvariRankError(
+                    f"{where}: unknown method {m!r} in 'methods'; expected some of {', '.join(METHODS)}"
+                )
         if not methods:
             raise InvariRankError(f"{where}: setting 'methods' is empty; expected some of {', '.join(METHODS)}")
         if len(set(methods)) != len(methods):
             raise InvariRankError(f"{where}: setting 'methods' repeats a method: {methods}")
         self.methods = [m for m in METHODS if m in methods]
         if self.scorer not in SCORER_KINDS:
-            raise InvariRankError(f"{where}: setting 'scorer' = {self.scorer!r}, expected one of "
-                                  f"{', '.join(SCORER_KINDS)}")
+            raise InvariRankError(
+                f"{where}: setting 'scorer' = {self.scorer!r}, expected one of {', '.join(SCORER_KINDS)}"
+            )
         if not isinstance(self.scorer_options, Mapping):
             raise InvariRankError(f"{where}: setting 'scorer_options' must be a mapping of option: value")
         self.scorer_options = dict(sorted(self.scorer_options.items()))
@@ -354,8 +381,18 @@ class RunConfig:
         for name in ("retriever", "scorer", "device"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise InvariRankError(f"{where}: setting {name!r} must be a non-empty string")
-        for name in ("grid", "name", "dataset", "label", "raw_dir", "data_dir", "candidates", "model", "out",
-                     "cache_dir"):
+        for name in (
+            "grid",
+            "name",
+            "dataset",
+            "label",
+            "raw_dir",
+            "data_dir",
+            "candidates",
+            "model",
+            "out",
+            "cache_dir",
+        ):
             value = getattr(self, name)
             if value is not None:
                 if value == "" and name in ("dataset", "grid", "name"):
@@ -365,19 +402,26 @@ class RunConfig:
         for name in ("grid", "name"):
             value = getattr(self, name)
             if value is not None and not simple_name(value):
-                raise InvariRankError(f"{where}: {name} {value!r} may hold only letters, digits, '.', '_' and '-', "
-                                      f"and may not start with '.'")
-        for name in ("seed", "retrieval_seed"):             # seeds reach numpy, torch and implicit: 32 bits
+                raise InvariRankError(
+                    f"{where}: {name} {value!r} may hold only letters, digits, '.', '_' and '-', "
+                    f"and may not start with '.'"
+                )
+        for name in ("seed", "retrieval_seed"):  # seeds reach numpy, torch and implicit: 32 bits
             if getattr(self, name) > 2**32 - 1:
-                raise InvariRankError(f"{where}: setting {name!r} = {getattr(self, name)}, expected an integer from 0 "
-                                      f"to 4294967295 (2^32 - 1)")
+                raise InvariRankError(
+                    f"{where}: setting {name!r} = {getattr(self, name)}, expected an integer from 0 "
+                    f"to 4294967295 (2^32 - 1)"
+                )
         if not _DEVICE.fullmatch(self.device):
-            raise InvariRankError(f"{where}: setting 'device' = {self.device!r}, expected auto, cpu, cuda, cuda:N, "
-                                  f"mps or another torch device name")
+            raise InvariRankError(
+                f"{where}: setting 'device' = {self.device!r}, expected auto, cpu, cuda, cuda:N, "
+                f"mps or another torch device name"
+            )
         if self.n_bootstrap > MAX_BOOTSTRAP:
-            raise InvariRankError(f"{where}: setting 'n_bootstrap' = {self.n_bootstrap} is above the limit "
-                                  f"{MAX_BOOTSTRAP:,}; expected at most {MAX_BOOTSTRAP:,} resamples")
-
+            raise InvariRankError(
+                f"{where}: setting 'n_bootstrap' = {self.n_bootstrap} is above the limit "
+                f"{MAX_BOOTSTRAP:,}; expected at most {MAX_BOOTSTRAP:,} resamples"
+            )
 
     def check_k(self, where: str = "config", list_k: int | None = None, source: str = "") -> None:
         """Reject settings that cannot be meant for the run's K (the list length: ``effective_k``, else
@@ -390,15 +434,21 @@ class RunConfig:
             return
         of = f" (the shortest list in {source})" if self.effective_k is None and source else ""
         if k < 2:
-            raise InvariRankError(f"{where}: K = {k}{of}: a list of one candidate has one order only, equal to the "
-                                  f"retrieval order; expected K >= 2")
+            raise InvariRankError(
+                f"{where}: K = {k}{of}: a list of one candidate has one order only, equal to the "
+                f"retrieval order; expected K >= 2"
+            )
         if self.exposure_k > k:
-            raise InvariRankError(f"{where}: setting 'exposure_k' = {self.exposure_k} is larger than K = {k}{of}: "
-                                  f"every candidate would count as exposed (zero position bias); expected "
-                                  f"exposure_k <= K (e.g. --exposure-k {max(1, k // 2)})")
+            raise InvariRankError(
+                f"{where}: setting 'exposure_k' = {self.exposure_k} is larger than K = {k}{of}: "
+                f"every candidate would count as exposed (zero position bias); expected "
+                f"exposure_k <= K (e.g. --exposure-k {max(1, k // 2)})"
+            )
         if self.sample_k is not None and self.sample_k > k:
-            raise InvariRankError(f"{where}: the sweep's smallest K (k_sweep / sample_k = {self.sample_k}) is larger "
-                                  f"than K = {k}{of}; queries are sampled at the smallest K of a sweep that holds K")
+            raise InvariRankError(
+                f"{where}: the sweep's smallest K (k_sweep / sample_k = {self.sample_k}) is larger "
+                f"than K = {k}{of}; queries are sampled at the smallest K of a sweep that holds K"
+            )
 
 
 def check_lists(config: RunConfig, lengths: Mapping[str, int], source: str) -> None:
@@ -408,8 +458,10 @@ def check_lists(config: RunConfig, lengths: Mapping[str, int], source: str) -> N
         return
     shortest = min(lengths, key=lambda q: lengths[q])
     if config.K is not None and lengths[shortest] < config.K:
-        raise InvariRankError(f"{source}: query {shortest!r} has {lengths[shortest]} candidates, fewer than K = "
-                              f"{config.K} (--k); expected lists of at least K candidates (or a smaller --k)")
+        raise InvariRankError(
+            f"{source}: query {shortest!r} has {lengths[shortest]} candidates, fewer than K = "
+            f"{config.K} (--k); expected lists of at least K candidates (or a smaller --k)"
+        )
     config.check_k("config", lengths[shortest], source)
 
 

@@ -70,16 +70,23 @@ class Executor(Protocol):
         (:meth:`~invarirank.runner.worker.ShardWorker.check_queries` on one worker), before any pass."""
         ...
 
-    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int, progress: bool = False,
-                  known: Mapping[str, Any] | None = None) -> Any:
+    def calibrate(
+        self,
+        config: RunConfig,
+        validation: Sequence[Query],
+        k: int,
+        progress: bool = False,
+        known: Mapping[str, Any] | None = None,
+    ) -> Any:
         """STELLA_LW's calibration for lists of ``k`` (a :class:`~invarirank.methods.stella.Calibration`);
         ``progress``: a progress bar over its passes (on standard error; a Ray worker's is forwarded by Ray);
         ``known``: the calibration the run's committed shards were made with (:meth:`Calibration.to_record
         <invarirank.methods.stella.Calibration.to_record>`), taken instead of computing when it matches."""
         ...
 
-    def map_shards(self, config: RunConfig, tasks: Sequence[ShardTask],
-                   on_result: Callable[[ShardResult], None]) -> None:
+    def map_shards(
+        self, config: RunConfig, tasks: Sequence[ShardTask], on_result: Callable[[ShardResult], None]
+    ) -> None:
         """Compute every task; hand each result to ``on_result`` in the driver's process as it arrives."""
         ...
 
@@ -153,14 +160,28 @@ class LocalExecutor(_Executor):
     def check_queries(self, config: RunConfig, queries: Sequence[Query]) -> None:
         self.worker(config).check_queries(queries)
 
-    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int, progress: bool = False,
-                  known: Mapping[str, Any] | None = None) -> Any:
-        return self.worker(config).calibrate(validation, k, n_queries=config.calibration_queries,
-                                             repeats=config.calibration_repeats, seed=config.seed,
-                                             cache_dir=config.cache_dir, progress=progress, known=known)
+    def calibrate(
+        self,
+        config: RunConfig,
+        validation: Sequence[Query],
+        k: int,
+        progress: bool = False,
+        known: Mapping[str, Any] | None = None,
+    ) -> Any:
+        return self.worker(config).calibrate(
+            validation,
+            k,
+            n_queries=config.calibration_queries,
+            repeats=config.calibration_repeats,
+            seed=config.seed,
+            cache_dir=config.cache_dir,
+            progress=progress,
+            known=known,
+        )
 
-    def map_shards(self, config: RunConfig, tasks: Sequence[ShardTask],
-                   on_result: Callable[[ShardResult], None]) -> None:
+    def map_shards(
+        self, config: RunConfig, tasks: Sequence[ShardTask], on_result: Callable[[ShardResult], None]
+    ) -> None:
         worker = self.worker(config)
         for task in tasks:
             on_result(worker.run_shard(task))
@@ -187,8 +208,10 @@ def check_address(address: str, timeout: float) -> None:
         with socket.create_connection((host, int(port)), timeout=timeout):
             return
     except OSError as exc:
-        raise InvariRankError(f"--address {address}: no Ray cluster answers there within {timeout:g} s ({exc}); "
-                              f"start one with `ray start --head` or leave --address out for a local Ray") from None
+        raise InvariRankError(
+            f"--address {address}: no Ray cluster answers there within {timeout:g} s ({exc}); "
+            f"start one with `ray start --head` or leave --address out for a local Ray"
+        ) from None
 
 
 _LOOPBACK = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -210,9 +233,18 @@ class RayExecutor(_Executor):
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, *, gpus_per_shard: float | None = None, workers: int | None = None,
-                 cpus_per_worker: float = 1, threads_per_worker: int | None = None, connect_timeout: float = 10.0,
-                 max_retries: int = 3, fault: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        gpus_per_shard: float | None = None,
+        workers: int | None = None,
+        cpus_per_worker: float = 1,
+        threads_per_worker: int | None = None,
+        connect_timeout: float = 10.0,
+        max_retries: int = 3,
+        fault: Mapping[str, Any] | None = None,
+    ) -> None:
         if gpus_per_shard is not None and gpus_per_shard < 0:
             raise InvariRankError(f"--gpus-per-shard {gpus_per_shard}: expected 0 or more")
         if workers is not None and workers < 1:
@@ -238,7 +270,7 @@ class RayExecutor(_Executor):
     # -- the cluster ---------------------------------------------------------------------------
     def start(self) -> None:
         """Join the cluster at ``address``, or start a local Ray (see the module docstring)."""
-        if not self.address:                   # a local Ray stays on 127.0.0.1 (Ray reads this when imported)
+        if not self.address:  # a local Ray stays on 127.0.0.1 (Ray reads this when imported)
             os.environ.setdefault(_LOOPBACK, "0")
         try:
             import ray
@@ -247,11 +279,11 @@ class RayExecutor(_Executor):
         self._ray = ray
         if self.address:
             check_address(self.address, self.connect_timeout)
-        if ray.is_initialized():               # a caller (a test, a notebook) already started or joined one
+        if ray.is_initialized():  # a caller (a test, a notebook) already started or joined one
             return
         package_parent = str(Path(__file__).resolve().parents[2])
         paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        if package_parent not in paths:        # workers import this very checkout of invarirank
+        if package_parent not in paths:  # workers import this very checkout of invarirank
             os.environ["PYTHONPATH"] = os.pathsep.join([package_parent, *paths])
         try:
             if self.address:
@@ -264,9 +296,10 @@ class RayExecutor(_Executor):
             raise
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = self.address or "a local Ray"
-            raise InvariRankError(f"--executor ray: could not start or join {where}: "
-                                  f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}")\
-                from None
+            raise InvariRankError(
+                f"--executor ray: could not start or join {where}: "
+                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+            ) from None
         self._owns = True
 
     def resources(self) -> dict[str, float]:
@@ -280,9 +313,14 @@ class RayExecutor(_Executor):
         self._owns = False
 
     def info(self) -> dict[str, Any]:
-        return {"executor": "ray", "address": self.address or "local", "workers": len(self._actors),
-                "gpus_per_shard": self._gpus_now, "cpus_per_worker": self.cpus_per_worker,
-                "threads_per_worker": self.threads_per_worker}
+        return {
+            "executor": "ray",
+            "address": self.address or "local",
+            "workers": len(self._actors),
+            "gpus_per_shard": self._gpus_now,
+            "cpus_per_worker": self.cpus_per_worker,
+            "threads_per_worker": self.threads_per_worker,
+        }
 
     # -- the workers ---------------------------------------------------------------------------
     def _kill_pool(self) -> None:
@@ -296,8 +334,9 @@ class RayExecutor(_Executor):
     def _gpus_for(self, config: RunConfig, available: float) -> float:
         if self.gpus_per_shard is not None:
             if self.gpus_per_shard > available:
-                raise InvariRankError(f"--gpus-per-shard {self.gpus_per_shard:g}: the Ray cluster has "
-                                      f"{available:g} GPUs")
+                raise InvariRankError(
+                    f"--gpus-per-shard {self.gpus_per_shard:g}: the Ray cluster has {available:g} GPUs"
+                )
             return float(self.gpus_per_shard)
         wants_gpu = config.scorer != "simulated" and config.device not in ("cpu",)
         return 1.0 if wants_gpu and available >= 1 else 0.0
@@ -312,17 +351,29 @@ class RayExecutor(_Executor):
         gpus = self._gpus_for(config, float(res.get("GPU", 0.0)))
         room = int(res.get("GPU", 0.0) // gpus) if gpus else int(res.get("CPU", 0.0) // self.cpus_per_worker)
         if room < 1:
-            raise InvariRankError(f"--executor ray: the cluster ({res.get('CPU', 0):g} CPUs, {res.get('GPU', 0):g} "
-                                  f"GPUs) has no room for one worker of {self.cpus_per_worker:g} CPUs and "
-                                  f"{gpus:g} GPUs")
+            raise InvariRankError(
+                f"--executor ray: the cluster ({res.get('CPU', 0):g} CPUs, {res.get('GPU', 0):g} "
+                f"GPUs) has no room for one worker of {self.cpus_per_worker:g} CPUs and "
+                f"{gpus:g} GPUs"
+            )
         n = room if self.workers is None else self.workers
         if n > room:
-            raise InvariRankError(f"--workers {n}: the Ray cluster has room for {room} workers of "
-                                  f"{self.cpus_per_worker:g} CPUs and {gpus:g} GPUs")
-        actor = self._ray.remote(num_cpus=self.cpus_per_worker, num_gpus=gpus, max_restarts=self.max_retries,
-                                 max_task_retries=self.max_retries)(ShardWorker)
-        self._actors = [actor.remote(scorer_settings(config), threads=self.threads_per_worker, slot=i,
-                                     own_pass_cache=True, fault=self.fault) for i in range(n)]
+            raise InvariRankError(
+                f"--workers {n}: the Ray cluster has room for {room} workers of "
+                f"{self.cpus_per_worker:g} CPUs and {gpus:g} GPUs"
+            )
+        actor = self._ray.remote(
+            num_cpus=self.cpus_per_worker,
+            num_gpus=gpus,
+            max_restarts=self.max_retries,
+            max_task_retries=self.max_retries,
+        )(ShardWorker)
+        self._actors = [
+            actor.remote(
+                scorer_settings(config), threads=self.threads_per_worker, slot=i, own_pass_cache=True, fault=self.fault
+            )
+            for i in range(n)
+        ]
         self._facts = self._get([a.describe.remote() for a in self._actors], "starting the workers")
         self._key, self._gpus_now = key, gpus
         return self._actors
@@ -340,8 +391,10 @@ class RayExecutor(_Executor):
                 raise InvariRankError(str(cause)) from None
             raise RunFailed(f"ray: {what} failed: {str(cause or exc).strip().splitlines()[-1]}") from None
         except self._ray.exceptions.RayError as exc:
-            raise RunFailed(f"ray: {what} failed: {type(exc).__name__}: "
-                            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}") from None
+            raise RunFailed(
+                f"ray: {what} failed: {type(exc).__name__}: "
+                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            ) from None
 
     def describe(self, config: RunConfig) -> dict[str, Any]:
         self.pool(config)
@@ -351,17 +404,32 @@ class RayExecutor(_Executor):
         first = self.pool(config)[0]
         self._get(first.check_queries.remote(list(queries)), "the check of the queries")
 
-    def calibrate(self, config: RunConfig, validation: Sequence[Query], k: int, progress: bool = False,
-                  known: Mapping[str, Any] | None = None) -> Any:
+    def calibrate(
+        self,
+        config: RunConfig,
+        validation: Sequence[Query],
+        k: int,
+        progress: bool = False,
+        known: Mapping[str, Any] | None = None,
+    ) -> Any:
         first = self.pool(config)[0]
-        return self._get(first.calibrate.remote(list(validation), k, n_queries=config.calibration_queries,
-                                                repeats=config.calibration_repeats, seed=config.seed,
-                                                cache_dir=config.cache_dir, progress=progress,
-                                                known=None if known is None else dict(known)),
-                         f"STELLA calibration at K={k}")
+        return self._get(
+            first.calibrate.remote(
+                list(validation),
+                k,
+                n_queries=config.calibration_queries,
+                repeats=config.calibration_repeats,
+                seed=config.seed,
+                cache_dir=config.cache_dir,
+                progress=progress,
+                known=None if known is None else dict(known),
+            ),
+            f"STELLA calibration at K={k}",
+        )
 
-    def map_shards(self, config: RunConfig, tasks: Sequence[ShardTask],
-                   on_result: Callable[[ShardResult], None]) -> None:
+    def map_shards(
+        self, config: RunConfig, tasks: Sequence[ShardTask], on_result: Callable[[ShardResult], None]
+    ) -> None:
         """Every task on the first free actor; results handed to ``on_result`` in the driver as they finish."""
         idle = list(reversed(self.pool(config)))
         queue = deque(tasks)
@@ -377,17 +445,33 @@ class RayExecutor(_Executor):
             idle.append(actor)
 
 
-def make_executor(name: str, *, address: str | None = None, gpus_per_shard: float | None = None,
-                  workers: int | None = None, cpus_per_worker: float = 1, threads_per_worker: int | None = None,
-                  connect_timeout: float = 10.0) -> Executor:
+def make_executor(
+    name: str,
+    *,
+    address: str | None = None,
+    gpus_per_shard: float | None = None,
+    workers: int | None = None,
+    cpus_per_worker: float = 1,
+    threads_per_worker: int | None = None,
+    connect_timeout: float = 10.0,
+) -> Executor:
     """The executor called ``name`` (:data:`EXECUTORS`); Ray options with ``local`` are an error."""
     if name not in EXECUTORS:
         raise InvariRankError(f"--executor {name!r}: expected one of {', '.join(EXECUTORS)}")
     if name == "local":
-        given = [flag for flag, value in (("--address", address), ("--gpus-per-shard", gpus_per_shard),
-                                          ("--workers", workers)) if value is not None]
+        given = [
+            flag
+            for flag, value in (("--address", address), ("--gpus-per-shard", gpus_per_shard), ("--workers", workers))
+            if value is not None
+        ]
         if given:
             raise InvariRankError(f"{given[0]} needs --executor ray")
         return LocalExecutor()
-    return RayExecutor(address, gpus_per_shard=gpus_per_shard, workers=workers, cpus_per_worker=cpus_per_worker,
-                       threads_per_worker=threads_per_worker, connect_timeout=connect_timeout)
+    return RayExecutor(
+        address,
+        gpus_per_shard=gpus_per_shard,
+        workers=workers,
+        cpus_per_worker=cpus_per_worker,
+        threads_per_worker=threads_per_worker,
+        connect_timeout=connect_timeout,
+    )

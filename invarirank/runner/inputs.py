@@ -48,7 +48,7 @@ def input_hashes(config: RunConfig) -> dict[str, str]:
     or folder (see the module docstring); ``{}`` for a run on the embedded data. An input that cannot be read yet
     is left out: the run itself reports it, naming the file."""
     out: dict[str, str] = {}
-    config = config.with_absolute_paths(Path.cwd())   # what the run reads (a grid's paths are absolute already)
+    config = config.with_absolute_paths(Path.cwd())  # what the run reads (a grid's paths are absolute already)
     try:
         if config.candidates and Path(config.candidates).is_file():
             out["candidates"] = _file_sha256(Path(config.candidates))
@@ -56,10 +56,12 @@ def input_hashes(config: RunConfig) -> dict[str, str]:
             out["data_dir"] = _folder_sha256(Path(config.data_dir))
         elif config.raw_dir and not config.candidates:
             from ..data.preparation import raw_files, raw_fingerprint
+
             raw = Path(config.raw_dir)
             if raw.is_dir():
-                entries = [raw_fingerprint(p, role) for role, p in sorted(raw_files(config.effective_dataset,
-                                                                                     raw).items())]
+                entries = [
+                    raw_fingerprint(p, role) for role, p in sorted(raw_files(config.effective_dataset, raw).items())
+                ]
                 out["raw_dir"] = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
     except (OSError, InvariRankError):
         return out

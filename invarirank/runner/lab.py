@@ -22,10 +22,22 @@ from .run import ensure_run
 __all__ = ["live_run"]
 
 
-def live_run(bias_shape: str = "primacy", bias_strength: float = 1.0, *, K: int = 10, M: int = 10,
-             n_queries: int = 20, methods: Sequence[str] = METHODS, noise_sd: float = 0.3, relevance: float = 1.0,
-             calibration_queries: int = 20, calibration_repeats: int = 2, seed: int = 0,
-             out: str | Path | None = None, n_bootstrap: int = 200) -> Run:
+def live_run(
+    bias_shape: str = "primacy",
+    bias_strength: float = 1.0,
+    *,
+    K: int = 10,
+    M: int = 10,
+    n_queries: int = 20,
+    methods: Sequence[str] = METHODS,
+    noise_sd: float = 0.3,
+    relevance: float = 1.0,
+    calibration_queries: int = 20,
+    calibration_repeats: int = 2,
+    seed: int = 0,
+    out: str | Path | None = None,
+    n_bootstrap: int = 200,
+) -> Run:
     """Run ``methods`` on ``n_queries`` synthetic candidate sets of ``K`` items (``M`` presented orders each) with
     a simulated scorer of the given position bias (shape ``primacy`` | ``recency`` | ``u`` | ``none``, strength
     in utility standard deviations) and return the finished run folder (``out``; None: a temporary folder,
@@ -36,13 +48,30 @@ def live_run(bias_shape: str = "primacy", bias_strength: float = 1.0, *, K: int 
     else:
         folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    cands = write_synthetic_candidates(folder / "candidates.jsonl", n_test=n_queries,
-                                       n_validation=calibration_queries, k=K, seed=seed)
-    config = RunConfig.from_mapping({
-        "dataset": "synthetic", "candidates": str(cands), "k": K, "scorer": "simulated",
-        "scorer_options": {"bias_shape": bias_shape, "bias_strength": float(bias_strength),
-                           "noise_sd": float(noise_sd), "relevance": float(relevance)},
-        "m": M, "methods": list(methods), "seed": seed, "calibration_queries": calibration_queries,
-        "calibration_repeats": calibration_repeats, "n_bootstrap": n_bootstrap,
-        "out": str(folder / "run"), "cache_dir": str(folder / "cache")}, where="live_run")
+    cands = write_synthetic_candidates(
+        folder / "candidates.jsonl", n_test=n_queries, n_validation=calibration_queries, k=K, seed=seed
+    )
+    config = RunConfig.from_mapping(
+        {
+            "dataset": "synthetic",
+            "candidates": str(cands),
+            "k": K,
+            "scorer": "simulated",
+            "scorer_options": {
+                "bias_shape": bias_shape,
+                "bias_strength": float(bias_strength),
+                "noise_sd": float(noise_sd),
+                "relevance": float(relevance),
+            },
+            "m": M,
+            "methods": list(methods),
+            "seed": seed,
+            "calibration_queries": calibration_queries,
+            "calibration_repeats": calibration_repeats,
+            "n_bootstrap": n_bootstrap,
+            "out": str(folder / "run"),
+            "cache_dir": str(folder / "cache"),
+        },
+        where="live_run",
+    )
     return load_run(ensure_run(config, progress=False))

@@ -25,24 +25,48 @@ from .config import RunConfig
 from .queries import QuerySet
 from .records import FilesSection, Manifest, PassesSection, QueriesSection
 
-__all__ = ["build_manifest", "package_versions", "git_info", "manifest_without_run", "sha256_json", "portable_paths",
-           "PATH_KEYS"]
+__all__ = [
+    "build_manifest",
+    "package_versions",
+    "git_info",
+    "manifest_without_run",
+    "sha256_json",
+    "portable_paths",
+    "PATH_KEYS",
+]
 
 #: settings and data-section keys that hold a file or folder path (made portable in the manifest)
 PATH_KEYS = frozenset({"out", "cache_dir", "raw_dir", "data_dir", "candidates", "candidates_file", "retrieval_dir"})
 
-_PACKAGES = ("numpy", "pandas", "pyarrow", "scipy", "tqdm", "pyyaml", "safetensors", "torch", "transformers",
-             "accelerate", "gguf", "implicit", "seaborn", "matplotlib")
+_PACKAGES = (
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "scipy",
+    "tqdm",
+    "pyyaml",
+    "safetensors",
+    "torch",
+    "transformers",
+    "accelerate",
+    "gguf",
+    "implicit",
+    "seaborn",
+    "matplotlib",
+)
 
 #: how every random choice of a run is seeded (the manifest's ``seeds`` section states it for the reader)
-_ORDERS_SEEDING = ("order t of a query: numpy default_rng(blake2b64('{seed}|{query_id}|order|{t}')), "
-                   "redrawn while equal to the retrieval order")
+_ORDERS_SEEDING = (
+    "order t of a query: numpy default_rng(blake2b64('{seed}|{query_id}|order|{t}')), "
+    "redrawn while equal to the retrieval order"
+)
 _METHOD_SEEDING = "blake2b64('{seed}|{query_id}|{t}|shuffle|{j}') and '{seed}|{query_id}|{t}|sgs|{step}'"
 
 
 def package_versions() -> dict[str, str | None]:
     """Versions of the packages that matter (from installed metadata; nothing is imported)."""
     from importlib import metadata
+
     out: dict[str, str | None] = {"python": platform.python_version(), "invarirank": __version__}
     for name in _PACKAGES:
         try:
@@ -56,12 +80,21 @@ def git_info() -> dict[str, Any]:
     """The git commit of the package's checkout (None outside git) and whether its tree is dirty."""
     root = Path(__file__).resolve().parents[2]
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                timeout=10).stdout.strip() or None
+        commit = (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            or None
+        )
         dirty = None
         if commit:
-            status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                                    capture_output=True, text=True, timeout=20)
+            status = subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
             dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         commit, dirty = None, None
@@ -87,13 +120,15 @@ def _portable(value: str, root: Path, cache: Path) -> str | None:
     return None
 
 
-def portable_paths(obj: Any, moved: dict[str, str], *, root: Path | None = None, cache: Path | None = None,
-                   where: str = "") -> Any:
+def portable_paths(
+    obj: Any, moved: dict[str, str], *, root: Path | None = None, cache: Path | None = None, where: str = ""
+) -> Any:
     """A copy of ``obj`` (nested dicts/lists) whose :data:`PATH_KEYS` values are portable (see the module
     docstring); ``out`` is always left out. Every value changed is recorded in ``moved`` as
     ``{"dotted.key": original}`` (it goes to the volatile file)."""
     from ..assets import cache_dir as default_cache_dir
     from ..store import checkout_root
+
     # outside a checkout, paths are made portable against the folder above the package (as they always were)
     root = Path(os.path.normpath(root or checkout_root() or Path(__file__).resolve().parents[2]))
     cache = Path(os.path.normpath(cache or default_cache_dir()))
@@ -118,17 +153,30 @@ def _per_method(config: RunConfig, rows: Sequence[Mapping[str, Any]]) -> dict[st
     out = {}
     for name in config.methods:
         counts = [row["passes"] for row in rows if row["method"] == name]
-        out[name] = {"passes": int(sum(counts)), "orders": len(counts),
-                     "per_order_mean": round(sum(counts) / len(counts), 6) if counts else None,
-                     "per_order_min": min(counts) if counts else None,
-                     "per_order_max": max(counts) if counts else None}
+        out[name] = {
+            "passes": int(sum(counts)),
+            "orders": len(counts),
+            "per_order_mean": round(sum(counts) / len(counts), 6) if counts else None,
+            "per_order_min": min(counts) if counts else None,
+            "per_order_max": max(counts) if counts else None,
+        }
     return out
 
 
-def build_manifest(config: RunConfig, *, out: Path, fingerprint: str, queries: QuerySet, test_sha256: str,
-                   identity: Mapping[str, Any], calibrations: Mapping[int, Any], records: Sequence[Mapping[str, Any]],
-                   rows: Sequence[Mapping[str, Any]], moved_paths: dict[str, str],
-                   inputs: Mapping[str, str] | None = None) -> Manifest:
+def build_manifest(
+    config: RunConfig,
+    *,
+    out: Path,
+    fingerprint: str,
+    queries: QuerySet,
+    test_sha256: str,
+    identity: Mapping[str, Any],
+    calibrations: Mapping[int, Any],
+    records: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
+    moved_paths: dict[str, str],
+    inputs: Mapping[str, str] | None = None,
+) -> Manifest:
     """The manifest of a finished run in ``out`` (its observations already written): settings (execution
     settings such as ``shard_queries`` left out: they go to the volatile file), data and first-stage
     provenance, the queries, the scorer's ``identity``, seeds, pass counts from the checkpointed ``records``,
@@ -139,25 +187,45 @@ def build_manifest(config: RunConfig, *, out: Path, fingerprint: str, queries: Q
     qs = queries
     settings = {k: v for k, v in config.to_dict().items() if k not in config.execution_fields()}
     return Manifest(
-        invarirank_version=__version__, fingerprint=fingerprint,
+        invarirank_version=__version__,
+        fingerprint=fingerprint,
         config=portable_paths(settings, moved_paths, where="config"),
         data=portable_paths(qs.info, moved_paths, where="data"),
-        queries=QueriesSection(count=len(qs.test), ids=[q.query_id for q in qs.test],
-                               k=sorted({q.k for q in qs.test}), validation_available=len(qs.validation),
-                               fingerprint=test_sha256),
-        model=dict(identity), methods=list(config.methods),
-        seeds={"seed": config.seed, "retrieval_seed": config.retrieval_seed, "orders": _ORDERS_SEEDING,
-               "method_shuffles": _METHOD_SEEDING, "noise_floor": config.noise_floor},
+        queries=QueriesSection(
+            count=len(qs.test),
+            ids=[q.query_id for q in qs.test],
+            k=sorted({q.k for q in qs.test}),
+            validation_available=len(qs.validation),
+            fingerprint=test_sha256,
+        ),
+        model=dict(identity),
+        methods=list(config.methods),
+        seeds={
+            "seed": config.seed,
+            "retrieval_seed": config.retrieval_seed,
+            "orders": _ORDERS_SEEDING,
+            "method_shuffles": _METHOD_SEEDING,
+            "noise_floor": config.noise_floor,
+        },
         passes=PassesSection(
-            per_method=_per_method(config, rows), requested=requests,
-            scorer_calls=sum(r["misses"] for r in records), shared_cache_hits=hits,
+            per_method=_per_method(config, rows),
+            requested=requests,
+            scorer_calls=sum(r["misses"] for r in records),
+            shared_cache_hits=hits,
             shared_cache_hit_rate=round(hits / requests, 6) if requests else None,
-            calibration={str(k): {"passes": c.passes, "queries": len(c.query_ids), "key": c.key}
-                         for k, c in calibrations.items()}),
-        files=FilesSection(observations=RunFolder.OBSERVATIONS, metrics=RunFolder.METRICS,
-                           calibration=RunFolder.CALIBRATION if calibrations else None,
-                           observations_sha256=sha256_file(RunFolder(out).file(RunFolder.OBSERVATIONS))),
-        packages=package_versions(), inputs=dict(inputs or {}))
+            calibration={
+                str(k): {"passes": c.passes, "queries": len(c.query_ids), "key": c.key} for k, c in calibrations.items()
+            },
+        ),
+        files=FilesSection(
+            observations=RunFolder.OBSERVATIONS,
+            metrics=RunFolder.METRICS,
+            calibration=RunFolder.CALIBRATION if calibrations else None,
+            observations_sha256=sha256_file(RunFolder(out).file(RunFolder.OBSERVATIONS)),
+        ),
+        packages=package_versions(),
+        inputs=dict(inputs or {}),
+    )
 
 
 def manifest_without_run(manifest: Mapping[str, Any]) -> str:

@@ -27,8 +27,17 @@ from .manifest import build_manifest, git_info
 from .queries import QuerySet, load_queries, synthetic_candidates_for
 from .shards import run_fingerprint
 
-__all__ = ["RunResult", "PreparedRun", "prepare_run", "record_calibrations", "finish_run", "run_status",
-           "print_cost_notice", "wanted_identity", "stored_identity"]
+__all__ = [
+    "RunResult",
+    "PreparedRun",
+    "prepare_run",
+    "record_calibrations",
+    "finish_run",
+    "run_status",
+    "print_cost_notice",
+    "wanted_identity",
+    "stored_identity",
+]
 
 
 @dataclass
@@ -64,8 +73,14 @@ class PreparedRun:
     recorded_calibrations: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
-def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any], out: Path | None = None, *,
-                      recorded: Mapping[int, Mapping[str, Any]] | None = None) -> None:
+def print_cost_notice(
+    config: RunConfig,
+    qs: QuerySet,
+    facts: dict[str, Any],
+    out: Path | None = None,
+    *,
+    recorded: Mapping[int, Mapping[str, Any]] | None = None,
+) -> None:
     """One line on stderr before a run estimated to take more than a few minutes
     (:func:`invarirank.runner.plan.cost_notice`): priced from the newest benchmark file when it measured the
     model, else from the scorer's device type (``key_identity``) and the stated assumptions; the queries already
@@ -73,23 +88,34 @@ def print_cost_notice(config: RunConfig, qs: QuerySet, facts: dict[str, Any], ou
     calibrations recorded with them, by K: :func:`invarirank.store.recorded_calibrations`) that this machine
     takes. Loads and measures nothing."""
     from .plan import cost_notice, find_bench
+
     try:
         bench = find_bench(None)
-    except InvariRankError:            # a broken benchmark file must not stop a run: price it by assumption
+    except InvariRankError:  # a broken benchmark file must not stop a run: price it by assumption
         bench = None
     key_identity = facts.get("key_identity") or {}
     on_gpu = bool(facts.get("worker", {}).get("gpu_ids")) or str(key_identity.get("device_type", "")) == "cuda"
     from ..store import shard_query_ids
+
     done = shard_query_ids(out) if out is not None else set()
     left = [q for q in qs.test if q.query_id not in done]
-    line = cost_notice(config, left, qs.validation, key_identity, on_gpu=on_gpu, bench=bench,
-                       done=len(qs.test) - len(left), recorded=recorded or {})
+    line = cost_notice(
+        config,
+        left,
+        qs.validation,
+        key_identity,
+        on_gpu=on_gpu,
+        bench=bench,
+        done=len(qs.test) - len(left),
+        recorded=recorded or {},
+    )
     if line:
         print(f"{config.run_name}: {line}", file=sys.stderr)
 
 
-def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | None = None,
-                progress: bool = True) -> PreparedRun:
+def prepare_run(
+    config: RunConfig, executor: Executor, *, queries: QuerySet | None = None, progress: bool = True
+) -> PreparedRun:
     """Everything before the queries are reranked, computed once per run on the driver (``config.out``: the run
     folder, checked by :func:`invarirank.runner.ensure_runs`): the data and the first stage
     (:func:`load_queries`), the scorer's identity (``executor.describe``: a worker loads the model), the
@@ -98,7 +124,7 @@ def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | No
     an unscorable query is an error naming it, and nothing is computed) and STELLA_LW's calibration per K
     (``executor.calibrate``: one unit of work each)."""
     out = Path(str(config.out))
-    inputs = input_hashes(config)                   # the user's files (not the generated synthetic candidates)
+    inputs = input_hashes(config)  # the user's files (not the generated synthetic candidates)
     config = synthetic_candidates_for(config, out)
     timings: dict[str, float] = {}
     t_start = t = time.perf_counter()
@@ -126,11 +152,13 @@ def prepare_run(config: RunConfig, executor: Executor, *, queries: QuerySet | No
                 raise InvariRankError(
                     f"STELLA calibration for K={k}: none of the {len(qs.validation)} validation queries has a "
                     f"relevant item among its first {k} candidates; drop 'stella' from --methods or provide "
-                    f"validation queries")
+                    f"validation queries"
+                )
             calibrations[k] = cal
     timings["calibration_seconds"] = round(time.perf_counter() - t, 3)
-    return PreparedRun(config, out, qs, facts, model, test_sha256, fingerprint, parts, calibrations,
-                       timings, t_start, inputs, known)
+    return PreparedRun(
+        config, out, qs, facts, model, test_sha256, fingerprint, parts, calibrations, timings, t_start, inputs, known
+    )
 
 
 def record_calibrations(p: PreparedRun, resumed: bool) -> None:
@@ -155,7 +183,8 @@ def record_calibrations(p: PreparedRun, resumed: bool) -> None:
                 f"{path}: STELLA_LW's calibration at K={k} computed now differs from the one the run's finished "
                 f"shards were computed with (another scorer identity or other probing queries on this machine); "
                 f"their STELLA_LW rows would not match the others. Resume where they were made, or delete the "
-                f"run's shards (its shards/ in the results folder and {folder.shards}) to compute it anew")
+                f"run's shards (its shards/ in the results folder and {folder.shards}) to compute it anew"
+            )
     folder.work.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, {"method": "stella", "calibrations": records})
 
@@ -175,6 +204,7 @@ def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str
     ``.work``. ``volatile`` holds what the caller measured (timings, executor, shards, workers); this is the one
     place ``run.json`` is built."""
     from ..evaluation import evaluate, write_observations
+
     config, out, calibrations = p.config, p.out, p.calibrations
     folder = RunFolder(out)
     timings = {**p.timings, **volatile.pop("timings", {})}
@@ -186,29 +216,56 @@ def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str
         write_first_stage(out / FIRST_STAGE_FILE, first_stage)
     else:
         (out / FIRST_STAGE_FILE).unlink(missing_ok=True)
-    metrics = evaluate(all_rows, ks=tuple(config.eval_ks), exposure_k=config.exposure_k,
-                       n_bootstrap=config.n_bootstrap, seed=config.seed, first_stage=first_stage)
+    metrics = evaluate(
+        all_rows,
+        ks=tuple(config.eval_ks),
+        exposure_k=config.exposure_k,
+        n_bootstrap=config.n_bootstrap,
+        seed=config.seed,
+        first_stage=first_stage,
+    )
     timings["evaluation_seconds"] = round(time.perf_counter() - t, 3)
     atomic_write_json(folder.file(folder.METRICS), metrics)
     if calibrations:
-        atomic_write_json(folder.file(folder.CALIBRATION),
-                          {"method": "stella", "calibrations": {str(k): c.to_json() for k, c in calibrations.items()}})
+        atomic_write_json(
+            folder.file(folder.CALIBRATION),
+            {"method": "stella", "calibrations": {str(k): c.to_json() for k, c in calibrations.items()}},
+        )
     else:
         folder.file(folder.CALIBRATION).unlink(missing_ok=True)
     timings["rerank_seconds_all_sessions"] = round(sum(float(r.get("seconds", 0.0)) for r in records), 3)
     timings["total_seconds_this_session"] = round(time.perf_counter() - p.t_start, 3)
     moved: dict[str, str] = {}
-    manifest = build_manifest(config, out=out, fingerprint=p.fingerprint, queries=p.qs, test_sha256=p.test_sha256,
-                              identity=p.scorer["identity"], calibrations=calibrations, records=records,
-                              rows=all_rows, moved_paths=moved, inputs=p.inputs).to_json()
-    run = {"run_version": 1, "timings": timings,
-           "tokens_computed": sum(int(r.get("tokens", 0)) for r in records),
-           "calibration_from_cache": {str(k): c.from_cache for k, c in calibrations.items()},
-           # > 1: every query's orders and methods ran in lockstep, scorer calls in batches
-           "scorer_batch_size": p.scorer["batch_size"],
-           "execution": {"shard_queries": config.shard_queries, "query_window": config.query_window,
-                         **volatile.pop("execution", {})},
-           **volatile, "platform": platform.platform(), "git": git_info(), "paths": moved}
+    manifest = build_manifest(
+        config,
+        out=out,
+        fingerprint=p.fingerprint,
+        queries=p.qs,
+        test_sha256=p.test_sha256,
+        identity=p.scorer["identity"],
+        calibrations=calibrations,
+        records=records,
+        rows=all_rows,
+        moved_paths=moved,
+        inputs=p.inputs,
+    ).to_json()
+    run = {
+        "run_version": 1,
+        "timings": timings,
+        "tokens_computed": sum(int(r.get("tokens", 0)) for r in records),
+        "calibration_from_cache": {str(k): c.from_cache for k, c in calibrations.items()},
+        # > 1: every query's orders and methods ran in lockstep, scorer calls in batches
+        "scorer_batch_size": p.scorer["batch_size"],
+        "execution": {
+            "shard_queries": config.shard_queries,
+            "query_window": config.query_window,
+            **volatile.pop("execution", {}),
+        },
+        **volatile,
+        "platform": platform.platform(),
+        "git": git_info(),
+        "paths": moved,
+    }
     atomic_write_json(folder.file(VOLATILE_FILE), run)
     atomic_write_json(folder.file(folder.MANIFEST), manifest)
     folder.clear_work()
@@ -239,9 +296,11 @@ def run_status(config: RunConfig, folder: str | Path) -> RunStatus:
         # the rendered chat frame's hash, compared only where the run recorded one (paper tokenizers, dated
         # templates); committed runs without it keep their status and load no tokenizer
         from ..io import read_json
-        stored = ((read_json(Path(folder) / "manifest.json").get("model") or {}).get("options") or {})
+
+        stored = (read_json(Path(folder) / "manifest.json").get("model") or {}).get("options") or {}
         if "frame_sha256" in stored:
             from ..llm.choice import current_frame_sha256
+
             if current_frame_sha256(config.model, stored) != stored["frame_sha256"]:
                 return "outdated"
     return status

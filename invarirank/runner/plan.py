@@ -24,10 +24,28 @@ from ..types import Scorer
 from .config import RunConfig
 from .queries import QuerySet, load_queries
 
-__all__ = ["passes_per_presented_order", "RunPlan", "plan_run", "format_plan", "estimate_run", "tokens_per_pass",
-           "grid_cost_table", "format_grid_cost", "format_grid_estimate", "Bench", "load_bench", "find_bench",
-           "calibration_need", "rerank_passes", "assumed_seconds_per_pass", "cost_notice", "NOTICE_SECONDS",
-           "CPU_SECONDS_PER_PASS", "GPU_SECONDS_PER_PASS", "SIMULATED_SECONDS_PER_PASS"]
+__all__ = [
+    "passes_per_presented_order",
+    "RunPlan",
+    "plan_run",
+    "format_plan",
+    "estimate_run",
+    "tokens_per_pass",
+    "grid_cost_table",
+    "format_grid_cost",
+    "format_grid_estimate",
+    "Bench",
+    "load_bench",
+    "find_bench",
+    "calibration_need",
+    "rerank_passes",
+    "assumed_seconds_per_pass",
+    "cost_notice",
+    "NOTICE_SECONDS",
+    "CPU_SECONDS_PER_PASS",
+    "GPU_SECONDS_PER_PASS",
+    "SIMULATED_SECONDS_PER_PASS",
+]
 
 #: bootstrapping's shuffles that are also STELLA_LW's first updates (computed once with the shared pass cache)
 _SHARED_BOOTSTRAP_STELLA = 2
@@ -76,6 +94,7 @@ class Bench:
 def load_bench(path: str | Path) -> Bench:
     """Read a benchmark file written by ``python -m benchmarks.gpu --json FILE`` (errors name the file)."""
     import json
+
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -97,8 +116,9 @@ def find_bench(path: str | Path | None, root: Path | None = None) -> Bench | Non
     if path:
         return load_bench(path)
     from ..store import checkout_root
+
     root = root or checkout_root()
-    if root is None:                                   # outside a checkout: no benchmark files of the project
+    if root is None:  # outside a checkout: no benchmark files of the project
         return None
     folder = root / "results" / "bench"
     files = sorted(folder.glob("*.json"), key=lambda f: (f.stat().st_mtime, f.name)) if folder.is_dir() else []
@@ -130,7 +150,7 @@ class RunPlan:
     config: RunConfig
     n_queries: int
     ks: list[int]
-    per_method: dict[str, dict[str, int]]          # method -> {"min": passes, "max": passes}
+    per_method: dict[str, dict[str, int]]  # method -> {"min": passes, "max": passes}
     unique_min: int
     unique_max: int
     calibration_passes: int
@@ -154,7 +174,7 @@ class RunPlan:
     def rate_source(self) -> str:
         """Where :attr:`seconds_per_pass` comes from."""
         if self._bench_rate() is not None:
-            return f"measured: {self.bench.source} ({self.bench.device})"          # type: ignore[union-attr]
+            return f"measured: {self.bench.source} ({self.bench.device})"  # type: ignore[union-attr]
         return "timed here"
 
     def _bench_rate(self) -> float | None:
@@ -163,13 +183,20 @@ class RunPlan:
         return self.bench.seconds_per_pass(self.config.model_name, round(sum(self.ks) / len(self.ks)))
 
 
-def plan_run(config: RunConfig, *, measure_passes: int = 4, queries: QuerySet | None = None,
-             scorer: Scorer | None = None, bench: str | Path | None = None) -> RunPlan:
+def plan_run(
+    config: RunConfig,
+    *,
+    measure_passes: int = 4,
+    queries: QuerySet | None = None,
+    scorer: Scorer | None = None,
+    bench: str | Path | None = None,
+) -> RunPlan:
     """Count the passes a run needs and time a few real passes to estimate its duration (runs nothing else; the
     data and first stage are prepared on demand, through their caches). ``bench``: a benchmark file to price the
     passes with (default: the newest under ``results/bench/``, when the model was measured there)."""
     measured_bench = find_bench(bench)
     from .worker import make_run_scorer, scorer_key_identity
+
     qs = queries or load_queries(config)
     scorer = scorer or make_run_scorer(config)
     m = config.M
@@ -190,20 +217,36 @@ def plan_run(config: RunConfig, *, measure_passes: int = 4, queries: QuerySet | 
         res = scorer.score(first, [first.candidates[i] for i in o.positions])
         measured += 1
         cached_hits += int(bool(res.cached))
-    return RunPlan(config, len(qs.test), ks, per_method, unique_min, unique_max, cal_passes, cal_cached, measured,
-                   time.perf_counter() - t0, cached_hits, qs.info, measured_bench)
+    return RunPlan(
+        config,
+        len(qs.test),
+        ks,
+        per_method,
+        unique_min,
+        unique_max,
+        cal_passes,
+        cal_cached,
+        measured,
+        time.perf_counter() - t0,
+        cached_hits,
+        qs.info,
+        measured_bench,
+    )
 
 
 def rerank_passes(config: RunConfig, queries: Sequence[Any], stella_updates: int) -> int:
     """Distinct scorer passes of reranking ``queries`` (each at its own K) under ``config.M`` orders, with
     STELLA_LW stopping after ``stella_updates`` updates (4 or 10: the range)."""
-    return sum(config.M * passes_per_presented_order(config.methods, q.k, stella_updates)["unique"]
-               for q in queries)
+    return sum(config.M * passes_per_presented_order(config.methods, q.k, stella_updates)["unique"] for q in queries)
 
 
-def calibration_need(config: RunConfig, validation: Sequence[Any], ks: Sequence[int],
-                     key_identity: Mapping[str, Any],
-                     recorded: Mapping[int, Mapping[str, Any]] | None = None) -> tuple[int, dict[int, bool], int]:
+def calibration_need(
+    config: RunConfig,
+    validation: Sequence[Any],
+    ks: Sequence[int],
+    key_identity: Mapping[str, Any],
+    recorded: Mapping[int, Mapping[str, Any]] | None = None,
+) -> tuple[int, dict[int, bool], int]:
     """STELLA_LW calibration still to compute for lists of each K in ``ks``: ``(passes, cached, probes)`` —
     passes of the K values whose matrix is neither in the cache (``<cache>/stella/<key>.json``, the key of
     :func:`invarirank.methods.stella.calibration_key` over the scorer's ``key_identity``) nor recorded with the
@@ -214,16 +257,24 @@ def calibration_need(config: RunConfig, validation: Sequence[Any], ks: Sequence[
         return 0, {}, 0
     from ..assets import cache_dir as default_cache_dir
     from ..methods.stella import calibration_key, calibration_pass_count, recorded_counts, select_calibration_queries
+
     root = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
     passes = probes = 0
     cached: dict[int, bool] = {}
     for k in ks:
         probe = select_calibration_queries(validation, k, config.calibration_queries, config.seed)
-        key = calibration_key(dict(key_identity), k, probe, config.calibration_queries, config.calibration_repeats,
-                              config.seed)
+        key = calibration_key(
+            dict(key_identity), k, probe, config.calibration_queries, config.calibration_repeats, config.seed
+        )
         cached[k] = (root / "stella" / f"{key}.json").is_file() or recorded_counts(
-            (recorded or {}).get(k), key_identity, k, probe, config.calibration_queries, config.calibration_repeats,
-            config.seed) is not None
+            (recorded or {}).get(k),
+            key_identity,
+            k,
+            probe,
+            config.calibration_queries,
+            config.calibration_repeats,
+            config.seed,
+        ) is not None
         if not cached[k]:
             passes += calibration_pass_count(probe, k, config.calibration_repeats)
             probes = max(probes, len(probe))
@@ -245,24 +296,34 @@ GPU_SECONDS_PER_PASS = 0.02
 SIMULATED_SECONDS_PER_PASS = 3e-4
 
 
-def assumed_seconds_per_pass(config: RunConfig, k: int, *, on_gpu: bool,
-                             bench: Bench | None = None) -> tuple[float, str]:
+def assumed_seconds_per_pass(
+    config: RunConfig, k: int, *, on_gpu: bool, bench: Bench | None = None
+) -> tuple[float, str]:
     """Seconds per distinct pass for the cost line and where they come from: the simulated scorer's own cost;
     a benchmark file's measurement of the model; else the stated CPU or GPU assumption above, scaled by K/10."""
     if config.scorer == "simulated":
         return SIMULATED_SECONDS_PER_PASS, "the simulated scorer"
     measured = bench.seconds_per_pass(config.model_name, k) if bench is not None else None
     if measured is not None:
-        return measured, f"measured in {bench.source}"                               # type: ignore[union-attr]
+        return measured, f"measured in {bench.source}"  # type: ignore[union-attr]
     if on_gpu:
         return GPU_SECONDS_PER_PASS * k / 10, "assumed for a small model on one GPU"
     return CPU_SECONDS_PER_PASS * k / 10, "assumed for a small model on 2 CPU cores"
 
 
-def cost_notice(config: RunConfig, test: Sequence[Any], validation: Sequence[Any], key_identity: Mapping[str, Any],
-                *, on_gpu: bool = False, seconds_per_pass: float | None = None, bench: Bench | None = None,
-                threshold: float = NOTICE_SECONDS, done: int = 0,
-                recorded: Mapping[int, Mapping[str, Any]] | None = None) -> str | None:
+def cost_notice(
+    config: RunConfig,
+    test: Sequence[Any],
+    validation: Sequence[Any],
+    key_identity: Mapping[str, Any],
+    *,
+    on_gpu: bool = False,
+    seconds_per_pass: float | None = None,
+    bench: Bench | None = None,
+    threshold: float = NOTICE_SECONDS,
+    done: int = 0,
+    recorded: Mapping[int, Mapping[str, Any]] | None = None,
+) -> str | None:
     """The one line printed before a run whose estimated duration exceeds ``threshold`` seconds (None below
     it): the estimate (distinct passes with STELLA_LW's 10 updates, plus calibration not yet cached), what
     dominates it and the flags (or grid settings) that shrink it. ``seconds_per_pass`` overrides
@@ -283,18 +344,26 @@ def cost_notice(config: RunConfig, test: Sequence[Any], validation: Sequence[Any
         return None
     share = max(rerank, cal) / (rerank + cal)
     if cal > rerank:
-        what = (f"STELLA_LW calibration: {probes} validation queries x {config.calibration_repeats} repeats = "
-                f"~{cal:,} passes at K={','.join(map(str, ks))}")
-        how = ("--calibration-queries N / --calibration-repeats R (grid: calibration_queries, "
-               "calibration_repeats), or --methods without stella")
+        what = (
+            f"STELLA_LW calibration: {probes} validation queries x {config.calibration_repeats} repeats = "
+            f"~{cal:,} passes at K={','.join(map(str, ks))}"
+        )
+        how = (
+            "--calibration-queries N / --calibration-repeats R (grid: calibration_queries, "
+            "calibration_repeats), or --methods without stella"
+        )
     else:
-        what = (f"reranking: {len(test)} queries x M={config.M} orders = ~{rerank:,} passes "
-                f"({', '.join(config.methods)} at K={','.join(map(str, ks))})")
+        what = (
+            f"reranking: {len(test)} queries x M={config.M} orders = ~{rerank:,} passes "
+            f"({', '.join(config.methods)} at K={','.join(map(str, ks))})"
+        )
         how = "--queries N, --m M, --k K, or --methods without sgs (K passes per order) (grid: n_queries, M, K)"
     resumed = f" ({done} queries already in finished shards not counted)" if done else ""
-    return (f"cost: this run is estimated at ~{_fmt_seconds(seconds)}{resumed} ({rerank + cal:,} passes at "
-            f"{seconds_per_pass:.2g} s per pass, {source}); {share:.0%} is {what}; shrink it with {how}; "
-            f"--dry-run prices it without running")
+    return (
+        f"cost: this run is estimated at ~{_fmt_seconds(seconds)}{resumed} ({rerank + cal:,} passes at "
+        f"{seconds_per_pass:.2g} s per pass, {source}); {share:.0%} is {what}; shrink it with {how}; "
+        f"--dry-run prices it without running"
+    )
 
 
 def _fmt_seconds(s: float) -> str:
@@ -310,40 +379,50 @@ def _fmt_seconds(s: float) -> str:
 def format_plan(plan: RunPlan) -> str:
     """The dry run's printout: passes per method, distinct passes, calibration, time estimate."""
     c = plan.config
-    lines = [f"dry run: {plan.n_queries} queries x M={c.M} orders, K={','.join(map(str, plan.ks))}, "
-             f"scorer {c.scorer}{' ' + c.model if c.model else ''}, methods {','.join(c.methods)}"
-             + (" (noise floor: M copies of one order)" if c.noise_floor else ""),
-             "",
-             f"{'method':<15}{'passes per order':>18}{'passes (requested)':>22}"]
+    lines = [
+        f"dry run: {plan.n_queries} queries x M={c.M} orders, K={','.join(map(str, plan.ks))}, "
+        f"scorer {c.scorer}{' ' + c.model if c.model else ''}, methods {','.join(c.methods)}"
+        + (" (noise floor: M copies of one order)" if c.noise_floor else ""),
+        "",
+        f"{'method':<15}{'passes per order':>18}{'passes (requested)':>22}",
+    ]
     k_txt = "/".join(map(str, plan.ks))
     for name, rng in plan.per_method.items():
         span = f"{rng['min']}" if rng["min"] == rng["max"] else f"{rng['min']}-{rng['max']}"
         per_order = method(name).passes_text.replace("K", f"K={k_txt}")
         lines.append(f"{name:<15}{per_order:>18}{span:>22}")
     lines.append("")
-    lines.append(f"distinct scorer passes with the shared pass cache: {plan.unique_min}-{plan.unique_max} "
-                 f"(about M*(K+8) = {c.M * (sum(plan.ks) / len(plan.ks) + 8) * plan.n_queries:.0f})")
+    lines.append(
+        f"distinct scorer passes with the shared pass cache: {plan.unique_min}-{plan.unique_max} "
+        f"(about M*(K+8) = {c.M * (sum(plan.ks) / len(plan.ks) + 8) * plan.n_queries:.0f})"
+    )
     if "stella" in c.methods:
         cached = [k for k, v in plan.calibration_cached.items() if v]
-        lines.append(f"STELLA calibration: {plan.calibration_passes} passes (relevant candidates x K x "
-                     f"{c.calibration_repeats} repeats on up to {c.calibration_queries} validation queries)"
-                     + (f"; cached for K={','.join(map(str, cached))}" if cached else ""))
+        lines.append(
+            f"STELLA calibration: {plan.calibration_passes} passes (relevant candidates x K x "
+            f"{c.calibration_repeats} repeats on up to {c.calibration_queries} validation queries)"
+            + (f"; cached for K={','.join(map(str, cached))}" if cached else "")
+        )
     rate = plan.seconds_per_pass
     note = f", {plan.measured_cached} of them from the scorer's cache" if plan.measured_cached else ""
-    lines.append(f"measured: {plan.measured_passes} passes in {plan.measured_seconds:.3f} s "
-                 f"({rate:.4f} s per pass{note})")
+    lines.append(
+        f"measured: {plan.measured_passes} passes in {plan.measured_seconds:.3f} s ({rate:.4f} s per pass{note})"
+    )
     lo = (plan.unique_min + plan.calibration_passes) * rate
     hi = (plan.unique_max + plan.calibration_passes) * rate
-    lines.append(f"estimated time: {_fmt_seconds(lo)} - {_fmt_seconds(hi)} at {rate:.4f} s per pass "
-                 f"({plan.rate_source}; scorer passes only; the scorer's persistent cache may make it shorter)")
+    lines.append(
+        f"estimated time: {_fmt_seconds(lo)} - {_fmt_seconds(hi)} at {rate:.4f} s per pass "
+        f"({plan.rate_source}; scorer passes only; the scorer's persistent cache may make it shorter)"
+    )
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------
 # many runs: estimates from the settings alone
 # ---------------------------------------------------------------------------------------------
-def estimate_run(config: RunConfig, *, n_queries: int | None = None,
-                 calibration_relevant: float = 1.0) -> dict[str, Any]:
+def estimate_run(
+    config: RunConfig, *, n_queries: int | None = None, calibration_relevant: float = 1.0
+) -> dict[str, Any]:
     """Scorer passes of a run from its settings: ``passes_min``/``passes_max`` = distinct passes with STELLA_LW
     stopping after 4 / 10 updates; calibration = ``calibration_queries × calibration_relevant × K ×
     calibration_repeats`` (``calibration_relevant``: assumed relevant candidates per validation query in its
@@ -356,14 +435,23 @@ def estimate_run(config: RunConfig, *, n_queries: int | None = None,
         raise InvariRankError(f"{config.run_name}: n_queries or K unknown; give them to estimate passes")
     lo = passes_per_presented_order(config.methods, k, 4)
     hi = passes_per_presented_order(config.methods, k, 10)
-    calibration = (config.calibration_queries * calibration_relevant * k * config.calibration_repeats
-                   if "stella" in config.methods else 0.0)
-    return {"run": config.run_name, "K": k, "M": config.M, "queries": q,
-            "requested_max": q * config.M * hi["requested_total"],
-            "passes_min": q * config.M * lo["unique"], "passes_max": q * config.M * hi["unique"],
-            "calibration_passes": int(round(calibration)),
-            "total_min": int(q * config.M * lo["unique"] + round(calibration)),
-            "total_max": int(q * config.M * hi["unique"] + round(calibration))}
+    calibration = (
+        config.calibration_queries * calibration_relevant * k * config.calibration_repeats
+        if "stella" in config.methods
+        else 0.0
+    )
+    return {
+        "run": config.run_name,
+        "K": k,
+        "M": config.M,
+        "queries": q,
+        "requested_max": q * config.M * hi["requested_total"],
+        "passes_min": q * config.M * lo["unique"],
+        "passes_max": q * config.M * hi["unique"],
+        "calibration_passes": int(round(calibration)),
+        "total_min": int(q * config.M * lo["unique"] + round(calibration)),
+        "total_max": int(q * config.M * hi["unique"] + round(calibration)),
+    }
 
 
 def tokens_per_pass(K: int, history_tokens: float, tokens_per_candidate: float) -> float:
@@ -411,7 +499,7 @@ def grid_cost_table(configs: Sequence[RunConfig], assumptions: Mapping[str, Any]
         source = "assumed"
         measured = bench.seconds_per_pass(config.model, e["K"]) if bench is not None else None
         if measured is not None:
-            near = bench.nearest_k(config.model, e["K"])                              # type: ignore[union-attr]
+            near = bench.nearest_k(config.model, e["K"])  # type: ignore[union-attr]
             sec, source = measured, "measured" if near == e["K"] else f"scaled from K = {near}"
         extra: dict[str, Any] = {}
         if bench is not None:
@@ -422,18 +510,28 @@ def grid_cost_table(configs: Sequence[RunConfig], assumptions: Mapping[str, Any]
                 first = round(float(epochs) * int(bench.first_stage.get("epochs", 100)) / 3600, 2)
                 priced_data.add(config.data_label)
             extra["first stage hours"] = first
-        rows.append({
-            "run": config.run_name, "K": e["K"], "M": config.M, "queries": e["queries"],
-            "passes (min)": e["passes_min"], "passes (max)": e["passes_max"],
-            "calibration passes": e["calibration_passes"], "tokens per pass": int(tokens),
-            "s per pass": None if sec is None else round(sec, 4),
-            "GPU hours (min)": None if sec is None else round(e["total_min"] * sec / 3600, 1),
-            "GPU hours (max)": None if sec is None else round(e["total_max"] * sec / 3600, 1), **extra})
+        rows.append(
+            {
+                "run": config.run_name,
+                "K": e["K"],
+                "M": config.M,
+                "queries": e["queries"],
+                "passes (min)": e["passes_min"],
+                "passes (max)": e["passes_max"],
+                "calibration passes": e["calibration_passes"],
+                "tokens per pass": int(tokens),
+                "s per pass": None if sec is None else round(sec, 4),
+                "GPU hours (min)": None if sec is None else round(e["total_min"] * sec / 3600, 1),
+                "GPU hours (max)": None if sec is None else round(e["total_max"] * sec / 3600, 1),
+                **extra,
+            }
+        )
     return pd.DataFrame.from_records(rows)
 
 
-def format_grid_cost(configs: Sequence[RunConfig], assumptions: Mapping[str, Any],
-                     bench: str | Path | Bench | None = None) -> str:
+def format_grid_cost(
+    configs: Sequence[RunConfig], assumptions: Mapping[str, Any], bench: str | Path | Bench | None = None
+) -> str:
     """:func:`grid_cost_table` as fixed-width text with a total line (what the paper grid's header shows);
     ``bench`` (a file or a :class:`Bench`) prices measured models from measurements, and a line says so."""
     if bench is not None and not isinstance(bench, Bench):
@@ -453,17 +551,26 @@ def format_grid_cost(configs: Sequence[RunConfig], assumptions: Mapping[str, Any
         n = int((df["source"] == "measured").sum())
         scaled = int(df["source"].str.startswith("scaled").sum())
         first = df["first stage hours"].dropna()
-        lines.append(f"priced from {bench.source} ({bench.device}): {n} of {len(df)} runs measured"
-                     + (f", {scaled} scaled from the model's measurement at another K" if scaled else "")
-                     + f", the others at the assumed {assumptions.get('effective_tflops', 100)} TFLOP/s"
-                     + (f"; first stage (LightGCN, {bench.first_stage.get('device', 'cpu')}): {first.sum():.1f} h"
-                        if len(first) else "; first stage not measured"))
+        lines.append(
+            f"priced from {bench.source} ({bench.device}): {n} of {len(df)} runs measured"
+            + (f", {scaled} scaled from the model's measurement at another K" if scaled else "")
+            + f", the others at the assumed {assumptions.get('effective_tflops', 100)} TFLOP/s"
+            + (
+                f"; first stage (LightGCN, {bench.first_stage.get('device', 'cpu')}): {first.sum():.1f} h"
+                if len(first)
+                else "; first stage not measured"
+            )
+        )
     return "\n".join(lines)
 
 
-def format_grid_estimate(configs: Sequence[RunConfig], statuses: Sequence[str],
-                         seconds_per_pass: float | None = None, committed: Sequence[int] | None = None,
-                         recorded: Sequence[bool] | None = None) -> str:
+def format_grid_estimate(
+    configs: Sequence[RunConfig],
+    statuses: Sequence[str],
+    seconds_per_pass: float | None = None,
+    committed: Sequence[int] | None = None,
+    recorded: Sequence[bool] | None = None,
+) -> str:
     """Status and distinct passes of every run; minutes at ``seconds_per_pass`` (complete runs cost nothing).
     ``committed``: queries of each run already committed in shards (``results/<grid>/<run>/shards/``); a run's
     reranking passes still to compute shrink in proportion. ``recorded``: whether the run's STELLA_LW calibration
@@ -485,14 +592,20 @@ def format_grid_estimate(configs: Sequence[RunConfig], statuses: Sequence[str],
             todo_lo += int(round(est["passes_min"] * left)) + cal
             todo_hi += int(round(est["passes_max"] * left)) + cal
         shown = "rec." if has_cal and est["calibration_passes"] else str(est["calibration_passes"])
-        lines.append(f"{config.run_name:<52} {status:<9} {est['queries']:>7} {done or '':>9} "
-                     f"{est['passes_min']:>8}-{est['passes_max']:<9} {shown:>7}")
-    text = (f"passes still to compute: {todo_lo}-{todo_hi} (calib.: STELLA_LW calibration, counted with one "
-            f"relevant candidate per validation query; each further relevant candidate adds as many again; "
-            f"rec.: recorded with the committed shards, not counted; queries in shards are done)")
+        lines.append(
+            f"{config.run_name:<52} {status:<9} {est['queries']:>7} {done or '':>9} "
+            f"{est['passes_min']:>8}-{est['passes_max']:<9} {shown:>7}"
+        )
+    text = (
+        f"passes still to compute: {todo_lo}-{todo_hi} (calib.: STELLA_LW calibration, counted with one "
+        f"relevant candidate per validation query; each further relevant candidate adds as many again; "
+        f"rec.: recorded with the committed shards, not counted; queries in shards are done)"
+    )
     if seconds_per_pass:
-        text += (f"; at {seconds_per_pass:g} s per pass about {todo_lo * seconds_per_pass / 60:.1f}-"
-                 f"{todo_hi * seconds_per_pass / 60:.1f} minutes of scoring (plus model loading, first stage and "
-                 f"notebook execution)")
+        text += (
+            f"; at {seconds_per_pass:g} s per pass about {todo_lo * seconds_per_pass / 60:.1f}-"
+            f"{todo_hi * seconds_per_pass / 60:.1f} minutes of scoring (plus model loading, first stage and "
+            f"notebook execution)"
+        )
     lines.append(text)
     return "\n".join(lines)

@@ -25,8 +25,9 @@ __all__ = ["rows_reproduce", "QUERY_PARTS"]
 QUERY_PARTS = frozenset({"queries", "validation"})
 
 
-def rows_reproduce(rows: Iterable[Mapping[str, Any]], queries: Mapping[str, Query], *, M: int, seed: int,
-                   noise_floor: bool = False) -> str | None:
+def rows_reproduce(
+    rows: Iterable[Mapping[str, Any]], queries: Mapping[str, Query], *, M: int, seed: int, noise_floor: bool = False
+) -> str | None:
     """``None`` when every row is reproduced by ``queries`` (query id → query) under the run's ``M``, ``seed`` and
     ``noise_floor``; else the first row that is not, in words ("query u39, zero_shot, order 3: ...")."""
     orders: dict[str, dict[int, tuple[int, ...]]] = {}
@@ -38,7 +39,7 @@ def rows_reproduce(rows: Iterable[Mapping[str, Any]], queries: Mapping[str, Quer
             return f"{where}: not among the run's queries"
         if qid not in orders:
             orders[qid] = {o.t: o.positions for o in presented_orders(qid, q.k, M, seed, noise_floor=noise_floor)}
-        positions = orders[qid].get(row.get("permutation"))        # type: ignore[arg-type]
+        positions = orders[qid].get(row.get("permutation"))  # type: ignore[arg-type]
         if positions is None:
             return f"{where}: no such presented order (M = {M})"
         if list(row.get("input") or []) != [q.candidates[i].item_id for i in positions]:

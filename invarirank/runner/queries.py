@@ -1,10 +1,11 @@
 """Query selection: a run's test queries (in run order), its validation queries and their provenance.
 
 ``n_queries = N`` samples N test queries with the seed from those kept at ``sample_k`` (the smallest K of a
-sweep; default K), so a sweep over K compares the same users; ``first_queries = F`` then keeps the first F of
-them (in run order), so a smaller run reranks the first users of a larger one. With ``candidates`` (a candidates file), its
-``split = "test"`` lines are the queries and its ``split = "validation"`` lines calibrate STELLA_LW; given ``K``,
-longer candidate lists are cut to their first K; without ``K`` each list is used as is (its length is its K).
+sweep; default K), so a sweep over K compares the same users; ``first_queries = F`` then keeps the first F
+of them (in run order), so a smaller run reranks the first users of a larger one. With ``candidates`` (a
+candidates file), its ``split = "test"`` lines are the queries and its ``split = "validation"`` lines calibrate
+STELLA_LW; given ``K``, longer candidate lists are cut to their first K; without ``K`` each list is used as is
+(its length is its K).
 Either way a query is kept only when its (cut) list holds a relevant item, as the first stage's are, so leaving
 ``K`` out and giving the lists' length select the same queries; `invarirank rerank` counts the queries left out. The
 data set ``synthetic`` (the teaching lab) is a seeded synthetic candidates file written beside the run folder
@@ -64,8 +65,13 @@ def synthetic_candidates_for(config: RunConfig, folder: Path) -> RunConfig:
     from ..data.synthetic import write_synthetic_candidates
 
     path = folder.parent / f".{folder.name}-candidates.jsonl"
-    write_synthetic_candidates(path, n_test=config.n_queries or 40, n_validation=config.calibration_queries,
-                               k=config.effective_k, seed=config.seed)
+    write_synthetic_candidates(
+        path,
+        n_test=config.n_queries or 40,
+        n_validation=config.calibration_queries,
+        k=config.effective_k,
+        seed=config.seed,
+    )
     return config.replace(candidates=str(path))
 
 
@@ -73,8 +79,9 @@ def _retrieve(config: RunConfig, k: int, info: dict[str, Any], progress: bool = 
     try:
         from ..retrieval import retrieve
     except ImportError as exc:
-        raise InvariRankError(f"the first stage (invarirank.retrieval.first_stage) is not available: {exc}; "
-                              f"use --candidates FILE") from None
+        raise InvariRankError(
+            f"the first stage (invarirank.retrieval.first_stage) is not available: {exc}; use --candidates FILE"
+        ) from None
     data_dir = info.get("data_dir")
     if data_dir is None:
         if config.data_dir:
@@ -83,8 +90,10 @@ def _retrieve(config: RunConfig, k: int, info: dict[str, Any], progress: bool = 
             try:
                 from ..data import prepare
             except ImportError as exc:
-                raise InvariRankError(f"the data layer (invarirank.data.preparation) is not available: {exc}; "
-                                      f"use --data-dir DIR or --candidates FILE") from None
+                raise InvariRankError(
+                    f"the data layer (invarirank.data.preparation) is not available: {exc}; "
+                    f"use --data-dir DIR or --candidates FILE"
+                ) from None
             data_dir = str(prepare(config.effective_dataset, raw_dir=config.raw_dir))
         info["data_dir"] = str(data_dir)
     return retrieve(data_dir, retriever=config.retriever, k=k, seed=config.retrieval_seed, progress=progress)
@@ -103,16 +112,24 @@ def load_queries(config: RunConfig, progress: bool = True) -> QuerySet:
     info: dict[str, Any] = {}
     if config.candidates:
         from ..candidates import read_candidates
+
         path = Path(config.candidates)
         every = read_candidates(path)
-        info.update({"source": "candidates", "dataset": config.effective_dataset, "candidates_file": str(path),
-                     "candidates_sha256": sha256_file(path)})
+        info.update(
+            {
+                "source": "candidates",
+                "dataset": config.effective_dataset,
+                "candidates_file": str(path),
+                "candidates_sha256": sha256_file(path),
+            }
+        )
         test = [q for q in every if q.split == "test"]
         validation = [q for q in every if q.split == "validation"]
         others = sorted({q.split for q in every} - {"test", "validation"})
         if others:
-            raise InvariRankError(f"{path}: split {others[0]!r} in the candidates file; expected 'test' or "
-                                  f"'validation'")
+            raise InvariRankError(
+                f"{path}: split {others[0]!r} in the candidates file; expected 'test' or 'validation'"
+            )
         if not test:
             raise InvariRankError(f"{path}: no test queries (lines with split 'test')")
         check_lists(config, {q.query_id: len(q.candidates) for q in test}, str(path))
@@ -124,9 +141,16 @@ def load_queries(config: RunConfig, progress: bool = True) -> QuerySet:
     else:
         assert k is not None and k_min is not None
         res = _retrieve(config, k, info, progress)
-        info.update({"source": "first_stage", "dataset": config.effective_dataset, "retriever": config.retriever,
-                     "retrieval_seed": config.retrieval_seed, "retrieval_dir": str(getattr(res, "out_dir", "")),
-                     "retrieval_stats": _stable_stats(getattr(res, "stats", {}) or {})})
+        info.update(
+            {
+                "source": "first_stage",
+                "dataset": config.effective_dataset,
+                "retriever": config.retriever,
+                "retrieval_seed": config.retrieval_seed,
+                "retrieval_dir": str(getattr(res, "out_dir", "")),
+                "retrieval_stats": _stable_stats(getattr(res, "stats", {}) or {}),
+            }
+        )
         test, validation = list(res.test), list(res.validation)
         at_k = {q.query_id: q for q in test}
         if k_min != k:
@@ -140,16 +164,28 @@ def load_queries(config: RunConfig, progress: bool = True) -> QuerySet:
     # the synthetic set is *generated* with n_queries queries, of which those kept at sample_k are the pool
     if config.n_queries is not None and config.n_queries > len(pool_ids) and config.dataset != "synthetic":
         kept = f" kept at K = {k_min}" if k_min else ""
-        raise InvariRankError(f"n_queries {config.n_queries}: only {len(pool_ids)} test queries are available"
-                              f"{kept}; ask for at most {len(pool_ids)} (or leave it unset for all)")
+        raise InvariRankError(
+            f"n_queries {config.n_queries}: only {len(pool_ids)} test queries are available"
+            f"{kept}; ask for at most {len(pool_ids)} (or leave it unset for all)"
+        )
     chosen = _sample(pool_ids, config.n_queries, config.seed)
-    if config.first_queries is not None:          # a prefix of the sample: the same users as the larger run's first
+    if config.first_queries is not None:  # a prefix of the sample: the same users as the larger run's first
         chosen = chosen[: config.first_queries]
     missing = [qid for qid in chosen if qid not in at_k]
     queries = [at_k[qid] for qid in chosen if qid in at_k]
     if not queries:
-        raise InvariRankError("no test queries to rerank (none keeps a relevant item among its "
-                              + (f"first {k} candidates)" if k else "candidates)"))
-    info.update({"k": k, "sampled_from_k": k_min, "pool_queries": len(pool_ids), "sampled": len(chosen),
-                 "dropped_at_k": missing, "validation_queries": len(validation)})
+        raise InvariRankError(
+            "no test queries to rerank (none keeps a relevant item among its "
+            + (f"first {k} candidates)" if k else "candidates)")
+        )
+    info.update(
+        {
+            "k": k,
+            "sampled_from_k": k_min,
+            "pool_queries": len(pool_ids),
+            "sampled": len(chosen),
+            "dropped_at_k": missing,
+            "validation_queries": len(validation),
+        }
+    )
     return QuerySet(queries, validation, info)

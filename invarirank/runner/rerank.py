@@ -34,8 +34,9 @@ def _methods(methods: Sequence[str], calibrations: Mapping[int, Any] | None) -> 
     names = list(methods) + (["stella"] if calibrations else [])
     unknown = [m for m in names if m not in METHODS]
     if unknown:
-        raise InvariRankError(f"rerank_query: unknown method {unknown[0]!r} in 'methods'; expected some of "
-                              f"{', '.join(METHODS)}")
+        raise InvariRankError(
+            f"rerank_query: unknown method {unknown[0]!r} in 'methods'; expected some of {', '.join(METHODS)}"
+        )
     if not names:
         raise InvariRankError(f"rerank_query: 'methods' is empty; expected some of {', '.join(METHODS)}")
     return [m for m in METHODS if m in names]
@@ -45,8 +46,10 @@ def _matrix(calibrations: Mapping[int, Any] | None, k: int) -> np.ndarray:
     """STELLA_LW's K×K matrix for lists of ``k``: ``calibrations[k]`` is a calibration (``.matrix``) or the
     matrix itself."""
     if not calibrations or k not in calibrations:
-        raise InvariRankError(f"rerank_query: method 'stella' needs calibrations[{k}] (STELLA_LW's calibration for "
-                              f"lists of K={k}; see invarirank.methods.stella.calibrate)")
+        raise InvariRankError(
+            f"rerank_query: method 'stella' needs calibrations[{k}] (STELLA_LW's calibration for "
+            f"lists of K={k}; see invarirank.methods.stella.calibrate)"
+        )
     cal = calibrations[k]
     matrix = np.asarray(getattr(cal, "matrix", cal), dtype=np.float64)
     if matrix.shape != (k, k):
@@ -62,8 +65,17 @@ def _model_name(scorer: Scorer) -> str:
 class _QueryRows:
     """One query's presented orders, each (order, method)'s steps, and the rows as they finish."""
 
-    def __init__(self, query: Query, methods: list[str], M: int, seed: int, noise_floor: bool, model: str,
-                 dataset: str, calibrations: Mapping[int, Any] | None) -> None:
+    def __init__(
+        self,
+        query: Query,
+        methods: list[str],
+        M: int,
+        seed: int,
+        noise_floor: bool,
+        model: str,
+        dataset: str,
+        calibrations: Mapping[int, Any] | None,
+    ) -> None:
         if not isinstance(M, (int, np.integer)) or isinstance(M, bool) or M < 1:
             raise InvariRankError(f"rerank_query: M = {M!r}, expected an integer >= 1 (presented orders per query)")
         M = int(M)
@@ -80,19 +92,39 @@ class _QueryRows:
 
     def record(self, o: PresentedOrder, name: str, res: Any) -> None:
         q = self.query
-        self.by_method[name].append(ObservationRow(
-            query_id=q.query_id, method=name, permutation=o.t, input=[q.candidates[i].item_id for i in o.positions],
-            output=list(res.output), relevant=list(q.ground_truth), model=self.model, dataset=self.dataset, k=q.k,
-            scores=[float(s) for s in res.scores], passes=res.passes))
+        self.by_method[name].append(
+            ObservationRow(
+                query_id=q.query_id,
+                method=name,
+                permutation=o.t,
+                input=[q.candidates[i].item_id for i in o.positions],
+                output=list(res.output),
+                relevant=list(q.ground_truth),
+                model=self.model,
+                dataset=self.dataset,
+                k=q.k,
+                scores=[float(s) for s in res.scores],
+                passes=res.passes,
+            )
+        )
 
     def rows(self) -> list[ObservationRow]:
         return [row for name in self.methods for row in self.by_method[name]]
 
 
-def rerank_query(scorer: Scorer, query: Query, *, methods: Sequence[str] = DEFAULT_METHODS, M: int = 20,
-                 seed: int = 42, calibrations: Mapping[int, Any] | None = None, noise_floor: bool = False,
-                 model: str | None = None, dataset: str = "",
-                 on_order: Callable[[int], None] | None = None) -> list[ObservationRow]:
+def rerank_query(
+    scorer: Scorer,
+    query: Query,
+    *,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    M: int = 20,
+    seed: int = 42,
+    calibrations: Mapping[int, Any] | None = None,
+    noise_floor: bool = False,
+    model: str | None = None,
+    dataset: str = "",
+    on_order: Callable[[int], None] | None = None,
+) -> list[ObservationRow]:
     """Every method in ``methods`` on ``M`` presented orders of ``query`` → one observation row per
     (method, presented order), by method (the registry's order), then order t = 0..M-1.
 
@@ -121,19 +153,20 @@ def rerank_query(scorer: Scorer, query: Query, *, methods: Sequence[str] = DEFAU
     """
     cache = scorer if isinstance(scorer, QueryPassCache) else QueryPassCache(scorer)
     names = _methods(methods, calibrations)
-    work = _QueryRows(query, names, M, seed, noise_floor, _model_name(scorer) if model is None else model,
-                      dataset, calibrations)
+    work = _QueryRows(
+        query, names, M, seed, noise_floor, _model_name(scorer) if model is None else model, dataset, calibrations
+    )
     cache.clear()
     if batch_size_of(cache) > 1 and not noise_floor:
         results = drive_many([work.steps(o, name) for o, name in work.pairs], cache, query)
         for (o, name), res in zip(work.pairs, results):
             work.record(o, name, res)
         if on_order is not None and work.orders:
-            on_order(work.orders[-1].t)          # every order finished in the same round
+            on_order(work.orders[-1].t)  # every order finished in the same round
     else:
         for o in work.orders:
             if noise_floor:
-                cache.clear()                   # copies share nothing: each one is scored afresh
+                cache.clear()  # copies share nothing: each one is scored afresh
             for name in names:
                 work.record(o, name, drive(work.steps(o, name), cache, query))
             if on_order is not None:
@@ -142,9 +175,17 @@ def rerank_query(scorer: Scorer, query: Query, *, methods: Sequence[str] = DEFAU
     return work.rows()
 
 
-def rerank_window(scorer: Scorer, queries: Sequence[Query], *, methods: Sequence[str] = DEFAULT_METHODS,
-                  M: int = 20, seed: int = 42, calibrations: Mapping[int, Any] | None = None,
-                  model: str | None = None, dataset: str = "") -> list[list[ObservationRow]]:
+def rerank_window(
+    scorer: Scorer,
+    queries: Sequence[Query],
+    *,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    M: int = 20,
+    seed: int = 42,
+    calibrations: Mapping[int, Any] | None = None,
+    model: str | None = None,
+    dataset: str = "",
+) -> list[list[ObservationRow]]:
     """:func:`rerank_query` for a window of queries in lockstep (same arguments, one list of rows per query):
     every method × order of every query of the window advances one step per round, and each round's pending
     requests of all queries go to the scorer as one call (:func:`invarirank.methods.drive_window`; a real scorer

@@ -58,8 +58,16 @@ from .phases import RunResult, run_status, stored_identity, wanted_identity
 from .queries import QuerySet
 from .sharded import compute_runs_in_shards
 
-__all__ = ["ensure_runs", "ensure_run", "mismatch_error", "run_experiment", "run_folder", "run_status", "RunResult",
-           "NO_RUN_FOLDER"]
+__all__ = [
+    "ensure_runs",
+    "ensure_run",
+    "mismatch_error",
+    "run_experiment",
+    "run_folder",
+    "run_status",
+    "RunResult",
+    "NO_RUN_FOLDER",
+]
 
 #: the one error of a run with nowhere to go
 NO_RUN_FOLDER = "no run folder: give --out RUN_DIR (or 'out' in the config), or a 'grid' to publish it in"
@@ -72,8 +80,14 @@ def run_folder(config: RunConfig, results_dir: str | Path | None = None) -> Path
         return Path(config.out)
     if not config.grid:
         raise InvariRankError(NO_RUN_FOLDER)
-    root = results_dir or project_root(instead="give --out RUN_DIR (or 'out' in the config), or run from the "
-                                              "checkout to publish the run in its results/") / "results"
+    root = (
+        results_dir
+        or project_root(
+            instead="give --out RUN_DIR (or 'out' in the config), or run from the "
+            "checkout to publish the run in its results/"
+        )
+        / "results"
+    )
     return Path(root) / config.grid / config.run_name
 
 
@@ -95,21 +109,26 @@ def mismatch_error(config: RunConfig, target: Path) -> InvariRankError:
     stored = stored_identity(read_json(RunFolder(target).file(RunFolder.MANIFEST)))
     wanted = wanted_identity(config)
     names = identity_difference(wanted, stored)
-    if "inputs" in names:                          # name the input whose content changed
+    if "inputs" in names:  # name the input whose content changed
         now, then = wanted.get("inputs") or {}, stored.get("inputs") or {}
         names = [n for n in names if n != "inputs"] + [
             f"the content of {key} ({config_path(config, key)}"
             + ("; the finished run recorded none: made by an earlier version)" if key not in then else ")")
-            for key in sorted(set(now) | set(then)) if now.get(key) != then.get(key)]
+            for key in sorted(set(now) | set(then))
+            if now.get(key) != then.get(key)
+        ]
     diff = ", ".join(names) or "unknown"
-    what = "choose another --out or remove that folder" if config.out else \
-        "delete the folder or give this run another name"
-    return InvariRankError(f"{target}: holds a finished run with a different configuration, other settings "
-                           f"({diff}); {what}")
+    what = (
+        "choose another --out or remove that folder"
+        if config.out
+        else "delete the folder or give this run another name"
+    )
+    return InvariRankError(
+        f"{target}: holds a finished run with a different configuration, other settings ({diff}); {what}"
+    )
 
 
-def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Path | None,
-           allow_run: bool) -> _Place:
+def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Path | None, allow_run: bool) -> _Place:
     """The reuse check of one run (see the module docstring). A run published in a results folder reads its
     relative paths against the project root, as a grid file's; a run computed in place (``out``) against the
     working directory, as the check of its inputs (:func:`invarirank.runner.inputs.input_hashes`). Either way
@@ -137,8 +156,11 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
     if not allow_run:
         raise InvariRankError(f"{target}: run {status} and running is not allowed here")
     if status == "outdated":
-        print(f"{who}: computing {target} again: it was made by another version of the {config.scorer} scorer or "
-              f"its prompt template ({scoring_versions(config.scorer)} now)", file=sys.stderr)
+        print(
+            f"{who}: computing {target} again: it was made by another version of the {config.scorer} scorer or "
+            f"its prompt template ({scoring_versions(config.scorer)} now)",
+            file=sys.stderr,
+        )
     if in_place:
         if status == "outdated":
             RunFolder(target).clear_run()
@@ -146,8 +168,7 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
         return _Place(config, config, target, target)
     work = Path(work_dir or project_root() / "runs") / str(config.grid) / config.run_name
     if run_status(config, work) in ("mismatch", "outdated"):
-        print(f"grid: removing {work}: a finished run with another configuration or scorer version",
-              file=sys.stderr)
+        print(f"grid: removing {work}: a finished run with another configuration or scorer version", file=sys.stderr)
         RunFolder(work).clear_run()
     if run_status(config, work) == "old-metrics":
         refresh_metrics(work)
@@ -166,8 +187,9 @@ def _drop_old_checkpoint(folder: Path) -> None:
     record now, so its queries are computed again (one line says so)."""
     old = RunFolder(folder).work / "checkpoint.jsonl"
     if old.is_file():
-        print(f"{old}: the checkpoint of an older invarirank is not read; its queries are computed again",
-              file=sys.stderr)
+        print(
+            f"{old}: the checkpoint of an older invarirank is not read; its queries are computed again", file=sys.stderr
+        )
         old.unlink()
 
 
@@ -178,8 +200,10 @@ def _resume_committed_shards(config: RunConfig, target: Path, work: Path) -> Run
     records of any shard plan count)."""
     copied = import_shards(target, work)
     if copied:
-        print(f"grid: resuming {config.run_name} from {len(copied)} committed shard(s) in "
-              f"{RunFolder(target).committed}", file=sys.stderr)
+        print(
+            f"grid: resuming {config.run_name} from {len(copied)} committed shard(s) in {RunFolder(target).committed}",
+            file=sys.stderr,
+        )
     shards = committed_shards(target)
     if config.shard_queries is None and shards:
         size = len(read_json(shards[0] / "shard.json").get("query_ids") or []) or None
@@ -187,10 +211,18 @@ def _resume_committed_shards(config: RunConfig, target: Path, work: Path) -> Run
     return config
 
 
-def ensure_runs(configs: Sequence[RunConfig], executor: Executor | None = None, *,
-                results_dir: str | Path | None = None, work_dir: str | Path | None = None, allow_run: bool = True,
-                progress: bool = True, queries: QuerySet | None = None, scorer: Scorer | None = None,
-                on_shard_done: Callable[[int], None] | None = None) -> list[Path]:
+def ensure_runs(
+    configs: Sequence[RunConfig],
+    executor: Executor | None = None,
+    *,
+    results_dir: str | Path | None = None,
+    work_dir: str | Path | None = None,
+    allow_run: bool = True,
+    progress: bool = True,
+    queries: QuerySet | None = None,
+    scorer: Scorer | None = None,
+    on_shard_done: Callable[[int], None] | None = None,
+) -> list[Path]:
     """The finished run folder of every config (:func:`run_folder`), in the order of ``configs``: reused when
     there, else computed (or resumed) and, for a grid's run, published (see the module docstring).
 
@@ -204,17 +236,20 @@ def ensure_runs(configs: Sequence[RunConfig], executor: Executor | None = None, 
     places = [_place(c, results_dir, work_dir, allow_run) for c in configs]
     todo = [pl for pl in places if pl.work is not None and run_status(pl.config, pl.work) != "complete"]
     if todo:
-        def shard_done(n: int) -> None:            # every finished shard is committable at once
+
+        def shard_done(n: int) -> None:  # every finished shard is committable at once
             for pl in todo:
                 if pl.work is not None and pl.work != pl.target:
                     export_shards(pl.work, pl.target)
             if on_shard_done is not None:
                 on_shard_done(n)
+
         t0 = time.perf_counter()
         with ExitStack() as stack:
             ex = executor if executor is not None else stack.enter_context(LocalExecutor(scorer=scorer))
-            compute_runs_in_shards([pl.config for pl in todo], ex, progress=progress, queries=queries,
-                                   on_shard_done=shard_done)
+            compute_runs_in_shards(
+                [pl.config for pl in todo], ex, progress=progress, queries=queries, on_shard_done=shard_done
+            )
         grid_runs = [pl.given.run_name for pl in todo if pl.work != pl.target]
         if grid_runs:
             print(f"grid: ran {', '.join(grid_runs)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
@@ -226,23 +261,44 @@ def ensure_runs(configs: Sequence[RunConfig], executor: Executor | None = None, 
     return [pl.target for pl in places]
 
 
-def ensure_run(config: RunConfig, results_dir: str | Path | None = None, work_dir: str | Path | None = None, *,
-               allow_run: bool = True, progress: bool = True, executor: Executor | None = None) -> Path:
+def ensure_run(
+    config: RunConfig,
+    results_dir: str | Path | None = None,
+    work_dir: str | Path | None = None,
+    *,
+    allow_run: bool = True,
+    progress: bool = True,
+    executor: Executor | None = None,
+) -> Path:
     """The finished run folder of ``config``: :func:`ensure_runs` of one run."""
-    return ensure_runs([config], executor, results_dir=results_dir, work_dir=work_dir, allow_run=allow_run,
-                       progress=progress)[0]
+    return ensure_runs(
+        [config], executor, results_dir=results_dir, work_dir=work_dir, allow_run=allow_run, progress=progress
+    )[0]
 
 
-def run_experiment(config: RunConfig, *, progress: bool = True, queries: QuerySet | None = None,
-                   scorer: Scorer | None = None, executor: Executor | None = None,
-                   on_shard_done: Callable[[int], None] | None = None) -> RunResult:
+def run_experiment(
+    config: RunConfig,
+    *,
+    progress: bool = True,
+    queries: QuerySet | None = None,
+    scorer: Scorer | None = None,
+    executor: Executor | None = None,
+    on_shard_done: Callable[[int], None] | None = None,
+) -> RunResult:
     """:func:`ensure_runs` of one run, read back: its folder, metrics, manifest, observation rows and ``run.json``.
     ``queries``/``scorer`` may be given to skip loading them; ``on_shard_done`` as in :func:`ensure_runs` (tests
     use it to simulate a kill)."""
     from ..evaluation import read_observations
-    folder = ensure_runs([config], executor, progress=progress, queries=queries, scorer=scorer,
-                         on_shard_done=on_shard_done)[0]
+
+    folder = ensure_runs(
+        [config], executor, progress=progress, queries=queries, scorer=scorer, on_shard_done=on_shard_done
+    )[0]
     rf = RunFolder(folder)
     obs = rf.observations()
-    return RunResult(folder, read_json(rf.file(rf.METRICS)),
-                     read_json(rf.file(rf.MANIFEST)), read_observations(obs) if obs else [], read_volatile(folder))
+    return RunResult(
+        folder,
+        read_json(rf.file(rf.METRICS)),
+        read_json(rf.file(rf.MANIFEST)),
+        read_observations(obs) if obs else [],
+        read_volatile(folder),
+    )

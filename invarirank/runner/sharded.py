@@ -55,9 +55,14 @@ def _groups(configs: Sequence[RunConfig]) -> list[list[RunConfig]]:
     return list(out.values())
 
 
-def compute_runs_in_shards(configs: Sequence[RunConfig], executor: Executor, *, progress: bool = True,
-                           queries: QuerySet | None = None, on_shard_done: Callable[[int], None] | None = None,
-                           ) -> list[RunResult]:
+def compute_runs_in_shards(
+    configs: Sequence[RunConfig],
+    executor: Executor,
+    *,
+    progress: bool = True,
+    queries: QuerySet | None = None,
+    on_shard_done: Callable[[int], None] | None = None,
+) -> list[RunResult]:
     """Compute (or resume) every run of ``configs`` (each with its ``out`` folder, checked by the caller) on
     ``executor``; results in the order of ``configs``. Finished shards in a run folder are kept; a shard of
     another configuration there is an error (:class:`~invarirank.runner.shards.ShardFolders`). ``queries``
@@ -87,8 +92,9 @@ def compute_runs_in_shards(configs: Sequence[RunConfig], executor: Executor, *, 
         return [results[i] for i in range(len(configs))]
 
 
-def _plan(config: RunConfig, executor: Executor, queries: QuerySet | None, progress: bool,
-          index: int) -> tuple[_Run, list[ShardTask]]:
+def _plan(
+    config: RunConfig, executor: Executor, queries: QuerySet | None, progress: bool, index: int
+) -> tuple[_Run, list[ShardTask]]:
     """Prepare one run, read its finished shards and plan the shards that still miss queries."""
     p = prepare_run(config, executor, queries=queries, progress=progress)
     by_id = {q.query_id: q for q in p.qs.test}
@@ -100,38 +106,69 @@ def _plan(config: RunConfig, executor: Executor, queries: QuerySet | None, progr
     folders = ShardFolders(p.out, c.run_name, p.fingerprint, p.parts, reproduces=reproduces)
     done, shard_facts = folders.finished()
     if folders.accepted_by_content:
-        print(f"{c.run_name}: {len(folders.accepted_by_content)} shard(s) made from the same queries with other "
-              f"first-stage float scores (another kind of CPU) resumed: every row's presented order and ground "
-              f"truth checked against this machine's queries", file=sys.stderr)
+        print(
+            f"{c.run_name}: {len(folders.accepted_by_content)} shard(s) made from the same queries with other "
+            f"first-stage float scores (another kind of CPU) resumed: every row's presented order and ground "
+            f"truth checked against this machine's queries",
+            file=sys.stderr,
+        )
     record_calibrations(p, resumed=bool(done))
     size = p.config.shard_queries or executor.default_shard_queries(p.config)
     tasks = []
     for shard in plan_shards([q.query_id for q in p.qs.test], size):
         missing = tuple(qid for qid in shard.query_ids if qid not in done)
         if missing:
-            tasks.append(ShardTask(str(p.out), Shard(shard.index, missing).id, [by_id[q] for q in missing],
-                                   p.config.to_dict(), p.model, p.config.effective_dataset, dict(p.calibrations)))
+            tasks.append(
+                ShardTask(
+                    str(p.out),
+                    Shard(shard.index, missing).id,
+                    [by_id[q] for q in missing],
+                    p.config.to_dict(),
+                    p.model,
+                    p.config.effective_dataset,
+                    dict(p.calibrations),
+                )
+            )
     return _Run(p, folders, dict(done), list(shard_facts), len(done), size, index), tasks
 
 
-def _compute(config: RunConfig, executor: Executor, tasks: list[ShardTask], runs: dict[str, _Run],
-             progress: bool, on_shard_done: Callable[[int], None] | None, written: list[int]) -> None:
+def _compute(
+    config: RunConfig,
+    executor: Executor,
+    tasks: list[ShardTask],
+    runs: dict[str, _Run],
+    progress: bool,
+    on_shard_done: Callable[[int], None] | None,
+    written: list[int],
+) -> None:
     """Send ``tasks`` to the executor; write each result's shard folder and count it on the progress bar."""
     total = sum(len(r.prepared.qs.test) for r in runs.values())
     bar = None
     if progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=total, initial=total - sum(len(t.queries) for t in tasks), desc="rerank", unit="query",
-                   file=sys.stderr, dynamic_ncols=True)
+
+        bar = tqdm(
+            total=total,
+            initial=total - sum(len(t.queries) for t in tasks),
+            desc="rerank",
+            unit="query",
+            file=sys.stderr,
+            dynamic_ncols=True,
+        )
     t0 = time.perf_counter()
     passes = [0]
 
     def on_result(res: ShardResult) -> None:
         run = runs[res.run]
         n_passes = sum(int(r["misses"]) for r in res.records)
-        facts: dict[str, Any] = {"id": res.shard, "queries": len(res.records), "seconds": res.seconds,
-                                 "passes": n_passes,
-                                 "tokens": sum(int(r["tokens"]) for r in res.records), "worker": res.worker}
+        facts: dict[str, Any] = {
+            "id": res.shard,
+            "queries": len(res.records),
+            "seconds": res.seconds,
+            "passes": n_passes,
+            "tokens": sum(int(r["tokens"]) for r in res.records),
+            "worker": res.worker,
+        }
         run.folders.write(res.shard, res.records, facts)
         run.shards.append(facts)
         run.workers[_worker_key(res.worker)] = {k: v for k, v in res.worker.items() if k != "scorer_stats"}
@@ -165,7 +202,7 @@ def _volatile(executor: Executor, run: _Run) -> dict[str, Any]:
     the workers (once each), model loads, and the scorer's counters (each worker's last report, summed over the
     workers)."""
     workers = {_worker_key(w): w for w in executor.worker_facts()}
-    for facts in run.shards:                               # workers of earlier sessions, from their shards
+    for facts in run.shards:  # workers of earlier sessions, from their shards
         w = facts.get("worker") or {}
         if w:
             workers.setdefault(_worker_key(w), {k: v for k, v in w.items() if k != "scorer_stats"})
@@ -175,10 +212,16 @@ def _volatile(executor: Executor, run: _Run) -> dict[str, Any]:
         for key, value in one.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 stats[key] = stats.get(key, 0) + value
-    shards = [{**facts, "worker": {k: (facts.get("worker") or {}).get(k) for k in ("host", "pid", "slot")}}
-              for facts in sorted(run.shards, key=lambda s: s["id"])]
-    return {"timings": {"rerank_seconds_this_session": run.wall_seconds},
-            "execution": {**executor.info(), "shard_queries": run.size},
-            "queries_resumed_from_checkpoint": run.resumed,
-            "scorer_stats": stats, "shards": shards,
-            "model_loads": len(workers), "workers": list(workers.values())}
+    shards = [
+        {**facts, "worker": {k: (facts.get("worker") or {}).get(k) for k in ("host", "pid", "slot")}}
+        for facts in sorted(run.shards, key=lambda s: s["id"])
+    ]
+    return {
+        "timings": {"rerank_seconds_this_session": run.wall_seconds},
+        "execution": {**executor.info(), "shard_queries": run.size},
+        "queries_resumed_from_checkpoint": run.resumed,
+        "scorer_stats": stats,
+        "shards": shards,
+        "model_loads": len(workers),
+        "workers": list(workers.values()),
+    }

@@ -52,8 +52,16 @@ from ..store import RunFolder
 from .manifest import sha256_json
 from .provenance import QUERY_PARTS
 
-__all__ = ["Shard", "plan_shards", "ShardFolders", "run_fingerprint", "SHARD_VERSION", "RECORD_VERSION",
-           "FINGERPRINT_SCHEME", "DEFAULT_SHARD_QUERIES"]
+__all__ = [
+    "Shard",
+    "plan_shards",
+    "ShardFolders",
+    "run_fingerprint",
+    "SHARD_VERSION",
+    "RECORD_VERSION",
+    "FINGERPRINT_SCHEME",
+    "DEFAULT_SHARD_QUERIES",
+]
 
 SHARD_VERSION = 1
 #: the format of a query's record (``records.jsonl``; the part ``checkpoint`` of the fingerprint): bump it when a
@@ -66,16 +74,28 @@ FINGERPRINT_SCHEME = "0.1.0"
 DEFAULT_SHARD_QUERIES = 50
 
 
-def run_fingerprint(identity: Mapping[str, Any], key_identity: Mapping[str, Any], test_sha256: str,
-                    validation_sha256: str | None) -> tuple[str, dict[str, str]]:
+def run_fingerprint(
+    identity: Mapping[str, Any], key_identity: Mapping[str, Any], test_sha256: str, validation_sha256: str | None
+) -> tuple[str, dict[str, str]]:
     """A run's fingerprint and the hashes it is made of (``parts``): from its identity
     (:meth:`~invarirank.runner.RunConfig.identity`), the scorer's key identity, the test queries' sha256 and the
     validation queries' (``None`` without STELLA_LW), and the two format versions (see the module docstring)."""
-    whole = {"config": dict(identity), "identity": dict(key_identity), "queries": test_sha256,
-             "validation": validation_sha256, "invarirank": FINGERPRINT_SCHEME, "checkpoint": RECORD_VERSION}
-    parts = {"settings": sha256_json(whole["config"]), "queries": test_sha256,
-             "validation": sha256_json(validation_sha256), "scorer": sha256_json(whole["identity"]),
-             "invarirank": FINGERPRINT_SCHEME, "checkpoint": str(RECORD_VERSION)}
+    whole = {
+        "config": dict(identity),
+        "identity": dict(key_identity),
+        "queries": test_sha256,
+        "validation": validation_sha256,
+        "invarirank": FINGERPRINT_SCHEME,
+        "checkpoint": RECORD_VERSION,
+    }
+    parts = {
+        "settings": sha256_json(whole["config"]),
+        "queries": test_sha256,
+        "validation": sha256_json(validation_sha256),
+        "scorer": sha256_json(whole["identity"]),
+        "invarirank": FINGERPRINT_SCHEME,
+        "checkpoint": str(RECORD_VERSION),
+    }
     return sha256_json(whole), parts
 
 
@@ -97,15 +117,21 @@ def plan_shards(query_ids: Sequence[str], shard_queries: int) -> list[Shard]:
     if int(shard_queries) < 1:
         raise InvariRankError(f"shard_queries = {shard_queries}, expected at least 1")
     n = int(shard_queries)
-    return [Shard(i, tuple(query_ids[s:s + n])) for i, s in enumerate(range(0, len(query_ids), n))]
+    return [Shard(i, tuple(query_ids[s : s + n])) for i, s in enumerate(range(0, len(query_ids), n))]
 
 
 class ShardFolders:
     """The shard folders of one run folder (``RUN_DIR/.work/shards/``), for a run of ``fingerprint`` made of
     ``parts`` (name → hash)."""
 
-    def __init__(self, run_dir: Path, run: str, fingerprint: str, parts: Mapping[str, str],
-                 reproduces: Callable[[list[Mapping[str, Any]]], str | None] | None = None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        run: str,
+        fingerprint: str,
+        parts: Mapping[str, str],
+        reproduces: Callable[[list[Mapping[str, Any]]], str | None] | None = None,
+    ) -> None:
         self.root = RunFolder(run_dir).shards
         self.run = run
         self.fingerprint = fingerprint
@@ -125,15 +151,16 @@ class ShardFolders:
             return records, volatile
         for folder in sorted(self.root.iterdir()):
             if folder.name.startswith("."):
-                shutil.rmtree(folder, ignore_errors=True)     # an interrupted write
+                shutil.rmtree(folder, ignore_errors=True)  # an interrupted write
                 continue
             try:
                 head = json.loads((folder / "shard.json").read_text(encoding="utf-8"))
                 lines = (folder / "records.jsonl").read_text(encoding="utf-8").splitlines()
                 recs = [json.loads(line) for line in lines if line.strip()]
             except (OSError, ValueError) as exc:
-                raise InvariRankError(f"{folder}: unreadable shard folder ({exc}); remove it to compute the shard "
-                                      f"again") from None
+                raise InvariRankError(
+                    f"{folder}: unreadable shard folder ({exc}); remove it to compute the shard again"
+                ) from None
             if head.get("fingerprint") != self.fingerprint:
                 theirs = head.get("parts") or {}
                 differ = sorted(k for k in set(self.parts) | set(theirs) if self.parts.get(k) != theirs.get(k))
@@ -142,16 +169,20 @@ class ShardFolders:
                     if why is None:
                         self.accepted_by_content.append(folder.name)
                     else:
-                        raise InvariRankError(f"{folder}: a shard of other queries ({why}); remove it to compute "
-                                              f"the shard again")
+                        raise InvariRankError(
+                            f"{folder}: a shard of other queries ({why}); remove it to compute the shard again"
+                        )
                 else:
                     raise InvariRankError(
                         f"{folder}: a shard of another configuration (differs in: {', '.join(differ) or 'unknown'}); "
                         f"rerun it with its own settings, choose another --out, or remove {self.root} (and the "
-                        f"shards committed under results/<grid>/<run>/shards/, which a grid run copies back)")
+                        f"shards committed under results/<grid>/<run>/shards/, which a grid run copies back)"
+                    )
             if [r.get("query_id") for r in recs] != list(head.get("query_ids") or []):
-                raise InvariRankError(f"{folder}: records.jsonl does not hold the shard's queries; remove the "
-                                      f"folder to compute the shard again")
+                raise InvariRankError(
+                    f"{folder}: records.jsonl does not hold the shard's queries; remove the "
+                    f"folder to compute the shard again"
+                )
             for rec in recs:
                 records[str(rec["query_id"])] = rec
             vol_path = folder / "volatile.json"
@@ -164,13 +195,23 @@ class ShardFolders:
         tmp = self.root / f".{shard_id}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        (tmp / "records.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n"
-                                                   for r in records), encoding="utf-8")
+        (tmp / "records.jsonl").write_text(
+            "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records), encoding="utf-8"
+        )
         atomic_write_json(tmp / "volatile.json", dict(volatile))
-        (tmp / "shard.json").write_text(dumps_json({
-            "shard_version": SHARD_VERSION, "run": self.run, "id": shard_id,
-            "query_ids": [r["query_id"] for r in records], "fingerprint": self.fingerprint,
-            "parts": self.parts}), encoding="utf-8")
+        (tmp / "shard.json").write_text(
+            dumps_json(
+                {
+                    "shard_version": SHARD_VERSION,
+                    "run": self.run,
+                    "id": shard_id,
+                    "query_ids": [r["query_id"] for r in records],
+                    "fingerprint": self.fingerprint,
+                    "parts": self.parts,
+                }
+            ),
+            encoding="utf-8",
+        )
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)

@@ -27,8 +27,16 @@ from .config import RunConfig
 from .records import QueryRecord
 from .rerank import rerank_query, rerank_window
 
-__all__ = ["ShardWorker", "ShardTask", "ShardResult", "rerank_records", "scorer_settings", "SCORER_SETTINGS",
-           "make_run_scorer", "scorer_key_identity"]
+__all__ = [
+    "ShardWorker",
+    "ShardTask",
+    "ShardResult",
+    "rerank_records",
+    "scorer_settings",
+    "SCORER_SETTINGS",
+    "make_run_scorer",
+    "scorer_key_identity",
+]
 
 #: the settings that build a run's scorer: runs that agree on them can share one worker (and its loaded model)
 SCORER_SETTINGS = ("scorer", "model", "scorer_options", "device", "seed", "noise_floor", "cache_dir")
@@ -40,6 +48,7 @@ def make_run_scorer(config: RunConfig, *, pass_cache_dir: str | None = None) -> 
     ``auto``), the cache folder (``pass_cache_dir``: the pass cache's own folder, e.g. one per Ray worker); the
     noise floor turns the persistent pass cache off (every copy is recomputed)."""
     from ..llm.factory import make_scorer
+
     options = dict(config.scorer_options)
     if config.scorer != "simulated":
         if config.device != "auto":
@@ -55,6 +64,7 @@ def scorer_key_identity(scorer: Any) -> dict[str, Any]:
     """What determines a scorer's scores: ``key_identity()`` where the scorer has one (real scorers: weights,
     tokenizer, dtype, device type, template, options — not cache locations), else ``identity()``."""
     from ..methods import as_batch_scorer
+
     return dict(as_batch_scorer(scorer).key_identity())
 
 
@@ -63,9 +73,16 @@ def scorer_settings(config: RunConfig) -> dict[str, Any]:
     return {name: getattr(config, name) for name in SCORER_SETTINGS}
 
 
-def rerank_records(cache: Any, queries: Sequence[Query], config: RunConfig, *, model: str, dataset: str,
-                   calibrations: Mapping[int, Any], on_order: Callable[[int], None] | None = None,
-                   ) -> Iterator[dict[str, Any]]:
+def rerank_records(
+    cache: Any,
+    queries: Sequence[Query],
+    config: RunConfig,
+    *,
+    model: str,
+    dataset: str,
+    calibrations: Mapping[int, Any],
+    on_order: Callable[[int], None] | None = None,
+) -> Iterator[dict[str, Any]]:
     """Rerank ``queries`` through ``cache`` (a :class:`~invarirank.methods.QueryPassCache`), one after the other or,
     with ``config.query_window`` > 1, in windows of that many queries in lockstep
     (:func:`~invarirank.runner.rerank.rerank_window`); yield each query's :class:`QueryRecord` as JSON, in the
@@ -73,24 +90,33 @@ def rerank_records(cache: Any, queries: Sequence[Query], config: RunConfig, *, m
     wall-clock time, a window's shared evenly: volatile)."""
     window = 1 if config.noise_floor else max(1, int(config.query_window or 1))
     for start in range(0, len(queries), window):
-        chunk = list(queries[start:start + window])
+        chunk = list(queries[start : start + window])
         tq = time.perf_counter()
         for q in chunk:
             cache.clear_counters(q.query_id)
-        settings: dict[str, Any] = dict(methods=config.methods, M=config.M, seed=config.seed,
-                                        calibrations=calibrations, model=model, dataset=dataset)
+        settings: dict[str, Any] = dict(
+            methods=config.methods,
+            M=config.M,
+            seed=config.seed,
+            calibrations=calibrations,
+            model=model,
+            dataset=dataset,
+        )
         if window == 1:
-            all_rows = [rerank_query(cache, chunk[0], noise_floor=config.noise_floor, on_order=on_order,
-                                     **settings)]
+            all_rows = [rerank_query(cache, chunk[0], noise_floor=config.noise_floor, on_order=on_order, **settings)]
         else:
             all_rows = rerank_window(cache, chunk, **settings)
         seconds = round((time.perf_counter() - tq) / len(chunk), 4)
         for q, rows in zip(chunk, all_rows):
             counters = cache.counters(q.query_id)
             passes = {name: sum(r.passes for r in rows if r.method == name) for name in config.methods}
-            yield QueryRecord(query_id=q.query_id, rows=[r.to_json() for r in rows], passes=passes,
-                              **{c: counters[c] for c in ("requests", "hits", "misses", "tokens")},
-                              seconds=seconds).to_json()
+            yield QueryRecord(
+                query_id=q.query_id,
+                rows=[r.to_json() for r in rows],
+                passes=passes,
+                **{c: counters[c] for c in ("requests", "hits", "misses", "tokens")},
+                seconds=seconds,
+            ).to_json()
 
 
 @dataclass
@@ -131,9 +157,18 @@ class ShardWorker:
     exist creates it and dies with ``os._exit(1)`` (a worker lost in the middle of a shard).
     """
 
-    def __init__(self, settings: Mapping[str, Any], *, scorer: Scorer | None = None, threads: int | None = None,
-                 slot: int = 0, own_pass_cache: bool = False, fault: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Mapping[str, Any],
+        *,
+        scorer: Scorer | None = None,
+        threads: int | None = None,
+        slot: int = 0,
+        own_pass_cache: bool = False,
+        fault: Mapping[str, Any] | None = None,
+    ) -> None:
         from ..methods import QueryPassCache
+
         t0 = time.perf_counter()
         self.settings = dict(settings)
         self.config = RunConfig.from_mapping(self.settings, "worker")
@@ -142,29 +177,43 @@ class ShardWorker:
             os.environ["OMP_NUM_THREADS"] = str(threads)
             if self.config.scorer != "simulated":
                 from ..llm.models import set_threads
+
                 set_threads(threads)
         pass_cache_dir = None
         if own_pass_cache and self.config.scorer != "simulated":
             from ..assets import cache_dir as default_cache_dir
+
             root = Path(self.config.cache_dir) if self.config.cache_dir else default_cache_dir()
             pass_cache_dir = str(root / "passes" / f"worker-{slot}")
         self.scorer = scorer or make_run_scorer(self.config, pass_cache_dir=pass_cache_dir)
         self.cache = QueryPassCache(self.scorer)
         self.slot = slot
         self.fault = dict(fault) if fault else None
-        if self.config.scorer != "simulated" and threads is None:    # the number in force ($INVARIRANK_THREADS
+        if self.config.scorer != "simulated" and threads is None:  # the number in force ($INVARIRANK_THREADS
             import torch  # or the CPUs), recorded in run.json
+
             threads = torch.get_num_threads()
-        self.info = {"host": socket.gethostname(), "pid": os.getpid(), "slot": slot, "gpu_ids": _gpu_ids(),
-                     "threads": threads, "load_seconds": round(time.perf_counter() - t0, 3),
-                     "loaded_at": time.time()}
+        self.info = {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "slot": slot,
+            "gpu_ids": _gpu_ids(),
+            "threads": threads,
+            "load_seconds": round(time.perf_counter() - t0, 3),
+            "loaded_at": time.time(),
+        }
 
     def describe(self) -> dict[str, Any]:
         """The scorer's identity (the manifest's ``model`` section), its key identity (what decides its scores),
         its batch size, and the worker's own facts (host, pid, slot, GPU ids, threads, model load time)."""
         from ..methods import batch_size_of
-        return {"identity": dict(self.scorer.identity()), "key_identity": scorer_key_identity(self.scorer),
-                "batch_size": batch_size_of(self.scorer), "worker": dict(self.info)}
+
+        return {
+            "identity": dict(self.scorer.identity()),
+            "key_identity": scorer_key_identity(self.scorer),
+            "batch_size": batch_size_of(self.scorer),
+            "worker": dict(self.info),
+        }
 
     def check_queries(self, queries: Sequence[Query]) -> int:
         """Check that the scorer can score every query (:meth:`~invarirank.types.ScorerBase.check_query`: an
@@ -172,33 +221,63 @@ class ShardWorker:
         :class:`~invarirank.errors.InvariRankError` naming the query) before any pass; returns how many were
         checked (a plain scorer without ``check_query`` checks nothing)."""
         from ..types import ScorerBase
+
         if not isinstance(self.scorer, ScorerBase):
             return 0
         for query in queries:
             self.scorer.check_query(query)
         return len(queries)
 
-    def calibrate(self, validation: Sequence[Query], k: int, *, n_queries: int, repeats: int, seed: int,
-                  cache_dir: str | None, progress: bool = False, known: Mapping[str, Any] | None = None) -> Any:
+    def calibrate(
+        self,
+        validation: Sequence[Query],
+        k: int,
+        *,
+        n_queries: int,
+        repeats: int,
+        seed: int,
+        cache_dir: str | None,
+        progress: bool = False,
+        known: Mapping[str, Any] | None = None,
+    ) -> Any:
         """STELLA_LW's calibration for lists of ``k`` (one unit of work; cached on this worker's machine);
         ``progress``: a progress bar over its passes; ``known``: the run's recorded calibration, taken when it
         matches (:func:`invarirank.methods.stella.load_or_calibrate`)."""
         from ..methods.stella import load_or_calibrate
-        return load_or_calibrate(self.scorer, validation, k, n_queries=n_queries, repeats=repeats, seed=seed,
-                                 cache_dir=cache_dir, progress=progress, known=known)
+
+        return load_or_calibrate(
+            self.scorer,
+            validation,
+            k,
+            n_queries=n_queries,
+            repeats=repeats,
+            seed=seed,
+            cache_dir=cache_dir,
+            progress=progress,
+            known=known,
+        )
 
     def run_shard(self, task: ShardTask) -> ShardResult:
         """Rerank the task's queries; records in the task's order."""
         t0 = time.perf_counter()
         config = RunConfig.from_mapping(task.config, f"shard {task.shard}")
         records = []
-        for n, record in enumerate(rerank_records(self.cache, task.queries, config, model=task.model,
-                                                  dataset=task.dataset, calibrations=task.calibrations), 1):
+        for n, record in enumerate(
+            rerank_records(
+                self.cache, task.queries, config, model=task.model, dataset=task.dataset, calibrations=task.calibrations
+            ),
+            1,
+        ):
             records.append(record)
             self._maybe_die(n)
         self.scorer_stats = dict(self.cache.stats)
-        return ShardResult(task.run, task.shard, records, {**self.info, "scorer_stats": self.scorer_stats},
-                           round(time.perf_counter() - t0, 3))
+        return ShardResult(
+            task.run,
+            task.shard,
+            records,
+            {**self.info, "scorer_stats": self.scorer_stats},
+            round(time.perf_counter() - t0, 3),
+        )
 
     def _maybe_die(self, n: int) -> None:
         if not self.fault or n != int(self.fault.get("after_queries", 1)):
@@ -215,7 +294,7 @@ class ShardWorker:
 
 def _gpu_ids() -> list[str]:
     """The accelerators Ray gave this process (``[]`` outside Ray or without GPUs)."""
-    ray = sys.modules.get("ray")                 # only inside a Ray process: never imported here
+    ray = sys.modules.get("ray")  # only inside a Ray process: never imported here
     if ray is None or not ray.is_initialized():
         return []
     try:
