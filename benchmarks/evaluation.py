@@ -11,7 +11,7 @@ Measured, for each scenario (default: 1,000 queries x K=25 x M=20 and 200 querie
 - fast: wall time of a subprocess ``python -m invarirank.cli evaluate FILE --output OUT`` (defaults: k 1,5,10,
   exposure@5, 3 buckets, exact Kemeny on (unused: K > 10), 1,000 bootstrap replicates) — start-up, reading,
   validation, metrics, intervals and writing included; the best of ``--repeats`` runs (the median is printed too);
-- literal: ``tests.literal_evaluator`` (read + metrics, no intervals) in this process on the first
+- literal: ``tests.support.literal_evaluator`` (read + metrics, no intervals) in this process on the first
   ``--literal-queries`` queries, scaled linearly per query to the whole file (it is far too slow to run in full);
   the per-query metrics of that subset are checked equal to the fast evaluator's;
 - the ratios literal/fast (same run) and reference/fast, against the reference figures of a straightforward
@@ -112,7 +112,7 @@ def time_cli(path: Path, out: Path) -> tuple[float, float]:
 def time_literal(path: Path, n_queries: int) -> tuple[float, float, list[dict], dict]:
     """(wall, CPU) seconds of the literal evaluator (read + metrics) on the rows of the first ``n_queries`` queries."""
     sys.path.insert(0, str(ROOT))
-    from tests.literal_evaluator import literal_evaluate
+    from tests.support.literal_evaluator import literal_evaluate
 
     t0, c0 = time.perf_counter(), time.process_time()
     rows, keep = [], set()

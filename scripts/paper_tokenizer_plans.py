@@ -2,7 +2,7 @@
 
     python scripts/paper_tokenizer_plans.py [--queries 10] [--orders 4]
 
-For each tokenizer, scorer and K in {5, 10, 25, 50}: real ML-100K queries (tests/ml100k_support.py; history 20) in
+For each tokenizer, scorer and K in {5, 10, 25, 50}: real ML-100K queries (tests/support/ml100k.py; history 20) in
 seeded presented orders, each plan built and checked (canonical ids, order-independent prefix, label reads); prints
 one markdown row per tokenizer and scorer: plans checked, failures, tokens per prompt (mean, max) and the share of
 the prompt in the reused prefix. No forward pass runs (the tokenizers sit on tiny random models).
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     from invarirank.llm.models import load_model, load_tokenizer
     from invarirank.llm.span import SpanScorer
     from invarirank.llm.testing import tiny_model
-    from tests.ml100k_support import ml100k_queries
+    from tests.support.ml100k import ml100k_queries
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--queries", type=int, default=10)

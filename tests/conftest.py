@@ -1,11 +1,10 @@
 """Shared fixtures. Query builders live in :mod:`invarirank.llm.testing` (``toy_query``, ``toy_split_queries``);
-the data layer's raw-file writers in ``tests/data_support.py``."""
+the data layer's raw-file writers in ``tests/support/data.py``."""
 
 from __future__ import annotations
 
 import os
 import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -72,7 +71,8 @@ def simulated_run(tmp_path_factory):
     return compendium.load_run(run.path)
 
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT  # noqa: E402
+
 #: what pytest itself may leave in the repository root
 _TOOL_FOLDERS = {".pytest_cache", "__pycache__"}
 

@@ -6,7 +6,6 @@ committed shards of every run still being computed (``results/<grid>/<run>/shard
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,7 @@ from invarirank.io import read_json
 from invarirank.runner.manifest import sha256_json
 from invarirank.runner.provenance import QUERY_PARTS
 from invarirank.runner.shards import RECORD_VERSION, ShardFolders, run_fingerprint
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT  # noqa: E402
 
 
 def test_the_fingerprint_holds_no_package_version_and_keeps_its_old_value(monkeypatch):

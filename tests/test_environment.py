@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import tomllib
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT  # noqa: E402
 
 
 def _split(req: str) -> tuple[str, str]:

@@ -20,8 +20,8 @@ from invarirank.llm.simulated import SimulatedScorer
 from invarirank.llm.testing import toy_split_queries
 from invarirank.methods import QueryPassCache
 from invarirank.methods.stella import calibrate
+from tests.support import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = re.compile(r"<!-- front-door-example[^>]*-->\s*```python\n(.*?)```\s*<!-- /front-door-example -->", re.S)
 
 

@@ -16,8 +16,7 @@ import pytest
 
 from invarirank.errors import InvariRankError
 from invarirank.locks import LOCK_NAME, folder_lock, lock_holder
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT  # noqa: E402
 
 # a writer: takes the lock, appends its pid to FOLDER/writers, holds the lock HOLD seconds (or until killed)
 WRITER = """

@@ -10,7 +10,8 @@ from pathlib import Path
 import jupytext
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import ROOT  # noqa: E402
+
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.py"))
 EXPECTED = {"data", "rerank", "results", "lab"}
 

@@ -13,8 +13,8 @@ from invarirank.grid import lab_runs, load_grid
 from invarirank.io import atomic_write_json, read_json
 from invarirank.runner import RunConfig, run_status
 from invarirank.store import complete_runs, identity_difference, refresh_metrics
+from tests.support import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = complete_runs(ROOT / "results")
 
 

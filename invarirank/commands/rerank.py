@@ -9,7 +9,7 @@ every execution mode. On another machine (CPU, thread count) the float32 kernels
 agree to about 1e-5 (measured up to 1.1e-5), and the rankings and every metric are the same except in a row holding two
 scores closer than that, where two items may swap (20 of the 4,800 rows of the committed K = 10 and K = 25 span
 runs); so ``observations.jsonl.gz`` is not byte-identical across machines. No tie rule is added for those rows (it
-would change committed rankings). Tested in ``tests/test_hostile_reproducibility.py``; the book's note:
+would change committed rankings). Tested in ``tests/hostile/test_reproducibility.py``; the book's note:
 ``book/reference/reproducibility.md``.
 """
 

@@ -18,7 +18,7 @@ M·D(σ) = sum_{a<b} W[σ_b, σ_a]. Let A = W - Wᵀ and P[a, c] = A[σ_a, σ_c]
 
 an exact int64 expression; all swaps of a query cost O(K²) per step (numpy, over all queries at once). The best
 swap is the first minimum of Δ in row-major order over a < b (a outer, b inner, both ascending), applied while it
-is negative. ``tests/test_evaluation_oracle.py`` checks the formula against recomputing D for every swap, and the
+is negative. ``tests/evaluation/test_oracle.py`` checks the formula against recomputing D for every swap, and the
 whole search against the literal O(K⁴)-per-step version of the definition.
 """
 

@@ -352,7 +352,7 @@ def reference_logits(scorer: Any, ids: Any, *, last_only: bool = False) -> Any:
     return out.logits[0].float()
 
 
-# -- the scorer contract: checks that can fail, for any scorer (tests/test_llm_scorer_contract.py runs them) --------
+# -- the scorer contract: checks that can fail, for any scorer (tests/llm/test_scorer_contract.py runs them) --------
 
 
 def contract_orders(query: Query) -> list[list[Item]]:

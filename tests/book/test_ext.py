@@ -1,0 +1,104 @@
+"""The book's Sphinx extension (book/_ext/launch_source.py): repository and launch buttons only with
+INVARIRANK_REPOSITORY_URL, launch links of generated pages to their source notebook, download links untouched,
+and each executed page shows the parameters it ran with, without machine paths."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from types import SimpleNamespace
+
+from tests.support import ROOT
+
+_spec = importlib.util.spec_from_file_location("launch_source", ROOT / "book" / "_ext" / "launch_source.py")
+ext = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ext)
+
+
+def _config() -> SimpleNamespace:
+    return SimpleNamespace(
+        html_theme_options={
+            "repository_url": "https://github.com/executablebooks/jupyter-book",
+            "use_repository_button": True,
+            "launch_buttons": {"binderhub_url": "https://mybinder.org"},
+        }
+    )
+
+
+def test_no_repository_url_means_no_repository_or_launch_buttons(monkeypatch):
+    monkeypatch.delenv(ext.REPOSITORY_ENV, raising=False)
+    config = _config()
+    ext.configure_repository(None, config)
+    opts = config.html_theme_options
+    assert opts["repository_url"] == "" and opts["use_repository_button"] is False and opts["launch_buttons"] == {}
+
+
+def test_a_configured_repository_url_is_used(monkeypatch):
+    monkeypatch.setenv(ext.REPOSITORY_ENV, "https://github.com/someone/invarirank/")
+    monkeypatch.setenv(ext.BRANCH_ENV, "dev")
+    config = _config()
+    ext.configure_repository(None, config)
+    opts = config.html_theme_options
+    assert opts["repository_url"] == "https://github.com/someone/invarirank"
+    assert opts["repository_branch"] == "dev" and opts["use_repository_button"] is True
+    assert opts["launch_buttons"] == {"binderhub_url": "https://mybinder.org"}
+
+
+def test_launch_links_go_to_the_source_notebook_and_downloads_stay():
+    assert ext.source_notebook("book/generated/rerank/some-run") == "notebooks/rerank.ipynb"
+    assert ext.source_notebook("book/generated/evidence/rerank/some-run") == "notebooks/rerank.ipynb"
+    assert ext.source_notebook("book/generated/results") == "notebooks/results.ipynb"
+    assert ext.source_notebook("book/generated/data/ml-100k") == "notebooks/data.ipynb"
+    assert ext.source_notebook("book/intro") is None
+    page = "book/generated/results"
+    buttons = [
+        {"url": f"https://mybinder.org/v2/gh/o/r/main?urlpath=lab/tree/{page}.ipynb"},
+        {"buttons": [{"url": f"../../_sources/{page}.ipynb"}]},
+    ]
+    context = {"header_buttons": buttons}
+    ext.rewrite_launch_links(None, page, "", context, None)
+    assert buttons[0]["url"].endswith("urlpath=lab/tree/notebooks/results.ipynb")
+    assert buttons[1]["buttons"][0]["url"] == f"../../_sources/{page}.ipynb"
+
+
+def test_a_page_shows_the_parameters_it_ran_with_without_machine_paths(tmp_path):
+    """A run page of the evidence grid showed the notebook's defaults (M = 8, 5 queries) beside a run of M = 20 and
+    40 queries: the injected cell takes the defaults' collapsed place, without this machine's folders."""
+    folder = tmp_path / "book" / "generated" / "rerank"
+    folder.mkdir(parents=True)
+
+    def notebook(defaults_tags):
+        return {
+            "cells": [
+                {
+                    "cell_type": "code",
+                    "metadata": {"tags": ["parameters", *defaults_tags]},
+                    "source": "K = 10\nM = 8",
+                    "outputs": [],
+                },
+                {
+                    "cell_type": "code",
+                    "metadata": {"tags": ["injected-parameters"]},
+                    "source": '# Parameters\nK = 25\nM = 20\nresults_dir = "/work/x/results"\n'
+                    "grid_file = 'C:\\\\x.yaml'\ncache_dir = None\nlabel = \"ml\"",
+                    "outputs": [],
+                },
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+
+    (folder / "run.ipynb").write_text(json.dumps(notebook(["hide-cell"])))
+    (folder / "results.ipynb").write_text(json.dumps(notebook(["remove-cell"])))
+    ext.hide_injected_parameters(SimpleNamespace(srcdir=str(tmp_path)))
+    defaults, injected = json.loads((folder / "run.ipynb").read_text())["cells"]
+    assert "remove-cell" in defaults["metadata"]["tags"]
+    assert injected["metadata"]["tags"] == ["injected-parameters", "hide-cell"]
+    assert injected["source"].splitlines()[1:] == ["K = 25", "M = 20", "cache_dir = None", 'label = "ml"']
+    assert "/work" not in injected["source"] and "C:" not in injected["source"]
+    before = (folder / "run.ipynb").read_text()
+    ext.hide_injected_parameters(SimpleNamespace(srcdir=str(tmp_path)))  # a second build changes nothing
+    assert (folder / "run.ipynb").read_text() == before
+    _, injected = json.loads((folder / "results.ipynb").read_text())["cells"]  # its defaults are off the page
+    assert "remove-cell" in injected["metadata"]["tags"] and "hide-cell" not in injected["metadata"]["tags"]
