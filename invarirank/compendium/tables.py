@@ -118,8 +118,16 @@ def format_ci(value: float, low: float, high: float, digits: int = 3, html: bool
 
 
 def with_caption(df: pd.DataFrame, caption: str) -> Any:
-    """A pandas Styler with a caption (the glued HTML then carries the setting with the numbers)."""
+    """A pandas Styler with a caption (the glued HTML then carries the setting with the numbers). A named index
+    (single-level columns) has its name in the columns' header row, top left, not in a header row of its own that
+    is empty but for it (pandas' default); of a multi-level index, the last level's name."""
+    names = any(n is not None for n in df.index.names) and not isinstance(df.columns, pd.MultiIndex)
+    if names:
+        df = df.copy()
+        df.columns.name = df.index.names[-1]
     styler = df.style.set_caption(caption)
+    if names:
+        styler = styler.hide(names=True, axis="index")
     return styler.set_table_styles(
         [
             {
