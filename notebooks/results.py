@@ -216,9 +216,10 @@ display(Markdown(figure_sentences.figure2_sentence(sweep)))
 # %% [markdown]
 # ## Every claimed pair, and the queries it would need
 #
-# The pairs of the main run's claims with their 95% paired bootstrap interval, and for an unresolved pair the
-# number of queries that would resolve its observed difference with 80% power (from the observed mean and
-# spread, by the normal approximation: a planning figure, not a promise).
+# The pairs of the main run's claims with their 95% paired bootstrap interval, and for an unresolved pair in the
+# paper's direction the number of queries that would resolve its observed difference with 80% power (from the
+# observed mean and spread, by the normal approximation: a planning figure, not a promise). A pair whose observed
+# difference has the wrong sign gets none: more queries would plan for the opposite of the claim.
 
 # %% tags=["remove-input"]
 pairs = compendium.pairwise_table(main)

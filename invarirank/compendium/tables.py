@@ -302,7 +302,8 @@ def table1(
             f" Marks: the paper's claimed pairs, on the row of the method the paper finds better, against the "
             f"method named: {MARKS['resolved']} resolved in the paper's direction, {MARKS['against']} "
             f"resolved against it, {MARKS['unresolved']} unresolved (paired sign-flip test over queries, "
-            f"Holm-adjusted p < 0.05 over the claim's pairs)."
+            f"Holm-adjusted p < 0.05 over the claim's pairs); “other way”: the observed difference has the wrong "
+            f"sign."
         )
     return with_caption(df, caption) if styled else df
 

@@ -83,12 +83,14 @@ def pair_state(pair: Mapping[str, Any]) -> str:
 
 def claim_marks(run: Run) -> dict[tuple[str, str], list[str]]:
     """``{(method, metric): ["● vs bootstrapping", ...]}``: for each claimed pair, a mark on the row of the method
-    the paper finds better, naming the method it should beat (:data:`MARKS`)."""
+    the paper finds better, naming the method it should beat (:data:`MARKS`), and "other way" when an unresolved
+    pair's observed difference has the wrong sign."""
     out: dict[tuple[str, str], list[str]] = {}
     for verdict in run_claims(run).values():
         for pair in verdict["pairs"]:
+            other = ", other way" if pair["direction"] == "reversed" and not pair["resolved"] else ""
             out.setdefault((pair["better"], verdict["metric"]), []).append(
-                f"{MARKS[pair_state(pair)]} vs {method_label(pair['worse'])}"
+                f"{MARKS[pair_state(pair)]} vs {method_label(pair['worse'])}{other}"
             )
     return out
 

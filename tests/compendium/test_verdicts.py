@@ -78,8 +78,16 @@ def test_verdict_sentences_follow_the_pairs(simulated_run):
 
 def test_table1_marks_each_claimed_pair_on_the_better_methods_row(simulated_run):
     plain = C.table1([simulated_run], styled=False)
-    assert plain.loc["SGS", "LOC"].endswith("(○ vs bootstrapping)")
-    assert plain.loc["STELLA_LW", "HR@5"].endswith("(○ vs zero-shot; ○ vs bootstrapping; ○ vs SGS)")
+    claims = C.run_claims(simulated_run)
+
+    def mark(claim: str, worse: str) -> str:  # "○ vs X", with "other way" for an unresolved wrong-sign pair
+        p = next(p for p in claims[claim]["pairs"] if p["worse"] == worse)
+        return f"○ vs {C.labels.method_label(worse)}" + (", other way" if p["direction"] == "reversed" else "")
+
+    assert plain.loc["SGS", "LOC"].endswith(f"({mark('loc_order', 'bootstrapping')})")
+    assert plain.loc["STELLA_LW", "HR@5"].endswith(
+        "(" + "; ".join(mark("hr5_stella_best", m) for m in ("zero_shot", "bootstrapping", "sgs")) + ")"
+    )
     assert "(" not in plain.loc["STELLA_LW", "LOC"] and "(" not in plain.loc["SGS", "nDCG@5"]
     flipped = C.table1([_resolve(simulated_run, "loc_order", "reversed")], styled=False)
     assert flipped.loc["SGS", "LOC"].endswith("(✗ vs bootstrapping)")
@@ -89,7 +97,7 @@ def test_table1_marks_each_claimed_pair_on_the_better_methods_row(simulated_run)
         .endswith("(● vs STELLA_LW)")
     )
     styled = C.table1([simulated_run])
-    assert "○ vs bootstrapping</span>" in styled.to_html() and "Marks:" in styled.caption
+    assert f"{mark('loc_order', 'bootstrapping')}</span>" in styled.to_html() and "Marks:" in styled.caption
     assert "(" not in C.table1([simulated_run], styled=False, marks=False).loc["SGS", "LOC"]
 
 
