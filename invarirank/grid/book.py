@@ -131,8 +131,9 @@ def build_book(
     """Execute the book's pages for every grid of the book's rule (:func:`load_book_config`): its data pages
     (``<build>/<grid>/data/``, when it has a complete run), a page per complete run (``<build>/<grid>/rerank/``,
     :func:`book_runs`) and the results page once (``<build>/results.ipynb``); pages of runs no longer there are
-    removed. Up-to-date pages are skipped (their fingerprint). Nothing is computed: returns ``{"executed": [...],
-    "skipped": [...], "grids": {grid: [run, ...]}}``."""
+    removed, and so are the pages a grid executed on its own left in ``<build>/rerank/`` and ``<build>/data/``
+    (the table of contents would list those runs twice). Up-to-date pages are skipped (their fingerprint).
+    Nothing is computed: returns ``{"executed": [...], "skipped": [...], "grids": {grid: [run, ...]}}``."""
     titles = titles or PageTitles()
     if root is None:
         root = project_root(grid_file=config_path) if config_path else project_root()
@@ -179,6 +180,10 @@ def build_book(
             if stale not in keep:
                 print(f"book: removing {stale} (its run is gone or not complete)", file=sys.stderr)
                 stale.unlink()
+    for stale in sorted([*pages.glob("rerank/*.ipynb"), *pages.glob("data/*.ipynb")]):
+        # a grid executed on its own (`invarirank grid FILE`) wrote these; the book's pages replace them
+        print(f"book: removing {stale} (a single grid's page; the book's are under <build>/<grid>/)", file=sys.stderr)
+        stale.unlink()
     params = {
         "grid": None,
         "results_dir": str(results),

@@ -151,3 +151,34 @@ def test_the_grid_main_run_honours_the_main_k(tmp_path):
     assert main_run(grid).run_name == "pp-k6-all" and main_run(grid, 8).run_name == "pp-k8"
     assert [c.run_name for c in main_sweep(grid, 8)] == ["pp-k8", "pp-k6-all"]
     assert isinstance(grid.runs[0], RunConfig)
+
+
+def test_build_book_writes_a_page_per_complete_run_of_every_grid_and_computes_nothing(tmp_path, monkeypatch):
+    """``invarirank book``'s page plan, with papermill replaced by a stand-in that records each page: a page per
+    complete run under ``<build>/<grid>/rerank/`` (none for a run in shards, none for a grid without runs), the
+    results page once with the rule, and stale pages removed; the results folder is left as it was."""
+    import invarirank.grid.book as book_module
+
+    rule = _rule(tmp_path)
+    results, work, build = tmp_path / "results", tmp_path / "work", tmp_path / "build"
+    _compute(tmp_path / "grid-paper-cpu.yaml", results, work)
+    (results / "paper-cpu" / "cpu-k10" / "shards" / "000").mkdir(parents=True)  # begun, not finished
+    for stale in (build / "paper-cpu" / "rerank" / "k009-gone.ipynb", build / "rerank" / "old.ipynb"):
+        stale.parent.mkdir(parents=True, exist_ok=True)
+        stale.write_text("{}")
+    before = sorted(p.relative_to(results) for p in results.rglob("*"))
+    executed: dict[str, dict] = {}
+
+    def fake_execute(source, output, parameters, **kwargs):
+        executed[str(Path(output).relative_to(build))] = dict(parameters)
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text("{}")
+        return True
+
+    monkeypatch.setattr(book_module, "execute_notebook", fake_execute)
+    summary = book_module.build_book(rule, build_dir=build, results_dir=results, work_dir=work, root=ROOT)
+    assert summary["grids"] == {"paper": [], "paper-cpu": ["cpu-k6"]}
+    assert sorted(executed) == ["paper-cpu/rerank/k006-cpu-k6.ipynb", "results.ipynb"]  # synthetic data: no data page
+    assert executed["results.ipynb"]["book_config"] == str(rule.resolve()) and executed["results.ipynb"]["grid"] is None
+    assert not (build / "paper-cpu" / "rerank" / "k009-gone.ipynb").exists() and not list((build / "rerank").glob("*"))
+    assert sorted(p.relative_to(results) for p in results.rglob("*")) == before  # nothing computed
