@@ -129,11 +129,12 @@ def build_book(
     titles: PageTitles | None = None,
 ) -> dict[str, Any]:
     """Execute the book's pages for every grid of the book's rule (:func:`load_book_config`): its data pages
-    (``<build>/<grid>/data/``, when it has a complete run), a page per complete run (``<build>/<grid>/rerank/``,
-    :func:`book_runs`) and the results page once (``<build>/results.ipynb``); pages of runs no longer there are
-    removed, and so are the pages a grid executed on its own left in ``<build>/rerank/`` and ``<build>/data/``
-    (the table of contents would list those runs twice). Up-to-date pages are skipped (their fingerprint).
-    Nothing is computed: returns ``{"executed": [...], "skipped": [...], "grids": {grid: [run, ...]}}``."""
+    (``<build>/<grid>/data/``, one per data set with a complete run, since a data page reads the raw files), a page
+    per complete run (``<build>/<grid>/rerank/``, :func:`book_runs`) and the results page once
+    (``<build>/results.ipynb``). Pages of runs no longer there are removed, and so are the pages a grid executed on
+    its own left in ``<build>/rerank/`` and ``<build>/data/`` (the table of contents would list those runs twice).
+    Up-to-date pages are skipped (their fingerprint). Nothing is computed: returns ``{"executed": [...],
+    "skipped": [...], "grids": {grid: [run, ...]}}``."""
     titles = titles or PageTitles()
     if root is None:
         root = project_root(grid_file=config_path) if config_path else project_root()
@@ -164,7 +165,8 @@ def build_book(
         runs = book_runs(grid.name, results, root)
         summary["grids"][grid.name] = [c.run_name for c in runs]
         keep: list[Path] = []
-        for data in grid.data if runs else []:
+        labels = {c.data_label for c in runs}  # a data page only for a data set with a complete run (raw files)
+        for data in (d for d in grid.data if (d.get("label") or d["dataset"]) in labels):
             out = pages / grid.name / "data" / f"{slug(data.get('label') or data['dataset'])}.ipynb"
             keep.append(out)
             params = data_parameters(data, grid, root)

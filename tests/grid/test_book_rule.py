@@ -182,3 +182,23 @@ def test_build_book_writes_a_page_per_complete_run_of_every_grid_and_computes_no
     assert executed["results.ipynb"]["book_config"] == str(rule.resolve()) and executed["results.ipynb"]["grid"] is None
     assert not (build / "paper-cpu" / "rerank" / "k009-gone.ipynb").exists() and not list((build / "rerank").glob("*"))
     assert sorted(p.relative_to(results) for p in results.rglob("*")) == before  # nothing computed
+
+
+def test_the_committed_rules_page_plan_is_the_committed_complete_runs_and_their_data_sets(tmp_path, monkeypatch):
+    """`invarirank book` with configs/book.yaml on the committed results (papermill replaced by a recorder): a page
+    per committed complete run of each grid, a data page per data set that has one (none for the paper's grid, whose
+    raw files are not here), the results page once."""
+    import invarirank.grid.book as book_module
+
+    executed: list[str] = []
+    monkeypatch.setattr(
+        book_module,
+        "execute_notebook",
+        lambda src, out, params, **kw: executed.append(str(Path(out).relative_to(tmp_path))),
+    )
+    summary = book_module.build_book(build_dir=tmp_path, results_dir=ROOT / "results", root=ROOT)
+    for grid, runs in summary["grids"].items():
+        assert sorted(runs) == sorted(p.name for p in compendium.collect_runs(ROOT / "results", [grid])), grid
+        assert sum(page.startswith(f"{grid}/rerank/") for page in executed) == len(runs)
+        assert sum(page.startswith(f"{grid}/data/") for page in executed) == (1 if runs else 0)
+    assert summary["grids"]["paper"] == [] and executed.count("results.ipynb") == 1
