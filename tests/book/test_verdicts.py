@@ -255,13 +255,14 @@ def test_the_evidence_grid_file_holds_the_issues_runs():
 
 
 def test_the_results_page_prefers_the_paper_cpu_grid_then_the_evidence_grid():
-    """The chain the results page switches along (its default ``preferred_grids``): the paper-cpu grid (Table 1 at
-    K = 25, the sweep at 15/25/50) once its main run and K sweep are complete, else the evidence grid (K = 10)."""
+    """The chain the results page switches along (configs/book.yaml, after the paper's grid, which has no committed
+    run): the paper-cpu grid (Table 1 at K = 25, the sweep at 15/25/50) once its main run and K sweep are complete,
+    else the evidence grid (K = 10)."""
     from invarirank import compendium
-    from invarirank.grid import main_sweep
+    from invarirank.grid.book import load_book_config
 
-    grids = [load_grid(ROOT / "configs" / f"grid-{name}.yaml") for name in ("paper-cpu", "evidence")]
-    paper, evidence = (compendium.grid_choice(g, main_sweep(g)) for g in grids)
+    book = {g.grid.name: g for g in load_book_config(root=ROOT).grids}
+    paper, evidence = (compendium.grid_choice(book[n].grid, book[n].sweep()) for n in ("paper-cpu", "evidence"))
     assert (paper.name, paper.main_run, sorted(paper.needed)) == (
         "paper-cpu",
         "smollm2-span-k25",
