@@ -23,7 +23,7 @@ import sys
 from . import __version__
 from .errors import InvariRankError, RunFailed
 
-COMMANDS = ["data", "retrieve", "rerank", "evaluate", "report", "grid", "models", "assets"]
+COMMANDS = ["data", "retrieve", "rerank", "evaluate", "report", "grid", "book", "models", "assets"]
 
 #: exit statuses (the one rule)
 EXIT_OK, EXIT_FAILED_RUN, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
