@@ -82,8 +82,9 @@ class Design:
 @dataclass(frozen=True)
 class DesignOrder:
     """One order of a design: ``t`` (the row index), ``key`` (what method-internal shuffles are seeded from),
-    ``positions`` (indices into the retrieval order), ``labels`` (the label of each presented position, or ``()``)
-    and ``fields`` (what the row records about the design)."""
+    ``positions`` (indices into the retrieval order), ``labels`` (the label of each presented position: A, B, C, ...
+    by position unless the design permutes them; ``()`` when K exceeds the alphabet) and ``fields`` (what the row
+    records about the design)."""
 
     t: int
     key: int
@@ -128,8 +129,9 @@ def design_orders(query_id: str, k: int, design: Design, seed: int) -> list[Desi
         made = _pinned(query_id, k, design, seed) if name == "pinned" else _sweep(query_id, k, design, seed)
         base = [(t, t, positions) for t, positions in enumerate(made)]
     orders = []
+    by_position = tuple(design.labels[:k]) if k <= len(design.labels) else ()
     for t, key, positions in base:
-        labels: tuple[str, ...] = ()
+        labels = by_position
         fields: dict[str, Any] = {"design": name}
         if name == "label-swap":
             if k > len(design.labels):

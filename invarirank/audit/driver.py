@@ -175,6 +175,7 @@ def rerank(reranker: Any, query: Query, presented: Sequence[str | Item] | None =
         if len(set(given)) != len(given) or not given:
             raise InvariRankError(f"rerank: 'presented' must list distinct candidates of query {query.query_id!r}")
         positions = [by_id[x] for x in given]
-    p = Presentation([query.candidates[i] for i in positions], t=0, seed=seed, positions=positions)
+    labels = DEFAULT_LABELS[: len(positions)] if len(positions) <= len(DEFAULT_LABELS) else ()
+    p = Presentation([query.candidates[i] for i in positions], labels=labels, t=0, seed=seed, positions=positions)
     (answer,) = r.rerank([(query, p)])
     return answer

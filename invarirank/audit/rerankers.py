@@ -59,8 +59,8 @@ REPAIR_KINDS: tuple[str, ...] = ("unknown", "duplicate", "missing")
 class Presentation(tuple):
     """One presented order: a tuple of :class:`~invarirank.types.Item` (index = 0-based presented position) with
 
-    * ``labels``: the label written before each position (``labels[i]`` labels ``self[i]``; ``()`` when the
-      design assigns none: a label-based reranker then uses its own, e.g. A, B, C by position);
+    * ``labels``: the label written before each position (``labels[i]`` labels ``self[i]``): A, B, C, ... by
+      position, except in the ``label-swap`` design, which permutes them (``()`` when K exceeds the alphabet);
     * ``t``: the row's index (the observations' ``permutation``); ``key``: the index the order was drawn with and
       the one method-internal shuffles are seeded from (:class:`invarirank.orders.PresentedOrder`);
     * ``seed``: the audit's seed; ``positions``: indices into ``query.candidates`` (retrieval order).
