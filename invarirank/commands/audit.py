@@ -112,9 +112,9 @@ def build_reranker(args: argparse.Namespace) -> Any:
     from ..audit import from_order, from_scorer, from_scores
 
     if args.callable:
+        fn = load_callable(args.callable)
         if not args.returns:
             raise InvariRankError("--callable needs --returns order|scores (what the function gives back)")
-        fn = load_callable(args.callable)
         name = args.name or args.callable.rsplit(":", 1)[1]
         common = {"name": name, "batched": args.batched, "batch_size": args.batch_size, "uses_labels": args.uses_labels}
         if args.returns == "order":
