@@ -99,12 +99,12 @@ def read_authors(
             raise InvariRankError(
                 f"{where}: neither a harness result ('items') nor a ranked-list record ('permutations')"
             )
-    rows, seen = [], {}
-    for where, qid, name, t, inp, out, rel in lists:
+    rows: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for where, qid, name, given, inp, out, rel in lists:
         if not qid:
             raise InvariRankError(f"{where}: no 'user_id' (the query id)")
-        if t is None:
-            t = seen.get((qid, name), 0)
+        t = seen.get((qid, name), 0) if given is None else given
         seen[(qid, name)] = max(seen.get((qid, name), 0), t + 1)
         relevant = truth.get(qid, []) if truth is not None else rel
         if not relevant:

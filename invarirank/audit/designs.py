@@ -108,7 +108,7 @@ def _pinned(query_id: str, k: int, d: Design, seed: int) -> list[tuple[int, ...]
 
 
 def _sweep(query_id: str, k: int, d: Design, seed: int) -> list[tuple[int, ...]]:
-    out = []
+    out: list[tuple[int, ...]] = []
     for r in range(d.repeats):
         rng = rng_for(seed, query_id, "sweep", r)
         rows, cols, symbols = rng.permutation(k), rng.permutation(k), rng.permutation(k)

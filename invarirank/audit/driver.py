@@ -6,7 +6,7 @@ Stability: full (the package's front door: ``invarirank.audit(...)`` and ``invar
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InvariRankError
@@ -145,7 +145,7 @@ def _row(q: Query, p: Presentation, fields: dict[str, Any], method: str, ans: Ra
     return row
 
 
-def repair_totals(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def repair_totals(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     """Per method: rows, rows the order rule changed, and the ids it dropped or appended by kind."""
     out: dict[str, dict[str, int]] = {}
     for row in rows:

@@ -258,7 +258,7 @@ def from_order(
     _check_callable(fn, name, batch_size)
     return _Callable(
         fn, "order", name, batched, batch_size, on_invalid=_check_on_invalid(on_invalid), uses_labels=uses_labels
-    )  # type: ignore[return-value]
+    )
 
 
 def from_scores(
@@ -277,7 +277,7 @@ def from_scores(
     _check_callable(fn, name, batch_size)
     return _Callable(
         fn, "scores", name, batched, batch_size, higher_is_better=bool(higher_is_better), uses_labels=uses_labels
-    )  # type: ignore[return-value]
+    )
 
 
 @dataclass
@@ -317,7 +317,7 @@ def from_scorer(scorer: Scorer, method: str = "zero_shot", *, name: str | None =
         raise InvariRankError(f"from_scorer: {type(scorer).__name__} is not a scorer (name, score, identity)")
     if method == "stella" and "matrix" not in options:
         raise InvariRankError("from_scorer: method 'stella' needs matrix= (STELLA_LW's K×K calibration)")
-    return _ScorerMethod(scorer, method, dict(options), name or method)  # type: ignore[return-value]
+    return _ScorerMethod(scorer, method, dict(options), name or method)
 
 
 def as_reranker(obj: Any, who: str = "audit") -> Reranker:

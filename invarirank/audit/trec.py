@@ -63,7 +63,9 @@ def write_trec_run(path: str | os.PathLike, rows: Any) -> Path:
     """Write observation rows (a file, a DataFrame or rows; validated) as a TREC run with its presented-order and
     qrels files (module docstring); returns the run's path. Every method and order gets its own tag."""
     valid = as_rows(rows, where=f"{path} (rows to write)")
-    run_lines, presented, qrels = [], [], []
+    run_lines: list[str] = []
+    presented: list[str] = []
+    qrels: list[str] = []
     relevant_of: dict[str, list[str]] = {}
     for row in valid:
         qid, method = _token(row["query_id"], "query id"), _token(row["method"], "method")
