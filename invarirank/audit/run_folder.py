@@ -30,9 +30,25 @@ from ..io import atomic_write_json, read_json
 from ..store import VOLATILE_FILE, RunFolder
 from .driver import repair_totals
 
-__all__ = ["write_audit_run", "AUDIT_MANIFEST_VERSION"]
+__all__ = ["write_audit_run", "check_audit_folder", "AUDIT_MANIFEST_VERSION"]
 
 AUDIT_MANIFEST_VERSION = 1
+
+
+def check_audit_folder(out: str | os.PathLike) -> Path:
+    """Check, before any work, that ``out`` can hold an audit: a writable folder (or one that can be made) that
+    holds no other kind of run (its ``manifest.json``, if any, is an audit's)."""
+    from ..io import check_output_dir
+
+    p = check_output_dir(out, "--out")
+    manifest = RunFolder(p).file(RunFolder.MANIFEST)
+    if manifest.is_file():
+        old = read_json(manifest)
+        if not isinstance(old, dict) or old.get("kind") != "audit":
+            raise InvariRankError(
+                f"{out}: holds another run (its manifest.json is not an audit's); choose another --out"
+            )
+    return p
 
 
 def write_audit_run(
@@ -47,14 +63,8 @@ def write_audit_run(
     """Write the run folder ``out`` (module docstring) from ``rows``; returns its metrics. ``rerankers`` are the
     rerankers' identities, ``design`` the design's settings (:meth:`invarirank.audit.Design.to_json`)."""
     t0 = time.perf_counter()
-    folder = RunFolder(out)
+    folder = RunFolder(check_audit_folder(out))
     manifest_path = folder.file(folder.MANIFEST)
-    if manifest_path.is_file():
-        old = read_json(manifest_path)
-        if not isinstance(old, dict) or old.get("kind") != "audit":
-            raise InvariRankError(
-                f"{out}: holds another run (its manifest.json is not an audit's); choose another --out"
-            )
     Path(out).mkdir(parents=True, exist_ok=True)
     obs = write_observations(folder.file(folder.OBSERVATIONS), rows)
     metrics = evaluate(obs, ks=(1, 5, 10), exposure_k=5, n_bootstrap=1000, seed=seed)

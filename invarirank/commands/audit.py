@@ -150,11 +150,12 @@ def format_sister(sister: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ..audit import Design, audit, repair_totals
-    from ..audit.run_folder import write_audit_run
+    from ..audit.run_folder import check_audit_folder, write_audit_run
     from ..candidates import read_candidates
     from ..evaluation import sister_measures
     from ..evaluation.report import format_table
 
+    check_audit_folder(args.out)
     design = Design(args.design, args.M, args.repeats, args.pin_item, args.pin_position)
     reranker = build_reranker(args)
     queries = read_candidates(args.candidates)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
+
+from ..errors import InvariRankError
 
 
 def register(subparsers: Any) -> None:
@@ -22,6 +25,8 @@ def run_export(args: argparse.Namespace) -> int:
     from ..io import check_output_file
 
     out = check_output_file(args.out, "--out")
+    if out.resolve() == Path(args.file).resolve():
+        raise InvariRankError(f"--out {out} is the observations file; expected a new run file")
     write_trec_run(out, args.file)
     print(f"wrote {out} (+ .presented.jsonl, .qrels)", file=sys.stderr)
     return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
@@ -48,6 +49,9 @@ def run_import(args: argparse.Namespace) -> int:
     from ..io import check_output_file
 
     out = check_output_file(args.out, "--out")
+    inputs = [getattr(args, name, None) for name in ("file", "presented", "qrels", "candidates", "requests")]
+    if any(x and Path(x).resolve() == out.resolve() for x in inputs):
+        raise InvariRankError(f"--out {out} is one of the input files; expected a new observations file")
     if args.layout == "trec":
         from ..audit.trec import read_trec_run
 
