@@ -87,11 +87,12 @@ def query_sister_measures(outputs: Sequence[Sequence[str]], relevant: Sequence[s
             iu = np.triu_indices(M, 1)
             out[f"jaccard@{k}"] = float((inter[iu] / (2 * k - inter[iu])).mean())
     if K >= 3:
-        A = (2 * W > M).astype(np.int64)
+        # 0/1 matrices in float64 (BLAS matmul); the traces are integers far below 2**53, so exact
+        A = (2 * W > M).astype(np.float64)
         D = A + A.T
-        decided = int(np.trace(D @ D @ D)) // 6
+        decided = round(float(np.trace(D @ D @ D))) // 6
         if decided:
-            out["intransitive_triads"] = float(int(np.trace(A @ A @ A)) // 3 / decided)
+            out["intransitive_triads"] = round(float(np.trace(A @ A @ A))) // 3 / decided
     truth = set(relevant)
     cols = [i for i, x in enumerate(items) if x in truth]
     if cols:
