@@ -12,7 +12,8 @@ JSON array (``write_in_json_format``); both are read. Its shapes, from its ``dat
 * the **output** is the result's ``candidates`` list, best first, completed by the order rule of
   :mod:`invarirank.audit.rerankers` (counted in ``repairs``);
 * the i-th result of a query answers the i-th request of that query (rank_llm keeps the request order), and is
-  presented order ``t = i`` (0-based); every other field (``invocations_history``, ...) is ignored;
+  presented order ``t = i`` (0-based); a request without a result, or a result without a request, is an error;
+  every other field (``invocations_history``, ...) is ignored;
 * docids and qids that are JSON integers become their decimal strings; the ground truth comes from a TREC qrels file
   (RELEVANCE >= ``min_relevance``), since rank_llm keeps it outside its records.
 """
@@ -119,4 +120,10 @@ def read_rank_llm(
         )
     if not rows:
         raise InvariRankError(f"{results}: no results")
+    unanswered = {
+        qid: len(orders) - used.get(qid, 0) for qid, orders in presented.items() if len(orders) > used.get(qid, 0)
+    }
+    if unanswered:
+        qid, n = next(iter(unanswered.items()))
+        raise InvariRankError(f"{results}: {n} request(s) of query {qid!r} in {requests} have no result")
     return as_rows(rows, where=str(results))

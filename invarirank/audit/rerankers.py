@@ -9,7 +9,10 @@ candidates (:class:`~invarirank.types.Item`) in the order they are shown, 0-base
 ``labels`` written before them (for label-based prompts), the order's index ``t`` and key and the audit's ``seed``.
 Taking many requests at once lets an adapter batch them (a served model sends them concurrently); an adapter that
 answers one at a time loops. ``name`` becomes the observations' ``method``; ``identity()`` (JSON-able) goes to the
-run's manifest.
+run's manifest. A served model plugs in as one more :class:`Reranker`: its ``rerank`` may send the requests
+concurrently, and every request is identified by what it holds (``query.query_id``, ``presented.t``, the presented
+ids, ``presented.labels``, ``presented.seed``), so a journal of requests and answers keyed by them lets an
+interrupted audit resume with identical rows.
 
 **Order callables** return ranked ids, best first. A ranking that is not a permutation of the presented ids is
 handled by ONE stated rule, and every change is counted in the row's ``repairs`` (never silent):

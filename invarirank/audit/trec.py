@@ -20,7 +20,8 @@ Import (:func:`read_trec_run`): a list's output is its lines by descending SCORE
 then file order), completed by the order rule of :mod:`invarirank.audit.rerankers` (unknown ids dropped,
 duplicates dropped, missing candidates appended in presented order — a run cut at a top-k depth — every change
 counted in the row's ``repairs``). A TAG of the form ``METHOD@T`` gives the method and the permutation; any other
-tag is the method, with permutation 0 (one list per query and tag). Without a presented-order file, a
+tag is the method, with permutation 0 (one list per query and tag). Every presented order of the side file
+needs its list in the run (an unanswered order is an error, not a row left out). Without a presented-order file, a
 candidates file gives the presented order of every list (the first stage's order: a run of one order per query).
 """
 
@@ -175,6 +176,13 @@ def read_trec_run(
         inputs = _presented(side)
     if qrels is not None or candidates is None:
         truth = read_qrels(qrels if qrels is not None else qrels_path(p), min_relevance)
+    if candidates is None:
+        unanswered = [key for key in inputs if key not in lists]
+        if unanswered:
+            raise InvariRankError(
+                f"{p}: no list for query {unanswered[0][0]!r}, tag {unanswered[0][1]!r} of the presented-order file "
+                f"({len(unanswered)} presented orders unanswered); expected one list for every presented order"
+            )
     rows = []
     for (qid, tag), entries in lists.items():
         if (qid, tag) not in inputs:

@@ -109,12 +109,24 @@ def test_rank_llm_round_trip(rows, tmp_path, as_array):
     assert ir.evaluate(back, n_bootstrap=20) == ir.evaluate(core(one), n_bootstrap=20)
 
 
-def test_rank_llm_needs_a_request_for_every_result(rows, tmp_path):
+@pytest.mark.parametrize("lost, message", [("requests", "has no request"), ("results", "have no result")])
+def test_rank_llm_pairs_every_request_with_a_result(rows, tmp_path, lost, message):
     one = [r for r in rows if r["method"] == "sgs"]
     requests, results, qrels = write_rank_llm(one, tmp_path)
-    requests.write_text("".join(requests.read_text().splitlines(keepends=True)[:-1]))  # the last request is lost
-    with pytest.raises(ir.InvariRankError, match="has no request"):
+    cut = requests if lost == "requests" else results
+    cut.write_text("".join(cut.read_text().splitlines(keepends=True)[:-1]))  # the last line is lost
+    with pytest.raises(ir.InvariRankError, match=message):
         read_rank_llm(results, requests=requests, qrels=qrels)
+
+
+def test_a_trec_run_must_answer_every_presented_order(rows, tmp_path):
+    run = write_trec_run(tmp_path / "r.run", rows)
+    last_tag = run.read_text().splitlines()[-1].split()[-1]
+    run.write_text(
+        "".join(line for line in run.read_text().splitlines(keepends=True) if not line.endswith(f" {last_tag}\n"))
+    )
+    with pytest.raises(ir.InvariRankError, match="presented orders unanswered"):
+        read_trec_run(run)
 
 
 def harness_records(rows):
