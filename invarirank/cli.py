@@ -1,7 +1,7 @@
 """The ``invarirank`` command line: every entry point of the project behind one verb.
 
-``data``, ``retrieve``, ``rerank``, ``audit``, ``import``, ``export``, ``evaluate``, ``report``, ``grid``, ``models``
-and ``assets``; each lives in ``invarirank/commands/<name>.py`` (``import`` in ``imports.py``) and exposes
+``data``, ``retrieve``, ``rerank``, ``audit``, ``import``, ``export``, ``evaluate``, ``report``, ``grid``, ``book``,
+``models`` and ``assets``; each lives in ``invarirank/commands/<name>.py`` (``import`` in ``imports.py``) and exposes
 ``register(subparsers)``, which adds its parser and sets ``func`` (called with the parsed arguments). The old module
 forms (``python -m invarirank.grid``, ``python -m invarirank.llm.models``, ``python -m invarirank.assets``) are
 aliases that call :func:`main`.
@@ -24,7 +24,20 @@ import sys
 from . import __version__
 from .errors import InvariRankError, RunFailed
 
-COMMANDS = ["data", "retrieve", "rerank", "audit", "import", "export", "evaluate", "report", "grid", "models", "assets"]
+COMMANDS = [
+    "data",
+    "retrieve",
+    "rerank",
+    "audit",
+    "import",
+    "export",
+    "evaluate",
+    "report",
+    "grid",
+    "book",
+    "models",
+    "assets",
+]
 #: the module of a verb that is a Python keyword (``invarirank/commands/imports.py`` for ``import``)
 _MODULE = {"import": "imports"}
 
