@@ -27,7 +27,7 @@ help:
 	@echo "make book   — set up, run the default grid (ML-100K, SmolLM2-135M), then build the Jupyter Book from every grid of configs/book.yaml"
 	@echo "make test   — set up, lint, and run the whole test suite (includes a smoke build of the book)"
 	@echo "make test-fast — no root, no model: the venv only, then the tests that need no model, browser or book"
-	@echo "make lint   — ruff over the code and mypy over invarirank/evaluation and invarirank/runner"
+	@echo "make lint   — ruff over the code and mypy over invarirank/evaluation, invarirank/runner and invarirank/audit"
 	@echo "make setup  — only the set-up (venv, data, models, browser, MathJax); idempotent"
 	@echo "make bench  — the benchmark scripts (ratios measured in one run)"
 	@echo "make notebooks — sync notebooks/*.py (source) to their paired .ipynb"
