@@ -169,9 +169,9 @@ def test_the_readme_states_the_headline_counts_of_the_committed_runs():
     main = next(r for r in runs if r.K == 25)
     counts = S.verdict_counts(S.section5_rows(main, C.sweep_runs(runs, main), [main]))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    paragraph = " ".join(readme.split("## What we found", 1)[1].split("##", 1)[0].split())
+    paragraph = " ".join(readme.split("**Found**", 1)[1].split("##", 1)[0].split())
     testable = sum(counts[c] for c in S.CATEGORIES)
-    assert f"the {testable} claims" in paragraph and f"**{counts['reproduced']} reproduced**" in paragraph
+    assert f"of {testable} testable claims," in paragraph and f"**{counts['reproduced']} reproduced**" in paragraph
     for category in S.CATEGORIES[1:]:
         assert f"{counts[category]} {category}" in paragraph, category
-    assert f"{counts[S.NOT_TESTABLE]} claims cannot be tested" in paragraph
+    assert f"{counts[S.NOT_TESTABLE]} cannot be tested" in paragraph
