@@ -115,9 +115,9 @@ def get_the_code(url: str) -> str:
             '`pip install ".[lab]"`.'
         )
     return (
-        f"**Get the code.** {where} The student notebook of this page (the download button above, or "
-        f"[lab-student.ipynb](../{STUDENT_LAB})) then runs wherever you save it: outside a clone it computes the "
-        "precomputed sweep itself, once (about a minute of CPU time). No GPU, model or torch is needed."
+        f"**Get the code.** {where} The student version of this notebook (`lab-student.ipynb`, the page's download "
+        "button) then runs wherever you save it: outside a clone it computes the precomputed sweep itself, once "
+        "(about a minute of CPU time). No GPU, model or torch is needed."
     )
 
 
