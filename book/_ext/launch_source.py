@@ -94,6 +94,28 @@ def repository_url(options: dict[str, Any]) -> str:
     return (os.environ.get(REPOSITORY_ENV, "").strip() or str(options.get("repository_url") or "").strip()).rstrip("/")
 
 
+#: the hosts whose repository links the book's theme (and Binder) can build, by the provider name the theme takes
+PROVIDERS = {"github.com": "github", "gitlab.com": "gitlab", "bitbucket.org": "bitbucket"}
+
+
+def provider(url: str) -> str:
+    """The theme's provider name for ``url``'s host; any other host is one clear error (the theme would stop the
+    build with "Provider not recognized")."""
+    from urllib.parse import urlsplit
+
+    from sphinx.errors import ConfigError
+
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    name = PROVIDERS.get(host) or ("gitlab" if host.startswith("gitlab.") else None)
+    if parts.scheme not in ("http", "https") or name is None or parts.path.strip("/").count("/") != 1:
+        raise ConfigError(
+            f"_config.yml: repository.url (or ${REPOSITORY_ENV}) = {url!r}: expected a repository's web address "
+            f"on {', '.join(PROVIDERS)} (https://<host>/<owner>/<name>), or empty for none"
+        )
+    return name
+
+
 def install_command(url: str) -> str:
     """The one command that installs what the lab needs (the torch-free core and the ``lab`` extra)."""
     if url:
@@ -130,6 +152,7 @@ def configure_repository(app: Any, config: Any) -> None:
     config.myst_substitutions = {**substitutions, "get_the_code": get_the_code(url)}
     if url:
         options["repository_url"] = url
+        options["repository_provider"] = provider(url)
         options["repository_branch"] = (
             os.environ.get(BRANCH_ENV, "").strip() or str(options.get("repository_branch") or "").strip() or "main"
         )

@@ -9,6 +9,8 @@ import importlib.util
 import json
 from types import SimpleNamespace
 
+import pytest
+
 from tests.support import ROOT
 
 _spec = importlib.util.spec_from_file_location("launch_source", ROOT / "book" / "_ext" / "launch_source.py")
@@ -52,22 +54,32 @@ def test_no_repository_url_means_no_buttons_and_a_box_that_says_so(monkeypatch):
 def test_the_config_setting_sets_every_place_that_names_the_repository(monkeypatch):
     monkeypatch.delenv(ext.REPOSITORY_ENV, raising=False)
     monkeypatch.delenv(ext.BRANCH_ENV, raising=False)
-    config = _config("https://git.example.org/someone/invarirank/")
+    config = _config("https://gitlab.com/someone/invarirank/")
     ext.configure_repository(None, config)
     opts = config.html_theme_options
-    url = "https://git.example.org/someone/invarirank"
+    url = "https://gitlab.com/someone/invarirank"
     assert opts["repository_url"] == url and opts["repository_branch"] == "main"
     assert opts["use_repository_button"] is True and opts["launch_buttons"] == {"binderhub_url": "https://mybinder.org"}
     box = config.myst_substitutions["get_the_code"]
     assert f"git clone {url}" in box and f'pip install "invarirank[lab] @ git+{url}"' in box
-    assert ext.install_command(url) in box
+    assert ext.install_command(url) in box and opts["repository_provider"] == "gitlab"
+
+
+def test_an_address_the_theme_cannot_link_is_one_clear_error(monkeypatch):
+    """The theme stops the build on an unknown host ("Provider not recognized"): say which setting and what it takes."""
+    from sphinx.errors import ConfigError
+
+    monkeypatch.delenv(ext.REPOSITORY_ENV, raising=False)
+    for url in ("https://git.example.org/someone/invarirank", "github.com/someone/invarirank", "https://github.com/x"):
+        with pytest.raises(ConfigError, match=r"repository\.url .*expected a repository's web address on github\.com"):
+            ext.configure_repository(None, _config(url))
 
 
 def test_the_environment_replaces_the_setting_for_one_build(monkeypatch):
     """The publishing workflow sets INVARIRANK_REPOSITORY_URL to the repository it runs in (a fork names itself)."""
     monkeypatch.setenv(ext.REPOSITORY_ENV, "https://github.com/someone/invarirank/")
     monkeypatch.setenv(ext.BRANCH_ENV, "dev")
-    config = _config("https://git.example.org/upstream/invarirank")
+    config = _config("https://gitlab.com/upstream/invarirank")
     ext.configure_repository(None, config)
     opts = config.html_theme_options
     assert opts["repository_url"] == "https://github.com/someone/invarirank"
