@@ -63,6 +63,7 @@ from .prose import (
 )
 from .select import (
     GridChoice,
+    choice_runs,
     collect_runs,
     committed_queries,
     grid_choice,
@@ -99,6 +100,7 @@ __all__ = [
     "Run",
     "load_run",
     "collect_runs",
+    "choice_runs",
     "main_run",
     "main_k",
     "sweep_runs",

@@ -19,9 +19,9 @@ from ..evaluation.comparisons import ALPHA, comparison
 from ..methods.registry import LAB_CONTRAST
 from ..store import Run
 from .figures import DPI, method_colors, method_markers
-from .labels import METHODS, RUN_METRICS, method_label, metric_label, signed
+from .labels import METHODS, RUN_METRICS, method_label, metric_label, p_value, signed
 from .select import collect_runs
-from .tables import metrics_frame
+from .tables import metrics_frame, with_caption
 from .verdicts import fewest_queries, queries_needed
 
 __all__ = [
@@ -171,12 +171,14 @@ def planned_queries(run: Run, metric: str, better: str, worse: str, cap: int = 2
     return int(min(max(wanted, fewest_queries(1)), cap))
 
 
-def resolution_table(runs: Mapping[float, Mapping[str, Run]], metric: str, better: str, worse: str) -> pd.DataFrame:
+def resolution_table(
+    runs: Mapping[float, Mapping[str, Run]], metric: str, better: str, worse: str, *, styled: bool = True
+) -> Any:
     """Observed versus resolved: for each bias strength and each labelled run of it, the paired comparison of
     ``better`` - ``worse`` on ``metric`` (one pair, so no Holm correction): queries, mean difference [95% paired
     bootstrap interval], sign-flip p with whether it resolves the pair (p < 0.05), and the queries that would resolve it
     with 80% power planned from that run, resolved or not (never fewer than the exact test needs at all): the pilot's
-    is the size of the fresh run beside it."""
+    is the size of the fresh run beside it. ``styled``: a captioned table like the book's others, else the frame."""
     records = []
     for strength, labelled in runs.items():
         for label, run in labelled.items():
@@ -190,11 +192,19 @@ def resolution_table(runs: Mapping[float, Mapping[str, Run]], metric: str, bette
                     "queries": rec["n"],
                     f"{method_label(better)} − {method_label(worse)}": signed(rec["mean_diff"])
                     + (f" [{signed(ci[0])}, {signed(ci[1])}]" if ci else ""),
-                    "p": f"{rec['p']:.4f} ({'resolved' if rec['p'] < ALPHA else 'not resolved'})",
+                    "p": f"{p_value(rec['p'])} ({'resolved' if rec['p'] < ALPHA else 'not resolved'})",
                     "queries for 80% power": "–" if need is None else f"{need:,}",
                 }
             )
-    return pd.DataFrame.from_records(records).set_index(["bias strength", "run"])
+    df = pd.DataFrame.from_records(records).set_index(["bias strength", "run"])
+    if not styled:
+        return df
+    caption = (
+        f"{method_label(better)} − {method_label(worse)} on {metric_label(metric)}, paired over queries: mean "
+        f"difference [95% paired bootstrap interval], sign-flip p (resolved when p < {ALPHA}), and the queries that "
+        f"would resolve it with 80% power, planned from each run."
+    )
+    return with_caption(df, caption)
 
 
 def inversion_table(frame: pd.DataFrame, shape: str = "primacy") -> pd.DataFrame:

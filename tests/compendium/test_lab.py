@@ -15,6 +15,7 @@ import jupytext
 import pytest
 
 from invarirank import compendium as C
+from invarirank.compendium.labels import p_value
 from tests.support import ROOT
 
 BLOCKER = textwrap.dedent("""
@@ -51,9 +52,9 @@ def test_observed_versus_resolved_helpers(simulated_run):
     planned = lab.planned_queries(simulated_run, "loc", "sgs", "zero_shot", cap=10**9)
     assert planned == max(record["queries_80"], 6)
     assert lab.planned_queries(simulated_run, "loc", "sgs", "zero_shot", cap=6) == 6
-    table = lab.resolution_table({2.0: {"five": simulated_run}}, "loc", "sgs", "zero_shot")
+    table = lab.resolution_table({2.0: {"five": simulated_run}}, "loc", "sgs", "zero_shot", styled=False)
     row = table.loc[(2.0, "five")]
-    assert row["queries"] == 5 and row["p"] == f"{record['p']:.4f} (not resolved)"
+    assert row["queries"] == 5 and row["p"] == f"{p_value(record['p'])} (not resolved)"
     assert row["SGS − zero-shot"].startswith(f"{record['mean_diff']:+.3f} [".replace("-", "−"))
     assert "-" not in row["SGS − zero-shot"]  # true minus signs
     # a pair never plans fewer queries than the exact test needs to reach p < 0.05 at all (6)
@@ -61,7 +62,7 @@ def test_observed_versus_resolved_helpers(simulated_run):
         assert int(row["queries for 80% power"].replace(",", "")) == max(record["queries_80"], 6)
     resolved = copy.deepcopy(simulated_run)  # a resolved pilot still shows the size it plans
     resolved.metrics["comparisons"]["loc"]["zero_shot"]["sgs"]["p"] = 0.001  # stored A before B, file order
-    row = lab.resolution_table({2.0: {"pilot": resolved}}, "loc", "sgs", "zero_shot").loc[(2.0, "pilot")]
+    row = lab.resolution_table({2.0: {"pilot": resolved}}, "loc", "sgs", "zero_shot", styled=False).loc[(2.0, "pilot")]
     assert row["p"].endswith("(resolved)") and row["queries for 80% power"] != "–"
 
 
