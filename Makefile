@@ -20,7 +20,8 @@ export PYTHONHASHSEED := 0
 export MPLBACKEND ?= Agg
 
 STAMP := $(VENV)/.invarirank-installed
-# the light install of `make test-fast`: the core and the test tools, no torch, no models, no book
+# the light install of `make test-fast`: the core, the test tools and the notebook runners; no torch, no models,
+# no Jupyter Book
 LIGHT_STAMP := $(VENV)/.invarirank-light
 
 .PHONY: help venv venv-light setup system lint test test-fast book bench notebooks grid clean-book
@@ -28,7 +29,7 @@ LIGHT_STAMP := $(VENV)/.invarirank-light
 help:
 	@echo "make book   — set up, run the default grid (ML-100K, SmolLM2-135M) and build the Jupyter Book"
 	@echo "make test   — set up, lint, and run the whole test suite (includes a smoke build of the book)"
-	@echo "make test-fast — no root, no torch: a light venv (the core and pytest), then the tests that need no model"
+	@echo "make test-fast — no root, no torch: a light venv (core, test tools, notebook runners), then the tests"
 	@echo "make lint   — ruff (check and format --check) over the code, mypy over the packages it covers"
 	@echo "make setup  — only the set-up (venv, data, models, browser, MathJax); idempotent"
 	@echo "make bench  — the benchmark scripts (ratios measured in one run)"
@@ -46,12 +47,13 @@ $(STAMP): pyproject.toml
 
 venv-light: $(LIGHT_STAMP)
 
-# the full install satisfies the light one; otherwise only the core dependencies and the test extra (no torch)
+# the full install satisfies the light one; otherwise only the core dependencies and the test and notebooks extras
 $(LIGHT_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then echo "venv-light: the full install is there"; else \
 	    $(PY) -m pip install -q --disable-pip-version-check --upgrade pip && \
-	    $(PY) -m pip install -q --disable-pip-version-check -e ".[test]"; fi
+	    $(PY) -m pip install -q --disable-pip-version-check -e ".[test,notebooks]" && \
+	    $(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null; fi
 	@touch $@
 
 system:

@@ -8,7 +8,7 @@ queries, one id that is not a candidate. Ids mix numeric strings and ASIN-like s
 
 Measured, for each scenario (default: 1,000 queries x K=25 x M=20 and 200 queries x K=50 x M=20, one method):
 
-- fast: wall time of a subprocess ``python -m invarirank.cli evaluate FILE --output OUT`` (defaults: k 1,5,10,
+- fast: wall time of a subprocess ``python -m invarirank evaluate FILE --output OUT`` (defaults: k 1,5,10,
   exposure@5, 3 buckets, exact Kemeny on (unused: K > 10), 1,000 bootstrap replicates) — start-up, reading,
   validation, metrics, intervals and writing included; the best of ``--repeats`` runs (the median is printed too);
 - literal: ``tests.support.literal_evaluator`` (read + metrics, no intervals) in this process on the first
@@ -96,7 +96,7 @@ def time_cli(path: Path, out: Path) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "invarirank.cli", "evaluate", str(path), "--output", str(out)],
+        [sys.executable, "-m", "invarirank", "evaluate", str(path), "--output", str(out)],
         cwd=ROOT,
         env=env,
         capture_output=True,

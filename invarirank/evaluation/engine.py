@@ -38,15 +38,15 @@ A - B; :mod:`.comparisons`), ``claims`` judges the paper's claims whose methods 
 (:mod:`.claims`); both are empty with one method or ``n_permutations`` = 0. There is no NaN anywhere, and the same
 input and settings give the same dictionary (so byte-identical JSON).
 
-Schema 4 is schema 3 with those basic intervals of the two exposure deviations (schema 3 gave them percentile
-intervals, which could lie wholly above the value). ``references`` (since schema 3) holds the reference rows of
-:mod:`.references`: the first stage's own order (only when its rankings are given) and a uniformly random order
-(exact effectiveness; PPI/GPI/LOC over ``settings["reference_replicates"]`` seeded draws; absent when that is 0),
-each compared with every method.
-Schema 2 was the same without ``references`` and ``settings["reference_replicates"]``, schema 1 also without
-``comparisons``, ``claims`` and ``settings["permutations"]``; no committed run has either. A metrics dictionary
-read back from a file is checked with :func:`check_metrics_version`: another schema version is one clear error
-naming the file and the version.
+``references`` holds the reference rows of :mod:`.references`, so that a method's numbers can be read against what
+no reranking and no model would give: the first stage's own order (only when its rankings are given) and a
+uniformly random order (exact effectiveness; PPI/GPI/LOC over ``settings["reference_replicates"]`` seeded draws;
+absent when that is 0), each compared with every method.
+
+A metrics dictionary read back from a file is checked with :func:`check_metrics_version`: another schema version is
+one clear error naming the file and the version, because an older shape lacks parts the readers rely on and a newer
+one may mean something else by the same key (``CHANGELOG.md`` lists what each version changed; an older file is
+re-evaluated from its observations, :func:`invarirank.store.refresh_metrics`).
 """
 
 from __future__ import annotations

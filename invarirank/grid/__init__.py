@@ -1,8 +1,8 @@
 """Many runs: grid files (:mod:`.spec`), the book's notebooks through papermill (:mod:`.notebooks`) and the
 ``make book`` path (:mod:`.book_build`: every missing run computed first, with a progress bar, then the notebooks).
 
-Entry point: ``invarirank grid GRID.yaml`` (``python -m invarirank.grid`` is an alias). A grid imports the runner
-and the run store only. Conventions: K is the number of candidates, M the number of presented orders per query; a
+Entry point: ``invarirank grid GRID.yaml`` (``python -m invarirank.grid``: a deprecated alias). A grid imports the
+runner and the run store only. Conventions: K is the number of candidates, M the number of presented orders per query; a
 run's name is ``<dataset>-<retriever>-<model>-<scorer>-k<K>`` unless the grid names it; every random choice is
 seeded from the grid's ``seed``.
 """

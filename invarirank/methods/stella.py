@@ -465,15 +465,16 @@ def load_or_calibrate(
     key = calibration_key(identity, k, queries, n_queries, repeats, seed)
     path = cache_file(cache_dir, key)
     meta = _meta(n_queries, repeats, seed)
-    extra = {"identity": identity, "probes": probes_sha256(queries)}
+    probes = probes_sha256(queries)
     passes = calibration_pass_count(queries, k, repeats)
     if path.is_file():
         try:
             got = read_json(path)
             counts = np.asarray(got["counts"], dtype=np.int64)
             if got.get("key") == key and counts.shape == (k, k):
+                query_ids = list(got["query_ids"])
                 return Calibration(
-                    k, counts, _normalise(counts), list(got["query_ids"]), int(got["passes"]), key, True, meta, **extra
+                    k, counts, _normalise(counts), query_ids, int(got["passes"]), key, True, meta, identity, probes
                 )
         except (OSError, ValueError, KeyError, TypeError):
             pass  # unreadable cache entry: recompute and replace it
@@ -482,8 +483,7 @@ def load_or_calibrate(
     counts = (
         counts_known if counts_known is not None else calibration_counts(scorer, queries, k, repeats, seed, progress)
     )
-    cal = Calibration(
-        k, counts, _normalise(counts), [q.query_id for q in queries], passes, key, from_known, meta, **extra
-    )
+    query_ids = [q.query_id for q in queries]
+    cal = Calibration(k, counts, _normalise(counts), query_ids, passes, key, from_known, meta, identity, probes)
     atomic_write_json(path, {**cal.to_json(), "identity": identity})
     return cal

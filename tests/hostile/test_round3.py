@@ -698,13 +698,26 @@ def _edit(name: str, change):
 
 REPORT_CASES = [
     ("metrics-list", _edit("metrics.json", lambda m: [m]), ["metrics.json: expected a JSON object"]),
-    ("metrics-empty", _edit("metrics.json", lambda m: {}), ["metrics.json: field 'methods'"]),
+    (
+        "metrics-empty",
+        _edit("metrics.json", lambda m: {}),
+        ["metrics.json: schema_version None, expected schema_version 5"],
+    ),
+    (
+        "metrics-without-methods",
+        _edit("metrics.json", lambda m: {"schema_version": m["schema_version"]}),
+        ["metrics.json: field 'methods'"],
+    ),
     (
         "method-without-overall",
         _edit("metrics.json", lambda m: {**m, "methods": {"zero_shot": {}}}),
         ["method 'zero_shot' has no 'overall'"],
     ),
-    ("schema-9", _edit("metrics.json", lambda m: {**m, "schema_version": 9}), ["schema_version 9 is not supported"]),
+    (
+        "schema-9",
+        _edit("metrics.json", lambda m: {**m, "schema_version": 9}),
+        ["metrics.json: schema_version 9, expected schema_version 5"],
+    ),
     ("manifest-list", _edit("manifest.json", lambda m: [m]), ["manifest.json: expected a JSON object"]),
     (
         "manifest-queries-text",
