@@ -31,6 +31,7 @@ __all__ = [
     "METHODS",
     "METHOD_LABELS",
     "SWEEP_METHODS",
+    "BASELINE_METHOD",
     "LAB_CONTRAST",
     "method",
     "passes_per_order",
@@ -99,6 +100,8 @@ REGISTRY: tuple[Method, ...] = (
 )
 #: method names, in the registry's (the paper's) order (stability: full, the package's front door)
 METHODS: tuple[str, ...] = tuple(m.name for m in REGISTRY)
+#: the plain method (the scorer asked once, on the presented order itself): where one method stands for a scorer
+BASELINE_METHOD: str = "zero_shot"
 #: the methods of the paper's K sweep (its Figures 1 and 2 show zero-shot and bootstrapping at every K)
 SWEEP_METHODS: tuple[str, ...] = ("zero_shot", "bootstrapping")
 #: the pair the teaching lab contrasts (bootstrapping against SGS, whose ordering the simulation inverts)
