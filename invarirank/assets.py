@@ -313,7 +313,9 @@ def fetch(names: list[str] | None = None) -> dict[str, Path]:
 
 if __name__ == "__main__":  # ``python -m invarirank.assets`` = ``invarirank assets`` (a deprecated alias)
     from .cli import main
-    from .deprecation import deprecated
+    from .deprecation import deprecated_command
 
-    deprecated("python -m invarirank.assets", "invarirank assets (or python -m invarirank assets)", removed_in="0.3.0")
+    deprecated_command(
+        "python -m invarirank.assets", "invarirank assets (or python -m invarirank assets)", removed_in="0.3.0"
+    )
     raise SystemExit(main(["assets", *sys.argv[1:]]))

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # ``python -m invarirank.cli`` = ``python -m invarirank`` (a deprecated alias)
-    from invarirank.deprecation import deprecated
+    from invarirank.deprecation import deprecated_command
 
-    deprecated("python -m invarirank.cli", "invarirank (or python -m invarirank)", removed_in="0.3.0")
+    deprecated_command("python -m invarirank.cli", "invarirank (or python -m invarirank)", removed_in="0.3.0")
     raise SystemExit(main())

@@ -3,7 +3,7 @@
 import sys
 
 from ..cli import main
-from ..deprecation import deprecated
+from ..deprecation import deprecated_command
 
-deprecated("python -m invarirank.grid", "invarirank grid (or python -m invarirank grid)", removed_in="0.3.0")
+deprecated_command("python -m invarirank.grid", "invarirank grid (or python -m invarirank grid)", removed_in="0.3.0")
 raise SystemExit(main(["grid", *sys.argv[1:]]))

@@ -5,6 +5,7 @@ warning that it goes."""
 from __future__ import annotations
 
 import ast
+import re
 import runpy
 import sys
 
@@ -27,11 +28,12 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def removal_promises() -> list[tuple[str, str]]:
-    """``(file:line, removed_in)`` of every ``deprecated(...)`` call in the package."""
+    """``(file:line, removed_in)`` of every ``deprecated(...)`` and ``deprecated_command(...)`` call in the
+    package."""
     found = []
     for path in sorted((ROOT / "invarirank").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "deprecated":
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("deprecated", "deprecated_command"):
                 kw = {k.arg: k.value for k in node.keywords}
                 value = kw["removed_in"].value if isinstance(kw.get("removed_in"), ast.Constant) else ""
                 found.append((f"{path.relative_to(ROOT)}:{node.lineno}", str(value)))
@@ -50,11 +52,26 @@ def test_every_deprecated_form_names_a_later_release():
 @pytest.mark.parametrize("module", sorted(ALIASES))
 def test_the_alias_still_works_and_warns(module, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", [module, "--help"])
-    with pytest.warns(FutureWarning, match=r"deprecated and will be removed in invarirank \d+\.\d+\.\d+"):
-        with pytest.raises(SystemExit) as done:
-            runpy.run_module(module, run_name="__main__", alter_sys=False)
+    with pytest.raises(SystemExit) as done:
+        runpy.run_module(module, run_name="__main__", alter_sys=False)
     assert done.value.code == 0
-    usage = capsys.readouterr().out
+    out = capsys.readouterr()
+    warning = out.err.strip().splitlines()
+    assert len(warning) == 1 and re.match(
+        rf"invarirank: warning: python -m {re.escape(module)} is deprecated and will be removed in invarirank "
+        r"\d+\.\d+\.\d+; use invarirank",
+        warning[0],
+    )
+    usage = out.out
     assert usage.startswith("usage: invarirank")
     if ALIASES[module]:
         assert f"invarirank {ALIASES[module]}" in usage.splitlines()[0]
+
+
+def test_a_deprecated_name_warns_with_its_replacement_and_release():
+    from invarirank.deprecation import deprecated
+
+    with pytest.warns(
+        FutureWarning, match=r"^old_name is deprecated and will be removed in invarirank 9\.9\.9; use new"
+    ):
+        deprecated("old_name", "new_name", removed_in="9.9.9")
