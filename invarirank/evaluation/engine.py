@@ -2,7 +2,7 @@
 
 Shape (``METRICS_SCHEMA_VERSION`` = 5)::
 
-    {"schema_version": 5,
+    {"schema_version": 6,
      "settings": {"ks": [1, 5, 10], "exposure_k": 5, "buckets": 3, "exact_kemeny_max_k": 10,
                   "bootstrap": 1000, "permutations": 10000, "seed": 0, "ci_level": 0.95},
      "methods": {METHOD: {
@@ -18,8 +18,6 @@ Shape (``METRICS_SCHEMA_VERSION`` = 5)::
                                  "rows": M, "candidates": K}}}},
      "comparisons": {METRIC: {A: {B: {"n": ..., "mean_diff": ..., "ci": [...], "p": ..., "exact": ...,
                                       "sd": ..., "queries_80": ...}}}},
-     "claims": {NAME: {"metric": ..., "claim": ..., "verdict": "reproduced" | "contradicted" | "unresolved",
-                       "pairs": [...], ...}},
      "references": {"first_stage" | "random": {"overall": {...}, "per_query": {...},
                                                "comparisons": {METRIC: {METHOD: {... method - reference ...}}}}}}
 
@@ -34,9 +32,10 @@ that has a value (empty when ``n_bootstrap`` = 0): percentile intervals, except 
 clipped at 0, for ``exposure_mad@E`` and ``exposure_maxdev@E``, deviations whose percentile interval sits above the
 value by about its upward bias. ``comparisons`` compares every two methods paired
 over their shared queries on every per-query metric and ``exposure_mad@E`` (A before B in method order, differences
-A - B; :mod:`.comparisons`), ``claims`` judges the paper's claims whose methods and metric the run has
-(:mod:`.claims`); both are empty with one method or ``n_permutations`` = 0. There is no NaN anywhere, and the same
-input and settings give the same dictionary (so byte-identical JSON).
+A - B; :mod:`.comparisons`); it is empty with one method or ``n_permutations`` = 0. No claim of the paper is
+judged here: the input may be any reranker's observations, and the paper's claims are judged by the one judge,
+:func:`.claims.judge_pairs`, where a run is read as the paper's methods (the book, ``invarirank report``). There is
+no NaN anywhere, and the same input and settings give the same dictionary (so byte-identical JSON).
 
 ``references`` holds the reference rows of :mod:`.references`, so that a method's numbers can be read against what
 no reranking and no model would give: the first stage's own order (only when its rankings are given) and a
@@ -59,7 +58,6 @@ import numpy as np
 
 from ..errors import InvariRankError
 from . import bootstrap
-from .claims import judge_claims
 from .comparisons import PERMUTATIONS, PerQuery, compare_methods
 from .consistency import gpi_local_search, inverse_permutations, loc_from_wins, pair_statistics, win_matrix
 from .effectiveness import effectiveness_from_ranks
@@ -86,7 +84,7 @@ __all__ = [
     "dumps_metrics",
 ]
 
-METRICS_SCHEMA_VERSION = 5
+METRICS_SCHEMA_VERSION = 6
 CI_LEVEL = 0.95
 _GPI_CHUNK_CELLS = 1 << 20
 
@@ -172,7 +170,7 @@ def evaluate(
     :func:`invarirank.rerank_query` returns (validated like a file; errors name the 1-based row). ``ks``: the cut-offs
     of HR, nDCG, recall and MRR; ``exposure_k``: the top-k of exposure by presented position; ``buckets``: the
     number of position cells of PPI. ``exact_kemeny_max_k=None`` switches the exact Kemeny search off;
-    ``n_bootstrap=0`` switches the intervals off; ``n_permutations=0`` the comparisons and claims (both then empty).
+    ``n_bootstrap=0`` switches the intervals off; ``n_permutations=0`` the comparisons (then empty).
     ``seed`` seeds the bootstrap and the permutations, so equal arguments give an equal dictionary.
     ``first_stage`` (query id -> the first stage's ranking, or the path of a ``first_stage.jsonl.gz``) adds the
     first-stage-order reference; ``reference_replicates`` random draws per query estimate the random order's
@@ -223,7 +221,6 @@ def evaluate_rows(
         "settings": settings,
         "methods": methods,
         "comparisons": comparisons,
-        "claims": judge_claims(comparisons),
         "references": references,
     }
 

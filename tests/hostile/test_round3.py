@@ -703,7 +703,7 @@ REPORT_CASES = [
     (
         "metrics-empty",
         _edit("metrics.json", lambda m: {}),
-        ["metrics.json: schema_version None, expected schema_version 5"],
+        [f"metrics.json: schema_version None, expected schema_version {METRICS_SCHEMA_VERSION}"],
     ),
     (
         "metrics-without-methods",
@@ -718,7 +718,7 @@ REPORT_CASES = [
     (
         "schema-9",
         _edit("metrics.json", lambda m: {**m, "schema_version": 9}),
-        ["metrics.json: schema_version 9, expected schema_version 5"],
+        [f"metrics.json: schema_version 9, expected schema_version {METRICS_SCHEMA_VERSION}"],
     ),
     ("manifest-list", _edit("manifest.json", lambda m: [m]), ["manifest.json: expected a JSON object"]),
     (
