@@ -39,8 +39,8 @@ no NaN anywhere, and the same input and settings give the same dictionary (so by
 
 ``references`` holds the reference rows of :mod:`.references`, so that a method's numbers can be read against what
 no reranking and no model would give: the first stage's own order (only when its rankings are given) and a
-uniformly random order (exact effectiveness; PPI/GPI/LOC over ``settings["reference_replicates"]`` seeded draws;
-absent when that is 0), each compared with every method.
+uniformly random order (exact effectiveness, PPI and LOC; GPI from seeded draws at each K and M, about as precise as
+``settings["reference_replicates"]`` draws per query; absent when that is 0), each compared with every method.
 
 A metrics dictionary read back from a file is checked with :func:`check_metrics_version`: another schema version is
 one clear error naming the file and the version, because an older shape lacks parts the readers rely on and a newer
@@ -173,8 +173,8 @@ def evaluate(
     ``n_bootstrap=0`` switches the intervals off; ``n_permutations=0`` the comparisons (then empty).
     ``seed`` seeds the bootstrap and the permutations, so equal arguments give an equal dictionary.
     ``first_stage`` (query id -> the first stage's ranking, or the path of a ``first_stage.jsonl.gz``) adds the
-    first-stage-order reference; ``reference_replicates`` random draws per query estimate the random order's
-    consistency (0: no random reference). See :mod:`.references`.
+    first-stage-order reference; ``reference_replicates`` sets the precision of the random order's GPI (its other
+    metrics are exact; 0: no random reference). See :mod:`.references`.
     """
     settings = check_settings(
         ks,
@@ -240,9 +240,7 @@ def _references(
     if first_stage is not None:
         blocks[FIRST_STAGE] = _evaluate_method(first_stage_rows(inputs, first_stage), dict(settings))
     if settings["reference_replicates"] > 0:
-        blocks[RANDOM] = random_block(
-            inputs, settings, _evaluate_method, seed=settings["seed"], replicates=settings["reference_replicates"]
-        )
+        blocks[RANDOM] = random_block(inputs, settings, replicates=settings["reference_replicates"])
     out = {}
     for name, (block, pq) in blocks.items():
         out[name] = {**block, "comparisons": reference_comparisons(values, name, pq, settings)}

@@ -218,7 +218,7 @@ def test_whole_process_exit_code_and_no_heavy_imports(tmp_path):
             "-X",
             "importtime",
             "-m",
-            "invarirank.cli",
+            "invarirank",
             "evaluate",
             str(good),
             "--output",
