@@ -9,7 +9,7 @@ queries, one id that is not a candidate. Ids mix numeric strings and ASIN-like s
 
 Measured, for each scenario (default: 1,000 queries x K=25 x M=20 and 200 queries x K=50 x M=20, one method):
 
-- fast: wall time of a subprocess ``python -m invarirank.cli evaluate FILE --output OUT`` (defaults: k 1,5,10,
+- fast: wall time of a subprocess ``python -m invarirank evaluate FILE --output OUT`` (defaults: k 1,5,10,
   exposure@5, 3 buckets, exact Kemeny on (unused: K > 10), 1,000 bootstrap replicates, 10,000 sign flips, and the
   random-order reference with its comparisons, checked present in the file written) — start-up, reading,
   validation, metrics, references, intervals and writing included; the best of ``--repeats`` runs (the median is
@@ -104,7 +104,7 @@ def generate(
 def time_cli(path: Path, out: Path) -> tuple[float, float]:
     """(wall seconds, CPU seconds user + sys) of one whole ``invarirank evaluate`` process."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    command = [sys.executable, "-m", "invarirank.cli", "evaluate", str(path), "--output", str(out)]
+    command = [sys.executable, "-m", "invarirank", "evaluate", str(path), "--output", str(out)]
     proc, seconds, cpu = timed_run(command, ROOT, env)
     if proc.returncode != 0:
         raise RuntimeError(f"invarirank evaluate failed ({proc.returncode}): {proc.stderr.strip()}")

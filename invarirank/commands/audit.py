@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
+from ..methods.registry import BASELINE_METHOD
 from . import int_at_least
 
 _EPILOG = """examples:
@@ -62,7 +63,7 @@ def register(subparsers: Any) -> None:
     )
     a("--uses-labels", action="store_true", help="the callable reads presented.labels (needed for --design label-swap)")
     a("--name", default=None, help="the rows' method (default: the function's name, or --method)")
-    a("--method", default="zero_shot", help="the registered method of --scorer (default zero_shot)")
+    a("--method", default=BASELINE_METHOD, help=f"the registered method of --scorer (default {BASELINE_METHOD})")
     a("--model", default=None, help="the model of --scorer span/choice")
     a("--candidates", required=True, metavar="FILE", help="candidates file (JSON Lines, one query per line)")
     a("--design", choices=DESIGNS, default="random", help="permutation design (default random: the study's orders)")

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..evaluation.position_effects import first_position_effect
-from ..methods.registry import SWEEP_METHODS
+from ..methods.registry import BASELINE_METHOD, SWEEP_METHODS
 from ..store import Run
 from .labels import METRIC_LABELS, decimal, method_label, model_label, p_equals, signed
 
@@ -42,12 +42,12 @@ def _exposure(run: Run, method: str) -> list[float]:
 def figure1_sentence(sweep: Sequence[Run], k: int = 5) -> str:
     """What Figure 1 shows: zero-shot's exposure at input position 0 and over the last third at each K, against the
     position-blind k/K, and which mitigation is flattest (exposure MAD) at the main K."""
-    runs = [r for r in sweep if r.K > k and "zero_shot" in r.methods]
+    runs = [r for r in sweep if r.K > k and BASELINE_METHOD in r.methods]
     if not runs:
         return "No run of the sweep has K > 5, so every candidate is in the top 5 and Figure 1 is flat by construction."
     parts, rising = [], []
     for r in runs:
-        e = _exposure(r, "zero_shot")
+        e = _exposure(r, BASELINE_METHOD)
         tail = float(np.mean([x for p, x in enumerate(e) if min(3 * p // r.K, 2) == 2]))
         rising.append(e[0] < tail)
         parts.append(
@@ -85,8 +85,9 @@ def figure2_sentence(sweep: Sequence[Run]) -> str:
     out = []
     for metric in ("ppi", "gpi"):
         vals = {m: [r.metrics["methods"][m]["overall"][metric] for r in runs] for m in SWEEP_METHODS}
-        lower = sum(b < z for b, z in zip(vals["bootstrapping"], vals["zero_shot"]))
-        trend = ", ".join(f"{z:.3f} → {b:.3f}" for z, b in zip(vals["zero_shot"], vals["bootstrapping"]))
+        base, mitigation = SWEEP_METHODS  # zero-shot and bootstrapping, the paper's sweep
+        lower = sum(b < z for b, z in zip(vals[mitigation], vals[base]))
+        trend = ", ".join(f"{z:.3f} → {b:.3f}" for z, b in zip(vals[base], vals[mitigation]))
         out.append(
             f"{METRIC_LABELS[metric]}: bootstrapping is below zero-shot at {lower} of {len(runs)} list "
             f"lengths (zero-shot → bootstrapping at K = {', '.join(str(r.K) for r in runs)}: {trend})"
@@ -97,10 +98,10 @@ def figure2_sentence(sweep: Sequence[Run]) -> str:
 def choice_sentence(choice: Run | None, span: Run | None = None, k: int = 5) -> str:
     """What the choice scorer's run shows: when its zero-shot PPI is near 1 and the candidate labelled [A] (shown
     first) reaches the top k in (nearly) every row, the ranking follows the labels, not the candidates."""
-    if choice is None or "zero_shot" not in choice.methods:
+    if choice is None or BASELINE_METHOD not in choice.methods:
         return "No choice-scorer run is shown here."
-    ov = choice.metrics["methods"]["zero_shot"]["overall"]
-    e = _exposure(choice, "zero_shot")
+    ov = choice.metrics["methods"][BASELINE_METHOD]["overall"]
+    e = _exposure(choice, BASELINE_METHOD)
     first = e[0] if e else float("nan")
     text = (
         f"With the choice scorer ({model_label(choice.model)}, K = {choice.K}, {choice.n_queries} queries) "
@@ -115,8 +116,8 @@ def choice_sentence(choice: Run | None, span: Run | None = None, k: int = 5) -> 
             "paper's stated extraction (log-probabilities of candidate markers) therefore cannot be tested "
             "with a model this small, and the reproduction rests on the span scorer"
         )
-    if span is not None and "zero_shot" in span.methods:
-        s = span.metrics["methods"]["zero_shot"]["overall"]
+    if span is not None and BASELINE_METHOD in span.methods:
+        s = span.metrics["methods"][BASELINE_METHOD]["overall"]
         text += f" (span scorer on the same queries: PPI {decimal(s['ppi'])}, LOC {decimal(s['loc'])})"
     return text + "."
 
@@ -129,7 +130,7 @@ def first_position_sentence(
     early-position skew survives without position 0, and the choice scorer's position 0 beside it. ``span`` and
     ``choice``: a run and its observation rows."""
     run, rows = span
-    d = first_position_effect(rows)
+    d = first_position_effect(rows, BASELINE_METHOD)
     if d is None:
         return f"The run at K = {run.K} has no scores in its observations: the first position cannot be diagnosed."
     lo, hi = d["rest"]
@@ -164,7 +165,7 @@ def first_position_sentence(
             )
         )
     if choice is not None:
-        c = first_position_effect(choice[1])
+        c = first_position_effect(choice[1], BASELINE_METHOD)
         if c is not None:
             text += (
                 f" The choice scorer, whose candidates are labels [A], [B], … with no such header effect, does the "

@@ -193,7 +193,7 @@ def _cells(
     return out
 
 
-#: the reference rows of ``metrics.json`` (schema 3), in the order the tables show them, with their labels
+#: the reference rows of ``metrics.json`` (``references``), in the order the tables show them, with their labels
 REFERENCE_LABELS = {"first_stage": "first-stage order (reference)", "random": "random order (reference)"}
 
 

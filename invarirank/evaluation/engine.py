@@ -37,17 +37,15 @@ judged here: the input may be any reranker's observations, and the paper's claim
 :func:`.claims.judge_pairs`, where a run is read as the paper's methods (the book, ``invarirank report``). There is
 no NaN anywhere, and the same input and settings give the same dictionary (so byte-identical JSON).
 
-Schema 6 is schema 5 without ``claims`` (the paper's claims are judged where a run is read as the paper's
-methods, never stored) and with the random order's reference computed exactly where it can be. Schema 4 is schema
-3 with those basic intervals of the two exposure deviations (schema 3 gave them percentile intervals, which could
-lie wholly above the value). ``references`` (since schema 3) holds the reference rows of :mod:`.references`: the
-first stage's own order (only when its rankings are given) and a uniformly random order (exact effectiveness, PPI
-and LOC; GPI from seeded draws at each K and M, about as precise as ``settings["reference_replicates"]`` draws per
-query; absent when that is 0), each compared with every method.
-Schema 2 was the same without ``references`` and ``settings["reference_replicates"]``, schema 1 also without
-``comparisons`` and ``settings["permutations"]``; no committed run has either. A metrics dictionary
-read back from a file is checked with :func:`check_metrics_version`: another schema version is one clear error
-naming the file and the version.
+``references`` holds the reference rows of :mod:`.references`, so that a method's numbers can be read against what
+no reranking and no model would give: the first stage's own order (only when its rankings are given) and a
+uniformly random order (exact effectiveness, PPI and LOC; GPI from seeded draws at each K and M, about as precise as
+``settings["reference_replicates"]`` draws per query; absent when that is 0), each compared with every method.
+
+A metrics dictionary read back from a file is checked with :func:`check_metrics_version`: another schema version is
+one clear error naming the file and the version, because an older shape lacks parts the readers rely on and a newer
+one may mean something else by the same key (``CHANGELOG.md`` lists what each version changed; an older file is
+re-evaluated from its observations, :func:`invarirank.store.refresh_metrics`).
 """
 
 from __future__ import annotations

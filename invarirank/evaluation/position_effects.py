@@ -27,9 +27,7 @@ def _third(p: int, K: int) -> int:
     return min(3 * p // K, 2)
 
 
-def exposure_skew(
-    rows: Iterable[Mapping[str, Any]], method: str = "zero_shot", k: int = 5, skip_first: bool = False
-) -> dict | None:
+def exposure_skew(rows: Iterable[Mapping[str, Any]], method: str, k: int = 5, skip_first: bool = False) -> dict | None:
     """Does ``method`` give the last third of input positions more top-``k`` exposure than the first third?
 
     Per query: the share of (row, position) cells of the tail third whose candidate lands in the output top k,
@@ -52,7 +50,7 @@ def exposure_skew(
     return {"mean_diff": float(np.mean(diffs)), "n": len(diffs), "p": sign_flip_p(diffs)[0]}
 
 
-def first_position_effect(rows: Sequence[Mapping[str, Any]], method: str = "zero_shot", k: int = 5) -> dict | None:
+def first_position_effect(rows: Sequence[Mapping[str, Any]], method: str, k: int = 5) -> dict | None:
     """How the scorer treats the candidate written first, against the same candidate written elsewhere.
 
     For each (query, candidate) of ``method``, its **score shift** at position p is its score in a row that shows it

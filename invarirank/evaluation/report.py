@@ -85,7 +85,7 @@ def format_table(metrics: dict, digits: int = 4) -> str:
 
 
 def format_references(metrics: dict, digits: int = 4) -> str:
-    """The reference rows (``metrics["references"]``, schema 3): each reference's HR@5, nDCG@5, PPI, GPI and LOC
+    """The reference rows (``metrics["references"]``): each reference's HR@5, nDCG@5, PPI, GPI and LOC
     with 95% intervals, then every method minus the reference with its sign-flip p; ``""`` when there are none.
 
     Example (abridged)::

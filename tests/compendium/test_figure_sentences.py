@@ -45,7 +45,7 @@ def test_the_first_position_sentence_quotes_the_diagnostic():
     choice = next(r for r in runs if r.name == "smollm2-choice-k10")
     span_rows, choice_rows = read_observations(span.observations), read_observations(choice.observations)
     text = F.first_position_sentence((span, span_rows), (choice, choice_rows))
-    d, c = first_position_effect(span_rows), first_position_effect(choice_rows)
+    d, c = first_position_effect(span_rows, "zero_shot"), first_position_effect(choice_rows, "zero_shot")
     assert f"{abs(d['shift'][0]):.2f} {'lower' if d['shift'][0] < 0 else 'higher'}" in text
     assert f"{d['exposure_first']:.1%}" in text and f"{c['exposure_first']:.0%} of rows" in text
     # the sentence's reading follows the numbers: a step at the first slot only when it dwarfs the rest

@@ -66,6 +66,7 @@ def test_observed_versus_resolved_helpers(simulated_run):
     assert row["p"].endswith("(resolved)") and row["queries for 80% power"] != "–"
 
 
+@pytest.mark.slow  # executes the lab notebook's sweep in a subprocess: 115 s on 2 busy cores
 def test_lab_notebook_runs_without_torch(tmp_path: Path):
     results = tmp_path / "results"
     sweep = textwrap.dedent(f"""

@@ -25,10 +25,10 @@ def _row(q, t, order, output=None, scores=None):
 def test_exposure_skew_is_the_per_query_tail_minus_head_share():
     # K = 6: head = positions 0-1, tail = positions 4-5; the output puts the presented tail first
     rows = [_row(q, t, o) for q in ("q1", "q2", "q3") for t, o in enumerate(["abcdef", "fedcba"])]
-    skew = exposure_skew(rows, k=2)
+    skew = exposure_skew(rows, "zero_shot", k=2)
     assert skew["mean_diff"] == pytest.approx(1.0) and skew["n"] == 3
     assert skew["p"] == pytest.approx(sign_flip_p([1.0, 1.0, 1.0])[0])
-    assert exposure_skew(rows, k=6) is None  # every candidate in the top k
+    assert exposure_skew(rows, "zero_shot", k=6) is None  # every candidate in the top k
     assert exposure_skew(rows, method="sgs", k=2) is None
 
 
@@ -42,8 +42,8 @@ def test_skipping_the_first_position_removes_a_skew_that_only_the_first_slot_mad
             order = list(rng.permutation(list("abcdefghi")))
             rest = list(rng.permutation(order[1:]))
             rows.append(_row(f"q{q}", t, order, output=rest + [order[0]]))
-    assert exposure_skew(rows, k=3)["mean_diff"] > 0.1
-    assert abs(exposure_skew(rows, k=3, skip_first=True)["mean_diff"]) < 0.03
+    assert exposure_skew(rows, "zero_shot", k=3)["mean_diff"] > 0.1
+    assert abs(exposure_skew(rows, "zero_shot", k=3, skip_first=True)["mean_diff"]) < 0.03
 
 
 def test_a_planted_first_slot_penalty_is_found_and_a_flat_scorer_shows_none():
@@ -61,10 +61,12 @@ def test_a_planted_first_slot_penalty_is_found_and_a_flat_scorer_shows_none():
                 out.append(_row(f"q{q}", t, order, output=output, scores=scores))
         return out
 
-    planted = first_position_effect(rows(2.0), k=3)
+    planted = first_position_effect(rows(2.0), "zero_shot", k=3)
     assert planted["shift"][0] == pytest.approx(-2.0 * 8 / 7, abs=0.3)  # minus the penalty, diluted elsewhere
     assert max(map(abs, planted["rest"])) < 0.5 and planted["first_minus_second"] < -1.5
     assert planted["p_first"] < 0.05
-    flat = first_position_effect(rows(0.0), k=3)
+    flat = first_position_effect(rows(0.0), "zero_shot", k=3)
     assert abs(flat["shift"][0]) < 0.1 and abs(flat["first_minus_second"]) < 0.1
-    assert first_position_effect([{**r, "scores": []} for r in rows(0.0)]) is None  # no scores, no diagnosis
+    assert (
+        first_position_effect([{**r, "scores": []} for r in rows(0.0)], "zero_shot") is None
+    )  # no scores, no diagnosis
