@@ -492,8 +492,8 @@ def test_models_paper_command(models, capsys):
 
 def test_committed_shards_keep_their_scorer_fingerprint(models):
     """Every shard committed under results/*/*/shards/ stays resumable: the scorer part of its fingerprint is the
-    hash of today's scorer key identity (SmolLM2 / Gemma 3 tokenizers around a tiny model carrying the prepared
-    weights' hash: the key identity reads the weights only through that hash)."""
+    hash of today's scorer key identity (SmolLM2 / Gemma 3 / Qwen2.5 tokenizers around a tiny model carrying the
+    prepared weights' hash: the key identity reads the weights only through that hash)."""
     import dataclasses
 
     from invarirank.grid import load_grid
@@ -512,7 +512,10 @@ def test_committed_shards_keep_their_scorer_fingerprint(models):
         key = (config.scorer, config.model_name, json.dumps(config.scorer_options, sort_keys=True))
         if key not in built:
             weights = json.loads((prepared_dir(config.model_name) / "invarirank-model.json").read_text())
-            lm = models["gemma3" if config.model_name.startswith("gemma") else "smollm2"]
+            if config.model_name.startswith("qwen"):  # its tokenizer around a tiny model, built for this check only
+                lm = tiny_model("qwen2", load_tokenizer(config.model_name), name="qwen25-tokenizer")
+            else:
+                lm = models["gemma3" if config.model_name.startswith("gemma") else "smollm2"]
             assert lm.tokenizer.name_or_path == str(prepared_dir(config.model_name)), config.model_name
             lm = dataclasses.replace(lm, weights_sha256=weights["weights_sha256"])
             cls = SpanScorer if config.scorer == "span" else ChoiceScorer
