@@ -286,10 +286,12 @@ def check_arguments(args: argparse.Namespace, config: Any) -> None:
         config.check_path_variables(
             f"--{name.replace('_', '-')}" if getattr(args, name, None) is not None else args.config
         )
-    if not args.dry_run:
-        from ..runner import run_folder
+    if args.bench is not None and not args.dry_run:
+        raise InvariRankError("--bench prices a dry run and is used only with --dry-run; add --dry-run or drop --bench")
+    from ..runner import run_folder
 
-        check_output_dir(run_folder(config), "--out" if config.out else "the run folder")
+    # a dry run promises what the real run will do: it refuses the --out the real run would refuse
+    check_output_dir(run_folder(config), "--out" if config.out else "the run folder")
     from ..assets import cache_dir
 
     check_output_dir(
