@@ -103,6 +103,11 @@ def check_input(file: str) -> None:
     p = Path(file)
     if not file:
         raise InvariRankError("FILE '' is empty; expected the path of an observations file")
+    if file == "-" and not p.exists():
+        raise InvariRankError(
+            "FILE '-': reading observations from standard input is not supported (the reader detects plain, gzip "
+            "or Parquet from the file itself); save them to a file and give its path"
+        )
     if p.is_dir():
         raise InvariRankError(f"{file}: is a folder, expected an observations file")
     kind = special_file(p)
@@ -116,7 +121,8 @@ def default_output(file: str) -> Path:
     """``metrics.json`` beside FILE, unless FILE lies in a run folder (see :data:`_RUN_MARKERS`): that folder's
     ``metrics.json`` is the run's own, and replacing it would let the grid reuse the run with other settings."""
     folder = Path(file).parent
-    marker = next((m for m in _RUN_MARKERS if (folder / m).exists()), None)
+    itself = Path(file).resolve()  # the observations file does not mark its own folder (one named run.json)
+    marker = next((m for m in _RUN_MARKERS if (folder / m).exists() and (folder / m).resolve() != itself), None)
     if marker:
         raise InvariRankError(
             f"{file}: lies in a run folder ({folder} holds {marker}), whose metrics.json is the "

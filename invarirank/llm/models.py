@@ -146,13 +146,17 @@ def set_threads(threads: int | None = None) -> int:
     choice made earlier.
     """
     global _THREADS_SET
-    import torch
+    from ..limits import check_threads
 
     env = os.environ.get("INVARIRANK_THREADS")
     if threads is None and env:
         if not env.strip().isdigit() or int(env) < 1:
             raise InvariRankError(f"INVARIRANK_THREADS={env!r}: expected a whole number of threads >= 1")
-        threads = int(env)
+        threads = check_threads(int(env), "INVARIRANK_THREADS=")
+    elif threads is not None:
+        check_threads(int(threads), "threads")
+    import torch  # after the checks: a huge count can hang or crash the numeric libraries as they load
+
     if threads is None:
         if _THREADS_SET is not None:
             return torch.get_num_threads()
