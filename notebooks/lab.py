@@ -67,7 +67,10 @@ from pathlib import Path
 from invarirank import compendium
 from invarirank.compendium import lab
 from invarirank.grid import project_root
+from invarirank.grid.parameters import check_parameters
 from invarirank.runner.lab import live_run
+
+check_parameters(globals(), "lab")  # what papermill injected: known names, right types
 
 results_dir = Path(results_dir) if results_dir else project_root() / "results"
 sweep = lab.sweep_frame(results_dir, grid=lab_grid)

@@ -46,6 +46,9 @@ from invarirank import compendium
 from invarirank.compendium import section5
 from invarirank.evaluation import read_observations
 from invarirank.grid import load_grid, main_sweep, project_root
+from invarirank.grid.parameters import check_parameters
+
+check_parameters(globals(), "results")  # what papermill injected: known names, right types
 
 root = project_root()
 results_dir = Path(results_dir) if results_dir else root / "results"
