@@ -295,8 +295,10 @@ def check_arguments(args: argparse.Namespace, config: Any) -> None:
         raise InvariRankError("--bench prices a dry run and is used only with --dry-run; add --dry-run or drop --bench")
     from ..runner import run_folder
 
-    # a dry run promises what the real run will do: it refuses the --out the real run would refuse
-    check_output_dir(run_folder(config), "--out" if config.out else "the run folder")
+    # a dry run promises what the real run will do: it refuses the --out the real run would refuse (a dry run
+    # needs no folder: without --out or a grid it prices the run all the same)
+    if not args.dry_run or config.out:
+        check_output_dir(run_folder(config), "--out" if config.out else "the run folder")
     from ..assets import cache_dir
 
     check_output_dir(

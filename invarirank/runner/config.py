@@ -419,7 +419,7 @@ class RunConfig:
         ):
             value = getattr(self, name)
             if value is not None:
-                if value == "" and name in ("dataset", "grid", "name"):
+                if value == "" and name in ("dataset", "grid", "name", "model"):
                     raise InvariRankError(f"{where}: setting {name!r} must be a non-empty string")
                 setattr(self, name, str(value))
         self.check_k(where)
