@@ -5,7 +5,14 @@ help."""
 
 from __future__ import annotations
 
-__all__ = ["MAX_BOOTSTRAP", "MAX_PERMUTATIONS", "MAX_THREADS_PER_CORE", "machine_cpus", "check_threads"]
+__all__ = [
+    "MAX_BOOTSTRAP",
+    "MAX_PERMUTATIONS",
+    "MAX_THREADS_PER_CORE",
+    "machine_cpus",
+    "check_threads",
+    "local_ray_cpus",
+]
 
 #: the most bootstrap resamples a run or ``invarirank evaluate`` computes
 MAX_BOOTSTRAP = 100_000
@@ -37,3 +44,32 @@ def check_threads(value: int, what: str) -> int:
             f"({machine_cpus()} CPUs); expected at most {limit}"
         )
     return value
+
+
+def local_ray_cpus(workers: int | None, cpus_per_worker: float, machine: int | None = None) -> tuple[int, int | None]:
+    """``(num_cpus, workers)`` for a local Ray on a machine of ``machine`` CPUs (default: this one's): never more
+    CPUs than the machine has, so ``--workers 1000`` cannot start a thousand worker processes on two cores. Workers
+    that do not fit are dropped with one note on stderr (``workers`` × ``cpus_per_worker`` capped at the machine); a
+    worker larger than the machine is an error."""
+    import math
+    import sys
+
+    from .errors import InvariRankError
+
+    machine = machine or machine_cpus()
+    if cpus_per_worker > machine:
+        raise InvariRankError(
+            f"--cpus-per-worker {cpus_per_worker:g}: more than the {machine} CPUs of this machine; expected at most "
+            f"{machine} for a local Ray"
+        )
+    if workers is None:
+        return machine, None
+    fit = int(machine // cpus_per_worker)
+    if workers > fit:
+        print(
+            f"invarirank: note: --workers {workers} x --cpus-per-worker {cpus_per_worker:g} is more than the "
+            f"{machine} CPUs of this machine; a local Ray starts {fit} workers",
+            file=sys.stderr,
+        )
+        workers = fit
+    return min(machine, max(1, math.ceil(workers * cpus_per_worker))), workers

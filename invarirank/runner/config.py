@@ -28,26 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..errors import InvariRankError
-from ..evaluation.engine import check_settings
 from ..io import load_yaml, read_utf8
 from ..limits import MAX_BOOTSTRAP
 from ..llm.factory import DEFAULT_MODEL, SCORER_KINDS, check_scorer_options
 from ..methods.registry import METHODS
+from .setting_checks import check_evaluation, check_sources
 
-__all__ = [
-    "RunConfig",
-    "PATH_SETTINGS",
-    "DEFAULT_K",
-    "ALIASES",
-    "MAX_BOOTSTRAP",
-    "slug",
-    "simple_name",
-    "check_lists",
-    "check_arguments",
-]
+__all__ = ["RunConfig", "PATH_SETTINGS", "DEFAULT_K", "ALIASES", "MAX_BOOTSTRAP", "slug", "simple_name", "check_lists"]
 
 #: K of a first-stage run when none is given (a candidates file keeps its own lists)
 DEFAULT_K = 25
@@ -369,18 +357,7 @@ class RunConfig:
         ):
             setattr(self, name, _as_int(where, name, getattr(self, name), lo))
         self.eval_ks = [_as_int(where, "eval_ks", v, 1) for v in _as_list(where, "eval_ks", self.eval_ks)]
-        # the evaluation settings by evaluate's own rules (one check for both doors), before any pass is run
-        check_settings(
-            self.eval_ks,
-            self.exposure_k,
-            3,
-            None,
-            self.n_bootstrap,
-            self.seed,
-            0,
-            names={n: f"{where}: setting {n!r}" for n in ("eval_ks", "exposure_k", "n_bootstrap", "seed")}
-            | {"ks": f"{where}: setting 'eval_ks'"},
-        )
+        check_evaluation(self, where)
         methods = [str(m) for m in _as_list(where, "methods", self.methods)]
         for m in methods:
             if m not in METHODS:
@@ -423,7 +400,7 @@ class RunConfig:
                     raise InvariRankError(f"{where}: setting {name!r} must be a non-empty string")
                 setattr(self, name, str(value))
         self.check_k(where)
-        self.check_sources(where)
+        check_sources(self, where)
         for name in ("grid", "name"):
             value = getattr(self, name)
             if value is not None and not simple_name(value):
@@ -446,25 +423,6 @@ class RunConfig:
             raise InvariRankError(
                 f"{where}: setting 'n_bootstrap' = {self.n_bootstrap} is above the limit "
                 f"{MAX_BOOTSTRAP:,}; expected at most {MAX_BOOTSTRAP:,} resamples"
-            )
-
-    def check_sources(self, where: str = "config") -> None:
-        """Refuse settings that contradict each other about where the candidates come from: a candidates file
-        replaces the raw files, the prepared folder and the first stage, so ``raw_dir``/``data_dir`` or another
-        retriever next to ``candidates`` would be ignored (and the retriever recorded in the manifest as if it had
-        run). The default retriever and ``none`` are accepted (they name no first stage of their own)."""
-        if not self.candidates:
-            return
-        for name in ("raw_dir", "data_dir"):
-            if getattr(self, name):
-                raise InvariRankError(
-                    f"{where}: settings 'candidates' and {name!r} contradict each other (a candidates file replaces "
-                    f"the raw and prepared data); expected one of them"
-                )
-        if self.retriever not in ("lightgcn", "none"):
-            raise InvariRankError(
-                f"{where}: setting 'retriever' = {self.retriever!r} with 'candidates': no first stage runs on a "
-                f"candidates file (its lists are the first stage); leave 'retriever' out"
             )
 
     def check_k(self, where: str = "config", list_k: int | None = None, source: str = "") -> None:
@@ -493,26 +451,6 @@ class RunConfig:
                 f"{where}: the sweep's smallest K (k_sweep / sample_k = {self.sample_k}) is larger "
                 f"than K = {k}{of}; queries are sampled at the smallest K of a sweep that holds K"
             )
-
-
-def check_arguments(where: str, **values: Any) -> dict[str, Any]:
-    """Python arguments named as run settings (``seed``, ``M``, ``methods``, ``noise_floor``, ...), checked by the
-    run schema's rules (:meth:`RunConfig.normalise`, the checks of every flag, config file and grid entry), with
-    the stricter types a Python caller is held to: ``None`` is not "the default" here and a string is not a number
-    (the command line reads text; a Python caller passing ``"1"`` or ``1.5`` as a seed has a bug). Returns the
-    normalised values; raises :class:`InvariRankError` naming ``where`` and the argument."""
-    kinds = {f.name: f.type for f in dataclasses.fields(RunConfig)}
-    for name, value in values.items():
-        kind = str(kinds.get(ALIASES.get(name, name), ""))
-        numeric = kind.startswith("int") or kind.startswith("list[int]")
-        if value is None and not kind.endswith("| None"):
-            raise InvariRankError(f"{where}: {name} = None, expected a value (see invarirank.runner.config)")
-        if numeric and (isinstance(value, (str, bool)) or (isinstance(value, float) and not value.is_integer())):
-            raise InvariRankError(f"{where}: {name} = {value!r}, expected an integer")
-        if kind == "bool" and not isinstance(value, (bool, np.bool_)):
-            raise InvariRankError(f"{where}: {name} = {value!r}, expected True or False")
-    config = RunConfig.from_mapping({k: bool(v) if isinstance(v, np.bool_) else v for k, v in values.items()}, where)
-    return {name: getattr(config, ALIASES.get(name, name)) for name in values}
 
 
 def check_lists(config: RunConfig, lengths: Mapping[str, int], source: str) -> None:

@@ -11,13 +11,13 @@ run with the same scorer settings.
 
 **ray.** Without ``address`` it starts a local Ray (a laptop, or one machine with several GPUs; it stays on the
 loopback interface) and shuts it down at the end — never with more CPUs than the machine has: workers × CPUs per
-worker beyond it are dropped with a note (:func:`local_ray_cpus`); with ``address`` (``auto``, or ``HOST:PORT`` of
-a head node started by ``ray start --head``, e.g. inside a Slurm allocation) it joins that cluster, after checking
-within ``connect_timeout`` seconds that something answers there. One actor per ``gpus_per_shard`` GPUs (default 1 on a
-cluster with GPUs, for a real scorer) or per ``cpus_per_worker`` CPUs; ``workers`` caps their number. Each actor
-sets ``threads_per_worker`` torch threads (default ``cpus_per_worker``: Ray would otherwise leave one) and keeps
-its own pass cache on its machine. An actor that dies (a lost node, ``os._exit``, out of memory) is restarted
-and its shard computed again (``max_retries`` times); shards go to whichever actor is free.
+worker beyond it are dropped with a note (:func:`invarirank.limits.local_ray_cpus`); with ``address`` (``auto``, or
+``HOST:PORT`` of a head node started by ``ray start --head``, e.g. inside a Slurm allocation) it joins that cluster,
+after checking within ``connect_timeout`` seconds that something answers there. One actor per ``gpus_per_shard``
+GPUs (default 1 on a cluster with GPUs, for a real scorer) or per ``cpus_per_worker`` CPUs; ``workers`` caps their
+number. Each actor sets ``threads_per_worker`` torch threads (default ``cpus_per_worker``: Ray would otherwise leave
+one) and keeps its own pass cache on its machine. An actor that dies (a lost node, ``os._exit``, out of memory) is
+restarted and its shard computed again (``max_retries`` times); shards go to whichever actor is free.
 
 Executor, shard size and thread counts are never part of a run's identity (they only reach ``run.json``).
 """
@@ -25,23 +25,21 @@ Executor, shard size and thread counts are never part of a run's identity (they 
 from __future__ import annotations
 
 import json
-import math
 import os
 import socket
-import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import InvariRankError, RunFailed
-from ..limits import machine_cpus
+from ..limits import local_ray_cpus
 from ..types import Query, Scorer
 from .config import RunConfig
 from .shards import DEFAULT_SHARD_QUERIES
 from .worker import ShardResult, ShardTask, ShardWorker, scorer_settings
 
-__all__ = ["EXECUTORS", "Executor", "LocalExecutor", "RayExecutor", "make_executor", "check_address", "local_ray_cpus"]
+__all__ = ["EXECUTORS", "Executor", "LocalExecutor", "RayExecutor", "make_executor", "check_address"]
 
 #: the executors' names (``--executor``)
 EXECUTORS = ("local", "ray")
@@ -229,30 +227,6 @@ def _keep_on_loopback(ray: Any) -> None:
             ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
         except AttributeError:  # pragma: no cover - another Ray version: the variable alone applies
             pass
-
-
-def local_ray_cpus(workers: int | None, cpus_per_worker: float, machine: int | None = None) -> tuple[int, int | None]:
-    """``(num_cpus, workers)`` for a local Ray on a machine of ``machine`` CPUs (default: this one's): never more
-    CPUs than the machine has, so ``--workers 1000`` cannot start a thousand worker processes on two cores. Workers
-    that do not fit are dropped with one note on stderr (``workers`` × ``cpus_per_worker`` capped at the machine); a
-    worker larger than the machine is an error."""
-    machine = machine or machine_cpus()
-    if cpus_per_worker > machine:
-        raise InvariRankError(
-            f"--cpus-per-worker {cpus_per_worker:g}: more than the {machine} CPUs of this machine; expected at most "
-            f"{machine} for a local Ray"
-        )
-    if workers is None:
-        return machine, None
-    fit = int(machine // cpus_per_worker)
-    if workers > fit:
-        print(
-            f"invarirank: note: --workers {workers} x --cpus-per-worker {cpus_per_worker:g} is more than the "
-            f"{machine} CPUs of this machine; a local Ray starts {fit} workers",
-            file=sys.stderr,
-        )
-        workers = fit
-    return min(machine, max(1, math.ceil(workers * cpus_per_worker))), workers
 
 
 class RayExecutor(_Executor):

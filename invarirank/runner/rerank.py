@@ -19,7 +19,7 @@ from ..methods import METHODS, QueryPassCache, batch_size_of, drive, drive_many,
 from ..methods._common import check_scorer
 from ..orders import PresentedOrder, presented_orders
 from ..types import Query, Scorer
-from .config import check_arguments
+from .arguments import check_arguments
 from .records import ObservationRow
 
 __all__ = ["rerank_query", "rerank_window", "DEFAULT_METHODS"]

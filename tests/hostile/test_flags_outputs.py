@@ -169,7 +169,7 @@ def test_report_refuses_an_empty_out(tmp_path, capsys, monkeypatch):
 
 # ------------------------------------------------------------------------------- F10 resources
 def test_a_local_ray_never_gets_more_cpus_than_the_machine(capsys):
-    from invarirank.runner.executors import local_ray_cpus
+    from invarirank.limits import local_ray_cpus
 
     assert local_ray_cpus(40, 1, machine=2) == (2, 2)  # 40 workers on 2 cores: 2 workers
     assert local_ray_cpus(1000, 0.5, machine=2) == (2, 4)
