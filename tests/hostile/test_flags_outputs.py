@@ -82,6 +82,18 @@ def test_an_empty_eval_ks_in_a_grid_is_refused_before_anything_runs(tmp_path, ca
     assert not (tmp_path / "work").exists() or not any((tmp_path / "work").rglob("observations*"))
 
 
+def test_a_missing_jupyter_kernel_is_found_before_the_grid_computes(tmp_path, capsys):
+    grid = tmp_path / "g.yaml"
+    grid.write_text(
+        "grid: g\nruns:\n  - {dataset: synthetic, scorer: simulated, retriever: none, M: 2, n_queries: 2, K: 6}\n",
+        encoding="utf-8",
+    )
+    results = tmp_path / "results"
+    argv = ["grid", grid, "--results-dir", results, "--work-dir", tmp_path / "work", "--build-dir", tmp_path / "b"]
+    expect_rejected(capsys, [*argv, "--kernel", "no-such-kernel"], ["--kernel 'no-such-kernel'"], out=results)
+    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").rglob("observations*"))
+
+
 # ------------------------------------------------------------------------------- F6 contradictory flags
 CONTRADICTIONS = [
     ("candidates-and-raw-dir", ["--raw-dir", "raw"], ["'candidates'", "'raw_dir'", "contradict"]),
