@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvariRankError
-from .io import atomic_write_text, loads_json
+from .io import atomic_write_text, loads_json, path_argument
 from .types import HistoryEntry, Item, Query
 
 __all__ = [
@@ -326,7 +326,7 @@ def read_candidates(path: str | os.PathLike) -> list[Query]:
     queries: list[Query] = []
     first_line: dict[str, int] = {}
     forms: dict[str, tuple[str, int]] = {}
-    p = Path(path)
+    p = path_argument(path, "read_candidates: path", "candidates file's path")
     for lineno, q in _numbered_queries(p):
         if q.query_id in first_line:
             raise InvariRankError(

@@ -123,6 +123,14 @@ def _umask() -> int:
     return mask
 
 
+def path_argument(value: Any, where: str, what: str = "path") -> Path:
+    """A Python caller's path argument as a :class:`~pathlib.Path`: a non-empty string or path-like, else one
+    :class:`InvariRankError` naming ``where`` (the function and parameter) instead of a ``TypeError`` from inside."""
+    if isinstance(value, (str, os.PathLike)) and os.fspath(value) != "":
+        return Path(value)
+    raise InvariRankError(f"{where} = {value!r}: expected the {what} (a non-empty str or pathlib.Path)")
+
+
 def special_file(path: str | os.PathLike) -> str | None:
     """What ``path`` is when it exists and is neither a regular file nor a folder (links followed):
     ``"character device"``, ``"FIFO"``, ``"socket"`` or ``"block device"``; None otherwise."""

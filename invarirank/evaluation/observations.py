@@ -43,7 +43,7 @@ from typing import Any
 
 from ..candidates import IdForms, lone_surrogate, look_alike
 from ..errors import InvariRankError
-from ..io import atomic_path, atomic_write_text
+from ..io import atomic_path, atomic_write_text, path_argument
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -362,7 +362,7 @@ def read_observations(path: str | os.PathLike) -> list[dict]:
 
     Stability: full (the package's front door).
     """
-    p = Path(path)
+    p = path_argument(path, "read_observations: path", "observations file's path")
     if not p.is_file():
         raise InvariRankError(f"{p}: observations file not found")
     with gc_paused():
@@ -412,6 +412,11 @@ def as_rows(data: Any, where: str | None = None) -> list[dict]:
     if isinstance(data, (str, os.PathLike)):
         return read_observations(data)
     pd = sys.modules.get("pandas")
+    if data is None or isinstance(data, (bytes, int, float, Mapping)) or not hasattr(data, "__iter__"):
+        raise InvariRankError(
+            f"{where or 'evaluate'}: data = {type(data).__name__}, expected an observations file's path, a pandas "
+            f"DataFrame or a list of rows"
+        )
     if pd is not None and isinstance(data, pd.DataFrame):
         rows = validate_rows(rows_from_frame(data), where or "<DataFrame>")
     else:

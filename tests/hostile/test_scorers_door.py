@@ -154,6 +154,23 @@ def test_rerank_query_checks_its_arguments_at_the_door(case, scorer, kw, needles
     _one_line(exc, needles)
 
 
+WRONG_OBJECTS = [
+    ("read-candidates-none", lambda: ir.read_candidates(None), ["read_candidates: path = None"]),
+    ("read-candidates-empty", lambda: ir.read_candidates(""), ["read_candidates: path = ''"]),
+    ("read-observations-none", lambda: ir.read_observations(None), ["read_observations: path = None"]),
+    ("evaluate-none", lambda: ir.evaluate(None), ["evaluate: data = NoneType"]),
+    ("evaluate-a-number", lambda: ir.evaluate(5), ["evaluate: data = int"]),
+    ("evaluate-one-row-not-a-list", lambda: ir.evaluate({"query_id": "q"}), ["evaluate: data = dict"]),
+]
+
+
+@pytest.mark.parametrize("case,call,needles", WRONG_OBJECTS, ids=[c[0] for c in WRONG_OBJECTS])
+def test_the_wrong_kind_of_object_is_named_at_the_door(case, call, needles):
+    with pytest.raises(InvariRankError) as exc:
+        call()
+    _one_line(exc, needles)
+
+
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
