@@ -24,10 +24,10 @@ STAMP := $(VENV)/.invarirank-installed
 .PHONY: help venv setup system lint test test-fast book bench notebooks grid clean-book
 
 help:
-	@echo "make book   — set up, run the default grid (ML-100K, SmolLM2-135M) and build the Jupyter Book"
+	@echo "make book   — set up, run the default grid (ML-100K, SmolLM2-135M), then build the Jupyter Book from every grid of configs/book.yaml"
 	@echo "make test   — set up, lint, and run the whole test suite (includes a smoke build of the book)"
 	@echo "make test-fast — no root, no model: the venv only, then the tests that need no model, browser or book"
-	@echo "make lint   — ruff over the code and mypy over invarirank/evaluation and invarirank/runner"
+	@echo "make lint   — ruff over the code and mypy over invarirank/evaluation, invarirank/runner and invarirank/audit"
 	@echo "make setup  — only the set-up (venv, data, models, browser, MathJax); idempotent"
 	@echo "make bench  — the benchmark scripts (ratios measured in one run)"
 	@echo "make notebooks — sync notebooks/*.py (source) to their paired .ipynb"
@@ -72,22 +72,16 @@ bench: setup
 notebooks: venv
 	$(PY) -m jupytext --sync notebooks/*.py
 
+# computes the default grid's missing runs (and its lab sweep); executes no notebook (`invarirank book` does)
 grid: setup
-	$(INVARIRANK) grid $(GRID)
+	$(INVARIRANK) grid $(GRID) --compute-only
 
-# a page per complete run of the evidence grid, and its data page: the first stage's coverage at the grid's Ks
-# (it computes nothing: every run listed here is committed complete)
-EVIDENCE_PAGES ?= smollm2-span-k10 smollm2-span-k5 smollm2-span-k15 smollm2-span-k25 gemma3-span-k10 smollm2-choice-k10
-
-# a page per complete run of the paper-cpu grid, and its data page: the first stage's coverage at K = 15, 25, 50
-PAPER_CPU_PAGES ?= smollm2-span-k15 smollm2-span-k25 smollm2-span-k50
-
+# each grid once: `grid` computes the default grid's missing runs (none on a fresh clone: they are committed), then
+# `invarirank book` executes a page per complete run of every grid listed in configs/book.yaml (the one rule, which
+# also says which grid sets Table 1) and the results page, computing nothing, and jupyter-book renders them
 book: grid
-	$(INVARIRANK) grid configs/grid-evidence.yaml --build-dir book/generated/evidence --skip-results --only data \
-	    $(foreach run,$(EVIDENCE_PAGES),--only $(run))
-	$(INVARIRANK) grid configs/grid-paper-cpu.yaml --build-dir book/generated/paper-cpu --skip-results --only data \
-	    $(foreach run,$(PAPER_CPU_PAGES),--only $(run))
-	$(VENV)/bin/jupyter-book build --all . 
+	$(INVARIRANK) book
+	$(VENV)/bin/jupyter-book build --all .
 	@echo "book: open _build/html/index.html"
 
 clean-book:

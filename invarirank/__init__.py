@@ -16,6 +16,9 @@ The front door: a handful of names that take a candidates file to metrics. ::
 * :func:`rerank_query` — every method on M presented orders of one query → observation rows;
 * :func:`evaluate` — observations (a file, a DataFrame or rows) → the ``metrics.json`` dictionary;
 * :func:`read_observations` / :func:`write_observations` — the observations file;
+* :class:`Query`, :class:`Item`, :class:`HistoryEntry` — your own candidates and history (a rating is optional);
+* :func:`audit` — any reranker (a callable returning ids or scores, a project scorer) over a seeded permutation
+  design → observation rows; :func:`rerank` — one ranking of the order you give (:mod:`invarirank.audit`);
 * :class:`InvariRankError` — the one error bad input raises (a single line naming the file, field or setting).
 
 Stages (each hands the next a plain, documented artefact): ``data`` → prepared tables and queries; ``retrieval``
@@ -40,6 +43,11 @@ __all__ = [
     "read_observations",
     "write_observations",
     "InvariRankError",
+    "Query",
+    "Item",
+    "HistoryEntry",
+    "audit",
+    "rerank",
     "__version__",
 ]
 
@@ -53,9 +61,16 @@ _FRONT_DOOR = {
     "read_observations": ("invarirank.evaluation.observations", "read_observations"),
     "write_observations": ("invarirank.evaluation.observations", "write_observations"),
     "InvariRankError": ("invarirank.errors", "InvariRankError"),
+    "Query": ("invarirank.types", "Query"),
+    "Item": ("invarirank.types", "Item"),
+    "HistoryEntry": ("invarirank.types", "HistoryEntry"),
+    "audit": ("invarirank.audit", None),  # the subpackage, callable: ir.audit(...) and ir.audit.from_order(...)
+    "rerank": ("invarirank.audit.driver", "rerank"),
 }
 
 if TYPE_CHECKING:
+    from . import audit
+    from .audit.driver import rerank
     from .candidates import read_candidates
     from .errors import InvariRankError
     from .evaluation.engine import evaluate
@@ -63,12 +78,13 @@ if TYPE_CHECKING:
     from .llm.factory import make_scorer
     from .methods.registry import METHODS
     from .runner.rerank import rerank_query
+    from .types import HistoryEntry, Item, Query
 
 
 def __getattr__(name: str) -> Any:
     if name in _FRONT_DOOR:
         module, attr = _FRONT_DOOR[name]
-        value = getattr(importlib.import_module(module), attr)
+        value = importlib.import_module(module) if attr is None else getattr(importlib.import_module(module), attr)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

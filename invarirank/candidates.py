@@ -69,7 +69,8 @@ def query_to_json(query: Query) -> dict:
         if query.candidate_scores:
             d["score"] = float(query.candidate_scores[i])
         cands.append(d)
-    hist = [{**h.item.to_json(), "rating": float(h.rating)} for h in query.history]
+    # a history entry without a rating (implicit feedback) is written without the field
+    hist = [{**h.item.to_json(), **({} if h.rating is None else {"rating": float(h.rating)})} for h in query.history]
     return {
         "schema_version": SCHEMA_VERSION,
         "query_id": query.query_id,
@@ -250,9 +251,9 @@ def _query(d: dict) -> Query:
     hist = []
     for i, h in enumerate(history):
         item = _item(h, f"history[{i}]", HISTORY_FIELDS)
-        if "rating" not in h:
-            raise _Bad(f"history[{i}]: missing field 'rating'")
-        hist.append(HistoryEntry(item, _number(h["rating"], f"history[{i}].rating")))
+        # no rating (absent or null): implicit feedback; the prompts then omit the rating
+        rating = None if h.get("rating") is None else _number(h["rating"], f"history[{i}].rating")
+        hist.append(HistoryEntry(item, rating))
     return Query(
         query_id=query_id,
         user_id=user_id,

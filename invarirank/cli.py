@@ -1,9 +1,10 @@
 """The ``invarirank`` command line: every entry point of the project behind one verb.
 
-``data``, ``retrieve``, ``rerank``, ``evaluate``, ``report``, ``grid``, ``models`` and ``assets``; each lives in
-``invarirank/commands/<name>.py`` and exposes ``register(subparsers)``, which adds its parser and sets ``func``
-(called with the parsed arguments). The old module forms (``python -m invarirank.grid``,
-``python -m invarirank.llm.models``, ``python -m invarirank.assets``) are aliases that call :func:`main`.
+``data``, ``retrieve``, ``rerank``, ``audit``, ``import``, ``export``, ``evaluate``, ``report``, ``grid``, ``book``,
+``models`` and ``assets``; each lives in ``invarirank/commands/<name>.py`` (``import`` in ``imports.py``) and exposes
+``register(subparsers)``, which adds its parser and sets ``func`` (called with the parsed arguments). The old module
+forms (``python -m invarirank.grid``, ``python -m invarirank.llm.models``, ``python -m invarirank.assets``) are
+aliases that call :func:`main`.
 
 One exit-code rule, here only: **0** success; **2** bad input (a usage error, or
 :class:`~invarirank.errors.InvariRankError`: one line ``invarirank: error: ...`` naming the file, field or
@@ -23,7 +24,22 @@ import sys
 from . import __version__
 from .errors import InvariRankError, RunFailed
 
-COMMANDS = ["data", "retrieve", "rerank", "evaluate", "report", "grid", "models", "assets"]
+COMMANDS = [
+    "data",
+    "retrieve",
+    "rerank",
+    "audit",
+    "import",
+    "export",
+    "evaluate",
+    "report",
+    "grid",
+    "book",
+    "models",
+    "assets",
+]
+#: the module of a verb that is a Python keyword (``invarirank/commands/imports.py`` for ``import``)
+_MODULE = {"import": "imports"}
 
 #: exit statuses (the one rule)
 EXIT_OK, EXIT_FAILED_RUN, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -49,10 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"invarirank {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
+        path = f"invarirank.commands.{_MODULE.get(name, name)}"
         try:
-            module = importlib.import_module(f"invarirank.commands.{name}")
+            module = importlib.import_module(path)
         except ModuleNotFoundError as exc:
-            if exc.name != f"invarirank.commands.{name}":
+            if exc.name != path:
                 raise
             continue
         module.register(sub)

@@ -40,10 +40,11 @@ class Item:
 
 @dataclass(frozen=True)
 class HistoryEntry:
-    """One past interaction of the user: the item and the user's own rating (low ratings included)."""
+    """One past interaction of the user: the item and the user's own rating (low ratings included), or ``None`` for
+    implicit feedback (a click, a purchase, a view: no rating to invent); the prompts then omit the rating."""
 
     item: Item
-    rating: float
+    rating: float | None = None
 
 
 @dataclass(frozen=True)

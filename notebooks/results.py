@@ -15,25 +15,15 @@
 
 # %% [markdown]
 # # Results
-#
-# This page is the results section of our re-implementation: what was run, the verdict on every claim of the
-# paper's §5, the paper's Table 1, Figure 1 and Figure 2 on our runs, and what each method cost. Every table,
-# figure, number and sentence below is computed, when the book is built, from the finished runs under
-# `results/<grid>/<run>/` (their `metrics.json`, `manifest.json` and observations); none is typed. The teaching
-# lab's simulated runs are not used here. Each run shown has its own page after this one.
-#
-# **Notation.** "A ≻ B" reads "A is better than B" on the metric named: a higher HR@5, nDCG@5 or LOC, a lower
-# PPI, GPI or exposure deviation. An ordering lists methods best first, A ≻ B ≻ C.
 
 # %% tags=["parameters", "remove-cell"]
-grid = "default"  # the grid executed (`invarirank grid FILE`); shown only while no preferred grid is complete
+grid = None  # a grid executed on its own (`invarirank grid FILE`) shows itself; None: the book's rule decides
 results_dir = None  # None: <project>/results
 paper_table = None  # None: <project>/book/data/paper_table1.csv
 include_simulated = False  # simulated runs belong to the teaching lab; True only for smoke builds and tests
-main_run = None  # the run that sets Table 1 (None: the one with the most methods)
+main_run = None  # the run that sets Table 1 when `grid` is shown (None: the grid's main run)
 grid_file = None  # informational: the grid file that was executed
-preferred_grids = None  # grid files to take Table 1 from, first complete wins (None: configs/grid-paper-cpu.yaml,
-# then configs/grid-evidence.yaml); [] never switches from `grid`
+book_config = None  # the book's rule: the grids tried for the main results, in order (None: configs/book.yaml)
 
 # %% tags=["remove-cell"]
 # %matplotlib inline
@@ -43,9 +33,11 @@ from IPython.display import HTML, Markdown, display
 from myst_nb import glue
 
 from invarirank import compendium
-from invarirank.compendium import section5
+from invarirank.compendium import figure_sentences, section5
+from invarirank.compendium.run_summary import runs_summary
 from invarirank.evaluation import read_observations
-from invarirank.grid import load_grid, main_sweep, project_root
+from invarirank.grid import project_root
+from invarirank.grid.book import load_book_config
 from invarirank.grid.parameters import check_parameters
 
 check_parameters(globals(), "results")  # what papermill injected: known names, right types
@@ -57,20 +49,26 @@ runs = compendium.collect_runs(results_dir)
 if not include_simulated:
     runs = [r for r in runs if r.scorer != "simulated"]
 
-# The switch: the first preferred grid whose main run and every run of its setting (data set, first stage, model,
-# scorer: its K sweep) are complete; the names come from the grid files, never typed here.
-if preferred_grids is None:
-    preferred_grids = [root / "configs" / "grid-paper-cpu.yaml", root / "configs" / "grid-evidence.yaml"]
-grids = [load_grid(f) for f in preferred_grids if Path(f).is_file()]
-choices = [compendium.grid_choice(g, main_sweep(g)) for g in grids]
-if any(c.name == grid for c in choices):  # a preferred grid executed on its own shows itself, whatever is complete
+# The switch: the first grid of the book's rule (configs/book.yaml) whose main run and every run of its setting (data
+# set, first stage, model, scorer: its K sweep) are complete; the run names come from the grid files, never typed here.
+book = load_book_config(book_config, root=root)
+choices = [compendium.grid_choice(g.grid, g.sweep()) for g in book.grids]
+if any(c.name == grid for c in choices):  # a grid of the rule executed on its own shows itself, whatever is complete
     choices = [c for c in choices if c.name == grid]
-shown, missing = compendium.grid_to_show(results_dir, choices, grid)
+fallback = grid or next((c.name for c in choices if any(r.grid == c.name for r in runs)), None)
+if fallback is None:
+    raise RuntimeError(f"no finished runs of any grid of {book.path} under {results_dir}")
+shown, missing = compendium.grid_to_show(results_dir, choices, fallback)
 chosen = next((c for c in choices if c.name == shown), None)
 if chosen is not None and shown != grid:
     main_run = chosen.main_run
 shown_sentence = compendium.shown_grid_sentence(
-    shown, choices, grid, missing, compendium.shard_progress(results_dir, choices, missing)
+    shown, choices, fallback, missing, compendium.shard_progress(results_dir, choices, missing)
+)
+rule_file = book.path.relative_to(root) if book.path.is_relative_to(root) else book.path
+rule_sentence = (
+    f"The grids tried, in this order, are those listed in `{rule_file}` ({', '.join(c.name for c in choices)}); "
+    "putting another grid first there changes the main results, with no other edit."
 )
 
 main_runs = [r for r in runs if r.grid == shown]
@@ -83,14 +81,26 @@ paper = compendium.paper_table(paper_table)
 observations = {r.name: read_observations(r.observations) for r in sweep}
 claim_rows = section5.section5_rows(main, sweep, [r for r in table_runs if r.K == main.K], observations)
 headline = section5.headline_sentence(main, claim_rows)
-glue("headline", HTML(section5.markdown_to_html(headline)), display=False)  # the introduction quotes it
+glue("headline", HTML(figure_sentences.markdown_to_html(headline)), display=False)  # the introduction quotes it
+
+# %% tags=["remove-input"]
+display(Markdown(shown_sentence + " " + rule_sentence))
+
+# %% [markdown]
+# This page is the results section of our re-implementation: what was run, the verdict on every claim of the
+# paper's §5, the paper's Table 1, Figure 1 and Figure 2 on our runs, and what each method cost. Every table,
+# figure, number and sentence below is computed, when the book is built, from the finished runs under
+# `results/<grid>/<run>/` (their `metrics.json`, `manifest.json` and observations); none is typed. The teaching
+# lab's simulated runs are not used here. Each run shown has its own page after this one.
+#
+# **Notation.** "A ≻ B" reads "A is better than B" on the metric named: a higher HR@5, nDCG@5 or LOC, a lower
+# PPI, GPI or exposure deviation. An ordering lists methods best first, A ≻ B ≻ C.
 
 # %% [markdown]
 # ## In one paragraph
 
 # %% tags=["remove-input"]
 display(Markdown(headline))
-display(Markdown(shown_sentence))
 if chosen is not None:  # what of the grid shown is still being computed
     finished = {r.name for r in runs if r.grid == chosen.name}
     pending = [
@@ -134,9 +144,13 @@ compendium.scale_table(main_runs)
 # compared **paired**, query by query: the mean per-query difference Δ and a two-sided paired sign-flip p-value
 # (every sign vector when there are at most 16 queries, else 10,000 seeded ones), Holm-adjusted over the pairs of
 # one claim. A pair is **resolved** when its adjusted p is below 0.05. A claim is **reproduced** when every pair is
-# resolved in the paper's direction, **contradicted** when some pair is resolved the other way, and **unresolved**
-# otherwise; a claim our data or models cannot address is **not testable here**, with the reason. The table
-# lists every claim of the paper's §5 in the paper's order, in the paper's words.
+# resolved in the paper's direction; **reproduced by construction** when it is true of the code, not a finding;
+# **tested in part** when what we could test is reproduced and the row says what was not tested; **unresolved**
+# when every observed difference goes the paper's way but some is not resolved; **contradicted** when some observed
+# difference goes the other way, resolved or not (the row says which: a reversal too small to resolve is still not
+# the paper's finding, and no number of queries "for 80% power" is given for it). A claim our data or models cannot
+# address is **not testable here**, with the reason. The table lists every claim of the paper's §5 in the paper's
+# order, in the paper's words; the headline above counts these categories.
 
 # %% tags=["remove-input"]
 section5.section5_table(main, sweep, [r for r in table_runs if r.K == main.K], observations)
@@ -176,7 +190,28 @@ compendium.figure_exposure(sweep)
 # MovieLens-32M.
 
 # %% tags=["remove-input"]
-display(Markdown(section5.figure1_sentence(sweep)))
+display(Markdown(figure_sentences.figure1_sentence(sweep)))
+
+# %% [markdown]
+# ### Why zero-shot's first input position gets (almost) no exposure
+#
+# Zero-shot's exposure at input position 0 is at or near 0 at every $K$. Is that a preference for later positions,
+# or an artefact of the span scorer's prompt, where the first candidate follows the prompt's header instead of
+# another candidate? The committed observations hold the scorer's value of every candidate in every presented order,
+# so the same candidate for the same user can be compared with itself at position 0 and elsewhere (nothing is
+# recomputed); the choice scorer, which scores labels [A], [B], … rather than the candidates' text, has no such
+# header effect and stands beside it.
+
+# %% tags=["remove-input"]
+choice_runs = sorted((r for r in runs if r.scorer == "choice" and "zero_shot" in r.methods), key=lambda r: -r.n_queries)
+first_choice = (choice_runs[0], read_observations(choice_runs[0].observations)) if choice_runs else None
+display(
+    Markdown(
+        figure_sentences.first_position_sentence(
+            (main, observations.get(main.name) or read_observations(main.observations)), first_choice
+        )
+    )
+)
 
 # %% [markdown]
 # ## Figure 2: PPI and GPI across list lengths
@@ -189,14 +224,15 @@ compendium.figure_k_sweep(sweep)
 # bootstrap intervals over queries; methods appear at the list lengths where they were run.
 
 # %% tags=["remove-input"]
-display(Markdown(section5.figure2_sentence(sweep)))
+display(Markdown(figure_sentences.figure2_sentence(sweep)))
 
 # %% [markdown]
 # ## Every claimed pair, and the queries it would need
 #
-# The pairs of the main run's claims with their 95% paired bootstrap interval, and for an unresolved pair the
-# number of queries that would resolve its observed difference with 80% power (from the observed mean and
-# spread, by the normal approximation: a planning figure, not a promise).
+# The pairs of the main run's claims with their 95% paired bootstrap interval, and for an unresolved pair in the
+# paper's direction the number of queries that would resolve its observed difference with 80% power (from the
+# observed mean and spread, by the normal approximation: a planning figure, not a promise). A pair whose observed
+# difference has the wrong sign gets none: more queries would plan for the opposite of the claim.
 
 # %% tags=["remove-input"]
 pairs = compendium.pairwise_table(main)
@@ -221,7 +257,7 @@ display(Markdown(compendium.summary_sentence(main)))
 #
 # The span scorer (the authors' template: mean log-probability of each candidate's own tokens) against the
 # choice scorer (the paper's wording: next-token log-probability of each candidate's label), on the same data,
-# model, queries and $K$: from the grid shown, else from the next preferred grid that has such a pair.
+# model, queries and $K$: from the grid shown, else from the next grid of `configs/book.yaml` that has such a pair.
 
 # %% tags=["remove-input"]
 pair_grid = compendium.scorer_pair_grid(runs, [shown, *(c.name for c in choices)])
@@ -233,7 +269,7 @@ else:
         display(Markdown(f"The grid shown above has no choice-scorer run; these are runs of the {pair_grid} grid."))
     display(compendium.scorer_comparison(pair_runs))
 choice, span = compendium.choice_and_span(pair_runs, main.K)
-display(Markdown(section5.choice_sentence(choice, span)))
+display(Markdown(figure_sentences.choice_sentence(choice, span)))
 
 # %% [markdown]
 # ## Cost per method
@@ -248,11 +284,12 @@ compendium.cost_table(main_runs)
 # %% [markdown]
 # ## Adding a run
 #
-# A run executed with the reranking notebook is published under `results/<grid>/<run>/`, and the next `make book`
-# shows it on this page; which part of the page depends on its grid. It gets a run page of its own only once its
-# entry is in a grid file that `make book` executes: every run of `configs/grid-default.yaml`, and the runs of
-# `configs/grid-evidence.yaml` named in the Makefile's `EVIDENCE_PAGES`, and those of `configs/grid-paper-cpu.yaml`
-# named in `PAPER_CPU_PAGES`. Until then the notebook papermill wrote (the second argument below) is its page.
+# A run executed with the reranking notebook or with `invarirank grid` is published under `results/<grid>/<run>/`,
+# and the next `make book` shows it: a row per method in the table of every finished run at the end of this page,
+# and a page of its own under its grid's chapter, both computed from its folder (no list to edit), for any grid
+# listed in `configs/book.yaml`. If its grid is the one shown above and the run shares the main run's setting, it
+# also joins Figures 1–2 and the claims on $K$. A run still in progress (only `shards/` in its folder) is left out
+# until it is complete.
 #
 # - **A quick variant (the default grid).** `papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15 -p
 #   methods zero_shot,bootstrapping` reranks the default grid's 5 queries × M = 8 orders at $K = 15$: 160
@@ -260,53 +297,44 @@ compendium.cost_table(main_runs)
 #   core. All four methods (no `-p methods`) request up to $5 \cdot 8 \cdot (1 + 3 + 15 + 10) = 1{,}160$ passes,
 #   about 1,040 distinct, plus STELLA_LW's calibration: 1,040 times the seconds per pass the cost table above
 #   measured at $K = 15$, half an hour to an hour on the machines these runs used. The run is published to
-#   `results/default/ml-100k-lightgcn-smollm2-135m-span-k15/` and appears in the tables under *Other grids* below,
-#   not in Figures 1–2 (the default grid is not one of the grids that set them). Its entry in
-#   `configs/grid-default.yaml` is `{K: 15, methods: [zero_shot, bootstrapping]}`.
-# - **A run of the evidence grid** (it appears under *Other grids*; it would join Figures 1–2 and the claims on $K$
-#   only in a checkout where the page falls back to the evidence grid, i.e. where a paper-cpu run is missing):
-#   give it the evidence grid's settings, `papermill notebooks/rerank.ipynb /tmp/ev-k20.ipynb -p grid evidence -p name
-#   smollm2-span-k20 -p K 20 -p M 20 -p n_queries 40 -p sample_k 5 -p calibration_queries 30 -p calibration_repeats 2 -p
-#   methods zero_shot,bootstrapping`: 40 queries × 20 orders × (1 + 3) passes, of which the cache serves bootstrapping's
-#   first pass, so about 2,400 distinct passes (the cost table above gives the seconds per pass measured at each $K$).
-#   To compute it in resumable shards instead, add `{name: smollm2-span-k20, K: 20, methods: [zero_shot,
-#   bootstrapping]}` to `configs/grid-evidence.yaml` and run `invarirank grid configs/grid-evidence.yaml --only
-#   smollm2-span-k20 --shard-queries 5 --skip-results`; its name added to `EVIDENCE_PAGES` in the Makefile gives it a
-#   page. Then `make book`.
-# - **A run of the paper-cpu grid** (it joins Figures 1–2 and the claims on $K$, since this grid sets them): the same with
-#   that grid's settings, `papermill notebooks/rerank.ipynb /tmp/pc-k20.ipynb -p grid paper-cpu -p name
-#   smollm2-span-k20 -p K 20 -p M 20 -p n_queries 40 -p sample_k 15 -p calibration_queries 30 -p
-#   calibration_repeats 2 -p methods zero_shot,bootstrapping`, or its entry added to `configs/grid-paper-cpu.yaml`
-#   and `invarirank grid configs/grid-paper-cpu.yaml --only smollm2-span-k20 --shard-queries 2 --skip-results`; its
-#   name added to `PAPER_CPU_PAGES` gives it a page. The same number of passes as above, on another draw of 40
-#   users.
+#   `results/default/ml-100k-lightgcn-smollm2-135m-span-k15/`.
+# - **A run of another grid**: give it that grid's settings, e.g. for the evidence grid `papermill
+#   notebooks/rerank.ipynb /tmp/ev-k20.ipynb -p grid evidence -p name smollm2-span-k20 -p K 20 -p M 20 -p n_queries
+#   40 -p sample_k 5 -p calibration_queries 30 -p calibration_repeats 2 -p methods zero_shot,bootstrapping`: 40
+#   queries × 20 orders × (1 + 3) passes, of which the cache serves bootstrapping's first pass, so about 2,400
+#   distinct passes (the cost table above gives the seconds per pass measured at each $K$). To compute it in
+#   resumable shards instead, add `{name: smollm2-span-k20, K: 20, methods: [zero_shot, bootstrapping]}` to
+#   `configs/grid-evidence.yaml` and run `invarirank grid configs/grid-evidence.yaml --only smollm2-span-k20
+#   --shard-queries 5 --compute-only`.
+# - **The main results** come from the first grid in `configs/book.yaml` whose main run and $K$ sweep are
+#   complete; a complete run of the paper's grid (`configs/grid-paper.yaml`, listed first) therefore takes over
+#   Table 1, Figures 1–2 and the claims at the next `make book`.
 #
-# Commit the published folder if the run should stay in the book; `invarirank grid FILE --dry-run` prices any
-# run of a grid file before it starts, and `invarirank rerank --dry-run` a single run.
+# Then `make book` (or `invarirank book` followed by `jupyter-book build .`). Commit the published folder if the
+# run should stay in the book; `invarirank grid FILE --dry-run` prices any run of a grid file before it starts, and
+# `invarirank rerank --dry-run` a single run.
 
 # %% [markdown]
 # ## Other grids
 #
-# Finished runs of the grids not shown above (the evidence grid or the paper-cpu grid, whichever does not set Table 1;
-# the default grid; the paper-scale grid once someone has run it on a GPU) are shown here with the same tables. A grid of a handful of queries is a **smoke
-# run**: it checks that the pipeline works end to end, and cannot resolve any claim, for the reason its first
-# sentence gives.
+# The grids of `configs/book.yaml` not shown above, one line each (a grid of a handful of queries is a **smoke
+# run**: it checks that the pipeline works end to end and cannot resolve any claim); then every finished run of
+# every grid, a row per method, in the table below (collapsed: click to open). Each run's page gives its
+# intervals, its claims and its figures.
 
 # %% tags=["remove-input"]
 others = compendium.other_grids(runs, shown)
 if not others:
     display(Markdown("No finished runs of other grids."))
 for name, group in others.items():
-    k = compendium.main_k(group)
     group_main = compendium.main_run(group)
     smoke = compendium.smallest_p(min(r.n_queries for r in group)) >= 0.05
-    display(Markdown(f"### Grid {name}" + (" (smoke runs)" if smoke else "")))
-    display(Markdown(compendium.resolution_sentence(group_main)))
-    for scorer in dict.fromkeys([group_main.scorer, *(r.scorer for r in group)]):  # one table per scorer
-        if any(r.K == k and r.scorer == scorer for r in group):
-            display(compendium.table1([r for r in group if r.scorer == scorer], K=k))
     display(
-        section5.section5_table(
-            group_main, compendium.sweep_runs(group, group_main), [r for r in group if r.K == k], mark=False
+        Markdown(
+            f"**Grid {name}**{' (smoke runs)' if smoke else ''}: {len(group)} finished runs, K = "
+            f"{', '.join(str(k) for k in sorted({r.K for r in group}))}. {compendium.resolution_sentence(group_main)}"
         )
     )
+
+# %% tags=["remove-input", "hide-output"]
+runs_summary(runs, grids=[shown, *(c.name for c in choices)])

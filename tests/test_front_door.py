@@ -4,6 +4,7 @@ scorer and hands ``evaluate`` rows it accepts."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import subprocess
@@ -95,12 +96,14 @@ def test_import_invarirank_loads_nothing_heavy():
 
 
 def test_every_front_door_name_resolves_to_its_documented_object():
+    from invarirank.audit.driver import rerank
     from invarirank.candidates import read_candidates
     from invarirank.errors import InvariRankError
     from invarirank.evaluation import evaluate, read_observations, write_observations
     from invarirank.llm import make_scorer
     from invarirank.methods import METHODS
     from invarirank.runner import rerank_query
+    from invarirank.types import HistoryEntry, Item, Query
 
     expected = {
         "read_candidates": read_candidates,
@@ -111,13 +114,19 @@ def test_every_front_door_name_resolves_to_its_documented_object():
         "read_observations": read_observations,
         "write_observations": write_observations,
         "InvariRankError": InvariRankError,
+        "Query": Query,
+        "Item": Item,
+        "HistoryEntry": HistoryEntry,
+        "audit": importlib.import_module("invarirank.audit"),  # the subpackage, callable (ir.audit(...))
+        "rerank": rerank,
     }
     assert set(ir.__all__) == set(expected) | {"__version__"}
     for name, obj in expected.items():
         assert getattr(ir, name) is obj, name
         assert name in dir(ir)
-    with pytest.raises(AttributeError, match="no attribute 'rerank'"):
-        ir.rerank  # noqa: B018
+    assert callable(ir.audit) and ir.audit.audit is ir.audit.driver.audit
+    with pytest.raises(AttributeError, match="no attribute 'rerank_queries'"):
+        ir.rerank_queries  # noqa: B018
 
 
 def test_rerank_query_takes_any_scorer_and_evaluate_takes_its_rows():

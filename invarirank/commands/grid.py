@@ -1,5 +1,6 @@
-"""``invarirank grid GRID.yaml``: compute a grid's missing runs, then execute the book's notebooks
-(:mod:`invarirank.grid.book_build`); ``--dry-run`` prints each run's status and scorer passes instead."""
+"""``invarirank grid GRID.yaml``: compute a grid's missing runs, then execute that grid's notebooks
+(:mod:`invarirank.grid.book_build`); ``--compute-only`` executes none (``invarirank book`` executes the whole book's
+pages, every grid's, once); ``--dry-run`` prints each run's status and scorer passes instead."""
 
 from __future__ import annotations
 
@@ -29,6 +30,11 @@ def register(subparsers: Any) -> None:
     a("--force", action="store_true", help="execute every notebook even when up to date")
     a("--only", action="append", default=[], help="only these runs/pages: a run name, 'data' or 'rerank' (repeatable)")
     a("--skip-results", action="store_true", help="do not execute the results notebook")
+    a(
+        "--compute-only",
+        action="store_true",
+        help="compute the missing runs and execute no notebook (`invarirank book` then executes the book's pages)",
+    )
     a("--dry-run", action="store_true", help="print each run's status and its scorer passes, run nothing")
     a(
         "--seconds-per-pass",
@@ -135,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
             execution=execution,
             root=root,
             titles=PageTitles(run=run_page_title, dataset=dataset_label),
+            pages_too=not args.compute_only,
         )
     finally:
         if executor is not None:

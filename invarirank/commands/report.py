@@ -189,7 +189,7 @@ def report(
     parts.append("summary")
     parts.append(_summary_table(runs))
     for r in runs:
-        comparisons = format_comparisons(r.metrics)
+        comparisons = format_comparisons(r.metrics, claims=True)
         if comparisons:
             parts += ["", f"== {r.path}: paired comparisons", comparisons.rstrip()]
     paths = draw_figures(runs, Path(out) if out else Path(DEFAULT_OUT)) if figures else []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -219,10 +220,22 @@ def inversion_table(frame: pd.DataFrame, shape: str = "primacy") -> pd.DataFrame
     return pd.DataFrame.from_records(records).set_index("bias strength")
 
 
-def student_notebook(nb: dict) -> dict:
+def student_notebook(
+    nb: dict,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    install: str = 'pip install "invarirank[lab]"',
+    substitutions: Mapping[str, str] | None = None,
+) -> dict:
     """The lab notebook for students: a copy of ``nb`` (nbformat JSON) without the worked answers — every
     ``{admonition} Worked answer`` block of a markdown cell and every code cell tagged ``hide-cell`` (the cells
-    that compute the answers) are removed, outputs cleared, and a note heads the notebook."""
+    that compute the answers) are removed, outputs cleared, and a note heads the notebook.
+
+    It must run where a student saves it, outside any clone: a first code cell says in one line what to run
+    (``install``) when the kernel lacks a package the lab needs; ``settings`` (the grid file's ``lab:`` section)
+    replaces ``lab_settings = None`` in the parameters cell, so the sweep can be computed where no results folder
+    is (:func:`invarirank.grid.lab.sweep_results`); ``substitutions`` fills the book's ``{{ name }}`` MyST
+    substitutions, which plain Jupyter would show as they are."""
     import copy
     import re
 
@@ -233,22 +246,38 @@ def student_notebook(nb: dict) -> dict:
         tags = cell.get("metadata", {}).get("tags", [])
         if cell.get("cell_type") == "code" and "hide-cell" in tags:
             continue
+        text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         if cell.get("cell_type") == "markdown":
-            text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            text = block.sub("*Your answer:*\n", text)
-            cell["source"] = text.replace(
+            text = block.sub("*Your answer:*\n", text).replace(
                 "Each exercise has a worked answer, hidden until you open it.",
                 "Write your answers below each exercise.",
             )
+            for name, value in (substitutions or {}).items():
+                text = re.sub(r"\{\{\s*" + re.escape(name) + r"\s*\}\}", lambda _, v=value: v, text)
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
+            if "parameters" in tags and settings is not None:
+                text = re.sub(r"(?m)^lab_settings = None\b.*$", lambda _: f"lab_settings = {dict(settings)!r}", text)
+        cell["source"] = text
         cells.append(cell)
     note = {
         "cell_type": "markdown",
         "id": "student-note",
         "metadata": {},
         "source": "*Student version of the teaching lab: the worked answers are removed (the book's lab page "
-        "has them).*",
+        "has them). It runs in any Jupyter where the cell below finds what it needs; outside a clone of the "
+        "repository it computes the precomputed sweep itself, once.*",
     }
-    out["cells"] = [note] + cells
+    check = {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": "student-install-check",
+        "metadata": {},
+        "outputs": [],
+        "source": "import importlib.util\n\n"
+        'missing = [m for m in ("invarirank", "jinja2") if importlib.util.find_spec(m) is None]\n'
+        "if missing:\n"
+        f"    raise ModuleNotFoundError(', '.join(missing) + {f' missing: run  {install}  and restart the kernel'!r})",
+    }
+    out["cells"] = [note, check] + cells
     return out

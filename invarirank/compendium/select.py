@@ -109,7 +109,7 @@ class GridChoice:
     """A grid the results page may take Table 1 and Figures 1–2 from (:func:`grid_to_show`): its ``name``, its
     ``file`` (named to the reader), its ``main_run``, the runs it ``needed`` complete (the main run and every run of
     its setting — data set, first stage, model, scorer — i.e. its K sweep) and all its ``runs`` as (name, test
-    queries; None: all)."""
+    queries it reranks: ``first_queries`` when set, else ``n_queries``; None: all)."""
 
     name: str
     file: str
@@ -126,7 +126,7 @@ def grid_choice(grid: Any, sweep: Sequence[Any]) -> GridChoice:
         Path(grid.path).name,
         sweep[0].run_name,
         tuple(c.run_name for c in sweep),
-        tuple((c.run_name, c.n_queries) for c in grid.runs),
+        tuple((c.run_name, c.first_queries or c.n_queries) for c in grid.runs),
     )
 
 

@@ -20,6 +20,9 @@ Public API:
   :func:`hit_rate`, :func:`ndcg`, :func:`recall`, :func:`reciprocal_rank` (one ranking);
   :func:`ppi`, :func:`gpi`, :func:`gpi_exact`, :func:`loc`, :func:`win_counts` (one query's rows);
   :func:`exposure` (rows of any queries).
+- :func:`sister_measures` — mean pairwise Spearman, top-k Jaccard, first-place agreement, the relevant items' rank
+  mean and spread, the order-flip rate and the share of intransitive triads (:mod:`.sister`), on request: they are
+  not part of ``metrics.json``.
 """
 
 from .claims import PAPER_CLAIMS, Claim, holm, judge_claim, judge_claims
@@ -31,6 +34,7 @@ from .kemeny import gpi_exact
 from .observations import SCHEMA_VERSION, read_observations, write_observations
 from .positional_exposure import exposure
 from .report import format_comparisons, format_table
+from .sister import sister_measures
 
 __all__ = [
     "evaluate",
@@ -50,6 +54,7 @@ __all__ = [
     "loc",
     "win_counts",
     "exposure",
+    "sister_measures",
     "format_comparisons",
     "PerQuery",
     "compare_methods",

@@ -27,7 +27,16 @@ from ..store import RunFolder, complete_runs, project_root
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, lab_runs, load_grid, main_run
 
-__all__ = ["build", "compute_runs", "run_parameters", "PageTitles", "data_page_title", "OUTSIDE_CHECKOUT"]
+__all__ = [
+    "build",
+    "compute_runs",
+    "run_parameters",
+    "data_parameters",
+    "run_page_name",
+    "PageTitles",
+    "data_page_title",
+    "OUTSIDE_CHECKOUT",
+]
 
 
 def _run_id_title(config: RunConfig) -> str:
@@ -85,7 +94,7 @@ def compute_runs(
     return summary
 
 
-def _data_parameters(entry: dict[str, Any], grid: Grid, root: Path) -> dict[str, Any]:
+def data_parameters(entry: dict[str, Any], grid: Grid, root: Path) -> dict[str, Any]:
     ks = entry.get("K", [])
     rets = entry.get("retrievers", entry.get("retriever", ["lightgcn"]))
     raw_dir = entry.get("raw_dir")
@@ -129,8 +138,10 @@ def build(
     execution: dict[str, Any] | None = None,
     root: Path | None = None,
     titles: PageTitles | None = None,
+    pages_too: bool = True,
 ) -> dict[str, Any]:
-    """Compute a grid's missing runs, then execute its notebooks (see the module docstring). ``only`` limits
+    """Compute a grid's missing runs, then (``pages_too``) execute its notebooks (see the module docstring; the
+    whole book's pages, every grid's, are :func:`invarirank.grid.book.build_book`'s job). ``only`` limits
     the work to these runs/pages (a run name, ``data`` or ``rerank``); ``executor`` computes the runs in shards
     (:func:`compute_runs`), ``execution`` overrides the runs' execution settings (``shard_queries``,
     ``query_window``), ``root`` is the project root (default: found from ``grid_path``,
@@ -144,7 +155,6 @@ def build(
     results = Path(os.path.abspath(results_dir)) if results_dir else root / "results"
     work = Path(os.path.abspath(work_dir)) if work_dir else root / "runs"
     notebooks = root / "notebooks"
-    pages.mkdir(parents=True, exist_ok=True)
     pkg = package_files()
     selected = [c for c in grid.runs if not only or c.run_name in only or "rerank" in only]
     summary: dict[str, Any] = {
@@ -153,6 +163,8 @@ def build(
         "skipped": [],
         "runs": compute_runs([*(lab_runs(grid.lab) if grid.lab else []), *selected], results, work, executor),
     }
+    if not pages_too:
+        return summary
 
     def execute(name: str, out: Path, params: dict[str, Any], files: list[Path], title: str | None = None) -> None:
         fp = fingerprint(params, files=[notebooks / name, *files, *pkg])
@@ -169,12 +181,13 @@ def build(
         )
         summary["executed" if done else "skipped"].append(str(out))
 
+    pages.mkdir(parents=True, exist_ok=True)
     data_pages = []
     for entry in grid.data:
         out = pages / "data" / f"{slug(entry.get('label') or entry['dataset'])}.ipynb"
         data_pages.append(out)
         if not only or "data" in only:
-            params = _data_parameters(entry, grid, root)
+            params = data_parameters(entry, grid, root)
             execute(
                 "data.ipynb",
                 out,

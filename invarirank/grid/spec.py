@@ -294,15 +294,21 @@ def lab_runs(lab: Mapping[str, Any]) -> list[RunConfig]:
     return out
 
 
-def main_run(grid: Grid) -> RunConfig:
-    """The grid's main run (it sets Table 1): the first run with the most methods."""
-    return max(grid.runs, key=lambda c: len(c.methods))
+def main_run(grid: Grid, K: int | None = None) -> RunConfig:
+    """The grid's main run (it sets Table 1): the first run with the most methods, among the runs at list length
+    ``K`` when given (the book's ``main_K``, :mod:`invarirank.grid.book_config`: the paper's grid lists every
+    run at K = 15, 25 and 50 with all four methods, and its Table 1 is the one at K = 25)."""
+    runs = grid.runs if K is None else [c for c in grid.runs if c.effective_k == K]
+    if not runs:
+        raise InvariRankError(f"{grid.path}: no run at K = {K} (the main K the book gives this grid)")
+    return max(runs, key=lambda c: len(c.methods))
 
 
-def main_sweep(grid: Grid) -> list[RunConfig]:
-    """The main run first, then every other run of its setting (data set, first stage, model, scorer), in file
-    order: its K sweep, what a results page needs complete to take Table 1 and Figures 1–2 from this grid."""
-    main = main_run(grid)
+def main_sweep(grid: Grid, K: int | None = None) -> list[RunConfig]:
+    """The main run (:func:`main_run`) first, then every other run of its setting (data set, first stage, model,
+    scorer), in file order: its K sweep, what a results page needs complete to take Table 1 and Figures 1–2 from
+    this grid."""
+    main = main_run(grid, K)
     setting = (main.data_label, main.retriever, main.model_name, main.scorer)
     return [
         main,

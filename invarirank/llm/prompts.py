@@ -8,7 +8,10 @@ Rendering rules (shared by history and candidates, by both scorers):
 * candidate line: ``Title (Year), genres: A, B``; history line: ``title: Title (Year), rating: R, genres: A, B``;
 * the year prints as an integer; an item without a year omits `` (Year)``; an item without genres omits
   ``, genres: ...`` (Amazon items carry their categories in ``Item.genres`` and print under the same label);
-* a rating prints in its shortest exact form: ``4.0`` → ``4``, ``3.5`` → ``3.5`` (``format(r, ".10g")``);
+* a rating prints in its shortest exact form: ``4.0`` → ``4``, ``3.5`` → ``3.5`` (``format(r, ".10g")``); a history
+  entry without a rating (``None``: implicit feedback) omits ``, rating: R``: ``title: Title (Year), genres: A, B``
+  (every prompt with ratings is byte for byte what it was, so :data:`TEMPLATE_VERSION` stays; the pass cache is
+  keyed by the prompt's text, so the two forms never share an entry);
 * the history is written in the query's order (newest first), one line per entry;
 * titles are written as given, stripped of leading and trailing whitespace; every line break inside a title or
   genre (``\\n``, ``\\r``, and the other characters :meth:`str.splitlines` breaks at, e.g. U+2028) is replaced by
@@ -187,12 +190,11 @@ def render_item(item: Item, attribute_label: str = "genres") -> str:
 
 
 def render_history_line(entry: HistoryEntry, attribute_label: str = "genres") -> str:
-    """``title: Title (Year), rating: R, genres: A, B`` — one history line."""
+    """``title: Title (Year), rating: R, genres: A, B`` — one history line (``, rating: R`` omitted for an entry
+    without a rating)."""
     item = entry.item
-    return (
-        f"title: {_clean(item.title)}{format_year(item.year)}, rating: {format_rating(entry.rating)}"
-        f"{_genres(item, attribute_label)}"
-    )
+    rating = "" if entry.rating is None else f", rating: {format_rating(entry.rating)}"
+    return f"title: {_clean(item.title)}{format_year(item.year)}{rating}{_genres(item, attribute_label)}"
 
 
 @dataclass(frozen=True)

@@ -62,18 +62,19 @@ runs:
 
 
 def _execute(
-    results: Path, evidence_file: Path | str, out: Path, grid: str = "default", before: Path | None = None
+    results: Path, evidence_file: Path | str, out: Path, grid: str | None = "default", before: Path | None = None
 ) -> str:
-    """Execute notebooks/results.ipynb for ``grid`` on ``results`` with papermill (preferred grids: ``before``,
-    then ``evidence_file``) and return the page rendered to HTML."""
+    """Execute notebooks/results.ipynb for ``grid`` on ``results`` with papermill (the book's rule: ``before``, then
+    ``evidence_file``, written beside ``out``) and return the page rendered to HTML."""
     env = dict(
         os.environ,
         MPLBACKEND="Agg",
         PYTHONHASHSEED="0",
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     )
-    preferred = [str(f) for f in (before, evidence_file) if f]
-    params = {"grid": grid, "results_dir": str(results), "include_simulated": True, "preferred_grids": preferred}
+    rule = out.with_suffix(".book.yaml")
+    rule.write_text("grids:\n" + "".join(f"  - {{file: {f}}}\n" for f in (before, evidence_file) if f))
+    params = {"grid": grid, "results_dir": str(results), "include_simulated": True, "book_config": str(rule)}
     args = [sys.executable, "-m", "papermill", "results.ipynb", str(out), "--no-progress-bar", "-y", json.dumps(params)]
     proc = subprocess.run(args, cwd=ROOT / "notebooks", env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -105,7 +106,9 @@ def _verdicts(html: str) -> dict[tuple[str, str], str]:
 
 
 def _stored(run_dir: Path) -> dict[tuple[str, str], str]:
-    claims = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))["claims"]
+    from invarirank.evaluation import judge_claims  # the one judge: the page must show what it decides
+
+    claims = judge_claims(json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))["comparisons"])
     return {(run_dir.name, name): c["verdict"] for name, c in claims.items()}
 
 
@@ -171,7 +174,42 @@ def test_the_evidence_grid_sets_table_1_once_its_main_run_and_sweep_are_complete
     assert re.search(r"Table 1 \(ours\)\. [^<]*M = 4; queries = 10", page)
     assert _verdicts(page) == _stored(made["complete"] / "evidence" / "ev-main-k6")
     # ... and the default grid's run moves to "Other grids"
-    assert "<h3>Grid default</h3>" in page
+    assert "<strong>Grid default</strong>" in page or "**Grid default**" in page
+
+
+#: the paper grid's stand-in: named like the paper's, its own M (3) and list lengths (5, 7)
+PAPER_GRID = """\
+grid: paper
+defaults: {dataset: synthetic, retriever: none, scorer: simulated, M: 3, n_queries: 12, sample_k: 5, seed: 9,
+           calibration_queries: 6, calibration_repeats: 1, scorer_options: {bias_shape: primacy, bias_strength: 2.0}}
+runs:
+  - {name: pp-main-k7, K: 7, methods: [zero_shot, bootstrapping, stella, sgs]}
+  - {name: pp-sweep-k5, K: 5, methods: [zero_shot, bootstrapping]}
+"""
+
+
+def test_a_complete_paper_grid_takes_over_table_1_the_figures_and_the_claims_and_gives_them_back(made):
+    """`make book`'s results page (no grid of its own: the book's rule decides) on a results folder where a
+    stand-in for the paper's grid, listed first, is complete: Table 1, Figures 1–2 and the claims are its runs';
+    with its folder removed they are the evidence grid's again."""
+    base = made["base"] / "paper-standin"
+    results = base / "results"
+    shutil.copytree(made["complete"], results)
+    paper_file = base / "grid-paper.yaml"
+    paper_file.write_text(PAPER_GRID)
+    for config in load_grid(paper_file).runs:
+        ensure_run(config, results, base / "runs", progress=False)
+    page = _execute(results, made["evidence"], base / "with.ipynb", grid=None, before=paper_file)
+    assert page.index("come from the paper grid (grid-paper.yaml)") < page.index("Table 1 (ours)")  # the first line
+    assert re.search(r"Table 1 \(ours\)\. [^<]*K = 7; M = 3;", page)  # the stand-in main run's K and M
+    assert "at K = 5, 7:" in page  # Figure 2's sentence: the stand-in's list lengths
+    assert _verdicts(page) == _stored(results / "paper" / "pp-main-k7")
+    assert "pp-sweep-k5" in page and "<h3>Grid evidence</h3>" not in page  # other grids: one line each, one table
+    shutil.rmtree(results / "paper")
+    back = _execute(results, made["evidence"], base / "without.ipynb", grid=None, before=paper_file)
+    assert "come from the evidence grid (grid-evidence.yaml)" in back and "missing: pp-main-k7" in back
+    assert re.search(r"Table 1 \(ours\)\. [^<]*M = 4; queries = 10", back)
+    assert _verdicts(back) == _stored(results / "evidence" / "ev-main-k6")
 
 
 def test_a_preferred_grid_executed_on_its_own_shows_itself(made):
@@ -219,13 +257,14 @@ def test_the_evidence_grid_file_holds_the_issues_runs():
 
 
 def test_the_results_page_prefers_the_paper_cpu_grid_then_the_evidence_grid():
-    """The chain the results page switches along (its default ``preferred_grids``): the paper-cpu grid (Table 1 at
-    K = 25, the sweep at 15/25/50) once its main run and K sweep are complete, else the evidence grid (K = 10)."""
+    """The chain the results page switches along (configs/book.yaml, after the paper's grid, which has no committed
+    run): the paper-cpu grid (Table 1 at K = 25, the sweep at 15/25/50) once its main run and K sweep are complete,
+    else the evidence grid (K = 10)."""
     from invarirank import compendium
-    from invarirank.grid import main_sweep
+    from invarirank.grid.book import load_book_config
 
-    grids = [load_grid(ROOT / "configs" / f"grid-{name}.yaml") for name in ("paper-cpu", "evidence")]
-    paper, evidence = (compendium.grid_choice(g, main_sweep(g)) for g in grids)
+    book = {g.grid.name: g for g in load_book_config(root=ROOT).grids}
+    paper, evidence = (compendium.grid_choice(book[n].grid, book[n].sweep()) for n in ("paper-cpu", "evidence"))
     assert (paper.name, paper.main_run, sorted(paper.needed)) == (
         "paper-cpu",
         "smollm2-span-k25",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -105,6 +106,49 @@ def test_student_notebook_has_no_worked_answers():
     exercises = sum("**Exercise" in "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert exercises >= 6 and text.count("**Exercise") == exercises and text.count("*Your answer:*") == exercises
     assert all(not c.get("outputs") for c in student["cells"] if c["cell_type"] == "code")
+
+
+def test_student_notebook_carries_what_it_needs_outside_a_clone(monkeypatch):
+    """The student version names its one-line install when a package is missing, carries the sweep's settings in
+    its parameters cell (so the sweep can be computed outside a clone) and fills the book's substitutions."""
+    import importlib.util
+    import json
+
+    import yaml
+
+    from invarirank.compendium import lab
+
+    nb = json.loads((ROOT / "notebooks" / "lab.ipynb").read_text(encoding="utf-8"))
+    settings = yaml.safe_load((ROOT / "configs" / "grid-default.yaml").read_text())["lab"]
+    install = 'pip install "invarirank[lab] @ git+https://example.org/r"'
+    student = lab.student_notebook(nb, settings=settings, install=install, substitutions={"get_the_code": "CODE-BOX"})
+    sources = ["".join(c["source"]) for c in student["cells"]]
+    assert any("{{ get_the_code }}" in "".join(c["source"]) for c in nb["cells"])
+    assert "CODE-BOX" in "\n".join(sources) and "{{" not in "\n".join(sources)
+    params = next(c for c in student["cells"] if "parameters" in c["metadata"].get("tags", []))
+    scope: dict = {}
+    exec("".join(params["source"]), scope)
+    assert scope["lab_settings"] == settings
+    check = next(c for c in student["cells"] if c["cell_type"] == "code")  # the first code cell
+    exec("".join(check["source"]), {})  # everything is installed here: no error
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jinja2" else object())
+    with pytest.raises(ModuleNotFoundError, match=r"^jinja2 missing: run  " + re.escape(install)):
+        exec("".join(check["source"]), {})
+
+
+def test_exercise_5_has_a_scaffold_cell_in_both_versions():
+    """Exercise 5 asks the students to run zero-shot and SGS on five queries: a visible code cell starts it."""
+    import json
+
+    from invarirank.compendium import lab
+
+    nb = json.loads((ROOT / "notebooks" / "lab.ipynb").read_text(encoding="utf-8"))
+    for version in (nb, lab.student_notebook(nb)):
+        cells = version["cells"]
+        at = next(i for i, c in enumerate(cells) if "**Exercise 5" in "".join(c["source"]))
+        scaffold = cells[at + 1]
+        assert scaffold["cell_type"] == "code" and "hide-cell" not in scaffold["metadata"].get("tags", [])
+        assert "n_queries=5" in "".join(scaffold["source"]) and "resolution_table" in "".join(scaffold["source"])
 
 
 def test_sweep_settings_and_the_inversion_table():

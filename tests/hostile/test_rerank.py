@@ -97,7 +97,7 @@ CANDIDATE_CASES = [
     ("history-object", _set("history", {"a": 1}), [":1:", "'history'", "expected a list"]),
     ("history-entry-null", _set("history[0]", None), [":1:", "history[0]", "expected an object"]),
     ("rating-string", _set("history[0].rating", "5"), [":1:", "history[0].rating", "expected a finite number"]),
-    ("rating-missing", _set("history[0].rating", _DELETE), [":1:", "history[0]: missing field 'rating'"]),
+    # a history entry without a rating is implicit feedback, accepted (tests/audit/test_own_candidates.py)
     ("score-string", _scores([1.0, "high", 0.5, 0.4, 0.3, 0.2]), [":1:", "candidates[1].score", "finite number"]),
     ("score-bool", _scores([True] * 6), [":1:", "candidates[0].score", "finite number"]),
     ("score-partial", _scores([1.0]), [":1:", "candidates[1].score", "every candidate or for none"]),

@@ -123,3 +123,16 @@ def test_benchmark_workload_mimics_the_methods_pass_patterns():
         assert per[("bootstrapping", t)][1:] == per[("stella", t)][1:3]  # shared shuffles, as the methods share
         assert sorted(first) == list(range(K))
     assert workload(q, 2) == passes  # seeded
+
+
+def test_a_history_entry_without_a_rating_omits_it_and_rated_lines_are_unchanged():
+    unrated = HistoryEntry(TOY)  # implicit feedback: no rating to invent
+    assert unrated.rating is None
+    assert render_history_line(unrated) == "title: Toy Story (1995), genres: Animation, Children's, Comedy"
+    assert render_history_line(HistoryEntry(TOY, 4.0)) == (
+        "title: Toy Story (1995), rating: 4, genres: Animation, Children's, Comedy"
+    )
+    mixed = span_text([unrated, HistoryEntry(NOYEAR, 2.0)], [TOY])
+    assert "title: Toy Story (1995), genres:" in mixed and "title: Some Book, rating: 2, genres:" in mixed
+    message = choice_message([unrated], [TOY], ["A"]).text
+    assert "rating" not in message

@@ -5,6 +5,7 @@
   hands on) and ``assets`` (cache locations of the embedded data and models): they import only the core;
 * ``data``, ``llm``, ``methods``, ``evaluation`` import only the core; ``retrieval`` also ``data``;
 * ``store`` imports the core and ``evaluation``; ``runner`` every layer below plus ``store``;
+* ``audit`` (adapters for outside rerankers, importers) imports the core, ``methods``, ``evaluation`` and ``store``;
 * ``grid`` imports the core, ``runner`` and ``store``; ``compendium`` (with the lab) the core, ``store``,
   ``evaluation`` and the method registry's labels — never ``runner``, ``llm`` or torch;
 * ``cli``/``commands`` may import anything. No module import cycle anywhere.
@@ -37,6 +38,7 @@ ALLOWED = {
     "retrieval": {"core", "data"},
     "store": {"core", "evaluation"},
     "runner": {"core", "data", "retrieval", "llm", "methods", "evaluation", "store"},
+    "audit": {"core", "methods", "evaluation", "store"},
     "grid": {"core", "runner", "store"},
     "compendium": {"core", "store", "evaluation", "methods.registry"},
     "cli": {
@@ -50,6 +52,7 @@ ALLOWED = {
         "runner",
         "grid",
         "compendium",
+        "audit",
         "cli",
     },
 }
@@ -253,7 +256,6 @@ MAX_LINES = 500
 #: below fails both when another module crosses the limit and when a listed one no longer needs its place
 STILL_TO_SPLIT: set[str] = {
     # over the limit after `ruff format` (which spreads call arguments one per line), to be split by job
-    "invarirank/compendium/section5.py",
     "invarirank/data/preparation.py",
     "invarirank/llm/paper_models.py",
     "invarirank/runner/plan.py",

@@ -1,0 +1,172 @@
+"""``invarirank audit``: any reranker over a seeded permutation design → a run folder (see :mod:`invarirank.audit`).
+
+The reranker is a Python callable (``--callable module:function`` or ``path/to/file.py:function``, with
+``--returns order|scores``) or a project scorer with a registered method (``--scorer KIND --method NAME``). The run
+folder holds the same files as every run (:mod:`invarirank.audit.run_folder`); the sister measures and the order
+rule's counts are printed after the metrics table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvariRankError
+from . import int_at_least
+
+_EPILOG = """examples:
+  invarirank audit --callable my_reranker:rank --returns order --candidates candidates.jsonl --out runs/mine
+  invarirank audit --callable rerankers.py:score --returns scores --batched --candidates c.jsonl \\
+      --design sweep --repeats 2 --out runs/sweep
+  invarirank audit --scorer simulated --method bootstrapping --candidates c.jsonl --design pinned \\
+      --pin-item 0 --pin-position 0 --m 10 --out runs/pinned
+"""
+
+
+def register(subparsers: Any) -> None:
+    from ..audit.designs import DESIGNS
+
+    p = subparsers.add_parser(
+        "audit",
+        help="audit any reranker (a Python callable, a project scorer) over a seeded permutation design → run folder",
+        description="Show a reranker every query's candidates in the presented orders of a seeded design, and write "
+        "observations.jsonl, metrics.json (PPI, GPI, LOC, exposure, HR/nDCG ...), manifest.json and run.json "
+        "into --out.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    a = p.add_argument
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument(
+        "--callable", metavar="MODULE:FUNCTION", help="the reranker: a function in an importable module or a .py file"
+    )
+    who.add_argument("--scorer", metavar="KIND", help="a project scorer (simulated, span, choice) with --method")
+    a(
+        "--returns",
+        choices=("order", "scores"),
+        help="what the callable returns: ranked ids, or one score per presented candidate",
+    )
+    a("--batched", action="store_true", help="the callable takes (queries, presented_lists) and answers a list")
+    a("--batch-size", type=int_at_least(1), default=32, metavar="N", help="requests per batched call (default 32)")
+    a("--lower-is-better", action="store_true", help="the callable's scores rank ascending")
+    a(
+        "--on-invalid",
+        choices=("repair", "error"),
+        default="repair",
+        help="an invalid ranking: the counted rule (default) or an error",
+    )
+    a("--uses-labels", action="store_true", help="the callable reads presented.labels (needed for --design label-swap)")
+    a("--name", default=None, help="the rows' method (default: the function's name, or --method)")
+    a("--method", default="zero_shot", help="the registered method of --scorer (default zero_shot)")
+    a("--model", default=None, help="the model of --scorer span/choice")
+    a("--candidates", required=True, metavar="FILE", help="candidates file (JSON Lines, one query per line)")
+    a("--design", choices=DESIGNS, default="random", help="permutation design (default random: the study's orders)")
+    a("--m", dest="M", type=int_at_least(1), default=20, metavar="M", help="presented orders per query (default 20)")
+    a("--repeats", type=int_at_least(1), default=1, help="sweep: Latin squares per query (default 1)")
+    a(
+        "--pin-item",
+        type=int_at_least(0),
+        default=0,
+        metavar="I",
+        help="pinned: the candidate (0-based retrieval index)",
+    )
+    a("--pin-position", type=int, default=0, metavar="P", help="pinned: its presented position (0-based; -1 = last)")
+    a("--seed", type=int_at_least(0), default=42, help="seed of every order (default 42)")
+    a("--out", required=True, metavar="RUN", help="run folder to write")
+    p.set_defaults(func=run)
+
+
+def load_callable(spec: str) -> Any:
+    """``module:function`` (importable, the current folder first on the path) or ``file.py:function``."""
+    if ":" not in spec:
+        raise InvariRankError(f"--callable {spec!r}: expected MODULE:FUNCTION or FILE.py:FUNCTION")
+    where, name = spec.rsplit(":", 1)
+    if where.endswith(".py"):
+        path = Path(where)
+        if not path.is_file():
+            raise InvariRankError(f"--callable {spec!r}: file {where} not found")
+        module_spec = importlib.util.spec_from_file_location(path.stem, path)
+        if module_spec is None or module_spec.loader is None:
+            raise InvariRankError(f"--callable {spec!r}: cannot load {where}")
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+    else:
+        if "" not in sys.path and str(Path.cwd()) not in sys.path:
+            sys.path.insert(0, str(Path.cwd()))
+        try:
+            module = importlib.import_module(where)
+        except ModuleNotFoundError as exc:
+            raise InvariRankError(f"--callable {spec!r}: module {exc.name!r} not found") from None
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise InvariRankError(f"--callable {spec!r}: {where} has no callable {name!r}")
+    return fn
+
+
+def build_reranker(args: argparse.Namespace) -> Any:
+    from ..audit import from_order, from_scorer, from_scores
+
+    if args.callable:
+        fn = load_callable(args.callable)
+        if not args.returns:
+            raise InvariRankError("--callable needs --returns order|scores (what the function gives back)")
+        name = args.name or args.callable.rsplit(":", 1)[1]
+        common = {"name": name, "batched": args.batched, "batch_size": args.batch_size, "uses_labels": args.uses_labels}
+        if args.returns == "order":
+            return from_order(fn, on_invalid=args.on_invalid, **common)
+        return from_scores(fn, higher_is_better=not args.lower_is_better, **common)
+    from ..llm.factory import make_scorer
+
+    scorer = make_scorer(args.scorer, **({"model": args.model} if args.model else {}))
+    return from_scorer(scorer, args.method, name=args.name)
+
+
+def format_repairs(totals: dict[str, dict[str, int]]) -> str:
+    lines = []
+    for method, t in totals.items():
+        if t["repaired_rows"]:
+            lines.append(
+                f"{method}: the order rule changed {t['repaired_rows']} of {t['rows']} rankings "
+                f"({t['unknown']} unknown ids dropped, {t['duplicate']} duplicates dropped, "
+                f"{t['missing']} missing appended in presented order)"
+            )
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def format_sister(sister: dict[str, Any]) -> str:
+    lines = [f"sister measures (k = {sister['settings']['k']}):"]
+    for method, block in sister["methods"].items():
+        values = ", ".join(
+            f"{name} {'-' if v is None else f'{v:.4f}'}" for name, v in block["overall"].items() if name != "queries"
+        )
+        lines.append(f"  {method}: {values}")
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..audit import Design, audit, repair_totals
+    from ..audit.run_folder import check_audit_folder, write_audit_run
+    from ..candidates import read_candidates
+    from ..evaluation import sister_measures
+    from ..evaluation.report import format_table
+
+    check_audit_folder(args.out)
+    design = Design(args.design, args.M, args.repeats, args.pin_item, args.pin_position)
+    reranker = build_reranker(args)
+    queries = read_candidates(args.candidates)
+    t = time.perf_counter()
+    rows = audit(reranker, queries, design=design, seed=args.seed)
+    seconds = time.perf_counter() - t
+    metrics = write_audit_run(
+        args.out, rows, rerankers=[reranker.identity()], design=design.to_json(), seed=args.seed, seconds=seconds
+    )
+    sys.stdout.write(format_table(metrics))
+    sys.stdout.write(format_sister(sister_measures(rows)))
+    sys.stdout.write(format_repairs(repair_totals(rows)))
+    print(f"wrote {args.out} ({len(rows)} rows, {seconds:.1f} s)", file=sys.stderr)
+    return 0

@@ -1,0 +1,56 @@
+"""``invarirank book [BOOK.yaml]``: execute the book's pages from the finished runs (:mod:`invarirank.grid.book`).
+
+It computes no run (``invarirank grid GRID.yaml`` does): every grid of the book's rule (``configs/book.yaml``) gets a
+page per complete run and its data pages, and the results page is executed once, its main results taken from the
+first grid of the rule whose main run and K sweep are complete. Then ``jupyter-book build .`` renders the book.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "book",
+        help="execute the book's pages from the finished runs (computes nothing)",
+        description="Execute the book's notebooks for every grid of the book's rule (default configs/book.yaml): "
+        "a page per complete run, the data pages and the results page. No run is computed.",
+    )
+    a = p.add_argument
+    a("config", nargs="?", help="the book's rule (YAML), default configs/book.yaml")
+    a("--build-dir", help="where executed notebooks go (default: book/generated)")
+    a("--results-dir", help="finished runs, results/<grid>/<run>/ (default: results)")
+    a("--force", action="store_true", help="execute every notebook even when up to date")
+    a("--kernel", default="python3", help="Jupyter kernel for papermill (default python3)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..compendium.labels import dataset_label
+    from ..compendium.titles import run_page_title
+    from ..grid.book import build_book
+    from ..grid.book_build import PageTitles
+    from ..io import check_output_dir
+
+    if args.build_dir:
+        check_output_dir(args.build_dir, "--build-dir")
+    t0 = time.perf_counter()
+    summary = build_book(
+        args.config,
+        build_dir=args.build_dir,
+        results_dir=args.results_dir,
+        force=args.force,
+        kernel=args.kernel,
+        titles=PageTitles(run=run_page_title, dataset=dataset_label),
+    )
+    pages = ", ".join(f"{grid} {len(runs)}" for grid, runs in summary["grids"].items())
+    print(
+        f"book: run pages per grid: {pages}; {len(summary['executed'])} notebooks executed, "
+        f"{len(summary['skipped'])} up to date, {time.perf_counter() - t0:.0f} s",
+        file=sys.stderr,
+    )
+    return 0
