@@ -17,21 +17,28 @@ JSON Lines, one line per query, every line carrying ``schema_version``::
 The fields are closed: a key this schema does not name (a misspelt ``histroy`` or ``genre``) is an error naming the
 line and the key, never silently an empty history or no genres. Free data goes under ``extra`` (any JSON value), on
 a line, a candidate or a history entry; it is read and ignored. A key given twice in one object is an error too.
+
+The file may be gzip-compressed (detected from its content) and may start with a UTF-8 byte-order mark, as the
+observations file may. Text with a lone surrogate (a ``"\\ud800"`` escape: not Unicode) is refused at reading,
+naming the field.
 """
 
 from __future__ import annotations
 
+import codecs
+import gzip
 import hashlib
 import json
 import math
 import os
 import unicodedata
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from .errors import InvariRankError
-from .io import atomic_write_text, loads_json
+from .io import atomic_write_text, loads_json, path_argument
 from .types import HistoryEntry, Item, Query
 
 __all__ = [
@@ -88,10 +95,28 @@ class _Bad(Exception):
     """A field of one line is wrong (the message, without the file and line)."""
 
 
+def lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone UTF-16 surrogate (JSON's ``"\\ud800"`` escape decodes to one): it is not
+    Unicode text and cannot be written as UTF-8, so a file holding one would fail only when results are written.
+    The one rule of the candidates and observations readers, which refuse such text at reading."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _text(value: str, field: str) -> str:
+    """``value``, or an error naming ``field`` when it holds a lone surrogate (:func:`lone_surrogate`)."""
+    if lone_surrogate(value):
+        raise _Bad(f"field {field!r} = {ascii(value)} holds a lone surrogate (not valid Unicode text)")
+    return value
+
+
 def _id(value: Any, field: str) -> str:
     """An id: a string, or a JSON integer read as its decimal string (as the observations reader does)."""
     if type(value) is str and value:
-        return value
+        return _text(value, field)
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     raise _Bad(f"field {field!r} = {_shown(value)}, expected an id (a non-empty string or an integer)")
@@ -176,6 +201,7 @@ def _item(d: Any, field: str, allowed: frozenset[str] = CANDIDATE_FIELDS) -> Ite
     title = d.get("title")
     if type(title) is not str:
         raise _Bad(f"field '{field}.title' = {_shown(title)}, expected a string (the text the model reads)")
+    _text(title, f"{field}.title")
     year = d.get("year")
     if year is not None and (isinstance(year, bool) or not isinstance(year, int)):
         raise _Bad(f"field '{field}.year' = {_shown(year)}, expected an integer year or null")
@@ -184,6 +210,7 @@ def _item(d: Any, field: str, allowed: frozenset[str] = CANDIDATE_FIELDS) -> Ite
     for g in genres:
         if type(g) is not str:
             raise _Bad(f"field '{field}.genres' holds {_shown(g)}, expected strings")
+        _text(g, f"{field}.genres")
     return Item(item_id, title, year, tuple(genres))
 
 
@@ -198,7 +225,7 @@ def _query(d: dict) -> Query:
     query_id = _id(d["query_id"], "query_id")
     user_id = _id(d["user_id"], "user_id") if d.get("user_id") is not None else query_id
     split = d.get("split", "test")
-    if type(split) is not str:
+    if type(split) is not str or lone_surrogate(split):
         raise _Bad(f"field 'split' = {_shown(split)}, expected 'test' or 'validation'")
     cands = _list(d["candidates"], "candidates")
     if not cands:
@@ -256,11 +283,23 @@ def write_candidates(path: str | os.PathLike, queries: Iterable[Query]) -> None:
     atomic_write_text(path, "\n".join(lines) + ("\n" if lines else ""))
 
 
+def _lines(fh: Any, p: Path) -> Iterator[bytes]:
+    """The lines of an open (plain or gzip) file; a broken gzip stream is an error naming the file."""
+    try:
+        yield from fh
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InvariRankError(f"{p}: not a readable gzip file ({exc})") from None
+
+
 def _numbered_queries(p: Path) -> Iterator[tuple[int, Query]]:
     if not p.is_file():
         raise InvariRankError(f"{p}: no such candidates file")
-    with open(p, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
+    with open(p, "rb") as probe:
+        gzipped = probe.read(2) == b"\x1f\x8b"
+    with gzip.open(p, "rb") if gzipped else open(p, "rb") as fh:
+        for lineno, raw in enumerate(_lines(fh, p), 1):
+            if lineno == 1 and raw.startswith(codecs.BOM_UTF8):  # a leading byte-order mark, as in observations
+                raw = raw[len(codecs.BOM_UTF8) :]
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -288,7 +327,7 @@ def read_candidates(path: str | os.PathLike) -> list[Query]:
     queries: list[Query] = []
     first_line: dict[str, int] = {}
     forms: dict[str, tuple[str, int]] = {}
-    p = Path(path)
+    p = path_argument(path, "read_candidates: path", "candidates file's path")
     for lineno, q in _numbered_queries(p):
         if q.query_id in first_line:
             raise InvariRankError(

@@ -123,6 +123,14 @@ def _umask() -> int:
     return mask
 
 
+def path_argument(value: Any, where: str, what: str = "path") -> Path:
+    """A Python caller's path argument as a :class:`~pathlib.Path`: a non-empty string or path-like, else one
+    :class:`InvariRankError` naming ``where`` (the function and parameter) instead of a ``TypeError`` from inside."""
+    if isinstance(value, (str, os.PathLike)) and os.fspath(value) != "":
+        return Path(value)
+    raise InvariRankError(f"{where} = {value!r}: expected the {what} (a non-empty str or pathlib.Path)")
+
+
 def special_file(path: str | os.PathLike) -> str | None:
     """What ``path`` is when it exists and is neither a regular file nor a folder (links followed):
     ``"character device"``, ``"FIFO"``, ``"socket"`` or ``"block device"``; None otherwise."""
@@ -152,8 +160,17 @@ def inside(root: str | os.PathLike, path: str | os.PathLike, what: str = "folder
 
 @contextmanager
 def _through(target: Path) -> Iterator[Path]:
-    """A character device is written in place (no temporary file, no rename)."""
-    yield target
+    """A character device is written in place (no temporary file, no rename); a failed write (``/dev/full``)
+    is one error naming it."""
+    try:
+        yield target
+    except OSError as exc:
+        raise unwritable(target, _unnamed(exc)) from None
+
+
+def _unnamed(exc: OSError) -> OSError:
+    """``exc`` without the file it names: errors met on the hidden temporary file name the target instead."""
+    return type(exc)(exc.errno, exc.strerror) if exc.errno is not None else exc
 
 
 @contextmanager
@@ -179,23 +196,23 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
-        raise unwritable(target, exc) from None
+        raise unwritable(target, _unnamed(exc) if target.parent.exists() else exc) from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:
         try:
             yield tmp_path
         except OSError as exc:
-            if getattr(exc, "filename", None) or exc.errno is None:
+            if exc.errno is None:
                 raise
-            raise unwritable(target, exc) from None  # e.g. a full disk: name the file
+            raise unwritable(target, _unnamed(exc)) from None  # e.g. a full disk: name the target, not the temporary
         if tmp_path.exists():
             # mkstemp creates 0600 files; give the final file the usual permissions (0666 & ~umask)
             os.chmod(tmp_path, 0o666 & ~_umask())
         try:
             os.replace(tmp_path, target)
         except OSError as exc:
-            raise unwritable(target, exc) from None
+            raise unwritable(target, _unnamed(exc)) from None
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise

@@ -35,7 +35,10 @@ from myst_nb import glue
 
 from invarirank import compendium
 from invarirank.data import load_prepared, prepare
+from invarirank.grid.parameters import check_parameters
 from invarirank.retrieval import retrieve
+
+check_parameters(globals(), "data")  # what papermill injected: known names, right types
 
 prepared = load_prepared(prepare(dataset, raw_dir=raw_dir))
 glue("data_stats", compendium.data_stats_table(prepared.stats))

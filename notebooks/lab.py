@@ -68,7 +68,10 @@ n_queries = 20
 from invarirank import compendium
 from invarirank.compendium import lab
 from invarirank.grid.lab import sweep_results
+from invarirank.grid.parameters import check_parameters
 from invarirank.runner.lab import live_run
+
+check_parameters(globals(), "lab")  # what papermill injected: known names, right types
 
 results_dir = sweep_results(results_dir, lab_settings)
 sweep = lab.sweep_frame(results_dir, grid=lab_grid)

@@ -79,7 +79,10 @@ work_dir = None  # None: <project>/runs
 from IPython.display import Markdown, display
 
 from invarirank import compendium
+from invarirank.grid.parameters import check_parameters
 from invarirank.runner import RunConfig, ensure_run
+
+check_parameters(globals(), "rerank")  # what papermill injected: known names, right types
 
 config = RunConfig.from_mapping(
     {k: v for k, v in dict(globals()).items() if k in RunConfig.field_names()}, "notebook parameters"

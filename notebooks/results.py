@@ -38,6 +38,9 @@ from invarirank.compendium.run_summary import runs_summary
 from invarirank.evaluation import read_observations
 from invarirank.grid import project_root
 from invarirank.grid.book import load_book_config
+from invarirank.grid.parameters import check_parameters
+
+check_parameters(globals(), "results")  # what papermill injected: known names, right types
 
 root = project_root()
 results_dir = Path(results_dir) if results_dir else root / "results"

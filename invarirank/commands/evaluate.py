@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InvariRankError
+from ..limits import MAX_BOOTSTRAP, MAX_PERMUTATIONS
 
 HELP = (
     "compute HR/nDCG/recall/MRR, PPI, GPI (+ exact Kemeny), LOC and exposure of an observations file, and "
@@ -91,66 +92,6 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-#: the most seeded sign flips of the paired permutation test (more would run for days)
-MAX_PERMUTATIONS = 1_000_000
-MAX_BOOTSTRAP = 100_000  # = invarirank.runner.config.MAX_BOOTSTRAP (kept torch-free here)
-
-
-def check_bounds(args: argparse.Namespace) -> None:
-    """Bounds on the work a flag asks for (a typo such as ``--bootstrap 1e11`` would otherwise run for days)."""
-    for flag, value, limit in (
-        ("--bootstrap", args.bootstrap, MAX_BOOTSTRAP),
-        ("--permutations", args.permutations, MAX_PERMUTATIONS),
-    ):
-        if value > limit:
-            raise InvariRankError(f"{flag} {value}: above the limit {limit:,}; expected at most {limit:,}")
-    if args.buckets == 1:
-        raise InvariRankError(
-            "--buckets 1: PPI compares position buckets and is not defined with one bucket; expected --buckets >= 2"
-        )
-
-
-def check_against_lists(rows: list[dict], settings: dict, args: argparse.Namespace) -> None:
-    """Reject settings given on the command line that cannot be meant for the file's lists (K = the length of
-    ``input``; the shortest list counts): an exposure cut-off at or above K makes every candidate exposed (zero
-    position bias), and more PPI buckets than positions change what PPI measures. The defaults (5 and 3) on shorter
-    lists are kept as documented (the numbers of committed runs), with one note line on stderr."""
-    if not rows:
-        return
-    from ..evaluation.consistency import MAX_GPI_K
-
-    k = min(len(r["input"]) for r in rows)
-    longest = max(len(r["input"]) for r in rows)
-    if longest > MAX_GPI_K:
-        raise InvariRankError(
-            f"{args.file}: lists of K = {longest} candidates are above the limit K <= {MAX_GPI_K} "
-            f"of GPI's local search (its work grows as K^4)"
-        )
-    if args.exposure_k is not None and args.exposure_k >= k:
-        how = "equal to" if args.exposure_k == k else "larger than"
-        raise InvariRankError(
-            f"--exposure-k {args.exposure_k} is {how} K = {k} (the shortest list in {args.file}): "
-            f"every candidate would count as exposed (zero position bias by construction); "
-            f"expected --exposure-k < {k}"
-        )
-    for flag, name, given, why in (
-        ("--exposure-k", "exposure_k", args.exposure_k, "every candidate would count as exposed"),
-        ("--buckets", "buckets", args.buckets, "PPI needs at least one position per bucket"),
-    ):
-        if settings[name] <= k:
-            continue
-        if given is not None:
-            raise InvariRankError(
-                f"{flag} {given} is larger than K = {k} (the shortest list in {args.file}): "
-                f"{why}; expected {flag} <= {k}"
-            )
-        print(
-            f"invarirank: note: the default {flag} {settings[name]} is larger than K = {k} (the shortest list in "
-            f"{args.file}): {why}; pass {flag} <= {k}",
-            file=sys.stderr,
-        )
-
-
 #: files that make a folder a run's (a published run, a work folder, a shard): the default --output avoids them
 _RUN_MARKERS = ("manifest.json", "run.json", "shard.json", ".lock", ".work", "checkpoint.jsonl")
 
@@ -162,6 +103,11 @@ def check_input(file: str) -> None:
     p = Path(file)
     if not file:
         raise InvariRankError("FILE '' is empty; expected the path of an observations file")
+    if file == "-" and not p.exists():
+        raise InvariRankError(
+            "FILE '-': reading observations from standard input is not supported (the reader detects plain, gzip "
+            "or Parquet from the file itself); save them to a file and give its path"
+        )
     if p.is_dir():
         raise InvariRankError(f"{file}: is a folder, expected an observations file")
     kind = special_file(p)
@@ -175,7 +121,8 @@ def default_output(file: str) -> Path:
     """``metrics.json`` beside FILE, unless FILE lies in a run folder (see :data:`_RUN_MARKERS`): that folder's
     ``metrics.json`` is the run's own, and replacing it would let the grid reuse the run with other settings."""
     folder = Path(file).parent
-    marker = next((m for m in _RUN_MARKERS if (folder / m).exists()), None)
+    itself = Path(file).resolve()  # the observations file does not mark its own folder (one named run.json)
+    marker = next((m for m in _RUN_MARKERS if (folder / m).exists() and (folder / m).resolve() != itself), None)
     if marker:
         raise InvariRankError(
             f"{file}: lies in a run folder ({folder} holds {marker}), whose metrics.json is the "
@@ -215,7 +162,7 @@ _FLAGS = {
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..evaluation.engine import check_settings, dumps_metrics, evaluate_rows
+    from ..evaluation.engine import check_against_lists, check_settings, dumps_metrics, evaluate_rows
     from ..evaluation.observations import read_observations
     from ..evaluation.report import format_comparisons, format_table
     from ..io import atomic_write_text
@@ -230,10 +177,11 @@ def run(args: argparse.Namespace) -> int:
         args.permutations,
         names=_FLAGS,
     )
-    check_bounds(args)
     out = check_output(args)
     rows = read_observations(args.file)
-    check_against_lists(rows, settings, args)
+    given = {"exposure_k": args.exposure_k is not None, "buckets": args.buckets is not None}
+    for note in check_against_lists(rows, settings, args.file, given=given, names=_FLAGS):
+        print(f"invarirank: note: {note}", file=sys.stderr)
     metrics = evaluate_rows(rows, settings)
     text = dumps_metrics(metrics)
     table = format_table(metrics)

@@ -121,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
     from ..compendium.labels import dataset_label
     from ..compendium.titles import run_page_title
     from ..grid.book_build import PageTitles
+    from ..grid.notebooks import check_kernel
+
+    check_kernel(args.kernel)  # the notebooks run after the runs: their kernel is checked before the first pass
 
     t0 = time.perf_counter()
     executor = executor_from_args(args)

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,18 @@ def _load(run_dir: str | Path) -> Any:
     return load_run(d)
 
 
+def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """``(dotted path, value)`` of every non-container value under ``value`` (list items as ``[i]``)."""
+    if isinstance(value, dict):
+        for key, v in value.items():
+            yield from _leaves(v, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _leaves(v, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
 def check_shapes(d: Path, metrics: Any, manifest: Any) -> None:
     """The parts of ``metrics.json`` and ``manifest.json`` the report reads have the documented shapes (see
         :mod:`invarirank.evaluation.engine` and :mod:`invarirank.store`): an error naming the file and field
@@ -86,6 +99,14 @@ def check_shapes(d: Path, metrics: Any, manifest: Any) -> None:
     for method, block in methods.items():
         if not isinstance(block, dict) or not isinstance(block.get("overall"), dict):
             raise InvariRankError(f"{where}: method {method!r} has no 'overall' object of metrics")
+        for field, value in _leaves(block["overall"]):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            ):
+                raise InvariRankError(
+                    f"{where}: method {method!r}: field 'overall.{field}' = {value!r}, expected a finite number or "
+                    f"null (the evaluator writes no NaN, infinity or text there)"
+                )
         per_query = block.get("per_query", {})
         if not isinstance(per_query, dict):
             raise InvariRankError(f"{where}: method {method!r}: field 'per_query' must be an object")
@@ -105,6 +126,12 @@ def check_shapes(d: Path, metrics: Any, manifest: Any) -> None:
         k is None or (isinstance(k, int) and not isinstance(k, bool)) for k in ks
     ):
         raise InvariRankError(f"{where}: no list length K (field 'queries.k' or 'grid_run.K'), expected integers")
+    ran = (manifest.get("grid_run") or manifest.get("config") or {}).get("methods")
+    if isinstance(ran, list) and set(methods) - set(ran):
+        raise InvariRankError(
+            f"{d / 'metrics.json'}: methods {sorted(set(methods) - set(ran))} are not the run's (its manifest lists "
+            f"{ran}); expected the metrics of this run's observations (re-evaluate with `invarirank evaluate`)"
+        )
 
 
 def _summary_table(runs: Sequence[Any]) -> str:
@@ -169,6 +196,8 @@ def check_arguments(args: argparse.Namespace) -> None:
     """Before any work: the figures' folder (``--out``, else ``./report``) must be a writable folder."""
     from ..io import check_output_dir
 
+    if args.out == "":
+        raise InvariRankError("--out '' is empty; expected a folder for the figures (default ./report)")
     if not args.no_figures:
         check_output_dir(args.out or DEFAULT_OUT, "--out" if args.out else "the figures' folder ./report (--out)")
 

@@ -191,6 +191,7 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
 
 def check_executor_flags(args: argparse.Namespace) -> None:
     """Bad executor flags are an error naming the flag, before anything is read or started."""
+    from ..limits import check_threads
     from ..runner.executors import EXECUTORS
 
     if args.executor not in EXECUTORS:
@@ -201,9 +202,13 @@ def check_executor_flags(args: argparse.Namespace) -> None:
     for flag, value in (("--workers", args.workers), ("--threads-per-worker", args.threads_per_worker)):
         if value is not None and value < 1:
             raise InvariRankError(f"{flag} {value}: expected at least 1")
+    if args.threads_per_worker is not None:
+        check_threads(args.threads_per_worker, "--threads-per-worker")
     for flag, value in (("--gpus-per-shard", args.gpus_per_shard), ("--cpus-per-worker", args.cpus_per_worker)):
         if value is not None and not (value >= 0 and value != float("inf")):
             raise InvariRankError(f"{flag} {value:g}: expected a finite number >= 0")
+    if not args.cpus_per_worker > 0:  # (a worker of 0 CPUs would let Ray start any number of them)
+        raise InvariRankError(f"--cpus-per-worker {args.cpus_per_worker:g}: expected a number of CPUs above 0")
     if not args.connect_timeout > 0 or args.connect_timeout == float("inf"):  # NaN fails the first test
         raise InvariRankError(
             f"--connect-timeout {args.connect_timeout:g}: expected a finite number of seconds above 0"
@@ -286,9 +291,13 @@ def check_arguments(args: argparse.Namespace, config: Any) -> None:
         config.check_path_variables(
             f"--{name.replace('_', '-')}" if getattr(args, name, None) is not None else args.config
         )
-    if not args.dry_run:
-        from ..runner import run_folder
+    if args.bench is not None and not args.dry_run:
+        raise InvariRankError("--bench prices a dry run and is used only with --dry-run; add --dry-run or drop --bench")
+    from ..runner import run_folder
 
+    # a dry run promises what the real run will do: it refuses the --out the real run would refuse (a dry run
+    # needs no folder: without --out or a grid it prices the run all the same)
+    if not args.dry_run or config.out:
         check_output_dir(run_folder(config), "--out" if config.out else "the run folder")
     from ..assets import cache_dir
 

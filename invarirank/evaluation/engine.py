@@ -51,7 +51,8 @@ re-evaluated from its observations, :func:`invarirank.store.refresh_metrics`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -61,7 +62,7 @@ from . import bootstrap
 from .comparisons import PERMUTATIONS, PerQuery, compare_methods
 from .consistency import gpi_local_search, inverse_permutations, loc_from_wins, pair_statistics, win_matrix
 from .effectiveness import effectiveness_from_ranks
-from .kemeny import MAX_EXACT_K, kemeny_mass
+from .kemeny import kemeny_mass
 from .observations import as_rows, gc_paused
 from .positional_exposure import deviation_statistics, exposure_summary, position_hits
 from .references import (
@@ -74,77 +75,20 @@ from .references import (
     reference_comparisons,
     reference_inputs,
 )
+from .settings import CI_LEVEL, check_against_lists, check_settings
 
 __all__ = [
     "METRICS_SCHEMA_VERSION",
     "evaluate",
     "evaluate_rows",
     "check_settings",
+    "check_against_lists",
     "check_metrics_version",
     "dumps_metrics",
 ]
 
 METRICS_SCHEMA_VERSION = 6
-CI_LEVEL = 0.95
 _GPI_CHUNK_CELLS = 1 << 20
-
-
-def check_settings(
-    ks: Iterable[int],
-    exposure_k: int,
-    buckets: int,
-    exact_kemeny_max_k: int | None,
-    n_bootstrap: int,
-    seed: int,
-    n_permutations: int = PERMUTATIONS,
-    *,
-    reference_replicates: int = REFERENCE_REPLICATES,
-    names: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """Validated settings (raises :class:`InvariRankError` naming the parameter, or its name in ``names``: the
-    command line passes its flags)."""
-    names = dict(names or {})
-
-    def bad(param: str, why: str) -> InvariRankError:
-        return InvariRankError(f"{names.get(param, param)}: {why}")
-
-    try:
-        ks = [int(k) for k in ks]
-    except (TypeError, ValueError):
-        raise bad("ks", f"expected positive integers, got {ks!r}") from None
-    if not ks or any(k < 1 for k in ks):
-        raise bad("ks", f"expected at least one cut-off, all >= 1, got {ks}")
-    ks = list(dict.fromkeys(ks))
-    for name, value, low in (
-        ("exposure_k", exposure_k, 1),
-        ("buckets", buckets, 1),
-        ("n_bootstrap", n_bootstrap, 0),
-        ("n_permutations", n_permutations, 0),
-        ("reference_replicates", reference_replicates, 0),
-    ):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise bad(name, f"expected an integer >= {low}, got {value!r}")
-    if exact_kemeny_max_k is not None:
-        if not isinstance(exact_kemeny_max_k, (int, np.integer)) or not 0 <= exact_kemeny_max_k <= MAX_EXACT_K:
-            off = names.get("exact_kemeny_off", "None")
-            raise bad(
-                "exact_kemeny_max_k",
-                f"expected an integer from 0 to {MAX_EXACT_K} (or {off} to switch the "
-                f"exact search off), got {exact_kemeny_max_k!r}",
-            )
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise bad("seed", f"expected an integer >= 0, got {seed!r}")
-    return {
-        "ks": ks,
-        "exposure_k": int(exposure_k),
-        "buckets": int(buckets),
-        "exact_kemeny_max_k": None if exact_kemeny_max_k is None else int(exact_kemeny_max_k),
-        "bootstrap": int(n_bootstrap),
-        "permutations": int(n_permutations),
-        "seed": int(seed),
-        "ci_level": CI_LEVEL,
-        "reference_replicates": int(reference_replicates),
-    }
 
 
 def evaluate(
@@ -189,6 +133,9 @@ def evaluate(
     if first_stage is not None and not isinstance(first_stage, Mapping):
         first_stage = read_first_stage(first_stage)
     rows = as_rows(data)
+    given = {"exposure_k": exposure_k != 5, "buckets": buckets != 3}
+    for note in check_against_lists(rows, settings, "the observations", given=given):
+        warnings.warn(note, stacklevel=2)
     return evaluate_rows(rows, settings, first_stage=first_stage)
 
 

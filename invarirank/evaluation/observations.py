@@ -41,9 +41,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..candidates import IdForms, look_alike
+from ..candidates import IdForms, lone_surrogate, look_alike
 from ..errors import InvariRankError
-from ..io import atomic_path, atomic_write_text
+from ..io import atomic_path, atomic_write_text, path_argument
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -79,7 +79,9 @@ def _coerce_ids(value: Any, field: str, where: str, line: int) -> list[str]:
     out = list(value)
     for n, x in enumerate(out):
         if type(x) is not str:
-            if isinstance(x, int) and not isinstance(x, bool):
+            if isinstance(x, str):  # numpy.str_ and other str subclasses (pandas / numpy string columns)
+                out[n] = str(x)
+            elif _integer(x):
                 out[n] = str(int(x))
             else:
                 _fail(
@@ -89,6 +91,20 @@ def _coerce_ids(value: Any, field: str, where: str, line: int) -> list[str]:
                     f"(or an integer), got {type(x).__name__}",
                 )
     return out
+
+
+def _integer(x: Any) -> bool:
+    """Whether ``x`` is an integer id (Python or numpy integer; never a boolean)."""
+    return (isinstance(x, int) and not isinstance(x, bool)) or (
+        type(x).__module__ == "numpy" and getattr(getattr(x, "dtype", None), "kind", "") in "iu"
+    )
+
+
+def _valid_text(where: str, line: int, field: str, values: Iterable[str]) -> None:
+    """Refuse a lone surrogate in ``values`` (the strings of ``field``), naming the field and the value escaped."""
+    for v in values:
+        if lone_surrogate(v):
+            _fail(where, line, f"field {field!r}: {ascii(v)} holds a lone surrogate (not valid Unicode text)")
 
 
 def _one_form(ids: list[str], where: str, line: int, what: str) -> None:
@@ -134,10 +150,16 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
             if version != SCHEMA_VERSION or isinstance(version, bool):
                 _fail(where, line, f"schema_version {version!r} is not supported, expected {SCHEMA_VERSION}")
         if type(qid) is not str:
-            if isinstance(qid, int) and not isinstance(qid, bool):
+            if isinstance(qid, str):  # numpy.str_ and other str subclasses
+                qid = str(qid)
+            elif _integer(qid):
                 qid = str(int(qid))
             else:
                 _fail(where, line, f"field 'query_id' must be a string, got {type(qid).__name__}")
+        if not qid:
+            _fail(where, line, "field 'query_id' is empty, expected a non-empty string")
+        if type(method) is not str and isinstance(method, str):
+            method = str(method)
         if type(method) is not str or not method:
             _fail(where, line, f"field 'method' must be a non-empty string, got {method!r}")
         if type(perm) is not int or perm < 0:
@@ -216,7 +238,12 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
                 f"(every presented order must hold the same items)",
             )
         other = lists_of.setdefault(qid, (in_set, method, line))
+        if input_of[(qid, method)][1] == line:  # the first line of this (query, method)
+            _valid_text(where, line, "method", [method])
         if other[2] == line:  # the query's first line: its ids and its name in one form each
+            _valid_text(where, line, "query_id", [qid])
+            _valid_text(where, line, "input", inp)
+            _valid_text(where, line, "relevant", rel)
             _one_form([*inp, *rel], where, line, f"the ids of query {ascii(qid)} (input and relevant)")
             twin = qid_forms.twin(qid)
             if twin is not None:
@@ -335,7 +362,7 @@ def read_observations(path: str | os.PathLike) -> list[dict]:
 
     Stability: full (the package's front door).
     """
-    p = Path(path)
+    p = path_argument(path, "read_observations: path", "observations file's path")
     if not p.is_file():
         raise InvariRankError(f"{p}: observations file not found")
     with gc_paused():
@@ -385,6 +412,11 @@ def as_rows(data: Any, where: str | None = None) -> list[dict]:
     if isinstance(data, (str, os.PathLike)):
         return read_observations(data)
     pd = sys.modules.get("pandas")
+    if data is None or isinstance(data, (bytes, int, float, Mapping)) or not hasattr(data, "__iter__"):
+        raise InvariRankError(
+            f"{where or 'evaluate'}: data = {type(data).__name__}, expected an observations file's path, a pandas "
+            f"DataFrame or a list of rows"
+        )
     if pd is not None and isinstance(data, pd.DataFrame):
         rows = validate_rows(rows_from_frame(data), where or "<DataFrame>")
     else:

@@ -17,7 +17,24 @@ from typing import Any
 
 from ..errors import RunFailed
 
-__all__ = ["fingerprint", "package_files", "execute_notebook"]
+__all__ = ["fingerprint", "package_files", "execute_notebook", "check_kernel"]
+
+
+def check_kernel(name: str) -> None:
+    """Raise :class:`~invarirank.errors.InvariRankError` unless a Jupyter kernel ``name`` is installed here: the
+    notebooks run after a grid's runs are computed, so a missing kernel is checked before the first pass, not found
+    after hours of computing."""
+    from ..errors import InvariRankError
+
+    try:
+        from jupyter_client.kernelspec import KernelSpecManager
+    except ImportError:
+        raise InvariRankError("executing the notebooks needs papermill and jupyter_client (make setup)") from None
+    specs = KernelSpecManager().find_kernel_specs()
+    if name not in specs:
+        raise InvariRankError(
+            f"--kernel {name!r}: no such Jupyter kernel here; expected one of {', '.join(sorted(specs)) or '(none)'}"
+        )
 
 
 def fingerprint(*parts: Any, files: Iterable[Path] = ()) -> str:

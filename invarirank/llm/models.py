@@ -38,6 +38,7 @@ key (:mod:`invarirank.llm.persistent_cache`) never has to re-hash the weights at
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -146,13 +147,17 @@ def set_threads(threads: int | None = None) -> int:
     choice made earlier.
     """
     global _THREADS_SET
-    import torch
+    from ..limits import check_threads
 
     env = os.environ.get("INVARIRANK_THREADS")
     if threads is None and env:
         if not env.strip().isdigit() or int(env) < 1:
             raise InvariRankError(f"INVARIRANK_THREADS={env!r}: expected a whole number of threads >= 1")
-        threads = int(env)
+        threads = check_threads(int(env), "INVARIRANK_THREADS=")
+    elif threads is not None:
+        check_threads(int(threads), "threads")
+    import torch  # after the checks: a huge count can hang or crash the numeric libraries as they load
+
     if threads is None:
         if _THREADS_SET is not None:
             return torch.get_num_threads()
@@ -211,6 +216,7 @@ def wrap_model(model: Any, tokenizer: Any, *, name: str = "in-memory", folder: P
     """Wrap an already built model + tokenizer (e.g. a tiny model built from a config in tests)."""
     import torch
 
+    check_vocabulary(name, tokenizer, model)
     model.eval()
     param = next(model.parameters())
     return LoadedModel(
@@ -235,12 +241,18 @@ def _resolve_source(
     name: str, *, allow_download: bool, trust_remote_code: bool = False, allow_pickle: bool = False
 ) -> tuple[Path, str]:
     """Registry name / local folder / Hub id → (local folder, display name)."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvariRankError(
+            f"model name {name!r} is empty; expected one of {', '.join(REGISTRY)}, a local model folder or a Hugging "
+            f"Face id"
+        )
     if name in REGISTRY:
         return prepare(name), name
     path = Path(name).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise InvariRankError(f"model folder {path}: no config.json (expected a Hugging Face model folder)")
+        _check_own_code(path, trust_remote_code)
         return path.resolve(), str(path.resolve())
     if _HUB_ID.match(name) and not path.exists():
         try:
@@ -266,6 +278,35 @@ def _resolve_source(
         f"unknown model {name!r}: expected one of {', '.join(REGISTRY)}, a local model folder, "
         f"or a Hugging Face id like 'meta-llama/Llama-3.2-3B-Instruct'"
     )
+
+
+def _check_own_code(folder: Path, trust_remote_code: bool) -> None:
+    """A model folder whose ``config.json`` names its own Python classes (``auto_map``) is meant to run that code:
+    without ``trust_remote_code`` transformers would silently load a stock class in its place (another model than
+    the folder's author wrote), so it is refused, naming the folder."""
+    if trust_remote_code:
+        return
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # an unreadable config.json is reported by the loader itself
+    if isinstance(config, dict) and config.get("auto_map"):
+        raise InvariRankError(
+            f"model folder {folder}: its config.json names its own Python code (auto_map); pass --trust-remote-code "
+            f"(scorer option trust_remote_code) to run it, after reading it"
+        )
+
+
+def check_vocabulary(display: str, tokenizer: Any, model: Any) -> None:
+    """Refuse a tokenizer whose ids reach past the model's input embeddings (an ``IndexError`` inside the first
+    forward pass otherwise): the tokenizer and weights are from different models."""
+    embeddings = model.get_input_embeddings()
+    rows = getattr(embeddings, "num_embeddings", None)
+    if isinstance(rows, int) and len(tokenizer) > rows:
+        raise InvariRankError(
+            f"model {display!r}: its tokenizer has {len(tokenizer)} tokens, more than the {rows} rows of the model's "
+            f"embeddings; expected the tokenizer of these weights"
+        )
 
 
 def _hub_offline() -> bool:
@@ -324,6 +365,7 @@ def load_model(
     except _load_errors() as exc:  # unreadable files; corrupt weights (safetensors' or torch's own errors)
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InvariRankError(f"model {display!r}: cannot load from {folder}: {first}") from None
+    check_vocabulary(display, tokenizer, model)
     if dev.type != "cuda":
         model.to(dev)
     model.eval()

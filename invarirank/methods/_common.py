@@ -20,11 +20,12 @@ would have seen alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..errors import InvariRankError
 from ..orders import rng_for
 from ..types import BatchScorer, Item, Query, Scorer, ScorerBase, ScoreResult
 from .result import MethodResult
@@ -45,6 +46,8 @@ __all__ = [
     "score_request_results",
     "as_batch_scorer",
     "ScoreOnly",
+    "checked_scores",
+    "check_scorer",
 ]
 
 
@@ -61,7 +64,79 @@ def shuffle_positions(k: int, seed: int, query_id: str, t: int, j: int) -> list[
 
 def score_items(scorer: Scorer, query: Query, items: Sequence[Item]) -> np.ndarray:
     """One scorer call; float64 copy of the scores aligned with ``items``."""
-    return _checked(scorer, scorer.score(query, list(items)).scores, len(items))
+    return checked_scores(scorer, query, _scores_of(scorer, query, scorer.score(query, list(items))), len(items))
+
+
+def check_scorer(scorer: Any, where: str = "scorer") -> None:
+    """Raise :class:`~invarirank.errors.InvariRankError` unless ``scorer`` has what the
+    :class:`~invarirank.types.Scorer` protocol asks for: a non-empty string ``name``, a callable ``score`` and an
+    ``identity()`` that returns a mapping. Checked once at the door, so that a wrong object (a string, a query, a
+    function) is named there rather than failing as an ``AttributeError`` inside a method."""
+    name = getattr(scorer, "name", None)
+    if not isinstance(name, str) or not name:
+        raise InvariRankError(
+            f"{where}: {type(scorer).__name__} object has no non-empty string 'name'; expected a Scorer "
+            f"(name, score(query, presented) and identity(); e.g. invarirank.make_scorer('simulated'))"
+        )
+    for member in ("score", "identity"):
+        if not callable(getattr(scorer, member, None)):
+            raise InvariRankError(
+                f"{where}: scorer {name!r} ({type(scorer).__name__}) has no method {member}(); expected a Scorer "
+                f"(name, score(query, presented) and identity())"
+            )
+    identity = scorer.identity()
+    if not isinstance(identity, Mapping):
+        raise InvariRankError(
+            f"{where}: scorer {name!r}: identity() returned {type(identity).__name__}, expected a dict"
+        )
+
+
+def _shown(value: Any) -> str:
+    """A short description of what a scorer returned, for the error line."""
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60] + '...' if len(text) > 60 else text}"
+
+
+def _scores_of(scorer: Scorer, query: Query, result: Any) -> Any:
+    """``result.scores``, or an error naming the scorer and query when ``result`` is not a score result."""
+    if not hasattr(result, "scores"):
+        raise InvariRankError(
+            f"scorer {scorer.name!r} on query {query.query_id!r}: returned {_shown(result)}; expected a ScoreResult "
+            f"(invarirank.types.ScoreResult(scores=...))"
+        )
+    return result.scores
+
+
+def checked_scores(scorer: Scorer, query: Query, raw: Any, n: int) -> np.ndarray:
+    """THE check of a scorer's scores (every scorer call of every method and of STELLA_LW's calibration passes
+    here): ``raw`` must be a list or array of ``n`` finite real numbers, one per presented candidate; returns their
+    float64 copy. Anything else (NaN or infinity, strings that would parse as numbers, complex or boolean values,
+    an object array, a generator, a wrong length) raises :class:`~invarirank.errors.InvariRankError` naming the
+    scorer, the query and what was returned, because a silently coerced score is a silently wrong ranking (a NaN
+    sorts last)."""
+
+    def bad(what: str) -> InvariRankError:
+        return InvariRankError(
+            f"scorer {scorer.name!r} on query {query.query_id!r}: returned {what}; expected {n} finite real "
+            f"numbers (one per candidate)"
+        )
+
+    if not isinstance(raw, (np.ndarray, list, tuple)):
+        raise bad(_shown(raw))
+    try:
+        arr = np.asarray(raw)
+    except (TypeError, ValueError):
+        raise bad(_shown(raw)) from None
+    if arr.dtype.kind not in "iuf":
+        kinds = {"b": "booleans", "c": "complex numbers", "O": "objects", "U": "strings", "S": "bytes"}
+        raise bad(f"{kinds.get(arr.dtype.kind, str(arr.dtype))} {_shown(raw)}")
+    if arr.shape != (n,):
+        raise bad(f"{arr.size} scores of shape {arr.shape}")
+    scores = arr.astype(np.float64, copy=True)
+    if not np.isfinite(scores).all():
+        where = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise bad(f"{scores[where]} for candidate {where} (0-based position in the presented list)")
+    return scores
 
 
 class ScoreOnly(ScorerBase):
@@ -95,36 +170,40 @@ def batch_size_of(scorer: Scorer) -> int:
     return size
 
 
-def _answered(scorer: Scorer, results: Sequence[ScoreResult], n: int) -> list[ScoreResult]:
-    if len(results) != n:
-        raise ValueError(f"scorer {scorer.name!r} answered {len(results)} of {n} requests")
-    return list(results)
+def _answered(
+    scorer: Scorer, results: Sequence[ScoreResult], requests: Sequence[tuple[Query, Sequence[Item]]]
+) -> list[ScoreResult]:
+    """``results`` checked against ``requests``: one result per request, each with valid scores
+    (:func:`checked_scores`); the scores come back as float64 copies."""
+    if not isinstance(results, (list, tuple)) or len(results) != len(requests):
+        got = len(results) if isinstance(results, (list, tuple)) else _shown(results)
+        raise InvariRankError(
+            f"scorer {scorer.name!r} on query {requests[0][0].query_id!r}: answered {got} for "
+            f"{len(requests)} requests; expected one ScoreResult per request"
+        )
+    out = []
+    for res, (query, items) in zip(results, requests):
+        scores = checked_scores(scorer, query, _scores_of(scorer, query, res), len(items))
+        out.append(ScoreResult(scores=scores, tokens=getattr(res, "tokens", 0), cached=getattr(res, "cached", False)))
+    return out
 
 
 def score_results(scorer: Scorer, query: Query, requests: Sequence[Sequence[Item]]) -> list[ScoreResult]:
     """Several scorer calls of one query, as one :meth:`BatchScorer.score_batch` call, in order."""
     results = as_batch_scorer(scorer).score_batch(query, [list(items) for items in requests])
-    return _answered(scorer, results, len(requests))
+    return _answered(scorer, results, [(query, items) for items in requests])
 
 
 def score_request_results(scorer: Scorer, requests: Sequence[tuple[Query, Sequence[Item]]]) -> list[ScoreResult]:
     """Scorer calls for (query, presented order) requests of several queries, as one
     :meth:`BatchScorer.score_requests` call; results in order."""
     results = as_batch_scorer(scorer).score_requests([(q, list(items)) for q, items in requests])
-    return _answered(scorer, results, len(requests))
+    return _answered(scorer, results, requests)
 
 
 def score_items_batch(scorer: Scorer, query: Query, requests: Sequence[Sequence[Item]]) -> list[np.ndarray]:
     """:func:`score_results` as float64 copies of the scores aligned with each request."""
-    results = score_results(scorer, query, requests)
-    return [_checked(scorer, res.scores, len(items)) for res, items in zip(results, requests)]
-
-
-def _checked(scorer: Scorer, raw: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
-    scores = np.asarray(raw, dtype=np.float64)
-    if scores.shape != (n,):
-        raise ValueError(f"scorer {scorer.name!r} returned {scores.shape} scores for {n} candidates")
-    return scores
+    return [np.asarray(res.scores, dtype=np.float64) for res in score_results(scorer, query, requests)]
 
 
 def drive(steps: Steps, scorer: Scorer, query: Query) -> MethodResult:
@@ -152,7 +231,7 @@ def drive_window(work: Sequence[tuple[Query, Steps]], scorer: Scorer) -> list[Me
 
     def answer(requests: list[list[Item]], idx: list[int]) -> list[np.ndarray]:
         results = score_request_results(scorer, [(queries[i], items) for i, items in zip(idx, requests)])
-        return [_checked(scorer, res.scores, len(items)) for res, items in zip(results, requests)]
+        return [np.asarray(res.scores, dtype=np.float64) for res in results]
 
     return _lockstep([s for _, s in work], answer)
 

@@ -30,8 +30,10 @@ from typing import Any
 
 from ..errors import InvariRankError
 from ..io import load_yaml, read_utf8
+from ..limits import MAX_BOOTSTRAP
 from ..llm.factory import DEFAULT_MODEL, SCORER_KINDS, check_scorer_options
 from ..methods.registry import METHODS, calibrated_method
+from .setting_checks import check_evaluation, check_sources
 
 __all__ = ["RunConfig", "PATH_SETTINGS", "DEFAULT_K", "ALIASES", "MAX_BOOTSTRAP", "slug", "simple_name", "check_lists"]
 
@@ -44,8 +46,6 @@ ALIASES = {"k": "K", "m": "M", "queries": "n_queries", "run_name": "name"}
 _SIMPLE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 #: a device: ``auto`` or a torch device type, optionally with an index (checked before torch sees it)
 _DEVICE = re.compile(r"auto|(cpu|cuda|mps|xpu|xla|meta|hpu|mtia|npu|hip|privateuseone)(:[0-9]+)?")
-#: the most bootstrap resamples a run or ``invarirank evaluate`` computes (more would run for days)
-MAX_BOOTSTRAP = 100_000
 _IDENTITY = {"identity": True}
 
 
@@ -357,6 +357,7 @@ class RunConfig:
         ):
             setattr(self, name, _as_int(where, name, getattr(self, name), lo))
         self.eval_ks = [_as_int(where, "eval_ks", v, 1) for v in _as_list(where, "eval_ks", self.eval_ks)]
+        check_evaluation(self, where)
         methods = [str(m) for m in _as_list(where, "methods", self.methods)]
         for m in methods:
             if m not in METHODS:
@@ -395,10 +396,11 @@ class RunConfig:
         ):
             value = getattr(self, name)
             if value is not None:
-                if value == "" and name in ("dataset", "grid", "name"):
+                if value == "" and name in ("dataset", "grid", "name", "model"):
                     raise InvariRankError(f"{where}: setting {name!r} must be a non-empty string")
                 setattr(self, name, str(value))
         self.check_k(where)
+        check_sources(self, where)
         for name in ("grid", "name"):
             value = getattr(self, name)
             if value is not None and not simple_name(value):

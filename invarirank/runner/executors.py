@@ -10,13 +10,14 @@ are :class:`~invarirank.runner.worker.ShardWorker` s: one scorer each, loaded on
 run with the same scorer settings.
 
 **ray.** Without ``address`` it starts a local Ray (a laptop, or one machine with several GPUs; it stays on the
-loopback interface) and shuts it down at the end; with ``address`` (``auto``, or ``HOST:PORT`` of a head node started
-by ``ray start --head``, e.g. inside a Slurm allocation) it joins that cluster, after checking within
-``connect_timeout`` seconds that something answers there. One actor per ``gpus_per_shard`` GPUs (default 1 on a
-cluster with GPUs, for a real scorer) or per ``cpus_per_worker`` CPUs; ``workers`` caps their number. Each actor
-sets ``threads_per_worker`` torch threads (default ``cpus_per_worker``: Ray would otherwise leave one) and keeps
-its own pass cache on its machine. An actor that dies (a lost node, ``os._exit``, out of memory) is restarted
-and its shard computed again (``max_retries`` times); shards go to whichever actor is free.
+loopback interface) and shuts it down at the end — never with more CPUs than the machine has: workers × CPUs per
+worker beyond it are dropped with a note (:func:`invarirank.limits.local_ray_cpus`); with ``address`` (``auto``, or
+``HOST:PORT`` of a head node started by ``ray start --head``, e.g. inside a Slurm allocation) it joins that cluster,
+after checking within ``connect_timeout`` seconds that something answers there. One actor per ``gpus_per_shard``
+GPUs (default 1 on a cluster with GPUs, for a real scorer) or per ``cpus_per_worker`` CPUs; ``workers`` caps their
+number. Each actor sets ``threads_per_worker`` torch threads (default ``cpus_per_worker``: Ray would otherwise leave
+one) and keeps its own pass cache on its machine. An actor that dies (a lost node, ``os._exit``, out of memory) is
+restarted and its shard computed again (``max_retries`` times); shards go to whichever actor is free.
 
 Executor, shard size and thread counts are never part of a run's identity (they only reach ``run.json``).
 """
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..errors import InvariRankError, RunFailed
+from ..limits import local_ray_cpus
 from ..types import Query, Scorer
 from .config import RunConfig
 from .shards import DEFAULT_SHARD_QUERIES
@@ -291,7 +293,7 @@ class RayExecutor(_Executor):
                 ray.init(address=self.address, log_to_driver=False)
             else:
                 _keep_on_loopback(ray)
-                cpus = None if self.workers is None else int(self.workers * self.cpus_per_worker)
+                cpus, self.workers = local_ray_cpus(self.workers, self.cpus_per_worker)
                 ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
         except InvariRankError:
             raise

@@ -4,8 +4,9 @@ sections (:mod:`invarirank.runner.records`).
 The manifest holds only deterministic content (see :mod:`invarirank.store` for the split); everything that varies
 between equal runs goes to the volatile ``run.json``. Paths are made portable by :func:`portable_paths`: a path
 inside the project root is written relative to it, one inside the cache root as ``$INVARIRANK_CACHE/<rel>``, and
-any other absolute path (and the run folder itself, ``out``) is left out of the manifest (``null``) and recorded in
-the volatile file's ``paths`` instead."""
+any other absolute path (and the run folder itself, ``out``, and the cache folder, ``cache_dir``, which say where a
+run was written and cached, never what it computed, however they were spelt) is left out of the manifest (``null``)
+and recorded in the volatile file's ``paths`` instead."""
 
 from __future__ import annotations
 
@@ -36,6 +37,10 @@ __all__ = [
 
 #: settings and data-section keys that hold a file or folder path (made portable in the manifest)
 PATH_KEYS = frozenset({"out", "cache_dir", "raw_dir", "data_dir", "candidates", "candidates_file", "retrieval_dir"})
+
+#: path settings that say only where a run is written or cached: never in the manifest (a relative or absolute
+#: spelling of one folder would otherwise give two manifests for one run)
+_WHERE_ONLY = frozenset({"out", "cache_dir"})
 
 _PACKAGES = (
     "numpy",
@@ -123,7 +128,7 @@ def portable_paths(
     obj: Any, moved: dict[str, str], *, root: Path | None = None, cache: Path | None = None, where: str = ""
 ) -> Any:
     """A copy of ``obj`` (nested dicts/lists) whose :data:`PATH_KEYS` values are portable (see the module
-    docstring); ``out`` is always left out. Every value changed is recorded in ``moved`` as
+    docstring); ``out`` and ``cache_dir`` are always left out. Every value changed is recorded in ``moved`` as
     ``{"dotted.key": original}`` (it goes to the volatile file)."""
     from ..assets import cache_dir as default_cache_dir
     from ..store import checkout_root
@@ -136,7 +141,7 @@ def portable_paths(
         for key, value in obj.items():
             here = f"{where}.{key}" if where else str(key)
             if key in PATH_KEYS and isinstance(value, str):
-                new = None if key == "out" else _portable(value, root, cache)
+                new = None if key in _WHERE_ONLY else _portable(value, root, cache)
                 if new != value:
                     moved[here] = value
                 out[key] = new

@@ -16,9 +16,11 @@ import numpy as np
 
 from ..errors import InvariRankError
 from ..methods import METHODS, QueryPassCache, batch_size_of, drive, drive_many, drive_window, method_steps
+from ..methods._common import check_scorer
 from ..methods.registry import calibrated_method, method, uncalibrated
 from ..orders import PresentedOrder, presented_orders
 from ..types import Query, Scorer
+from .arguments import check_arguments
 from .records import ObservationRow
 
 __all__ = ["rerank_query", "rerank_window", "DEFAULT_METHODS"]
@@ -33,6 +35,10 @@ def _methods(methods: Sequence[str], calibrations: Mapping[int, Any] | None) -> 
     calibrations are given."""
     if isinstance(methods, str):
         methods = [methods]
+    if not isinstance(methods, (list, tuple)) or not all(isinstance(m, str) for m in methods):
+        raise InvariRankError(
+            f"rerank_query: 'methods' = {methods!r}, expected a list of method names (some of {', '.join(METHODS)})"
+        )
     calibrated = calibrated_method(METHODS)
     names = list(methods) + ([calibrated.name] if calibrations and calibrated else [])
     unknown = [m for m in names if m not in METHODS]
@@ -59,6 +65,21 @@ def _matrix(name: str, calibrations: Mapping[int, Any] | None, k: int) -> np.nda
     if matrix.shape != (k, k):
         raise InvariRankError(f"rerank_query: calibrations[{k}] is a {matrix.shape} matrix, expected {k}×{k}")
     return matrix
+
+
+def _door(fn: str, scorer: Any, queries: Sequence[Any], seed: Any, noise_floor: Any) -> None:
+    """The arguments of :func:`rerank_query` / :func:`rerank_window` checked at the door, with the run schema's
+    rules (:func:`invarirank.runner.config.check_arguments`: the checks of ``invarirank rerank``'s flags), so a
+    wrong object or a float seed is one error naming the argument, never an ``AttributeError`` inside a method or
+    a truncated seed."""
+    check_scorer(scorer, fn)
+    for q in queries:
+        if not isinstance(q, Query):
+            raise InvariRankError(
+                f"{fn}: query = {type(q).__name__} {str(q)[:40]!r}, expected an invarirank.types.Query "
+                f"(e.g. from invarirank.read_candidates)"
+            )
+    check_arguments(fn, seed=seed, noise_floor=noise_floor)
 
 
 def _model_name(scorer: Scorer) -> str:
@@ -157,6 +178,7 @@ def rerank_query(
     otherwise order by order, method by method. Both request the same passes and, with a deterministic scorer,
     give the same rows; the noise floor always goes order by order, each copy scored afresh.
     """
+    _door("rerank_query", scorer, [query], seed, noise_floor)
     cache = scorer if isinstance(scorer, QueryPassCache) else QueryPassCache(scorer)
     names = _methods(methods, calibrations)
     work = _QueryRows(
@@ -199,6 +221,11 @@ def rerank_window(
     the rows equal :func:`rerank_query`'s. There is no noise floor here (its copies are scored one by one).
 
     Stability: caller (the runner's ``query_window``)."""
+    _door("rerank_window", scorer, queries, seed, False)
+    ids = [q.query_id for q in queries]
+    if len(set(ids)) != len(ids):  # the pass cache is keyed by query id: a repeat would reuse another's passes
+        repeated = next(x for x in ids if ids.count(x) > 1)
+        raise InvariRankError(f"rerank_window: query_id {repeated!r} appears twice; expected distinct queries")
     cache = scorer if isinstance(scorer, QueryPassCache) else QueryPassCache(scorer)
     names = _methods(methods, calibrations)
     name = _model_name(scorer) if model is None else model

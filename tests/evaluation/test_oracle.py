@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from invarirank.evaluation import evaluate, gpi, gpi_exact, loc, win_counts
 from invarirank.evaluation.consistency import contradiction_mass, gpi_local_search, swap_deltas
+from invarirank.evaluation.engine import check_settings, evaluate_rows
 from invarirank.evaluation.kemeny import kemeny_mass
+from invarirank.evaluation.observations import validate_rows
 from tests.support.evaluation_families import families
 from tests.support.literal_evaluator import literal_evaluate, literal_local_search, loc_identity
 
@@ -45,7 +47,10 @@ def by_query(rows):
 )
 def test_fast_equals_literal(rows, ks, exposure_k, buckets):
     lit = literal_evaluate(rows, ks=ks, exposure_k=exposure_k, buckets=buckets)
-    fast = evaluate(rows, ks=ks, exposure_k=exposure_k, buckets=buckets, n_bootstrap=0, exact_kemeny_max_k=None)
+    # the engine's arithmetic on every setting, also those the front door refuses for these lists (one bucket, an
+    # exposure cut-off at or above K): validated rows and settings straight into evaluate_rows
+    settings = {**check_settings(ks, exposure_k, 2, None, 0, 0), "buckets": buckets}
+    fast = evaluate_rows(validate_rows(enumerate(rows, 1), "<rows>"), settings)
     assert list(fast["methods"]) == list(lit["methods"])
     groups = by_query(rows)
     for method, block in lit["methods"].items():
@@ -181,7 +186,9 @@ def test_invariant_to_order_preserving_renaming(rows):
 @given(rows=families(min_k=1, max_k=12, max_m=6), k=st.integers(1, 6))
 def test_position_follower_exposure(rows, k):
     follower = [{**r, "output": list(r["input"])} for r in rows]
-    res = evaluate(follower, exposure_k=k, n_bootstrap=0, exact_kemeny_max_k=None)
+    # exposure cut-offs at or above K included (the front door refuses them): straight into the engine
+    settings = {**check_settings((1, 5, 10), 1, 2, None, 0, 0), "exposure_k": k}
+    res = evaluate_rows(validate_rows(enumerate(follower, 1), "<rows>"), settings)
     for block in res["methods"].values():
         e = block["overall"][f"exposure@{k}"]
         assert e == [1.0 if p < k else 0.0 for p in range(len(e))]

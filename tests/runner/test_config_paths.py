@@ -15,15 +15,14 @@ def test_relative_paths_are_taken_against_the_root_and_absolute_ones_kept(tmp_pa
     monkeypatch.setenv("IR_DATA", str(tmp_path / "data"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("IR_UNSET", raising=False)
-    config = RunConfig(raw_dir="raw/../ml", data_dir="$IR_DATA/prepared", candidates="~/c.jsonl")
+    config = RunConfig(raw_dir="raw/../ml", data_dir="$IR_DATA/prepared")  # (a candidates file excludes both)
     assert config.relative_paths() == ["raw_dir"]
     done = config.with_absolute_paths(tmp_path / "root")
-    assert (done.raw_dir, done.data_dir, done.candidates) == (
-        str(tmp_path / "root" / "ml"),
-        str(tmp_path / "data" / "prepared"),
-        str(tmp_path / "home" / "c.jsonl"),
-    )
+    assert (done.raw_dir, done.data_dir) == (str(tmp_path / "root" / "ml"), str(tmp_path / "data" / "prepared"))
     assert done.relative_paths() == [] and done.with_absolute_paths(Path("/elsewhere")) == done
+    assert RunConfig(candidates="~/c.jsonl").with_absolute_paths(tmp_path / "root").candidates == str(
+        tmp_path / "home" / "c.jsonl"
+    )
     unset = RunConfig(raw_dir="$IR_UNSET/raw").with_absolute_paths(tmp_path)
     assert unset.raw_dir == "$IR_UNSET/raw" and unset.relative_paths() == []
     assert RunConfig().with_absolute_paths(tmp_path) == RunConfig()

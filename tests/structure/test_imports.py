@@ -28,7 +28,7 @@ import pytest
 from tests.support import ROOT
 
 PKG = ROOT / "invarirank"
-CORE = {"types", "orders", "io", "errors", "deprecation", "candidates", "assets", "locks", "__init__"}
+CORE = {"types", "orders", "io", "errors", "deprecation", "candidates", "assets", "locks", "limits", "__init__"}
 ALLOWED = {
     "core": {"core"},
     "data": {"core"},

@@ -1,0 +1,40 @@
+"""Checks of the run schema that span several settings (``RunConfig.normalise`` calls them), kept apart from
+:mod:`.config` so that the schema's module stays a readable size."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InvariRankError
+from ..evaluation.settings import check_settings
+
+__all__ = ["check_sources", "check_evaluation"]
+
+
+def check_sources(config: Any, where: str = "config") -> None:
+    """Refuse settings that contradict each other about where the candidates come from: a candidates file
+    replaces the raw files, the prepared folder and the first stage, so ``raw_dir``/``data_dir`` or another
+    retriever next to ``candidates`` would be ignored (and the retriever recorded in the manifest as if it had
+    run). The default retriever and ``none`` are accepted (they name no first stage of their own)."""
+    if not config.candidates:
+        return
+    for name in ("raw_dir", "data_dir"):
+        if getattr(config, name):
+            raise InvariRankError(
+                f"{where}: settings 'candidates' and {name!r} contradict each other (a candidates file replaces "
+                f"the raw and prepared data); expected one of them"
+            )
+    if config.retriever not in ("lightgcn", "none"):
+        raise InvariRankError(
+            f"{where}: setting 'retriever' = {config.retriever!r} with 'candidates': no first stage runs on a "
+            f"candidates file (its lists are the first stage); leave 'retriever' out"
+        )
+
+
+def check_evaluation(config: Any, where: str = "config") -> None:
+    """The run's evaluation settings (``eval_ks``, ``exposure_k``, ``n_bootstrap``) by ``invarirank evaluate``'s own
+    rules (:func:`invarirank.evaluation.settings.check_settings`: one check for both doors), before any pass runs,
+    so a bad one never leaves a half-run behind."""
+    names = {n: f"{where}: setting {n!r}" for n in ("exposure_k", "n_bootstrap", "seed")}
+    names["ks"] = f"{where}: setting 'eval_ks'"
+    check_settings(config.eval_ks, config.exposure_k, 3, None, config.n_bootstrap, config.seed, 0, names=names)
