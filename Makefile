@@ -10,6 +10,8 @@ INVARIRANK := $(VENV)/bin/invarirank
 INVARIRANK_CACHE ?= $(HOME)/.cache/invarirank
 TORCH_VERSION ?= 2.13.0
 GRID ?= configs/grid-default.yaml
+# the vLLM CPU build's own venv (the `vllm` scorer backend): its pins are in scripts/setup_vllm_venv.sh
+VLLM_VENV ?= .venv-vllm
 
 # Never let a library reach a hub at run time: a hidden download fails loudly instead of hanging.
 export HF_HUB_OFFLINE := 1
@@ -21,14 +23,14 @@ export MPLBACKEND ?= Agg
 
 STAMP := $(VENV)/.invarirank-installed
 
-.PHONY: help venv setup system lint test test-fast book bench notebooks grid clean-book
+.PHONY: help venv vllm-venv setup system lint test test-fast book bench notebooks grid clean-book
 
 help:
 	@echo "make book   — set up, run the default grid (ML-100K, SmolLM2-135M) and build the Jupyter Book"
 	@echo "make test   — set up, lint, and run the whole test suite (includes a smoke build of the book)"
 	@echo "make test-fast — no root, no model: the venv only, then the tests that need no model, browser or book"
 	@echo "make lint   — ruff over the code and mypy over invarirank/evaluation and invarirank/runner"
-	@echo "make setup  — only the set-up (venv, data, models, browser, MathJax); idempotent"
+	@echo "make setup  — only the set-up (venv, vLLM venv, data, models, browser, MathJax); idempotent"
 	@echo "make bench  — the benchmark scripts (ratios measured in one run)"
 	@echo "make notebooks — sync notebooks/*.py (source) to their paired .ipynb"
 
@@ -45,7 +47,12 @@ $(STAMP): pyproject.toml
 system:
 	@bash scripts/setup_system.sh
 
-setup: venv system
+# vLLM's CPU build pins transformers below the main venv's: it gets a venv of its own, driven through a worker
+# process (invarirank/llm/vllm_backend.py); idempotent (a stamp holds the pins)
+vllm-venv:
+	@bash scripts/setup_vllm_venv.sh $(VLLM_VENV) $(PYTHON)
+
+setup: venv system vllm-venv
 	$(INVARIRANK) assets
 	$(INVARIRANK) models prepare smollm2-135m gemma3-270m qwen2.5-coder-0.5b
 	$(INVARIRANK) models paper
