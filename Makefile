@@ -31,6 +31,7 @@ help:
 	@echo "make test-fast — no root, no model: the venv only, then the tests that need no model, browser or book"
 	@echo "make lint   — ruff over the code and mypy over invarirank/evaluation and invarirank/runner"
 	@echo "make setup  — only the set-up (venv, vLLM venv, data, models, browser, MathJax); idempotent"
+	@echo "make vllm-venv — only the vLLM CPU build's own venv .venv-vllm (the scorers' backend: vllm)"
 	@echo "make bench  — the benchmark scripts (ratios measured in one run)"
 	@echo "make notebooks — sync notebooks/*.py (source) to their paired .ipynb"
 
