@@ -10,6 +10,8 @@ INVARIRANK := $(VENV)/bin/invarirank
 INVARIRANK_CACHE ?= $(HOME)/.cache/invarirank
 TORCH_VERSION ?= 2.13.0
 GRID ?= configs/grid-default.yaml
+# the vLLM CPU build's own venv (the `vllm` scorer backend): its pins are in scripts/setup_vllm_venv.sh
+VLLM_VENV ?= .venv-vllm
 
 # Never let a library reach a hub at run time: a hidden download fails loudly instead of hanging.
 export HF_HUB_OFFLINE := 1
@@ -24,14 +26,15 @@ STAMP := $(VENV)/.invarirank-installed
 # no Jupyter Book
 LIGHT_STAMP := $(VENV)/.invarirank-light
 
-.PHONY: help venv venv-light setup system lint test test-fast book bench notebooks grid clean-book
+.PHONY: help venv venv-light vllm-venv setup system lint test test-fast book bench notebooks grid clean-book
 
 help:
 	@echo "make book   — set up, run the default grid (ML-100K, SmolLM2-135M), then build the Jupyter Book from every grid of configs/book.yaml"
 	@echo "make test   — set up, lint, and run the whole test suite (includes a smoke build of the book)"
 	@echo "make test-fast — no root, no torch: a light venv (core, test tools, notebook runners), then the tests"
 	@echo "make lint   — ruff (check and format --check) over the code, mypy over the packages it covers"
-	@echo "make setup  — only the set-up (venv, data, models, browser, MathJax); idempotent"
+	@echo "make setup  — only the set-up (venv, vLLM venv, data, models, browser, MathJax); idempotent"
+	@echo "make vllm-venv — only the vLLM CPU build's own venv .venv-vllm (the scorers' backend: vllm)"
 	@echo "make bench  — the benchmark scripts (ratios measured in one run)"
 	@echo "make notebooks — sync notebooks/*.py (source) to their paired .ipynb"
 
@@ -59,7 +62,12 @@ $(LIGHT_STAMP): pyproject.toml
 system:
 	@bash scripts/setup_system.sh
 
-setup: venv system
+# vLLM's CPU build pins transformers below the main venv's: it gets a venv of its own, driven through a worker
+# process (invarirank/llm/vllm_backend.py); idempotent (a stamp holds the pins)
+vllm-venv:
+	@bash scripts/setup_vllm_venv.sh $(VLLM_VENV) $(PYTHON)
+
+setup: venv system vllm-venv
 	$(INVARIRANK) assets
 	$(INVARIRANK) models prepare smollm2-135m gemma3-270m qwen2.5-coder-0.5b
 	$(INVARIRANK) models paper

@@ -4,6 +4,7 @@
 #   env.txt         the GPU, driver, Python / torch / transformers versions and each step's exit status
 #   gpu_check.json  scripts/gpu_check.py: CUDA rankings against the CPU for tiny Llama / Mistral / Qwen2 / Gemma 3
 #   h200.json       benchmarks.gpu: the paper's three architectures with random weights, K by K
+#   h200-vllm-*.json benchmarks.vllm_backend: both scorer backends per architecture (only where vLLM imports)
 # Each step has its own time limit (GPU_CHECK_S, BENCH_S seconds), so the whole stays inside one device call:
 #   bash scripts/gpu_session.sh            # about 9 minutes at most with the defaults
 set -u
@@ -24,5 +25,18 @@ timeout "${BENCH_S:-360}" "$py" -m benchmarks.gpu --json "$out/h200.json" --ks "
   --archs llama-3.2-3b-instruct,mistral-7b-instruct-v0.3,qwen2.5-7b-instruct --configs c,b,a \
   --queries "${BENCH_QUERIES:-2}" --time-limit "${BENCH_LIMIT:-300}" > "$out/bench.log" 2>&1
 echo "bench exit $?" >> "$out/env.txt"
+# both scorer backends on the same request stream, where this Python has vLLM (`pip install vllm`): the
+# paper-scale page's vLLM prices (benchmarks/vllm_backend.py); one engine per architecture, vLLM first (the hf
+# backend's model then loads into the memory the stopped engine gave back)
+if "$py" -c "import vllm" > /dev/null 2>&1; then
+  for arch in ${VLLM_ARCHS:-llama-3.2-3b-instruct mistral-7b-instruct-v0.3 qwen2.5-7b-instruct}; do
+    timeout "${VLLM_BENCH_S:-240}" "$py" -m benchmarks.vllm_backend --arch "$arch" --dtype bfloat16 --k 25 \
+      --queries "${BENCH_QUERIES:-2}" --m 20 --scorers span --backends vllm,hf --json "$out/h200-vllm-$arch.json" \
+      >> "$out/vllm-bench.log" 2>&1
+    echo "vllm bench $arch exit $?" >> "$out/env.txt"
+  done
+else
+  echo "vllm bench: skipped, $py cannot import vllm (pip install vllm on the GPU machine)" >> "$out/env.txt"
+fi
 cat "$out/env.txt"
 tail -n 30 "$out/bench.log"

@@ -112,6 +112,12 @@ class CausalLMScorer(ScorerBase):
     def __init__(self, model: Any = "smollm2-135m", *, seed: int = 0, cache_dir: Any = None, **options: Any):
         o = resolve_options(CAUSAL_LM_OPTIONS, options, f"{self.kind} scorer")
         load = {name: o[name] for name, opt in CAUSAL_LM_OPTIONS.items() if opt.load}
+        self.backend = str(o["backend"])
+        if self.backend == "vllm":
+            if o["naive"]:
+                raise InvariRankError(f"{self.kind} scorer: naive=True is the hf backend's reference path, not vllm's")
+            if load["device"] == "auto":  # this process only tokenizes and hashes; vLLM holds the model it runs
+                load["device"] = "cpu"
         from .models import LoadedModel, load_model
 
         if isinstance(model, LoadedModel):
@@ -151,6 +157,21 @@ class CausalLMScorer(ScorerBase):
             self.pass_cache = PersistentPassCache(default_cache_path(cache_dir))
         self.stats: dict[str, float] = new_counters()
         self.forwards = Forwards(self.loaded, lambda: self.stats, "all" if self.naive else o["logits"])
+        self.vllm: Any = None
+        if self.backend == "vllm":
+            from .vllm_backend import worker_for
+
+            if self.loaded.folder is None:
+                raise InvariRankError(
+                    f"{self.kind} scorer: backend='vllm' needs a model folder; {self.loaded.name} has none"
+                )
+            # one more position than the longest prompt: vLLM counts the one token each request generates
+            self.vllm = worker_for(
+                self.loaded.folder,
+                dtype=str(self.loaded.dtype).removeprefix("torch."),
+                max_model_len=min(self.max_length + 1, model_max),
+                seed=self.seed,
+            )
 
     # ------------------------------------------------------------------------------------------------------
     # identity and stats
@@ -189,7 +210,24 @@ class CausalLMScorer(ScorerBase):
             "dtype": ident["dtype"],
             "device_type": ident["device"],
             "options": self.score_options(),
+            **self._backend_identity(),
         }
+
+    def _backend_identity(self) -> dict[str, Any]:
+        """``{}`` for the default ``hf`` backend (every existing key and fingerprint unchanged); for ``vllm`` its
+        name, version and device type, since its scores differ from ``hf``'s within a tolerance, not bit for bit
+        (:data:`invarirank.llm.vllm_backend.TOLERANCE`)."""
+        if self.vllm is None:
+            return {}
+        from .vllm_backend import probe
+
+        return {"backend": {"name": "vllm", **probe(self.vllm.python)}}
+
+    def close(self) -> None:
+        """Stop the vLLM worker this scorer uses (shared with scorers on the same model; it restarts on their next
+        request). The ``hf`` backend holds nothing to stop."""
+        if self.vllm is not None:
+            self.vllm.close()
 
     def identity(self) -> dict[str, Any]:
         """JSON-able description for manifests (model, hashes, dtype, device, template, options)."""
@@ -211,6 +249,7 @@ class CausalLMScorer(ScorerBase):
                 if self.pass_cache is None
                 else ("memory" if self.pass_cache.path is None else "disk"),
                 "seed": self.seed,
+                **self._backend_identity(),
             }
         )
         return ident
@@ -344,6 +383,11 @@ class CausalLMScorer(ScorerBase):
     def _compute(self, plans: list[PassPlan]) -> list[tuple[np.ndarray, int]]:
         """(scores, positions computed) of each plan, in order."""
         out: list[tuple[np.ndarray, int] | None] = [None] * len(plans)
+        if self.vllm is not None:
+            from . import vllm_backend
+
+            compute = vllm_backend.span_scores if self.kind == "span" else vllm_backend.choice_scores
+            return compute(self.vllm, plans)
         if not self.prefix_reuse:
             return [self._full(plan) for plan in plans]
         groups = group_by_prefix([plan.prefix for plan in plans])

@@ -97,6 +97,8 @@ CAUSAL_LM_OPTIONS: dict[str, Option] = {
     "truncate_history": Option(_flag, "true or false", False, True),
     "naive": Option(_flag, "true or false", False, True),
     "prefix_cache_size": Option(_positive_int, "an integer >= 1", 2, 3),
+    # who computes the missing passes: transformers in this process, or vLLM (invarirank.llm.vllm_backend)
+    "backend": Option(lambda v: v in ("hf", "vllm"), "'hf' or 'vllm'", "hf", "vllm"),
 }
 
 #: the span scorer's (:class:`invarirank.llm.span.SpanScorer`)

@@ -56,6 +56,8 @@ class SpanScorer(CausalLMScorer):
         self.template = own["template"] or SpanTemplate()
         self.special_delimiters = bool(own["special_delimiters"])
         if self.special_delimiters:
+            if options.get("backend") == "vllm":
+                raise InvariRankError("span scorer: special_delimiters=True changes the model; backend='vllm' cannot")
             model = _with_special_delimiters(model, self.template, options)
         super().__init__(model, seed=seed, cache_dir=cache_dir, **options)
 

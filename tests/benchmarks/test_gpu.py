@@ -95,13 +95,17 @@ def test_the_cost_model_reads_the_benchmark_file(tmp_path):
                 "results": [
                     {"model": "m/a", "K": 25, "config": "b", "passes_per_s": 10.0},
                     {"model": "m/a", "K": 25, "config": "c", "passes_per_s": 20.0},
+                    {"model": "m/a", "K": 25, "scorer": "choice", "backend": "vllm", "passes_per_s": 90.0},
+                    {"model": "m/b", "K": 25, "scorer": "span", "backend": "hf", "passes_per_s": 4.0},
+                    {"model": "m/b", "K": 25, "scorer": "span", "backend": "vllm", "passes_per_s": 5.0},
                 ],
                 "first_stage": {"seconds_per_epoch": {"ml-32m": 36.0}, "epochs": 100},
             }
         )
     )
     bench = load_bench(path)
-    assert bench.seconds_per_pass("m/a", 25) == pytest.approx(0.05)  # the fastest configuration
+    assert bench.seconds_per_pass("m/a", 25) == pytest.approx(0.05)  # the fastest configuration, span rows only
+    assert bench.seconds_per_pass("m/b", 25) == pytest.approx(0.2)  # the faster backend
     assert bench.seconds_per_pass("m/a", 50) == pytest.approx(0.1)  # scaled by the candidates
     assert bench.seconds_per_pass("m/other", 25) is None
     bad = tmp_path / "bad.json"

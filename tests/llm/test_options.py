@@ -128,6 +128,9 @@ def test_every_option_is_accepted_by_the_real_constructors(kind):
 
     lm = tiny_model("llama", train_tokenizer("bytelevel"), seed=5)
     examples = config_examples(SCORER_OPTIONS[kind])
+    # backend 'vllm' runs a worker in vLLM's own venv on a model folder: tests/llm/test_backend_option.py and
+    # tests/llm/test_vllm_backend.py build it
+    assert examples.pop("backend") == "vllm"
     scorer = make_scorer(kind, lm, **examples)
     ident = scorer.identity()
     assert (ident["batch_size"], ident["max_batch_tokens"], ident["max_length"]) == (4, 32768, 2048)
