@@ -26,7 +26,8 @@ RUNS = complete_runs(RESULTS)
 
 
 def _run_folders() -> list[Path]:
-    grids = [p for p in RESULTS.iterdir() if p.is_dir()] if RESULTS.is_dir() else []
+    """``results/<grid>/<run>/``; ``results/bench/`` holds benchmark files (by device), not runs."""
+    grids = [p for p in RESULTS.iterdir() if p.is_dir() and p.name != "bench"] if RESULTS.is_dir() else []
     return [run for grid_dir in grids for run in sorted(p for p in grid_dir.iterdir() if p.is_dir())]
 
 
