@@ -1,8 +1,8 @@
 """The reranker interface of an audit, and adapters that give it to a Python callable or to the project's scorers.
 
 Stability: full — the interface (:class:`Reranker`, :class:`Presentation`, :class:`Ranking`) and the four adapters
-(:func:`from_order`, :func:`from_scores`, :func:`from_scorer`, and :func:`invarirank.audit.served.served`) are what a
-user builds on.
+(:func:`from_order`, :func:`from_scores`, :func:`from_scorer`, and :func:`invarirank.audit.served_model.served`)
+are what a user builds on.
 
 **The interface.** A reranker answers *requests*: ``rerank(requests) -> list[Ranking]``, one
 :class:`Ranking` per ``(query, presented)`` request, in order, where ``presented`` is a :class:`Presentation` — the
@@ -10,7 +10,7 @@ candidates (:class:`~invarirank.types.Item`) in the order they are shown, 0-base
 ``labels`` written before them (for label-based prompts), the order's index ``t`` and key and the audit's ``seed``.
 Taking many requests at once lets an adapter batch them (a served model sends them concurrently); an adapter that
 answers one at a time loops. ``name`` becomes the observations' ``method``; ``identity()`` (JSON-able) goes to the
-run's manifest. A served model (:mod:`invarirank.audit.served`) is one more :class:`Reranker`: its ``rerank``
+run's manifest. A served model (:mod:`invarirank.audit.served_model`) is one more :class:`Reranker`: its ``rerank``
 sends the requests concurrently, and every request is identified by what it holds (the prompt written from the
 query, the presented items and ``presented.labels``; the sampling seed), so its journal of requests and answers lets
 an interrupted audit resume with identical rows.
@@ -104,7 +104,8 @@ class Ranking:
     """A reranker's answer to one request: ``output`` = the complete ranking (ids, best first, a permutation of the
     presented ids); ``scores`` = scores aligned with the presented order when the reranker has them (else
     ``None``); ``repairs`` = how many ids the order rule dropped or appended, by kind (:data:`REPAIR_KINDS`);
-    ``parse`` = a generating reranker's parse-quality flags (the row's ``parse``; :mod:`invarirank.audit.served`)."""
+    ``parse`` = a generating reranker's parse-quality flags (the row's ``parse``;
+    :mod:`invarirank.audit.served_model`)."""
 
     output: list[str]
     scores: list[float] | None = None

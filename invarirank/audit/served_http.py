@@ -1,7 +1,7 @@
 """The HTTP side of a served reranker: POST JSON to an OpenAI-compatible server with bounded concurrency, timeouts
 and retries, every request and answer kept in a journal so an interrupted audit resumes with identical rows.
 
-Stability: internal (used by :mod:`invarirank.audit.served`).
+Stability: internal (used by :mod:`invarirank.audit.served_model`).
 
 **Retries.** A request that gets no answer (connection refused or reset, a timeout) or a 429/5xx status is sent
 again after ``backoff * 2**i`` seconds (i = 0, 1, ...), at most ``retries`` more times; then the call fails with

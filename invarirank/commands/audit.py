@@ -3,7 +3,7 @@
 The reranker is a Python callable (``--callable module:function`` or ``path/to/file.py:function``, with
 ``--returns order|scores``), a project scorer with a registered method (``--scorer KIND --method NAME``) or a
 model behind an OpenAI-compatible server (``--server URL --model NAME --mode logprobs|generate``:
-:mod:`invarirank.audit.served`; its requests and answers go to ``RUN/journal.jsonl``, so the same command after a
+:mod:`invarirank.audit.served_model`; its requests and answers go to ``RUN/journal.jsonl``, so the same command after a
 crash resumes and gives identical rows). The run folder holds the same files as every run
 (:mod:`invarirank.audit.run_folder`); the sister measures and the order rule's counts (and a served generation's
 parse counts) are printed after the metrics table.
@@ -121,11 +121,22 @@ def load_callable(spec: str) -> Any:
     return fn
 
 
+def _frame(tokenizer: str | None) -> dict[str, Any]:
+    if tokenizer is None:
+        return {}
+    from ..llm.frames import served_frame
+
+    if not Path(tokenizer).is_dir():
+        raise InvariRankError(f"--tokenizer {tokenizer}: not a folder (a local tokenizer folder with a chat template)")
+    frame, name = served_frame(tokenizer)
+    return {"frame": frame, "frame_name": name}
+
+
 def build_reranker(args: argparse.Namespace) -> Any:
     from ..audit import from_order, from_scorer, from_scores
 
     if args.server:
-        from ..audit.served import served
+        from ..audit.served_model import served
 
         if not args.mode or not args.model:
             raise InvariRankError("--server needs --model NAME (as the server serves it) and --mode logprobs|generate")
@@ -141,7 +152,7 @@ def build_reranker(args: argparse.Namespace) -> Any:
             seed=args.seed,
             max_tokens=args.max_tokens,
             top_logprobs=args.top_logprobs,
-            tokenizer=args.tokenizer,
+            **_frame(args.tokenizer),
         )
 
     if args.callable:

@@ -10,7 +10,7 @@ import pytest
 
 import invarirank as ir
 from invarirank import cli
-from invarirank.audit.served import parse_ranking, served, strip_reasoning
+from invarirank.audit.served_model import parse_ranking, served, strip_reasoning
 from invarirank.candidates import write_candidates
 from invarirank.errors import InvariRankError
 from invarirank.llm.testing import toy_query
@@ -152,3 +152,19 @@ def test_cli_audit_through_a_server_writes_the_run_folder_and_journal(tmp_path, 
     code = cli.main(["audit", "--server", "http://127.0.0.1:1/v1", "--candidates", str(tmp_path / "c.jsonl"),
                      "--out", str(tmp_path / "x")])  # fmt: skip
     assert code == 2 and "--model NAME" in capsys.readouterr().err
+
+
+def test_ir_audit_served_is_the_function_after_its_module_is_imported():
+    import invarirank.audit.served_model as module
+
+    assert ir.audit.served is module.served and callable(ir.audit.served)
+
+
+def test_a_frame_that_opens_a_reasoning_block_is_refused_in_logprob_mode():
+    with pytest.raises(InvariRankError, match="reasoning block"):
+        served("http://127.0.0.1:1/v1", "m", "logprobs", frame=("<|user|>", "<|assistant|><think>\n"), frame_name="x")
+    with FakeServer() as srv:
+        r = served(srv.url, "fake", "logprobs", frame=("<u>", "</u><a>"), frame_name="chat:toy")
+        ir.audit(r, QUERIES[:1], M=1)
+        assert srv.posts[0]["prompt"].startswith("<u>Given") and srv.posts[0]["prompt"].endswith("</u><a>[")
+        assert r.identity()["frame"] == "chat:toy"

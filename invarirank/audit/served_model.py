@@ -8,10 +8,11 @@ design works) and differ in the question and in what is read:
 
 * ``logprobs`` (``/v1/completions``): the prompt is the choice message in a *frame* — the plain turn
   ``User: <message>\\n\\nAssistant: `` (default; the choice scorer's frame for a model without a chat template)
-  or, given ``tokenizer=FOLDER``, that tokenizer's chat template rendered as the choice scorer renders it —
-  followed by ``[``; the score of presented position ``i`` is the next-token log-probability of label ``i``'s
-  token. The label tokens are found with the server's ``/tokenize`` (``tokenize(prompt + L)`` must be
-  ``tokenize(prompt)`` plus one token; else the label is refused by name), and their log-probabilities asked by
+  or a given ``frame=(before, after)`` — e.g. a chat template rendered as the choice scorer renders it
+  (:func:`invarirank.llm.frames.served_frame`; ``--tokenizer FOLDER`` on the command line) — followed by ``[``;
+  the score of presented position ``i`` is the next-token log-probability of label ``i``'s token. The label
+  tokens are found with the server's ``/tokenize`` (``tokenize(prompt + L)`` must be ``tokenize(prompt)`` plus one
+  token; else the label is refused by name), and their log-probabilities asked by
   id (``logprob_token_ids``, a vLLM extension: exact for every label). A server without these answers a top-k
   (``top_logprobs``; ``logprob_source="top-k"``): a label missing from it fails the audit, naming the labels —
   never a silent guess. The ranking is by descending log-probability, ties to the earlier presented position.
@@ -103,7 +104,8 @@ class ServedReranker:
         max_tokens: int | None = None,
         top_logprobs: int = 20,
         logprob_source: str = "auto",
-        tokenizer: str | Path | None = None,
+        frame: tuple[str, str] | None = None,
+        frame_name: str = "chat",
         template: ChoiceTemplate | None = None,
     ):
         if mode not in MODES:
@@ -124,23 +126,19 @@ class ServedReranker:
         self.label_ids: dict[str, int] = {}
         turn = self.template.plain_turn
         self.frame_name, self.before, self.after = "plain", turn.user_prefix, turn.assistant_prefix
-        if tokenizer is not None and mode == "logprobs":
-            self._chat_frame(tokenizer)
+        if frame is not None:
+            self._set_frame(frame, frame_name)
         self._checked = False
 
     # -- set-up ----------------------------------------------------------------------------------------------------
-    def _chat_frame(self, tokenizer: str | Path) -> None:
-        from ..llm.frames import chat_frame
-        from ..llm.models import load_tokenizer
-
-        frame = chat_frame(load_tokenizer(str(tokenizer), allow_download=False), str(tokenizer))
-        if "<think>" in frame.after + frame.lead:
+    def _set_frame(self, frame: tuple[str, str], frame_name: str) -> None:
+        before, after = frame
+        if "<think>" in after:
             raise InvariRankError(
-                f"served reranker: the chat template of {tokenizer} opens the answer with a reasoning block "
-                f"(<think>), so the next token is not a label; use the plain frame (no --tokenizer) or --mode generate"
+                f"served reranker: the frame {frame_name!r} opens the answer with a reasoning block (<think>), so the "
+                f"next token is not a label; use the plain frame or --mode generate"
             )
-        self.frame_name = f"chat:{Path(str(tokenizer)).name}:{frame.sha256[:16]}"
-        self.before, self.after = frame.before, frame.after + frame.lead
+        self.frame_name, self.before, self.after = frame_name, before, after
 
     def _check_model(self) -> None:
         if self._checked:
@@ -251,9 +249,9 @@ class ServedReranker:
 
     def _rerank_logprobs(self, requests: Sequence[tuple[Query, Presentation]]) -> list[Ranking]:
         prompts = [self.prompt(q, p) for q, p in requests]
-        alphabet = sorted({lab for _, p in requests for lab in p.labels})
-        if self.source in ("auto", "fixed") and not self.label_ids:
-            if self._find_label_ids(prompts[0], alphabet):
+        needed = sorted({lab for _, p in requests for lab in p.labels} - set(self.label_ids))
+        if self.source in ("auto", "fixed") and needed:
+            if self._find_label_ids(prompts[0], needed):
                 self.source = "fixed"
             elif self.source == "fixed":
                 raise InvariRankError(f"server {self.client.base_url}: no /tokenize, so no fixed-token-id log-probs")
@@ -318,7 +316,8 @@ def served(server: str, model: str, mode: str = "logprobs", **options: Any) -> S
     ``concurrency`` (requests in flight, default 4), ``timeout`` (seconds per request, default 120), ``retries``
     (default 4) and ``backoff`` (seconds, doubled per retry, default 1), ``seed`` (default 0), ``max_tokens``
     (generate; default 6K + 16), ``top_logprobs`` (the top-k fallback, default 20), ``logprob_source``
-    (``auto``: fixed ids where the server has them, else top-k; ``fixed``; ``top-k``), ``tokenizer`` (a local
-    folder whose chat template frames the log-prob prompt), ``template`` (a
+    (``auto``: fixed ids where the server has them, else top-k; ``fixed``; ``top-k``), ``frame`` (the text before
+    and after the log-prob prompt's message, generation prompt included:
+    :func:`invarirank.llm.frames.served_frame`) and its ``frame_name`` (recorded), ``template`` (a
     :class:`~invarirank.llm.prompts.ChoiceTemplate`)."""
     return ServedReranker(server, model, mode, **options)
