@@ -31,7 +31,9 @@ QUERIES = [toy_query(k=5, history=3, seed=s, query_id=f"q{s}") for s in range(3)
 def server(tmp_path_factory):
     python, why = vllm_python()
     if python is None:
-        (pytest.fail if REQUIRE_ALL else pytest.skip)(f"make test (INVARIRANK_REQUIRE_ALL=1): {why}")
+        if REQUIRE_ALL:
+            pytest.fail(f"make test (INVARIRANK_REQUIRE_ALL=1): {why}; run `make setup` or set INVARIRANK_VLLM_PYTHON")
+        pytest.skip(why)
     from invarirank.llm.gguf import prepare
 
     folder = prepare("smollm2-135m", quiet=True)
