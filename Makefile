@@ -20,14 +20,17 @@ export PYTHONHASHSEED := 0
 export MPLBACKEND ?= Agg
 
 STAMP := $(VENV)/.invarirank-installed
+# the light install of `make test-fast`: the core, the test tools and the notebook runners; no torch, no models,
+# no Jupyter Book
+LIGHT_STAMP := $(VENV)/.invarirank-light
 
-.PHONY: help venv setup system lint test test-fast book bench notebooks grid clean-book
+.PHONY: help venv venv-light setup system lint test test-fast book bench notebooks grid clean-book
 
 help:
 	@echo "make book   — set up, run the default grid (ML-100K, SmolLM2-135M), then build the Jupyter Book from every grid of configs/book.yaml"
 	@echo "make test   — set up, lint, and run the whole test suite (includes a smoke build of the book)"
-	@echo "make test-fast — no root, no model: the venv only, then the tests that need no model, browser or book"
-	@echo "make lint   — ruff over the code and mypy over invarirank/evaluation, invarirank/runner and invarirank/audit"
+	@echo "make test-fast — no root, no torch: a light venv (core, test tools, notebook runners), then the tests"
+	@echo "make lint   — ruff (check and format --check) over the code, mypy over the packages it covers"
 	@echo "make setup  — only the set-up (venv, data, models, browser, MathJax); idempotent"
 	@echo "make bench  — the benchmark scripts (ratios measured in one run)"
 	@echo "make notebooks — sync notebooks/*.py (source) to their paired .ipynb"
@@ -40,6 +43,17 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check "torch==$(TORCH_VERSION)"
 	$(PY) -m pip install -q --disable-pip-version-check -e ".[all,test]" "torch==$(TORCH_VERSION)"   # all = models, book, ray
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	@touch $@
+
+venv-light: $(LIGHT_STAMP)
+
+# the full install satisfies the light one; otherwise only the core dependencies and the test and notebooks extras
+$(LIGHT_STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then echo "venv-light: the full install is there"; else \
+	    $(PY) -m pip install -q --disable-pip-version-check --upgrade pip && \
+	    $(PY) -m pip install -q --disable-pip-version-check -e ".[test,notebooks]" && \
+	    $(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null; fi
 	@touch $@
 
 system:
@@ -55,14 +69,17 @@ setup: venv system
 test: setup lint
 	INVARIRANK_REQUIRE_ALL=1 $(PY) -m pytest -q
 
-# ruff (rules and line length in pyproject.toml) over every Python source, mypy over the packages it has started on
-lint: venv
+# ruff (rules, format and line length in pyproject.toml) over every Python source, mypy over the packages it has
+# started on (pyproject.toml's [tool.mypy] files); ruff and mypy come with the light install
+lint: venv-light
 	$(VENV)/bin/ruff check invarirank tests benchmarks scripts notebooks
+	$(VENV)/bin/ruff format --check invarirank tests benchmarks scripts notebooks
 	$(VENV)/bin/mypy
 
-# for contributors without root: no apt-get, no npm, no model preparation; the tests marked `slow` (real models,
-# the book build) are left out, and a test whose prerequisite is missing is skipped rather than failed
-test-fast: venv
+# for contributors without root: no apt-get, no npm, no model preparation, no torch (the light install); the
+# tests marked `slow` (real models, the book build) are left out, and a test whose prerequisite is missing (torch,
+# transformers, jupytext, ...) is skipped rather than failed
+test-fast: venv-light
 	$(PY) -m pytest -q -m "not slow"
 
 bench: setup

@@ -311,7 +311,11 @@ def fetch(names: list[str] | None = None) -> dict[str, Path]:
     return out
 
 
-if __name__ == "__main__":  # ``python -m invarirank.assets`` = ``invarirank assets`` (an alias)
+if __name__ == "__main__":  # ``python -m invarirank.assets`` = ``invarirank assets`` (a deprecated alias)
     from .cli import main
+    from .deprecation import deprecated_command
 
+    deprecated_command(
+        "python -m invarirank.assets", "invarirank assets (or python -m invarirank assets)", removed_in="0.3.0"
+    )
     raise SystemExit(main(["assets", *sys.argv[1:]]))

@@ -3,8 +3,9 @@
 ``data``, ``retrieve``, ``rerank``, ``audit``, ``import``, ``export``, ``evaluate``, ``report``, ``grid``, ``book``,
 ``models`` and ``assets``; each lives in ``invarirank/commands/<name>.py`` (``import`` in ``imports.py``) and exposes
 ``register(subparsers)``, which adds its parser and sets ``func`` (called with the parsed arguments). The old module
-forms (``python -m invarirank.grid``, ``python -m invarirank.llm.models``, ``python -m invarirank.assets``) are
-aliases that call :func:`main`.
+forms (``python -m invarirank.grid``, ``python -m invarirank.llm.models``, ``python -m invarirank.assets``,
+``python -m invarirank.cli``) are deprecated aliases that call :func:`main` after a warning
+(:mod:`invarirank.deprecation`; removed in 0.3.0).
 
 One exit-code rule, here only: **0** success; **2** bad input (a usage error, or
 :class:`~invarirank.errors.InvariRankError`: one line ``invarirank: error: ...`` naming the file, field or
@@ -106,5 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # ``python -m invarirank.cli`` = ``python -m invarirank`` (a deprecated alias)
+    from invarirank.deprecation import deprecated_command
+
+    deprecated_command("python -m invarirank.cli", "invarirank (or python -m invarirank)", removed_in="0.3.0")
     raise SystemExit(main())

@@ -21,8 +21,8 @@ session made them; it records no absolute path of the machine (a path inside the
 to the project root, one inside ``$INVARIRANK_CACHE`` as ``$INVARIRANK_CACHE/...``, any other is left out).
 ``run.json`` holds what varies: timings, hosts, processes, the git checkout, model loads, the executor and its
 shard size and threads, per-shard counters and the machine's paths. ``publish_run`` copies it beside the
-deterministic files; a folder without it is still complete (manifests of version 1, made before the split, kept the
-volatile part in their ``run`` and ``git`` sections; :func:`read_volatile` reads either).
+deterministic files; a folder without it is still complete (:func:`read_volatile` then gives ``{}``), so that two
+equal runs have byte-identical published files whatever machines made them.
 
 **Committed shards.** A long run can be committed piece by piece: while it is computed, every finished shard of its
 work folder (``.work/shards/<shard>/``) is copied into ``<results>/<grid>/<run>/shards/<shard>/``
@@ -241,7 +241,7 @@ class Run:
     @property
     def volatile(self) -> dict[str, Any]:
         """What varied in the session that made the run (:func:`read_volatile`; ``{}`` when nothing is recorded)."""
-        return read_volatile(self.path, self.manifest)
+        return read_volatile(self.path)
 
     @property
     def observations(self) -> Path:
@@ -263,7 +263,8 @@ def load_run(path: str | os.PathLike) -> Run:
     queries = manifest.get("queries") or {}
     ks = queries.get("k") or [spec.get("K") or config.get("K") or config.get("k")]
     methods = list(metrics.get("methods", {}))
-    any_overall = next(iter(metrics.get("methods", {}).values()), {}).get("overall", {})
+    first_method: dict[str, Any] = next(iter(metrics.get("methods", {}).values()), {})
+    any_overall = first_method.get("overall", {})
     return Run(
         path=p,
         grid=p.parent.name,
@@ -282,22 +283,13 @@ def load_run(path: str | os.PathLike) -> Run:
     )
 
 
-def read_volatile(folder: str | os.PathLike, manifest: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The volatile facts of a run folder: its ``run.json`` when there is one, else the ``run`` and ``git``
-    sections of a version-1 ``manifest.json`` (``manifest`` when given, else read from the folder); ``{}`` when
-    neither exists (a published folder of a version-2 run)."""
+def read_volatile(folder: str | os.PathLike) -> dict[str, Any]:
+    """The volatile facts of a run folder: its ``run.json``, or ``{}`` without one (a folder is complete without
+    it: the facts that vary between equal runs are never needed to reuse or read a run)."""
     p = Path(folder)
     if (p / VOLATILE_FILE).is_file():
         return dict(read_json(p / VOLATILE_FILE))
-    if manifest is None:
-        try:
-            manifest = read_json(p / "manifest.json")
-        except (OSError, ValueError):
-            return {}
-    old = dict((manifest or {}).get("run") or {})
-    if (manifest or {}).get("git") is not None:
-        old["git"] = manifest["git"]
-    return old
+    return {}
 
 
 def complete_runs(results_dir: str | os.PathLike, grids: Iterable[str] | None = None) -> list[Path]:

@@ -31,8 +31,10 @@
 # each pair of students with another bias shape. 15 min: Exercises 1, 2 and 5 in pairs, then Exercise 6 in the
 # whole group. 5 min: what carries over to the real runs of the results chapter and what does not.
 #
-# **For students:** <a href="../_static/lab-student.ipynb" download>lab-student.ipynb</a> is this notebook
-# without the worked answers (generated from it when the book is built).
+# **For students:** <a href="../_static/lab-student.ipynb" download>lab-student.ipynb</a> (also the page's download
+# button) is this notebook without the worked answers, generated from it when the book is built.
+#
+# {{ get_the_code }}
 #
 # The simulated score of the candidate $i$ shown at input position $p$ of a list of length $K$ is
 #
@@ -48,11 +50,12 @@
 # presented order (the same input always gets the same scores, as with a real model). The values of $\sigma$
 # and $r$ of the precomputed sweep are printed below, read from its runs; the live runs use the same. The
 # scorer needs no
-# model and no torch: this notebook runs on any laptop with the package's core install (`pip install -e .`
-# without the `models` extra), and on Binder.
+# model and no torch: this notebook runs on any laptop with the package's core and its `lab` extra
+# (`pip install -e ".[lab]"` in a clone; jinja2 for the styled tables), and on Binder.
 
 # %% tags=["parameters"]
-results_dir = None  # None: <repository>/results (the sweep: results/lab/)
+results_dir = None  # None: the checkout's results/ (the sweep: results/lab/); outside a checkout, see lab_settings
+lab_settings = None  # a grid file's lab: section: outside a checkout the sweep is computed from it (student version)
 lab_grid = "lab"
 shape = "primacy"  # for the live run: primacy | recency | u | none
 strength = 1.5  # position effect, in utility standard deviations
@@ -62,14 +65,12 @@ n_queries = 20
 
 # %%
 # %matplotlib inline
-from pathlib import Path
-
 from invarirank import compendium
 from invarirank.compendium import lab
-from invarirank.grid import project_root
+from invarirank.grid.lab import sweep_results
 from invarirank.runner.lab import live_run
 
-results_dir = Path(results_dir) if results_dir else project_root() / "results"
+results_dir = sweep_results(results_dir, lab_settings)
 sweep = lab.sweep_frame(results_dir, grid=lab_grid)
 settings = lab.sweep_settings(results_dir, grid=lab_grid)
 n_runs = len(sweep[["shape", "strength"]].drop_duplicates())
@@ -224,6 +225,13 @@ compendium.figure_exposure([u])
 # unresolved at every strength, while the planned size resolves the difference in most fresh runs (80% power
 # means that one run in five is expected to miss).
 # ```
+
+# %%
+# Your turn (Exercise 5): zero-shot and SGS on five queries with the live cell's bias, then their paired comparison
+# on LOC (SGS minus zero-shot; p < 0.05 resolves it). Change `n_queries`, or plan a size from a pilot run with
+# lab.planned_queries(pilot, "loc", "sgs", "zero_shot") and run that many on a fresh seed.
+five = live_run(shape, strength, K=K, M=M, n_queries=5, methods=("zero_shot", "sgs"), seed=1)
+lab.resolution_table({strength: {"my run": five}}, "loc", "sgs", "zero_shot")
 
 # %% tags=["hide-cell"]
 from invarirank.evaluation import sign_flip_p

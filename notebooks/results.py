@@ -33,7 +33,7 @@ from IPython.display import HTML, Markdown, display
 from myst_nb import glue
 
 from invarirank import compendium
-from invarirank.compendium import section5
+from invarirank.compendium import figure_sentences, section5
 from invarirank.compendium.run_summary import runs_summary
 from invarirank.evaluation import read_observations
 from invarirank.grid import project_root
@@ -78,7 +78,7 @@ paper = compendium.paper_table(paper_table)
 observations = {r.name: read_observations(r.observations) for r in sweep}
 claim_rows = section5.section5_rows(main, sweep, [r for r in table_runs if r.K == main.K], observations)
 headline = section5.headline_sentence(main, claim_rows)
-glue("headline", HTML(section5.markdown_to_html(headline)), display=False)  # the introduction quotes it
+glue("headline", HTML(figure_sentences.markdown_to_html(headline)), display=False)  # the introduction quotes it
 
 # %% tags=["remove-input"]
 display(Markdown(shown_sentence + " " + rule_sentence))
@@ -141,9 +141,13 @@ compendium.scale_table(main_runs)
 # compared **paired**, query by query: the mean per-query difference Δ and a two-sided paired sign-flip p-value
 # (every sign vector when there are at most 16 queries, else 10,000 seeded ones), Holm-adjusted over the pairs of
 # one claim. A pair is **resolved** when its adjusted p is below 0.05. A claim is **reproduced** when every pair is
-# resolved in the paper's direction, **contradicted** when some pair is resolved the other way, and **unresolved**
-# otherwise; a claim our data or models cannot address is **not testable here**, with the reason. The table
-# lists every claim of the paper's §5 in the paper's order, in the paper's words.
+# resolved in the paper's direction; **reproduced by construction** when it is true of the code, not a finding;
+# **tested in part** when what we could test is reproduced and the row says what was not tested; **unresolved**
+# when every observed difference goes the paper's way but some is not resolved; **contradicted** when some observed
+# difference goes the other way, resolved or not (the row says which: a reversal too small to resolve is still not
+# the paper's finding, and no number of queries "for 80% power" is given for it). A claim our data or models cannot
+# address is **not testable here**, with the reason. The table lists every claim of the paper's §5 in the paper's
+# order, in the paper's words; the headline above counts these categories.
 
 # %% tags=["remove-input"]
 section5.section5_table(main, sweep, [r for r in table_runs if r.K == main.K], observations)
@@ -183,7 +187,28 @@ compendium.figure_exposure(sweep)
 # MovieLens-32M.
 
 # %% tags=["remove-input"]
-display(Markdown(section5.figure1_sentence(sweep)))
+display(Markdown(figure_sentences.figure1_sentence(sweep)))
+
+# %% [markdown]
+# ### Why zero-shot's first input position gets (almost) no exposure
+#
+# Zero-shot's exposure at input position 0 is at or near 0 at every $K$. Is that a preference for later positions,
+# or an artefact of the span scorer's prompt, where the first candidate follows the prompt's header instead of
+# another candidate? The committed observations hold the scorer's value of every candidate in every presented order,
+# so the same candidate for the same user can be compared with itself at position 0 and elsewhere (nothing is
+# recomputed); the choice scorer, which scores labels [A], [B], … rather than the candidates' text, has no such
+# header effect and stands beside it.
+
+# %% tags=["remove-input"]
+choice_runs = compendium.choice_runs(runs, "zero_shot")
+first_choice = (choice_runs[0], read_observations(choice_runs[0].observations)) if choice_runs else None
+display(
+    Markdown(
+        figure_sentences.first_position_sentence(
+            (main, observations.get(main.name) or read_observations(main.observations)), first_choice
+        )
+    )
+)
 
 # %% [markdown]
 # ## Figure 2: PPI and GPI across list lengths
@@ -196,14 +221,15 @@ compendium.figure_k_sweep(sweep)
 # bootstrap intervals over queries; methods appear at the list lengths where they were run.
 
 # %% tags=["remove-input"]
-display(Markdown(section5.figure2_sentence(sweep)))
+display(Markdown(figure_sentences.figure2_sentence(sweep)))
 
 # %% [markdown]
 # ## Every claimed pair, and the queries it would need
 #
-# The pairs of the main run's claims with their 95% paired bootstrap interval, and for an unresolved pair the
-# number of queries that would resolve its observed difference with 80% power (from the observed mean and
-# spread, by the normal approximation: a planning figure, not a promise).
+# The pairs of the main run's claims with their 95% paired bootstrap interval, and for an unresolved pair in the
+# paper's direction the number of queries that would resolve its observed difference with 80% power (from the
+# observed mean and spread, by the normal approximation: a planning figure, not a promise). A pair whose observed
+# difference has the wrong sign gets none: more queries would plan for the opposite of the claim.
 
 # %% tags=["remove-input"]
 pairs = compendium.pairwise_table(main)
@@ -240,7 +266,7 @@ else:
         display(Markdown(f"The grid shown above has no choice-scorer run; these are runs of the {pair_grid} grid."))
     display(compendium.scorer_comparison(pair_runs))
 choice, span = compendium.choice_and_span(pair_runs, main.K)
-display(Markdown(section5.choice_sentence(choice, span)))
+display(Markdown(figure_sentences.choice_sentence(choice, span)))
 
 # %% [markdown]
 # ## Cost per method
@@ -264,8 +290,9 @@ compendium.cost_table(main_runs)
 #
 # - **A quick variant (the default grid).** `papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15 -p
 #   methods zero_shot,bootstrapping` reranks the default grid's 5 queries × M = 8 orders at $K = 15$: 160
-#   requested passes, 120 of them distinct (the cache serves bootstrapping's first pass), a few minutes on one
-#   core. All four methods (no `-p methods`) request up to $5 \cdot 8 \cdot (1 + 3 + 15 + 10) = 1{,}160$ passes,
+#   requested passes, 120 of them distinct (the cache serves bootstrapping's first pass): 25 minutes end to end
+#   on 2 busy CPU cores (the committed K = 12 run scored its 120 passes in 87 s; the rest is the first stage and
+#   model loading). All four methods (no `-p methods`) request up to $5 \cdot 8 \cdot (1 + 3 + 15 + 10) = 1{,}160$ passes,
 #   about 1,040 distinct, plus STELLA_LW's calibration: 1,040 times the seconds per pass the cost table above
 #   measured at $K = 15$, half an hour to an hour on the machines these runs used. The run is published to
 #   `results/default/ml-100k-lightgcn-smollm2-135m-span-k15/`.

@@ -57,3 +57,17 @@ def test_makefile_pins_cpu_torch_and_sets_offline():
     assert "export HF_HUB_OFFLINE := 1" in mk
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make test" in ci
+
+
+def test_the_torch_pin_keeps_a_cuda_build_of_the_same_version():
+    """`make` installs ``torch==$(TORCH_VERSION)``: a pin without a local label, which a CUDA build of the same
+    version (``2.13.0+cu128``) satisfies, so pip keeps a CUDA torch installed by hand (book/paper_scale.md)."""
+    from packaging.specifiers import SpecifierSet
+
+    mk = (ROOT / "Makefile").read_text()
+    version = re.search(r"^TORCH_VERSION \?= (\S+)$", mk, flags=re.M).group(1)
+    assert "+" not in version
+    assert '"torch==$(TORCH_VERSION)"' in mk and "--force-reinstall" not in mk and "--upgrade torch" not in mk
+    pin = SpecifierSet(f"=={version}")
+    assert pin.contains(f"{version}+cu128") and pin.contains(f"{version}+cpu")
+    assert not pin.contains("2.4.0+cu121")  # another version is replaced: TORCH_VERSION=... says which

@@ -42,6 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import InvariRankError
+from ..methods.registry import BASELINE_METHOD
 from ..types import Item, Query, Scorer, rank_by_scores
 
 __all__ = [
@@ -311,19 +312,23 @@ class _ScorerMethod:
         return [Ranking(list(r.output), [float(s) for s in r.scores], passes=r.passes) for r in results]
 
 
-def from_scorer(scorer: Scorer, method: str = "zero_shot", *, name: str | None = None, **options: Any) -> Reranker:
+def from_scorer(scorer: Scorer, method: str = BASELINE_METHOD, *, name: str | None = None, **options: Any) -> Reranker:
     """A project scorer (``invarirank.make_scorer(...)`` or any :class:`~invarirank.types.Scorer`) with a registered
     method (:data:`invarirank.METHODS`; STELLA_LW needs ``matrix=``) as a :class:`Reranker`: each presented order is
     reranked exactly as :func:`invarirank.rerank_query` does (method-internal shuffles seeded from the audit's seed
     and the order's key), so an audit with the ``random`` design gives that function's rows for the method."""
     from ..methods import METHODS
+    from ..methods import method as registered
 
     if method not in METHODS:
         raise InvariRankError(f"from_scorer: unknown method {method!r}; expected one of {', '.join(METHODS)}")
     if not isinstance(scorer, Scorer):
         raise InvariRankError(f"from_scorer: {type(scorer).__name__} is not a scorer (name, score, identity)")
-    if method == "stella" and "matrix" not in options:
-        raise InvariRankError("from_scorer: method 'stella' needs matrix= (STELLA_LW's K×K calibration)")
+    needed = registered(method)  # a calibrated method takes its calibration as options (STELLA_LW: matrix=)
+    missing = [key for key in needed.options(None) if key not in options]
+    if missing:
+        wanted = ", ".join(f"{key}=" for key in missing)
+        raise InvariRankError(f"from_scorer: method {method!r} needs {wanted} ({needed.label}'s K×K calibration)")
     return _ScorerMethod(scorer, method, dict(options), name or method)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
+from ..methods.registry import BASELINE_METHOD
 from . import int_at_least
 
 _EPILOG = """examples:
@@ -68,7 +69,7 @@ def register(subparsers: Any) -> None:
     )
     a("--uses-labels", action="store_true", help="the callable reads presented.labels (needed for --design label-swap)")
     a("--name", default=None, help="the rows' method (default: the function's name, or --method)")
-    a("--method", default="zero_shot", help="the registered method of --scorer (default zero_shot)")
+    a("--method", default=BASELINE_METHOD, help=f"the registered method of --scorer (default {BASELINE_METHOD})")
     a("--model", default=None, help="the model of --scorer span/choice, or the name --server serves")
     a("--mode", choices=("logprobs", "generate"), help="--server: label log-probs or a generated ranking")
     a("--concurrency", type=int_at_least(1), default=4, metavar="N", help="--server: requests in flight (4)")

@@ -3,7 +3,7 @@
 Prints, for every run folder, a one-line description and the metrics table of its ``metrics.json``
 (:func:`invarirank.evaluation.format_table`), then one summary table over all runs, then each run's paired method
 comparisons and the paper's claims' verdicts (:func:`invarirank.evaluation.format_comparisons`; nothing for a run
-whose ``metrics.json`` has none: one method, or schema 1); writes two figures into
+whose ``metrics.json`` has none: one method); writes two figures into
 ``--out`` (default: ``report/`` in the working directory — a run folder is written only when ``--out`` names it),
 drawn by the book's figure module (:mod:`invarirank.compendium.figures`):
 
@@ -71,19 +71,15 @@ def _load(run_dir: str | Path) -> Any:
 
 def check_shapes(d: Path, metrics: Any, manifest: Any) -> None:
     """The parts of ``metrics.json`` and ``manifest.json`` the report reads have the documented shapes (see
-    :mod:`invarirank.evaluation.engine` and :mod:`invarirank.store`): an error naming the file and field
-    otherwise, never a traceback. A metrics schema this version does not know is refused."""
-    from ..evaluation.engine import METRICS_SCHEMA_VERSION
+        :mod:`invarirank.evaluation.engine` and :mod:`invarirank.store`): an error naming the file and field
+        otherwise, never a traceback. A metrics schema other than this version's is refused (an older run is
+    re-evaluated from its observations, :func:`invarirank.store.refresh_metrics`)."""
+    from ..evaluation.engine import check_metrics_version
 
     where = d / "metrics.json"
     if not isinstance(metrics, dict):
         raise InvariRankError(f"{where}: expected a JSON object with 'schema_version' and 'methods'")
-    version = metrics.get("schema_version", 1)
-    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= METRICS_SCHEMA_VERSION:
-        raise InvariRankError(
-            f"{where}: schema_version {version!r} is not supported; expected 1 to "
-            f"{METRICS_SCHEMA_VERSION} (written by this or an earlier invarirank)"
-        )
+    check_metrics_version(metrics, str(where))  # the one schema every reader of the package reads
     methods = metrics.get("methods")
     if not isinstance(methods, dict) or not methods:
         raise InvariRankError(f"{where}: field 'methods' must be a non-empty object of METHOD: {{'overall': ...}}")
@@ -162,7 +158,7 @@ def report(
     parts.append("summary")
     parts.append(_summary_table(runs))
     for r in runs:
-        comparisons = format_comparisons(r.metrics)
+        comparisons = format_comparisons(r.metrics, claims=True)
         if comparisons:
             parts += ["", f"== {r.path}: paired comparisons", comparisons.rstrip()]
     paths = draw_figures(runs, Path(out) if out else Path(DEFAULT_OUT)) if figures else []

@@ -17,8 +17,10 @@ Modules, in the order they build on each other:
 - :mod:`.setup_tables` — what the runs used and cost; the data set and first stage;
 - :mod:`.method_orderings` — methods best first per metric, and the agreement between two metrics' orderings;
 - :mod:`.claim_tables` — the verdict of each claim per run, and one run's claimed pairs with their comparisons;
-- :mod:`.section5` — every claim of the paper's §5 on our runs (reproduced / contradicted / unresolved / not
-  testable here), the headline, and the sentences that interpret Figures 1 and 2 and the choice scorer;
+- :mod:`.section5` — every claim of the paper's §5 on our runs (reproduced / by construction / tested in part /
+  unresolved / contradicted / not testable here) and the headline that counts them;
+- :mod:`.figure_sentences` — the sentences that interpret Figures 1 and 2, the choice scorer and the first input
+  position;
 - :mod:`.prose` — generated sentences (does a run show the paper's ordering? which grid is shown?);
 - :mod:`.figures` — exposure by position (Figure 1), metrics against K (Figure 2), training loss;
 - :mod:`.lab` — the teaching lab's precomputed sweep (tables, figure, slide panels) and its students' notebook.
@@ -33,7 +35,7 @@ never the runner, the language models or torch.
 """
 
 from ..store import Run
-from . import section5
+from . import figure_sentences, section5
 from .claim_tables import claims_table, pairwise_table
 from .figures import exposure_bands, figure_exposure, figure_k_sweep, figure_training_loss, method_colors
 from .labels import (
@@ -61,6 +63,7 @@ from .prose import (
 )
 from .select import (
     GridChoice,
+    choice_runs,
     collect_runs,
     committed_queries,
     grid_choice,
@@ -97,6 +100,7 @@ __all__ = [
     "Run",
     "load_run",
     "collect_runs",
+    "choice_runs",
     "main_run",
     "main_k",
     "sweep_runs",
@@ -149,4 +153,5 @@ __all__ = [
     "smallest_p",
     "run_settings_table",
     "section5",
+    "figure_sentences",
 ]

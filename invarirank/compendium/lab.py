@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -18,9 +19,9 @@ from ..evaluation.comparisons import ALPHA, comparison
 from ..methods.registry import LAB_CONTRAST
 from ..store import Run
 from .figures import DPI, method_colors, method_markers
-from .labels import METHODS, RUN_METRICS, method_label, metric_label, signed
+from .labels import METHODS, RUN_METRICS, method_label, metric_label, p_value, signed
 from .select import collect_runs
-from .tables import metrics_frame
+from .tables import metrics_frame, with_caption
 from .verdicts import fewest_queries, queries_needed
 
 __all__ = [
@@ -170,12 +171,14 @@ def planned_queries(run: Run, metric: str, better: str, worse: str, cap: int = 2
     return int(min(max(wanted, fewest_queries(1)), cap))
 
 
-def resolution_table(runs: Mapping[float, Mapping[str, Run]], metric: str, better: str, worse: str) -> pd.DataFrame:
+def resolution_table(
+    runs: Mapping[float, Mapping[str, Run]], metric: str, better: str, worse: str, *, styled: bool = True
+) -> Any:
     """Observed versus resolved: for each bias strength and each labelled run of it, the paired comparison of
     ``better`` - ``worse`` on ``metric`` (one pair, so no Holm correction): queries, mean difference [95% paired
     bootstrap interval], sign-flip p with whether it resolves the pair (p < 0.05), and the queries that would resolve it
     with 80% power planned from that run, resolved or not (never fewer than the exact test needs at all): the pilot's
-    is the size of the fresh run beside it."""
+    is the size of the fresh run beside it. ``styled``: a captioned table like the book's others, else the frame."""
     records = []
     for strength, labelled in runs.items():
         for label, run in labelled.items():
@@ -189,17 +192,26 @@ def resolution_table(runs: Mapping[float, Mapping[str, Run]], metric: str, bette
                     "queries": rec["n"],
                     f"{method_label(better)} − {method_label(worse)}": signed(rec["mean_diff"])
                     + (f" [{signed(ci[0])}, {signed(ci[1])}]" if ci else ""),
-                    "p": f"{rec['p']:.4f} ({'resolved' if rec['p'] < ALPHA else 'not resolved'})",
+                    "p": f"{p_value(rec['p'])} ({'resolved' if rec['p'] < ALPHA else 'not resolved'})",
                     "queries for 80% power": "–" if need is None else f"{need:,}",
                 }
             )
-    return pd.DataFrame.from_records(records).set_index(["bias strength", "run"])
+    df = pd.DataFrame.from_records(records).set_index(["bias strength", "run"])
+    if not styled:
+        return df
+    caption = (
+        f"{method_label(better)} − {method_label(worse)} on {metric_label(metric)}, paired over queries: mean "
+        f"difference [95% paired bootstrap interval], sign-flip p (resolved when p < {ALPHA}), and the queries that "
+        f"would resolve it with 80% power, planned from each run."
+    )
+    return with_caption(df, caption)
 
 
 def inversion_table(frame: pd.DataFrame, shape: str = "primacy") -> pd.DataFrame:
     """At every bias strength of ``shape``: bootstrapping's and SGS's PPI, GPI and LOC, each cell naming which of the
     two is better (lower PPI and GPI, higher LOC). The paper and our real runs find SGS better on all three."""
     records = []
+    first, second = LAB_CONTRAST
     sub = frame[frame["shape"] == shape]
     for strength in sorted(set(sub.strength)):
         row: dict[str, object] = {"bias strength": strength}
@@ -210,19 +222,31 @@ def inversion_table(frame: pd.DataFrame, shape: str = "primacy") -> pd.DataFrame
             }
             if any(v.empty for v in vals.values()):
                 continue
-            b, g = float(vals["bootstrapping"].iloc[0]), float(vals["sgs"].iloc[0])
+            b, g = float(vals[first].iloc[0]), float(vals[second].iloc[0])
             better = (b > g) if higher else (b < g)
-            row[f"{metric_label(metric)}: bootstrapping / SGS"] = (
-                f"{b:.3f} / {g:.3f} ({method_label('bootstrapping' if better else 'sgs')} better)"
+            row[f"{metric_label(metric)}: {method_label(first)} / {method_label(second)}"] = (
+                f"{b:.3f} / {g:.3f} ({method_label(first if better else second)} better)"
             )
         records.append(row)
     return pd.DataFrame.from_records(records).set_index("bias strength")
 
 
-def student_notebook(nb: dict) -> dict:
+def student_notebook(
+    nb: dict,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    install: str = 'pip install "invarirank[lab]"',
+    substitutions: Mapping[str, str] | None = None,
+) -> dict:
     """The lab notebook for students: a copy of ``nb`` (nbformat JSON) without the worked answers — every
     ``{admonition} Worked answer`` block of a markdown cell and every code cell tagged ``hide-cell`` (the cells
-    that compute the answers) are removed, outputs cleared, and a note heads the notebook."""
+    that compute the answers) are removed, outputs cleared, and a note heads the notebook.
+
+    It must run where a student saves it, outside any clone: a first code cell says in one line what to run
+    (``install``) when the kernel lacks a package the lab needs; ``settings`` (the grid file's ``lab:`` section)
+    replaces ``lab_settings = None`` in the parameters cell, so the sweep can be computed where no results folder
+    is (:func:`invarirank.grid.lab.sweep_results`); ``substitutions`` fills the book's ``{{ name }}`` MyST
+    substitutions, which plain Jupyter would show as they are."""
     import copy
     import re
 
@@ -233,22 +257,38 @@ def student_notebook(nb: dict) -> dict:
         tags = cell.get("metadata", {}).get("tags", [])
         if cell.get("cell_type") == "code" and "hide-cell" in tags:
             continue
+        text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         if cell.get("cell_type") == "markdown":
-            text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            text = block.sub("*Your answer:*\n", text)
-            cell["source"] = text.replace(
+            text = block.sub("*Your answer:*\n", text).replace(
                 "Each exercise has a worked answer, hidden until you open it.",
                 "Write your answers below each exercise.",
             )
+            for name, value in (substitutions or {}).items():
+                text = re.sub(r"\{\{\s*" + re.escape(name) + r"\s*\}\}", lambda _, v=value: v, text)
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
+            if "parameters" in tags and settings is not None:
+                text = re.sub(r"(?m)^lab_settings = None\b.*$", lambda _: f"lab_settings = {dict(settings)!r}", text)
+        cell["source"] = text
         cells.append(cell)
     note = {
         "cell_type": "markdown",
         "id": "student-note",
         "metadata": {},
         "source": "*Student version of the teaching lab: the worked answers are removed (the book's lab page "
-        "has them).*",
+        "has them). It runs in any Jupyter where the cell below finds what it needs; outside a clone of the "
+        "repository it computes the precomputed sweep itself, once.*",
     }
-    out["cells"] = [note] + cells
+    check = {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": "student-install-check",
+        "metadata": {},
+        "outputs": [],
+        "source": "import importlib.util\n\n"
+        'missing = [m for m in ("invarirank", "jinja2") if importlib.util.find_spec(m) is None]\n'
+        "if missing:\n"
+        f"    raise ModuleNotFoundError(', '.join(missing) + {f' missing: run  {install}  and restart the kernel'!r})",
+    }
+    out["cells"] = [note, check] + cells
     return out

@@ -142,10 +142,11 @@ def decimal(x: float, digits: int = 3) -> str:
     return text.replace("-", "−")
 
 
-def signed(x: float) -> str:
-    """``+0.034`` / ``−0.043``: three decimals, always a sign, a true minus sign (U+2212); a difference that rounds
-    to zero is ``+0.000``, never ``−0.000`` (:func:`decimal` with a plus sign in front of what is not negative)."""
-    text = decimal(x)
+def signed(x: float, digits: int = 3) -> str:
+    """``+0.034`` / ``−0.043``: three decimals (or ``digits``), always a sign, a true minus sign (U+2212); a
+    difference that rounds to zero is ``+0.000``, never ``−0.000`` (:func:`decimal` with a plus sign in front of
+    what is not negative)."""
+    text = decimal(x, digits)
     return text if text.startswith("−") else f"+{text}"
 
 
@@ -156,10 +157,16 @@ def p_value(p: float) -> str:
     return f"{p:.3f}" if p >= 1e-3 else "< 0.001"
 
 
+#: a non-breaking space (U+00A0): "Holm p < 0.001" must not wrap after "<" or "p" in a narrow column
+NBSP = "\u00a0"
+
+
 def p_equals(p: float, name: str = "p") -> str:
-    """``p = 0.034`` / ``p < 0.001`` (``name`` e.g. ``"Holm p"``): :func:`p_value` in a sentence."""
+    """``p = 0.034`` / ``p < 0.001`` (``name`` e.g. ``"Holm p"``): :func:`p_value` in a sentence, its spaces
+    non-breaking (:data:`NBSP`) so that a line never breaks inside it."""
     text = p_value(p)
-    return f"{name} {text}" if text.startswith("<") else f"{name} = {text}"
+    out = f"{name} {text}" if text.startswith("<") else f"{name} = {text}"
+    return out.replace(" ", NBSP)
 
 
 def setting_caption(runs: Sequence[Run]) -> str:

@@ -203,12 +203,11 @@ def reference_sentence(run: Run) -> str:
             )
     if rnd:
         o = rnd["overall"]
-        draws = run.metrics["settings"].get("reference_replicates")
         parts.append(
             f"A uniformly random order scores HR@5 = {_v(o.get('hr@5'))} and nDCG@5 = "
             f"{_v(o.get('ndcg@5'))} (exact expectations), and at K = {run.K}, M = {run.M} it gives PPI = "
-            f"{_v(o.get('ppi'))}, GPI = {_v(o.get('gpi'))} and LOC = {_v(o.get('loc'))} (mean of {draws} "
-            f"seeded draws per query): the scale on which the methods' consistency is read."
+            f"{_v(o.get('ppi'))} and LOC = {_v(o.get('loc'))} (exact expectations) and GPI = {_v(o.get('gpi'))} "
+            f"(estimated from seeded draws): the scale on which the methods' consistency is read."
         )
     lines = []
     verdicts: dict[str, list[str]] = {}  # "above the random order" → methods, ... (p < 0.05, uncorrected)

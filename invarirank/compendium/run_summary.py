@@ -15,7 +15,7 @@ import pandas as pd
 from ..errors import InvariRankError
 from ..store import Run
 from .labels import TABLE1_METRICS, dataset_label, method_label, metric_label, model_label
-from .tables import with_caption
+from .tables import drop_constant_levels, fold_columns, with_caption
 
 __all__ = ["runs_summary"]
 
@@ -48,9 +48,15 @@ def runs_summary(runs: Sequence[Run], *, grids: Sequence[str] = (), digits: int 
                 record[metric_label(metric)] = "–" if value is None else f"{value:.{digits}f}"
             records.append(record)
     df = pd.DataFrame.from_records(records).set_index(["grid", "run", "method"])
+    # the settings every row shares go to the caption, so that the table fits the page's column
+    grids_shown = sorted({r.grid for r in ordered})
+    df = drop_constant_levels(df)
+    settings, folded = fold_columns(df[["data set", "model", "scorer", "K", "M", "queries"]])
+    df = pd.concat([settings, df.drop(columns=["data set", "model", "scorer", "K", "M", "queries"])], axis=1)
+    where = f" of grid {grids_shown[0]}" if len(grids_shown) == 1 else f" of {len(grids_shown)} grids"
     caption = (
-        f"Every finished run ({len(ordered)} runs of {len({r.grid for r in ordered})} grids), one row per method: "
-        f"overall values over the run's queries (its own page gives the 95% intervals). Higher is better for "
-        f"HR@5, nDCG@5 and LOC, lower for PPI and GPI."
+        f"Every finished run ({len(ordered)} runs{where}), one row per method: overall values over the run's "
+        f"queries (its own page gives the 95% intervals). Higher is better for HR@5, nDCG@5 and LOC, lower for "
+        f"PPI and GPI.{' ' + folded if folded else ''}"
     )
     return with_caption(df, caption) if styled else df

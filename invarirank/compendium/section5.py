@@ -1,14 +1,15 @@
-"""Every claim of the paper's §5 (Results) on our runs: reproduced, contradicted, unresolved, or not testable here
-(with the reason), and the computed sentences that interpret Figure 1, Figure 2 and the choice scorer.
+"""Every claim of the paper's §5 (Results) on our runs, the table of them and the headline that counts them.
 
 Notation: ``A ≻ B`` reads "A is better than B" on the metric named (higher HR@k, nDCG@k and LOC; lower PPI, GPI
-and exposure deviation). A claim is judged as everywhere in the package (:mod:`invarirank.evaluation.claims`):
-paired sign-flip p-values over queries, Holm-adjusted over the claim's pairs; a pair is resolved when its adjusted
-p < 0.05; **reproduced** = every pair resolved in the paper's direction, **contradicted** = some pair resolved the
-other way, **unresolved** otherwise. Claims that combine several metrics (SGS better than zero-shot on exposure and
-on all three consistency measures) or several list lengths (the ordering persists across K) take Holm's correction
-over all of their pairs. Every value comes from the runs' ``metrics.json`` and, for the exposure skew, their
-observations; nothing is typed here but the paper's own wording.
+and exposure deviation). Every claim is judged by the one judge, :func:`invarirank.evaluation.claims.judge_pairs`:
+paired sign-flip p-values over queries, Holm-adjusted over the claim's pairs (claims that combine several metrics
+or list lengths take Holm over all of them); a pair is resolved when its adjusted p < 0.05. Each row falls in one
+of the headline's categories (:data:`CATEGORIES`): **reproduced** (every pair resolved in the paper's direction),
+**reproduced by construction** (true of the code, not a finding), **tested in part** (reproduced on what we could
+test, and the row says what was not), **unresolved** (every difference in the paper's direction, some not
+resolved), **contradicted** (some observed difference in the opposite direction, resolved or not: the row says
+which), or not testable here (with the reason). Every value comes from the runs' ``metrics.json`` and, for the
+exposure skew, their observations; nothing is typed here but the paper's own wording.
 """
 
 from __future__ import annotations
@@ -16,45 +17,34 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-import numpy as np
 import pandas as pd
 
-from ..evaluation.claims import holm
-from ..evaluation.comparisons import ALPHA, comparison, sign_flip_p
+from ..evaluation.claims import judge_pairs
+from ..evaluation.comparisons import ALPHA, comparison
+from ..evaluation.position_effects import exposure_skew
 from ..methods.registry import SWEEP_METHODS
 from ..store import Run
-from .labels import (
-    HIGHER_IS_BETTER,
-    METRIC_LABELS,
-    decimal,
-    method_label,
-    metric_label,
-    model_label,
-    p_equals,
-    signed,
-)
+from .labels import HIGHER_IS_BETTER, method_label, metric_label, model_label, p_equals, signed
 from .tables import with_caption
-from .verdicts import MARKS, claim_label, run_claims, smallest_p
+from .verdicts import MARKS, claim_label, pair_state, run_claims, smallest_p
 
 __all__ = [
     "BETTER",
+    "CATEGORIES",
     "Pair",
-    "judge_pairs",
-    "exposure_skew",
+    "pair_records",
     "section5_rows",
     "section5_table",
-    "figure1_sentence",
-    "figure2_sentence",
-    "choice_sentence",
     "headline_sentence",
     "verdict_counts",
-    "markdown_to_html",
 ]
 
 #: the one ordering notation of the book: "A ≻ B" = A is better than B on the metric named
 BETTER = " ≻ "
 
 NOT_TESTABLE = "not testable here"
+#: the headline's categories of a testable claim, in the order it names them
+CATEGORIES = ("reproduced", "reproduced by construction", "tested in part", "unresolved", "contradicted")
 #: between the pieces of evidence of one claim (one pair per line in the table)
 SEP = "; "
 
@@ -68,64 +58,31 @@ class Pair(NamedTuple):
     worse: str
 
 
-def judge_pairs(pairs: Sequence[Pair], alpha: float = ALPHA) -> dict | None:
-    """The verdict of a claim made of ``pairs`` (possibly over several metrics and runs), Holm-adjusted over all of
-    them: ``{"verdict": ..., "pairs": [{..., "p_holm", "state"}]}``; ``None`` when some pair was not compared."""
+def pair_records(pairs: Sequence[Pair]) -> list[dict] | None:
+    """The records of claimed ``pairs`` (possibly over several metrics and runs) for the one judge,
+    :func:`invarirank.evaluation.claims.judge_pairs`, each keeping its :class:`Pair` under ``"pair"``; ``None``
+    when some pair was not compared in its run."""
     records = []
     for pair in pairs:
         rec = comparison(pair.run.metrics.get("comparisons") or {}, pair.metric, pair.better, pair.worse)
         if rec is None:
             return None
-        records.append(rec)
-    if not records:
-        return None
-    out = []
-    for pair, rec, p_holm in zip(pairs, records, holm([r["p"] for r in records])):
-        gain = rec["mean_diff"] if HIGHER_IS_BETTER.get(pair.metric, True) else -rec["mean_diff"]
-        resolved = p_holm < alpha
-        state = "unresolved" if not resolved else "resolved" if gain > 0 else "against"
-        out.append(
+        records.append(
             {
                 "pair": pair,
-                "mean_diff": rec["mean_diff"],
-                "n": rec["n"],
-                "p": rec["p"],
-                "p_holm": p_holm,
-                "state": state,
+                "better": pair.better,
+                "worse": pair.worse,
+                "metric": pair.metric,
+                "higher_is_better": HIGHER_IS_BETTER.get(pair.metric, True),
+                **{key: rec[key] for key in ("mean_diff", "n", "p", "queries_80") if key in rec},
             }
         )
-    states = {p["state"] for p in out}
-    verdict = "contradicted" if "against" in states else "reproduced" if states == {"resolved"} else "unresolved"
-    return {"verdict": verdict, "pairs": out}
+    return records or None
 
 
-def exposure_skew(run: Run, method: str = "zero_shot", k: int = 5, rows: list[dict] | None = None) -> dict | None:
-    """Does ``method`` give the last third of input positions more top-``k`` exposure than the first third?
-
-    Per query: the share of (row, position) cells of the tail bucket (presented positions p with
-    ``floor(3p/K) = 2``) whose candidate lands in the output top k, minus the same share of the head bucket
-    (``floor(3p/K) = 0``). Returns ``{"mean_diff": mean over queries of tail − head, "n", "p"}`` (two-sided paired
-    sign-flip p, :func:`invarirank.evaluation.comparisons.sign_flip_p`); ``None`` when K <= k (every candidate is in
-    the top k) or the method is not in the run."""
-    if run.K <= k or method not in run.methods:
-        return None
-    if rows is None:
-        from ..evaluation import read_observations
-
-        rows = read_observations(run.observations)
-    by_query: dict[str, list[float]] = {}
-    for row in rows:
-        if row["method"] != method:
-            continue
-        top = set(row["output"][:k])
-        K = len(row["input"])
-        head = [c in top for p, c in enumerate(row["input"]) if min(3 * p // K, 2) == 0]
-        tail = [c in top for p, c in enumerate(row["input"]) if min(3 * p // K, 2) == 2]
-        by_query.setdefault(row["query_id"], []).append(float(np.mean(tail)) - float(np.mean(head)))
-    diffs = [float(np.mean(v)) for v in by_query.values()]
-    if not diffs:
-        return None
-    return {"mean_diff": float(np.mean(diffs)), "n": len(diffs), "p": sign_flip_p(diffs)[0]}
+def _judge(pairs: Sequence[Pair]) -> dict | None:
+    records = pair_records(pairs)
+    return judge_pairs(records) if records else None
 
 
 def _count(n: int, noun: str) -> str:
@@ -134,47 +91,85 @@ def _count(n: int, noun: str) -> str:
     return f"{words.get(n, str(n))} {noun}{'' if n == 1 else 's'}"
 
 
-def _pair_text(p: Mapping[str, Any], with_context: bool = False) -> str:
-    pair: Pair = p["pair"]
-    where = f" ({metric_label(pair.metric)}, K = {pair.run.K})" if with_context else ""
+def _sweep_runs(sweep: Sequence[Run], methods: Sequence[str]) -> list[Run]:
+    return [r for r in sweep if all(m in r.methods for m in methods)]
+
+
+def _pair_text(p: Mapping[str, Any], where: str = "") -> str:
+    """One judged pair: its mark, ``better ≻ worse``, Δ (better − worse) and Holm p; a difference of the wrong sign
+    that is not resolved says so in words (its mark alone, ○, would read as merely undecided)."""
+    other = ", the other way" if p["direction"] == "reversed" and not p["resolved"] else ""
     return (
-        f"{MARKS[p['state']]} {method_label(pair.better)}{BETTER}{method_label(pair.worse)}{where} "
-        f"(Δ {signed(p['mean_diff'])}, {p_equals(p['p_holm'], 'Holm p')})"
+        f"{MARKS[pair_state(p)]} {method_label(p['better'])}{BETTER}{method_label(p['worse'])}{where} "
+        f"(Δ {signed(p['mean_diff'])}{other}, {p_equals(p['p_holm'], 'Holm p')})"
     )
 
 
-def _verdict_pairs_text(verdict: Mapping[str, Any]) -> str:
-    """A claim's pairs of :func:`invarirank.compendium.verdicts.run_claims` with their state, difference and p."""
-    out = []
-    for p in verdict["pairs"]:
-        state = "unresolved" if not p["resolved"] else "resolved" if p["direction"] == "as claimed" else "against"
-        out.append(
-            f"{MARKS[state]} {method_label(p['better'])}{BETTER}{method_label(p['worse'])} "
-            f"(Δ {signed(p['mean_diff'])}, {p_equals(p['p_holm'], 'Holm p')})"
-        )
-    return SEP.join(out)
+def _category(judged: Sequence[Mapping[str, Any]], in_part: bool = False) -> str:
+    """The headline category of a claim judged once per run (the worst of them): contradicted, unresolved, else
+    reproduced, or tested in part when only part of the claim could be tested."""
+    verdicts = {j["verdict"] for j in judged}
+    if "contradicted" in verdicts:
+        return "contradicted"
+    if "unresolved" in verdicts:
+        return "unresolved"
+    return "tested in part" if in_part else "reproduced"
 
 
-def _of_claim(name: str, runs: Sequence[Run]) -> tuple[str, str, str, list[tuple[str, str, str]]]:
-    """(claim tested, verdict, evidence, [(run, claim name, verdict)]) of a named paper claim on each of ``runs``
-    that has it."""
-    tested, verdicts, evidence = "", [], []
+def _verdict_text(j: Mapping[str, Any]) -> str:
+    """A verdict in words: a contradiction says whether it is resolved."""
+    if j["verdict"] != "contradicted":
+        return j["verdict"]
+    if j["resolved_against"]:
+        return "contradicted (resolved against the paper)"
+    return "contradicted (observed the other way, not resolved)"
+
+
+def _of_claim(name: str, runs: Sequence[Run]) -> dict[str, Any]:
+    """The row fields of a named paper claim on each of ``runs`` that has it: ``tested``, ``verdict``, ``evidence``,
+    ``category`` and ``claims`` ([(run, claim name, verdict)], for the table's data attributes)."""
+    tested, verdicts, evidence, judged, found = "", [], [], [], []
     for run in runs:
         v = run_claims(run).get(name)
         if v is None:
             continue
         tested = claim_label(v)
         who = f"{model_label(run.model)}, {run.n_queries} queries" if len(runs) > 1 else ""
-        verdicts.append(v["verdict"] + (f" ({who})" if who else ""))
-        evidence.append((f"{who}: " if who else "") + _verdict_pairs_text(v))
-    found = [(run.name, name, run_claims(run)[name]["verdict"]) for run in runs if name in run_claims(run)]
+        verdicts.append(_verdict_text(v) + (f" ({who})" if who else ""))
+        evidence.append((f"{who}: " if who else "") + SEP.join(_pair_text(p) for p in v["pairs"]))
+        judged.append(v)
+        found.append((run.name, name, v["verdict"]))
     if not verdicts:
-        return tested or "–", NOT_TESTABLE, "the runs shown lack one of the claim's methods", []
-    return tested, "; ".join(verdicts), SEP.join(evidence), found
+        return {"tested": tested or "–", "verdict": NOT_TESTABLE, "evidence": "the runs shown lack one of the "
+                "claim's methods", "category": NOT_TESTABLE, "claims": []}  # fmt: skip
+    return {
+        "tested": tested,
+        "verdict": "; ".join(verdicts),
+        "evidence": SEP.join(evidence),
+        "category": _category(judged),
+        "claims": found,
+    }
 
 
-def _sweep_runs(sweep: Sequence[Run], methods: Sequence[str]) -> list[Run]:
-    return [r for r in sweep if all(m in r.methods for m in methods)]
+def _contrast(main: Run) -> str:
+    """Where STELLA_LW stands on HR@5 and PPI among the main run's methods, against the paper's central contrast
+    (STELLA_LW the most effective and the least consistent)."""
+    ov = {m: main.metrics["methods"][m]["overall"] for m in main.methods}
+    if "stella" not in ov or len(ov) < 2:
+        return ""
+    hr = {m: v["hr@5"] for m, v in ov.items()}
+    others = [hr[m] for m in hr if m != "stella"]
+    rank = "the lowest" if hr["stella"] < min(others) else "not the highest" if hr["stella"] < max(others) else ""
+    if not rank:
+        return ""
+    worst_ppi = max(ov, key=lambda m: ov[m]["ppi"]) == "stella"
+    return (
+        f"Our STELLA_LW has {rank} HR@5 of the {len(hr)} methods ({hr['stella']:.3f}; the others "
+        f"{min(others):.3f}–{max(others):.3f}). The paper's central contrast — STELLA_LW the most effective method "
+        f"and the least consistent — is therefore not seen here"
+        + (": ours is the least consistent (highest PPI) without being the most effective" if worst_ppi else "")
+        + "."
+    )
 
 
 def section5_rows(
@@ -182,47 +177,55 @@ def section5_rows(
     sweep: Sequence[Run],
     table_runs: Sequence[Run] = (),
     exposure_rows: Mapping[str, list[dict]] | None = None,
-) -> list[dict[str, str]]:
+) -> list[dict[str, Any]]:
     """The rows of :func:`section5_table`: one per claim of the paper's §5, in the paper's order, each with the
-    paper's wording, the claim as tested here, the verdict and its evidence (or why it cannot be tested).
-    ``table_runs``: the runs at the main run's K with all four methods (a second model joins the verdicts)."""
+    paper's wording, the claim as tested here, the verdict, its evidence (or why it cannot be tested) and its
+    headline ``category`` (:data:`CATEGORIES`, or not testable). ``table_runs``: the runs at the main run's K with
+    all four methods (a second model joins the verdicts). ``exposure_rows``: each sweep run's observation rows
+    (read from its file when missing)."""
     exposure_rows = exposure_rows or {}
     claim_runs = [r for r in (table_runs or [main]) if r.K == main.K and run_claims(r)] or [main]
     n_models = len({r.model for r in claim_runs})
-    rows: list[dict[str, str]] = []
+    rows: list[dict[str, Any]] = []
 
-    def add(
-        paragraph: str,
-        paper: str,
-        tested: str,
-        verdict: str,
-        evidence: str,
-        claims: Sequence[tuple[str, str, str]] = (),
-        short: str = "",
-    ) -> None:
+    def add(paragraph: str, paper: str, short: str = "", **fields: Any) -> None:
+        category = fields.get("category") or (NOT_TESTABLE if fields["verdict"] == NOT_TESTABLE else "")
         rows.append(
             {
                 "§5": paragraph,
                 "the paper": paper,
-                "tested here (better ≻ worse)": tested,
-                "verdict": verdict,
-                "evidence": evidence,
-                "short": short or tested,
-                "claims": list(claims),
+                "tested here (better ≻ worse)": fields["tested"],
+                "verdict": fields["verdict"],
+                "evidence": fields["evidence"],
+                "short": short or fields["tested"],
+                "category": category,
+                "note": fields.get("note", ""),
+                "claims": list(fields.get("claims", [])),
             }
         )
 
+    def untestable(paragraph: str, paper: str, why: str) -> None:
+        add(paragraph, paper, tested="–", verdict=NOT_TESTABLE, evidence=why)
+
+    hr5 = _of_claim("hr5_stella_best", claim_runs)
+    if hr5["category"] == "contradicted" and _contrast(main):
+        hr5["evidence"] += SEP + _contrast(main)
+        lowest = "lowest" if "the lowest" in _contrast(main) else "not the highest"
+        hr5["note"] = (
+            f"our STELLA_LW has the {lowest} HR@5, so the paper's contrast of the most effective and least "
+            f"consistent method is not seen"
+            if lowest == "lowest"
+            else "our STELLA_LW is not the most effective"
+        )
     add(
         "Effectiveness",
         "“STELLA_LW obtains the highest HR@5 for all three models on both datasets.”",
-        *_of_claim("hr5_stella_best", claim_runs),
         short="STELLA_LW best on HR@5",
+        **hr5,
     )
-    add(
+    untestable(
         "Effectiveness",
         "“The best nDCG@5 varies across methods” (SGS, STELLA_LW or bootstrapping, by setting).",
-        "–",
-        NOT_TESTABLE,
         f"a statement across six model–dataset settings, and we have one data set and {_count(n_models, 'model')} "
         f"with all four methods: there is nothing to vary",
     )
@@ -231,84 +234,112 @@ def section5_rows(
             "Preference consistency",
             f"“PPI and GPI exhibit the same method ordering … SGS produces the lowest PPI "
             f"and GPI throughout … STELLA_LW produces the highest” ({metric}).",
-            *_of_claim(name, claim_runs),
             short=f"the ordering on {metric}",
+            **_of_claim(name, claim_runs),
         )
-    persist = [r for r in _sweep_runs(sweep, SWEEP_METHODS)]
-    verdict = judge_pairs([Pair(r, m, "bootstrapping", "zero_shot") for r in persist for m in ("ppi", "gpi")])
+    persist = _sweep_runs(sweep, SWEEP_METHODS)
+    judged = _judge([Pair(r, m, "bootstrapping", "zero_shot") for r in persist for m in ("ppi", "gpi")])
     ks = ", ".join(str(r.K) for r in persist)
-    if verdict is None or len(persist) < 2:
-        add(
-            "Preference consistency",
-            "“Figure 2 shows that this ordering also persists across K ∈ {15, 25, 50}.”",
-            "–",
-            NOT_TESTABLE,
-            "the runs shown have no K sweep",
-        )
+    persists = "“Figure 2 shows that this ordering also persists across K ∈ {15, 25, 50}.”"
+    if judged is None or len(persist) < 2:
+        untestable("Preference consistency", persists, "the runs shown have no K sweep")
     else:
+        everywhere = [m for m in main.methods if all(m in r.methods for r in persist)]
+        missing = [method_label(m) for m in main.methods if m not in everywhere]
+        part = (
+            f"Not tested: the rest of the ordering ({', '.join(missing)}) at every K, since "
+            f"{'they were' if len(missing) > 1 else 'it was'} run at K = {main.K} only."
+            if missing
+            else ""
+        )
         add(
             "Preference consistency",
-            "“Figure 2 shows that this ordering also persists across K ∈ {15, 25, 50}.”",
-            f"PPI and GPI: bootstrapping{BETTER}zero-shot at every K = {ks} (the only methods run at every K)",
-            verdict["verdict"],
-            SEP.join(_pair_text(p, True) for p in verdict["pairs"]),
-            short="bootstrapping ≻ zero-shot at every K",
+            persists,
+            short="the ordering persists across K",
+            tested=f"PPI and GPI: bootstrapping{BETTER}zero-shot at every K = {ks} (the only methods run at every K)",
+            verdict=_verdict_text(judged)
+            + (" on the part tested" if part and judged["verdict"] == "reproduced" else ""),
+            evidence=SEP.join(
+                _pair_text(p, f" ({metric_label(p['metric'])}, K = {p['pair'].run.K})") for p in judged["pairs"]
+            )
+            + (SEP + part if part else ""),
+            category=_category([judged], in_part=bool(part)),
+            note="only bootstrapping ≻ zero-shot is tested at every K" if part else "",
         )
     add(
         "Output consistency",
         "“LOC follows the same method ordering as PPI and GPI across all six model–dataset combinations.”",
-        *_of_claim("loc_order", claim_runs),
         short="the ordering on LOC",
+        **_of_claim("loc_order", claim_runs),
     )
     stella = main.metrics["methods"].get("stella", {}).get("overall", {}).get("loc")
-    add(
+    untestable(
         "Output consistency",
         "“STELLA_LW produces the lowest LOC, with all values below 0.13.”",
-        "–",
-        NOT_TESTABLE,
         f"an absolute level reached by 3–7 B models at K = 25, while {model_label(main.model)} has its own scale"
         + (f" (ours at K = {main.K}: {stella:.3f})" if stella is not None else f" (no STELLA_LW run at K = {main.K})"),
     )
-    skews = [(r, exposure_skew(r, rows=exposure_rows.get(r.name))) for r in sweep]
-    skews = [(r, s) for r, s in skews if s is not None]
-    if skews:
-        adjusted = holm([s["p"] for _, s in skews])
-        states = [
-            "unresolved" if q >= ALPHA else "resolved" if s["mean_diff"] > 0 else "against"
-            for (_, s), q in zip(skews, adjusted)
-        ]
-        verdict = (
-            "contradicted" if "against" in states else "reproduced" if set(states) == {"resolved"} else "unresolved"
-        )
+    skews = []
+    for r in sweep:
+        rows_r = exposure_rows.get(r.name)
+        if rows_r is None and "zero_shot" in r.methods and r.K > 5:
+            from ..evaluation import read_observations
+
+            rows_r = read_observations(r.observations)
+        s = exposure_skew(rows_r or [], "zero_shot", 5)
+        if s is not None:
+            rest = exposure_skew(rows_r or [], "zero_shot", 5, skip_first=True)
+            skews.append({"better": "last third", "worse": "first third", "metric": "exposure@5",
+                          "higher_is_better": True, "K": r.K, "rest": rest, **s})  # fmt: skip
+    skew = judge_pairs(skews) if skews else None
+    if skew is not None:
         add(
             "Marginal position exposure",
             "“Zero-shot reranking exhibits substantial positional skew, with early "
             "input positions receiving lower exposure than later positions.”",
-            "zero-shot top-5 exposure: last third of input positions ≻ first third, at every K = "
-            + ", ".join(str(r.K) for r, _ in skews),
-            verdict,
-            SEP.join(
-                f"{MARKS[st]} K = {r.K}: Δ {signed(s['mean_diff'])} ({p_equals(q, 'Holm p')})"
-                for (r, s), st, q in zip(skews, states, adjusted)
-            ),
             short="zero-shot's early positions lose exposure",
+            tested="zero-shot top-5 exposure: last third of input positions ≻ first third, at every K = "
+            + ", ".join(str(p["K"]) for p in skew["pairs"]),
+            verdict=_verdict_text(skew),
+            evidence=SEP.join(
+                f"{MARKS[pair_state(p)]} K = {p['K']}: Δ {signed(p['mean_diff'])} ({p_equals(p['p_holm'], 'Holm p')})"
+                for p in skew["pairs"]
+            )
+            + SEP
+            + "without input position 0 (the span prompt's first slot, diagnosed under Figure 1), unadjusted: "
+            + ", ".join(
+                f"K = {p['K']}: Δ {signed(p['rest']['mean_diff'])} ({p_equals(p['rest']['p'])})"
+                for p in skew["pairs"]
+                if p.get("rest")
+            ),
+            category=_category([skew]),
         )
+    flat = _of_claim("exposure_flattened", claim_runs)
+    if flat["category"] == "reproduced":
+        flat["category"] = "tested in part"
+        flat["verdict"] += " on the part tested"
+        flat["evidence"] += SEP + (
+            "Not tested: that bootstrapping does not eliminate the skew, and that STELLA_LW and SGS are flatter than "
+            "bootstrapping (each mitigation is tested against zero-shot only)."
+        )
+        flat["note"] = "each mitigation against zero-shot only; “does not eliminate it” untested"
     add(
         "Marginal position exposure",
         "“Bootstrapping reduces this skew but does not eliminate it, while STELLA_LW "
         "and SGS produce flatter exposure curves.”",
-        *_of_claim("exposure_flattened", claim_runs),
         short="the mitigations flatten exposure",
+        **flat,
     )
-    sgs = judge_pairs([Pair(main, m, "sgs", "zero_shot") for m in ("exposure_mad@5", "ppi", "gpi", "loc")])
+    sgs = _judge([Pair(main, m, "sgs", "zero_shot") for m in ("exposure_mad@5", "ppi", "gpi", "loc")])
     if sgs is not None:
         add(
             "Marginal position exposure",
             "“SGS improves both marginal exposure and all three consistency measures in the examined setting.”",
-            f"SGS{BETTER}zero-shot on exposure MAD, PPI, GPI and LOC",
-            sgs["verdict"],
-            SEP.join(_pair_text(p, True).replace(f", K = {main.K}", "") for p in sgs["pairs"]),
             short="SGS improves exposure and consistency together",
+            tested=f"SGS{BETTER}zero-shot on exposure MAD, PPI, GPI and LOC",
+            verdict=_verdict_text(sgs),
+            evidence=SEP.join(_pair_text(p, f" ({metric_label(p['metric'])})") for p in sgs["pairs"]),
+            category=_category([sgs]),
         )
     passes = main.manifest.get("passes", {}).get("per_method", {})
     if passes:
@@ -322,33 +353,28 @@ def section5_rows(
             "Efficiency",
             "“Zero-shot reranking requires one forward pass per candidate set, while bootstrapping "
             "aggregates three shuffled passes … SGS requires K sequential passes … STELLA_LW performs up to ten.”",
-            "scorer passes per presented order, counted in the run",
-            "reproduced (by construction)",
-            f"K = {main.K}: {shown}",
             short="the passes per order",
+            tested="scorer passes per presented order, counted in the run",
+            verdict="by construction (counted in the run, not a finding)",
+            evidence=f"K = {main.K}: {shown}",
+            category="reproduced by construction",
         )
-    add(
+    untestable(
         "Datasets",
         "Every result “on both datasets” (MovieLens-32M and Amazon Books).",
-        "–",
-        NOT_TESTABLE,
         "Amazon Books is not embedded (the package reads it, and the paper-scale chapter runs it), and "
         "MovieLens-100K stands in for MovieLens-32M",
     )
-    add(
+    untestable(
         "Models",
         "Every result “for all three models” (Llama-3.2-3B, Mistral-7B, Qwen2.5-7B).",
-        "–",
-        NOT_TESTABLE,
         "3–7 B models need a GPU (the paper-scale chapter), and the runs here use "
         + " and ".join(dict.fromkeys(model_label(r.model) for r in claim_runs))
         + " on a CPU",
     )
-    add(
+    untestable(
         "List length",
         "The four methods at K = 50 (Figures 1 and 2).",
-        "–",
-        NOT_TESTABLE,
         "SGS needs K passes per presented order: about 45,000 passes at K = 50, days on two CPU cores",
     )
     return rows
@@ -366,7 +392,7 @@ def section5_table(
     page's main table) each verdict of a named claim carries ``data-run``, ``data-claim`` and ``data-verdict``
     attributes, so a test can read them back."""
     records = section5_rows(main, sweep, table_runs, exposure_rows)
-    df = pd.DataFrame.from_records(records).drop(columns=["short", "claims"])
+    df = pd.DataFrame.from_records(records).drop(columns=["short", "claims", "category", "note"])
     if styled:  # one pair per line; each verdict of a named claim carries its run, claim and verdict as attributes
         import html
 
@@ -390,134 +416,42 @@ def section5_table(
         f"M = {main.M}, K = {main.K}; the K sweep at K = {', '.join(str(r.K) for r in sweep)}). "
         f"A ≻ B: A is better than B (higher HR@5, nDCG@5, LOC; lower PPI, GPI, exposure MAD). "
         f"{MARKS['resolved']} resolved in the paper's direction, {MARKS['against']} resolved against it, "
-        f"{MARKS['unresolved']} unresolved (paired sign-flip test over queries, Holm-adjusted p < 0.05); "
-        f"Δ = mean over queries of the first method's value minus the second's."
+        f"{MARKS['unresolved']} unresolved (paired sign-flip test over queries, Holm-adjusted p < 0.05), "
+        f"“the other way” when its observed difference has the wrong sign (the claim is then contradicted, not "
+        f"resolved); Δ = mean over queries of the first method's value minus the second's."
     )
     # class "claims": fixed column widths in the book's stylesheet, so the evidence column is not squeezed
     return with_caption(df, caption).set_table_attributes('class="claims"') if styled else df
 
 
-def verdict_counts(rows: Sequence[Mapping[str, str]]) -> dict[str, int]:
-    """How many rows of :func:`section5_rows` have each verdict (the first word of the first run's verdict)."""
-    out: dict[str, int] = {}
+def verdict_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """How many rows of :func:`section5_rows` fall in each category (:data:`CATEGORIES`, and not testable), every
+    category present (0 when empty)."""
+    out = dict.fromkeys((*CATEGORIES, NOT_TESTABLE), 0)
     for row in rows:
-        v = row["verdict"]
-        key = NOT_TESTABLE if v.startswith(NOT_TESTABLE) else v.split(" ")[0].rstrip(";")
-        out[key] = out.get(key, 0) + 1
+        out[row["category"]] += 1
     return out
 
 
-def headline_sentence(main: Run, rows: Sequence[Mapping[str, str]]) -> str:
-    """The results in one sentence, from the §5 rows: how many claims are reproduced, contradicted, unresolved and
-    not testable, naming the claims that are not reproduced."""
+def headline_sentence(main: Run, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The results in one sentence, from the §5 rows: the testable claims counted in each of the five categories
+    (:data:`CATEGORIES`), naming the claims of every category but the first and what was left untested or went the
+    other way, then the claims that cannot be tested. The same sentence is quoted wherever the headline appears."""
     counts = verdict_counts(rows)
-    testable = [r for r in rows if not r["verdict"].startswith(NOT_TESTABLE)]
+    testable = sum(counts[c] for c in CATEGORIES)
 
-    def names(word: str) -> str:
-        return ", ".join(r["short"] for r in testable if r["verdict"].startswith(word))
+    def named(category: str) -> str:
+        items = [r["short"] + (f": {r['note']}" if r.get("note") else "") for r in rows if r["category"] == category]
+        return f" ({'; '.join(items)})" if items else ""
 
-    smoke = "a smoke run, " if main.scorer == "simulated" or smallest_p(main.n_queries) >= ALPHA else ""
-    text = (
-        f"On {model_label(main.model)} ({smoke}{main.n_queries} queries × M = {main.M} presented orders, "
-        f"K = {main.K}) **{counts.get('reproduced', 0)} of the {len(testable)} claims** of the paper's §5 that "
-        f"can be tested here are reproduced"
+    smoke = smallest_p(main.n_queries) >= ALPHA
+    setting = "a smoke run that can resolve no pair, " if smoke else ""
+    if main.scorer == "simulated":
+        setting = "simulated scorer, " + setting
+    parts = [f"**{counts['reproduced']} reproduced**"] + [f"{counts[c]} {c}{named(c)}" for c in CATEGORIES[1:]]
+    return (
+        f"On {model_label(main.model)} ({setting}{main.n_queries} queries × M = {main.M} presented orders, "
+        f"K = {main.K}), of the {testable} claims of the paper's §5 that can be tested here: "
+        + "; ".join(parts)
+        + f". {counts[NOT_TESTABLE]} cannot be tested with this data and these models."
     )
-    for word in ("contradicted", "unresolved"):
-        if counts.get(word):
-            text += f"; {counts[word]} {'is' if counts[word] == 1 else 'are'} {word} ({names(word)})"
-    return text + f"; {counts.get(NOT_TESTABLE, 0)} cannot be tested with this data and these models."
-
-
-def markdown_to_html(text: str) -> str:
-    """A generated sentence (plain text with ``**bold**``) as one HTML paragraph, escaped, for a glue that another
-    page pastes (a pasted Markdown object would show as its repr)."""
-    import html
-    import re
-
-    return "<p>" + re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", html.escape(text)) + "</p>"
-
-
-def _exposure(run: Run, method: str) -> list[float]:
-    return [float(x) for x in run.metrics["methods"][method]["overall"].get("exposure@5") or []]
-
-
-def figure1_sentence(sweep: Sequence[Run], k: int = 5) -> str:
-    """What Figure 1 shows: zero-shot's exposure at input position 0 and over the last third at each K, against the
-    position-blind k/K, and which mitigation is flattest (exposure MAD) at the main K."""
-    runs = [r for r in sweep if r.K > k and "zero_shot" in r.methods]
-    if not runs:
-        return "No run of the sweep has K > 5, so every candidate is in the top 5 and Figure 1 is flat by construction."
-    parts, rising = [], []
-    for r in runs:
-        e = _exposure(r, "zero_shot")
-        tail = float(np.mean([x for p, x in enumerate(e) if min(3 * p // r.K, 2) == 2]))
-        rising.append(e[0] < tail)
-        parts.append(
-            f"K = {r.K}: {e[0]:.2f} at position 0, {tail:.2f} on average over the last third "
-            f"(position-blind {k / r.K:.2f})"
-        )
-    verdict = (
-        "as in the paper's Figure 1, early input positions receive lower exposure than later ones at every K"
-        if all(rising)
-        else "unlike the paper's Figure 1, early input positions do not receive lower "
-        "exposure than later ones at every K"
-    )
-    lines = [
-        f"Zero-shot's top-{k} exposure (the share of rows in which the candidate shown at a position reaches "
-        f"the top {k}): " + "; ".join(parts) + f". So, {verdict}"
-    ]
-    full = max((r for r in runs if len(r.methods) > 2), key=lambda r: len(r.methods), default=None)
-    if full is not None:
-        mads = {m: full.metrics["methods"][m]["overall"].get("exposure_mad@5") for m in full.methods}
-        mads = {m: v for m, v in mads.items() if v is not None}
-        flat = sorted(mads, key=mads.get)
-        lines.append(
-            f"; at K = {full.K} the exposure MAD (mean distance from {k}/K, lower is flatter) orders the "
-            f"methods " + BETTER.join(f"{method_label(m)} ({mads[m]:.3f})" for m in flat)
-        )
-    return "".join(lines) + "."
-
-
-def figure2_sentence(sweep: Sequence[Run]) -> str:
-    """What Figure 2 shows: PPI and GPI of zero-shot and bootstrapping at each K (which is lower, and how the
-    values move with K)."""
-    runs = sorted(_sweep_runs(sweep, SWEEP_METHODS), key=lambda r: r.K)
-    if len(runs) < 2:
-        return "Figure 2 needs runs at two or more list lengths."
-    out = []
-    for metric in ("ppi", "gpi"):
-        vals = {m: [r.metrics["methods"][m]["overall"][metric] for r in runs] for m in SWEEP_METHODS}
-        lower = sum(b < z for b, z in zip(vals["bootstrapping"], vals["zero_shot"]))
-        trend = ", ".join(f"{z:.3f} → {b:.3f}" for z, b in zip(vals["zero_shot"], vals["bootstrapping"]))
-        out.append(
-            f"{METRIC_LABELS[metric]}: bootstrapping is below zero-shot at {lower} of {len(runs)} list "
-            f"lengths (zero-shot → bootstrapping at K = {', '.join(str(r.K) for r in runs)}: {trend})"
-        )
-    return "; ".join(out) + ". Whether each step is resolved is in the table of claims (the row on K)."
-
-
-def choice_sentence(choice: Run | None, span: Run | None = None, k: int = 5) -> str:
-    """What the choice scorer's run shows: when its zero-shot PPI is near 1 and the candidate labelled [A] (shown
-    first) reaches the top k in (nearly) every row, the ranking follows the labels, not the candidates."""
-    if choice is None or "zero_shot" not in choice.methods:
-        return "No choice-scorer run is shown here."
-    ov = choice.metrics["methods"]["zero_shot"]["overall"]
-    e = _exposure(choice, "zero_shot")
-    first = e[0] if e else float("nan")
-    text = (
-        f"With the choice scorer ({model_label(choice.model)}, K = {choice.K}, {choice.n_queries} queries) "
-        f"zero-shot has PPI {decimal(ov['ppi'])} and LOC {decimal(ov['loc'])}, and the candidate shown first, "
-        f"labelled [A], reaches the top {k} in {first:.0%} of rows (top-{k} exposure at positions "
-        f"0–{min(k, len(e)) - 1}: " + ", ".join(f"{x:.2f}" for x in e[:k]) + ")"
-    )
-    if ov["ppi"] > 0.9 and first > 0.95:
-        text += (
-            ": its ranking follows the labels [A], [B], …, not the candidates they carry (the same labels win "
-            "in every presented order). The "
-            "paper's stated extraction (log-probabilities of candidate markers) therefore cannot be tested "
-            "with a model this small, and the reproduction rests on the span scorer"
-        )
-    if span is not None and "zero_shot" in span.methods:
-        s = span.metrics["methods"]["zero_shot"]["overall"]
-        text += f" (span scorer on the same queries: PPI {decimal(s['ppi'])}, LOC {decimal(s['loc'])})"
-    return text + "."

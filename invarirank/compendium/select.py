@@ -24,6 +24,7 @@ __all__ = [
     "main_run",
     "main_k",
     "sweep_runs",
+    "choice_runs",
     "setting_groups",
     "other_grids",
     "GridChoice",
@@ -83,6 +84,13 @@ def sweep_runs(runs: Sequence[Run], main: Run) -> list[Run]:
             by_k[r.K] = r
     by_k[main.K] = main
     return [by_k[k] for k in sorted(by_k)]
+
+
+def choice_runs(runs: Sequence[Run], baseline: str) -> list[Run]:
+    """The runs of the choice scorer that hold ``baseline`` (the method the scorer comparison reads), most
+    queries first (equal counts in the order given)."""
+    chosen = [r for r in runs if r.scorer == "choice" and baseline in r.methods]
+    return sorted(chosen, key=lambda r: r.n_queries, reverse=True)
 
 
 def setting_groups(runs: Sequence[Run]) -> dict[str, list[Run]]:

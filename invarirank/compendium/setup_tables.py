@@ -11,11 +11,17 @@ from typing import Any
 
 import pandas as pd
 
+from ..methods.registry import calibrated_method
 from ..store import Run, read_volatile
 from .labels import dataset_label, method_label, model_label, setting_caption
 from .tables import drop_constant_levels, fold_columns, with_caption
 
 __all__ = ["cost_table", "scale_table", "run_settings_table", "data_stats_table", "coverage_table"]
+
+
+def _pays_calibration(name: str) -> bool:
+    """Whether the registered method ``name`` needs a calibration per K (STELLA_LW), whose passes it alone pays."""
+    return calibrated_method([name]) is not None
 
 
 def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
@@ -35,7 +41,7 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
         man = run.manifest
         passes = man.get("passes", {})
         per = passes.get("per_method", {})
-        volatile = read_volatile(run.path, man)
+        volatile = read_volatile(run.path)
         stats = volatile.get("scorer_stats", {}) or {}
         computed = int(stats.get("forward_passes") or 0)
         seconds = float(stats.get("forward_seconds") or 0.0)
@@ -52,7 +58,7 @@ def cost_table(runs: Sequence[Run], styled: bool = True) -> Any:
         for method in run.methods:
             info = per.get(method, {})
             req = int(info.get("passes", 0))
-            own_cal = cal_passes if method == "stella" else 0
+            own_cal = cal_passes if _pays_calibration(method) else 0
             est = None if s_per_pass is None else round((distinct * req / requested_all + own_cal) * s_per_pass, 1)
             records.append(
                 {
@@ -119,9 +125,10 @@ def run_settings_table(run: Run, styled: bool = True) -> Any:
         f"{spec.get('sample_k') or run.K}",
         "methods": ", ".join(method_label(m) for m in run.methods),
     }
-    if "stella" in run.methods:
+    calibrated = calibrated_method(run.methods)
+    if calibrated is not None:
         repeats = spec.get("calibration_repeats")
-        rows["STELLA_LW calibration"] = (
+        rows[f"{calibrated.label} calibration"] = (
             f"{spec.get('calibration_queries')} validation queries × "
             f"{repeats} repeat{'s' if repeats != 1 else ''} per position"
         )
@@ -145,8 +152,9 @@ def scale_table(runs: Sequence[Run], styled: bool = True) -> Any:
         vals = sorted(set(values), key=lambda v: (str(type(v)), v))
         return ", ".join(str(v) for v in vals) or "–"
 
-    cal_q = [r.spec.get("calibration_queries") for r in runs if "stella" in r.methods and r.spec]
-    cal_r = [r.spec.get("calibration_repeats") for r in runs if "stella" in r.methods and r.spec]
+    calibrated = [r for r in runs if calibrated_method(r.methods) is not None and r.spec]
+    cal_q = [r.spec.get("calibration_queries") for r in calibrated]
+    cal_r = [r.spec.get("calibration_repeats") for r in calibrated]
     rows = {
         "models": ("Llama-3.2-3B, Mistral-7B-v0.3, Qwen2.5-7B (Instruct)", uniq(model_label(r.model) for r in runs)),
         "datasets": ("MovieLens-32M, Amazon Books", uniq(dataset_label(r.dataset) for r in runs)),

@@ -118,8 +118,16 @@ def format_ci(value: float, low: float, high: float, digits: int = 3, html: bool
 
 
 def with_caption(df: pd.DataFrame, caption: str) -> Any:
-    """A pandas Styler with a caption (the glued HTML then carries the setting with the numbers)."""
+    """A pandas Styler with a caption (the glued HTML then carries the setting with the numbers). A named index
+    (single-level columns) has its name in the columns' header row, top left, not in a header row of its own that
+    is empty but for it (pandas' default); of a multi-level index, the last level's name."""
+    names = any(n is not None for n in df.index.names) and not isinstance(df.columns, pd.MultiIndex)
+    if names:
+        df = df.copy()
+        df.columns.name = df.index.names[-1]
     styler = df.style.set_caption(caption)
+    if names:
+        styler = styler.hide(names=True, axis="index")
     return styler.set_table_styles(
         [
             {
@@ -185,7 +193,7 @@ def _cells(
     return out
 
 
-#: the reference rows of ``metrics.json`` (schema 3), in the order the tables show them, with their labels
+#: the reference rows of ``metrics.json`` (``references``), in the order the tables show them, with their labels
 REFERENCE_LABELS = {"first_stage": "first-stage order (reference)", "random": "random order (reference)"}
 
 
@@ -294,7 +302,8 @@ def table1(
             f" Marks: the paper's claimed pairs, on the row of the method the paper finds better, against the "
             f"method named: {MARKS['resolved']} resolved in the paper's direction, {MARKS['against']} "
             f"resolved against it, {MARKS['unresolved']} unresolved (paired sign-flip test over queries, "
-            f"Holm-adjusted p < 0.05 over the claim's pairs)."
+            f"Holm-adjusted p < 0.05 over the claim's pairs); “other way”: the observed difference has the wrong "
+            f"sign."
         )
     return with_caption(df, caption) if styled else df
 

@@ -1,12 +1,12 @@
 """The paper's claims on a run, resolved or not: verdicts, their sentences, and the marks of Table 1.
 
-Everything is read from a run's ``metrics.json``: its ``claims`` (schema 2, written by
-:func:`invarirank.evaluation.evaluate`), else judged here from its ``comparisons`` with
-:func:`invarirank.evaluation.claims.judge_claims`; a schema-1 file has neither, and then there is no verdict (never
-a guessed one). The rules are the evaluation's (:mod:`invarirank.evaluation.claims`): a pair (expected better,
-expected worse) is **resolved** when its Holm-adjusted paired sign-flip p < 0.05 over the claim's pairs; a claim is
-**reproduced** when every pair is resolved in the paper's direction, **contradicted** when some pair is resolved
-the other way, else **unresolved**. Differences are "expected better minus expected worse", in the metric's units.
+Every verdict is judged here from a run's ``metrics.json`` ``comparisons`` by the one judge,
+:func:`invarirank.evaluation.claims.judge_pairs` (through :func:`~invarirank.evaluation.claims.judge_claims`); a
+``claims`` key that older files carry is not read, and a schema-1 file has no comparisons, so no verdict (never a
+guessed one). The rules: a pair (expected better, expected worse) is **resolved** when its Holm-adjusted paired
+sign-flip p < 0.05 over the claim's pairs; a claim is **reproduced** when every pair is resolved in the paper's
+direction, **contradicted** when some pair's observed difference goes the other way (resolved or not), else
+**unresolved**. Differences are "expected better minus expected worse", in the metric's units.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..evaluation.claims import PAPER_CLAIMS, judge_claims
+from ..evaluation.claims import judge_claims
 from ..evaluation.comparisons import ALPHA, EXACT_MAX_QUERIES, PERMUTATIONS
 from ..store import Run
 from .labels import METHODS, method_label, metric_label, model_label, p_equals, signed
@@ -40,19 +40,13 @@ SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 #: Table 1's mark of a claimed pair, by its state (see :func:`pair_state`)
 MARKS = {"resolved": "●", "against": "✗", "unresolved": "○"}
 
-_CLAIM_ORDER = [c.name for c in PAPER_CLAIMS]
-
 
 def run_claims(run: Run) -> dict[str, dict]:
     """The run's verdicts, ``{claim name: verdict dict}`` (shape: :func:`invarirank.evaluation.claims.judge_claim`),
-    in the order of :data:`~invarirank.evaluation.claims.PAPER_CLAIMS`: ``metrics.json``'s ``claims``, else judged
-    from its ``comparisons``; ``{}`` for a schema-1 file or a run without the methods of any claim."""
-    metrics = run.metrics
-    claims = metrics.get("claims")
-    if claims is None and metrics.get("comparisons"):
-        claims = judge_claims(metrics["comparisons"])
-    claims = claims or {}
-    return {name: claims[name] for name in sorted(claims, key=lambda n: (_CLAIM_ORDER + [n]).index(n))}
+    in the order of :data:`~invarirank.evaluation.claims.PAPER_CLAIMS`, judged from its ``comparisons``; ``{}`` for
+    a schema-1 file or a run without the methods of any claim."""
+    comparisons = run.metrics.get("comparisons")
+    return judge_claims(comparisons) if comparisons else {}
 
 
 def _labelled(text: str) -> str:
@@ -89,12 +83,14 @@ def pair_state(pair: Mapping[str, Any]) -> str:
 
 def claim_marks(run: Run) -> dict[tuple[str, str], list[str]]:
     """``{(method, metric): ["● vs bootstrapping", ...]}``: for each claimed pair, a mark on the row of the method
-    the paper finds better, naming the method it should beat (:data:`MARKS`)."""
+    the paper finds better, naming the method it should beat (:data:`MARKS`), and "other way" when an unresolved
+    pair's observed difference has the wrong sign."""
     out: dict[tuple[str, str], list[str]] = {}
     for verdict in run_claims(run).values():
         for pair in verdict["pairs"]:
+            other = ", other way" if pair["direction"] == "reversed" and not pair["resolved"] else ""
             out.setdefault((pair["better"], verdict["metric"]), []).append(
-                f"{MARKS[pair_state(pair)]} vs {method_label(pair['worse'])}"
+                f"{MARKS[pair_state(pair)]} vs {method_label(pair['worse'])}{other}"
             )
     return out
 
@@ -165,9 +161,12 @@ def fewest_queries(pairs: int, alpha: float = ALPHA) -> int:
 def queries_needed(pair: Mapping[str, Any], pairs: int) -> int | None:
     """The queries that would resolve an unresolved pair with 80% power: its ``queries_80`` (normal approximation
     from the observed mean and spread), raised to :func:`fewest_queries` of its claim (which the approximation
-    does not know); ``None`` when there is no estimate (a zero difference)."""
+    does not know); ``None`` when there is no estimate (a zero difference) or the observed difference has the wrong
+    sign (more queries would resolve the opposite of the claim, not the claim)."""
     q = pair.get("queries_80")
-    return None if not q else max(int(q), fewest_queries(pairs))
+    if not q or pair.get("direction", "as claimed") != "as claimed":  # no power for a difference of the wrong sign
+        return None
+    return max(int(q), fewest_queries(pairs))
 
 
 def verdict_sentence(verdict: Mapping[str, Any]) -> str:
@@ -207,7 +206,11 @@ def _pair_summary(verdict: Mapping[str, Any]) -> str:
 
         parts.append(
             "unresolved: "
-            + ", ".join(f"{names(p)} ({p_equals(p['p_holm'], 'Holm p')}{need(p)})" for p in by_state["unresolved"])
+            + ", ".join(
+                f"{names(p)} ({'the other way, ' if p['direction'] == 'reversed' else ''}"
+                f"{p_equals(p['p_holm'], 'Holm p')}{need(p)})"
+                for p in by_state["unresolved"]
+            )
         )
     return "; ".join(parts) + "."
 

@@ -9,10 +9,14 @@ zero-shot. A claim is judged from the paired comparisons of :mod:`.comparisons` 
 - a pair is **resolved** when its adjusted p < ``ALPHA`` (0.05); its direction is "as claimed" when the expected
   better method is better on the run (mean difference better - worse > 0 when higher is better, < 0 when lower is
   better), "reversed" when it is the other way, "tie" when the difference is 0;
-- the claim is **reproduced** when every pair is resolved as claimed, **contradicted** when some pair is resolved
-  reversed, otherwise **unresolved**;
-- each unresolved pair carries ``queries_80``, the queries that would resolve its observed difference at 80 % power
-  (normal approximation at alpha = 0.05, unadjusted: see :func:`.comparisons.queries_for_power`).
+- the claim is **reproduced** when every pair is resolved as claimed, **contradicted** when some pair's observed
+  difference goes the other way (resolved or not; ``resolved_against`` tells which), otherwise **unresolved**;
+- each unresolved pair in the claimed direction carries ``queries_80``, the queries that would resolve its observed
+  difference at 80 % power (normal approximation at alpha = 0.05, unadjusted: see
+  :func:`.comparisons.queries_for_power`); a pair of the wrong sign has none.
+
+:func:`judge_pairs` is the one judge (the book and ``invarirank report`` call it); :func:`invarirank.evaluate`
+compares methods but judges no claim, since its input may be any reranker's observations.
 
 Method names are the package's: ``zero_shot``, ``bootstrapping``, ``sgs``, ``stella`` (STELLA_LW).
 """
@@ -32,6 +36,7 @@ __all__ = [
     "PAPER_CLAIMS",
     "paper_claim",
     "holm",
+    "judge_pairs",
     "judge_claim",
     "judge_claims",
 ]
@@ -144,53 +149,86 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def judge_claim(claim: Claim, comparisons: Mapping[str, Any], alpha: float = ALPHA) -> dict | None:
-    """The verdict of ``claim`` on a run's comparisons (``None`` when some pair of it was not compared: a method or
-    the metric is missing from the run)::
+def judge_pairs(pairs: Sequence[Mapping[str, Any]], alpha: float = ALPHA) -> dict | None:
+    """The one judge of a claim of the paper: every verdict of the package and the book comes from here.
 
-        {"metric": ..., "higher_is_better": ..., "claim": TEXT, "source": ..., "verdict": "reproduced",
-         "pairs": [{"better": A, "worse": B, "mean_diff": mean(A - B), "ci": [...], "n": ..., "p": raw,
-                    "p_holm": ..., "direction": "as claimed" | "reversed" | "tie", "resolved": bool,
-                    "queries_80": int | None (unresolved pairs only)}, ...]}
+    ``pairs``: one record per claimed pair, ``{"better", "worse", "metric", "higher_is_better", "mean_diff",
+    "p", "n"}`` (``mean_diff`` = better minus worse in the metric's units, ``p`` the raw two-sided paired p), with
+    optional ``ci`` and ``queries_80`` and any other keys (kept as they are). A claim may span several metrics or
+    runs: Holm's correction is taken over all of its pairs. Returns ``{"verdict", "resolved_against", "pairs"}``,
+    each pair with ``p_holm``, ``direction`` ("as claimed" | "reversed" | "tie"), ``resolved`` and ``queries_80``
+    (kept only for an unresolved pair whose observed difference goes the paper's way: a power figure for a
+    difference of the wrong sign would plan for the opposite claim). ``None`` for no pairs.
+
+    Verdicts: **reproduced** when every pair is resolved as claimed; **contradicted** when some pair's observed
+    difference goes the other way, resolved or not (``resolved_against`` says whether one such pair is resolved:
+    a reversal that the queries cannot resolve is still not the paper's finding, and the book says which);
+    **unresolved** otherwise (every difference in the paper's direction or tied, some not resolved).
     """
-    found = [comparison(comparisons, claim.metric, better, worse) for better, worse in claim.pairs]
-    records = [r for r in found if r is not None]
-    if not records or len(records) != len(found):
+    if not pairs:
         return None
-    adjusted = holm([r["p"] for r in records])
-    pairs = []
-    for (better, worse), rec, p_holm in zip(claim.pairs, records, adjusted):
-        d = rec["mean_diff"]
-        gain = d if claim.higher_is_better else -d
+    adjusted = holm([float(p["p"]) for p in pairs])
+    out = []
+    for rec, p_holm in zip(pairs, adjusted):
+        d = float(rec["mean_diff"])
+        gain = d if rec["higher_is_better"] else -d
         direction = "as claimed" if gain > 0 else "reversed" if gain < 0 else "tie"
         resolved = p_holm < alpha
-        pairs.append(
+        out.append(
             {
-                "better": better,
-                "worse": worse,
-                "mean_diff": d,
-                "ci": rec["ci"],
-                "n": rec["n"],
-                "p": rec["p"],
+                **rec,
                 "p_holm": p_holm,
                 "direction": direction,
                 "resolved": resolved,
-                "queries_80": None if resolved else rec["queries_80"],
+                "queries_80": rec.get("queries_80") if not resolved and direction == "as claimed" else None,
             }
         )
-    if any(p["resolved"] and p["direction"] == "reversed" for p in pairs):
+    reversed_ = [p for p in out if p["direction"] == "reversed"]
+    if reversed_:
         verdict = "contradicted"
-    elif all(p["resolved"] and p["direction"] == "as claimed" for p in pairs):
+    elif all(p["resolved"] and p["direction"] == "as claimed" for p in out):
         verdict = "reproduced"
     else:
         verdict = "unresolved"
+    return {"verdict": verdict, "resolved_against": any(p["resolved"] for p in reversed_), "pairs": out}
+
+
+def judge_claim(claim: Claim, comparisons: Mapping[str, Any], alpha: float = ALPHA) -> dict | None:
+    """The verdict of ``claim`` on a run's comparisons by :func:`judge_pairs` (``None`` when some pair of it was not
+    compared: a method or the metric is missing from the run)::
+
+        {"metric": ..., "higher_is_better": ..., "claim": TEXT, "source": ..., "verdict": "reproduced",
+         "resolved_against": bool,
+         "pairs": [{"better": A, "worse": B, "mean_diff": mean(A - B), "ci": [...], "n": ..., "p": raw,
+                    "p_holm": ..., "direction": "as claimed" | "reversed" | "tie", "resolved": bool,
+                    "queries_80": int | None}, ...]}
+    """
+    found = [comparison(comparisons, claim.metric, better, worse) for better, worse in claim.pairs]
+    if not found or any(r is None for r in found):
+        return None
+    records = [
+        {
+            "better": better,
+            "worse": worse,
+            "mean_diff": rec["mean_diff"],
+            "ci": rec["ci"],
+            "n": rec["n"],
+            "p": rec["p"],
+            "queries_80": rec["queries_80"],
+            "metric": claim.metric,
+            "higher_is_better": claim.higher_is_better,
+        }
+        for (better, worse), rec in zip(claim.pairs, found)
+        if rec is not None
+    ]
+    judged = judge_pairs(records, alpha)
+    assert judged is not None  # records is not empty
     return {
         "metric": claim.metric,
         "higher_is_better": claim.higher_is_better,
         "claim": claim.text,
         "source": claim.source,
-        "verdict": verdict,
-        "pairs": pairs,
+        **judged,
     }
 
 

@@ -2,7 +2,7 @@
 
 Shape (``METRICS_SCHEMA_VERSION`` = 5)::
 
-    {"schema_version": 5,
+    {"schema_version": 6,
      "settings": {"ks": [1, 5, 10], "exposure_k": 5, "buckets": 3, "exact_kemeny_max_k": 10,
                   "bootstrap": 1000, "permutations": 10000, "seed": 0, "ci_level": 0.95},
      "methods": {METHOD: {
@@ -18,8 +18,6 @@ Shape (``METRICS_SCHEMA_VERSION`` = 5)::
                                  "rows": M, "candidates": K}}}},
      "comparisons": {METRIC: {A: {B: {"n": ..., "mean_diff": ..., "ci": [...], "p": ..., "exact": ...,
                                       "sd": ..., "queries_80": ...}}}},
-     "claims": {NAME: {"metric": ..., "claim": ..., "verdict": "reproduced" | "contradicted" | "unresolved",
-                       "pairs": [...], ...}},
      "references": {"first_stage" | "random": {"overall": {...}, "per_query": {...},
                                                "comparisons": {METRIC: {METHOD: {... method - reference ...}}}}}}
 
@@ -34,19 +32,20 @@ that has a value (empty when ``n_bootstrap`` = 0): percentile intervals, except 
 clipped at 0, for ``exposure_mad@E`` and ``exposure_maxdev@E``, deviations whose percentile interval sits above the
 value by about its upward bias. ``comparisons`` compares every two methods paired
 over their shared queries on every per-query metric and ``exposure_mad@E`` (A before B in method order, differences
-A - B; :mod:`.comparisons`), ``claims`` judges the paper's claims whose methods and metric the run has
-(:mod:`.claims`); both are empty with one method or ``n_permutations`` = 0. There is no NaN anywhere, and the same
-input and settings give the same dictionary (so byte-identical JSON).
+A - B; :mod:`.comparisons`); it is empty with one method or ``n_permutations`` = 0. No claim of the paper is
+judged here: the input may be any reranker's observations, and the paper's claims are judged by the one judge,
+:func:`.claims.judge_pairs`, where a run is read as the paper's methods (the book, ``invarirank report``). There is
+no NaN anywhere, and the same input and settings give the same dictionary (so byte-identical JSON).
 
-Schema 4 is schema 3 with those basic intervals of the two exposure deviations (schema 3 gave them percentile
-intervals, which could lie wholly above the value). ``references`` (since schema 3) holds the reference rows of
-:mod:`.references`: the first stage's own order (only when its rankings are given) and a uniformly random order
-(exact effectiveness; PPI/GPI/LOC over ``settings["reference_replicates"]`` seeded draws; absent when that is 0),
-each compared with every method.
-Schema 2 was the same without ``references`` and ``settings["reference_replicates"]``, schema 1 also without
-``comparisons``, ``claims`` and ``settings["permutations"]``; no committed run has either. A metrics dictionary
-read back from a file is checked with :func:`check_metrics_version`: another schema version is one clear error
-naming the file and the version.
+``references`` holds the reference rows of :mod:`.references`, so that a method's numbers can be read against what
+no reranking and no model would give: the first stage's own order (only when its rankings are given) and a
+uniformly random order (exact effectiveness, PPI and LOC; GPI from seeded draws at each K and M, about as precise as
+``settings["reference_replicates"]`` draws per query; absent when that is 0), each compared with every method.
+
+A metrics dictionary read back from a file is checked with :func:`check_metrics_version`: another schema version is
+one clear error naming the file and the version, because an older shape lacks parts the readers rely on and a newer
+one may mean something else by the same key (``CHANGELOG.md`` lists what each version changed; an older file is
+re-evaluated from its observations, :func:`invarirank.store.refresh_metrics`).
 """
 
 from __future__ import annotations
@@ -59,7 +58,6 @@ import numpy as np
 
 from ..errors import InvariRankError
 from . import bootstrap
-from .claims import judge_claims
 from .comparisons import PERMUTATIONS, PerQuery, compare_methods
 from .consistency import gpi_local_search, inverse_permutations, loc_from_wins, pair_statistics, win_matrix
 from .effectiveness import effectiveness_from_ranks
@@ -86,7 +84,7 @@ __all__ = [
     "dumps_metrics",
 ]
 
-METRICS_SCHEMA_VERSION = 5
+METRICS_SCHEMA_VERSION = 6
 CI_LEVEL = 0.95
 _GPI_CHUNK_CELLS = 1 << 20
 
@@ -172,11 +170,11 @@ def evaluate(
     :func:`invarirank.rerank_query` returns (validated like a file; errors name the 1-based row). ``ks``: the cut-offs
     of HR, nDCG, recall and MRR; ``exposure_k``: the top-k of exposure by presented position; ``buckets``: the
     number of position cells of PPI. ``exact_kemeny_max_k=None`` switches the exact Kemeny search off;
-    ``n_bootstrap=0`` switches the intervals off; ``n_permutations=0`` the comparisons and claims (both then empty).
+    ``n_bootstrap=0`` switches the intervals off; ``n_permutations=0`` the comparisons (then empty).
     ``seed`` seeds the bootstrap and the permutations, so equal arguments give an equal dictionary.
     ``first_stage`` (query id -> the first stage's ranking, or the path of a ``first_stage.jsonl.gz``) adds the
-    first-stage-order reference; ``reference_replicates`` random draws per query estimate the random order's
-    consistency (0: no random reference). See :mod:`.references`.
+    first-stage-order reference; ``reference_replicates`` sets the precision of the random order's GPI (its other
+    metrics are exact; 0: no random reference). See :mod:`.references`.
     """
     settings = check_settings(
         ks,
@@ -223,7 +221,6 @@ def evaluate_rows(
         "settings": settings,
         "methods": methods,
         "comparisons": comparisons,
-        "claims": judge_claims(comparisons),
         "references": references,
     }
 
@@ -243,9 +240,7 @@ def _references(
     if first_stage is not None:
         blocks[FIRST_STAGE] = _evaluate_method(first_stage_rows(inputs, first_stage), dict(settings))
     if settings["reference_replicates"] > 0:
-        blocks[RANDOM] = random_block(
-            inputs, settings, _evaluate_method, seed=settings["seed"], replicates=settings["reference_replicates"]
-        )
+        blocks[RANDOM] = random_block(inputs, settings, replicates=settings["reference_replicates"])
     out = {}
     for name, (block, pq) in blocks.items():
         out[name] = {**block, "comparisons": reference_comparisons(values, name, pq, settings)}

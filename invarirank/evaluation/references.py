@@ -18,9 +18,13 @@ against what a ranker that ignores the candidates would give at the same K, M an
   - recall@k = g k' / (K n),
   - MRR@k = sum_{r=1..k'} (1 / r) C(K - r, g - 1) / C(K, g);
 
-  PPI, GPI and LOC have no closed form here: they are estimated per query as the mean over ``replicates``
-  independent draws of M random outputs on the query's own presented orders, each draw seeded from
-  ``(seed, replicate, query id)``, so the same observations and settings give the same numbers.
+  PPI (on the query's own presented orders and buckets) and LOC (= 0) are exact expectations too. GPI is the exact
+  expectation of a lower bound plus the local search's mean excess over it in max(R, ceil(R Q / 20)) draws of M
+  random outputs at each K and M of Q queries (R = ``replicates``), seeded from ``(seed, K, M)``
+  (:mod:`.random_reference`): the same observations and settings give the same numbers, and queries of the same K
+  and M the same GPI. With the bound as control variate this is about as precise as R independent draws per query
+  (the excess's variance is 1/22 to 1/31 of GPI's at M = 20), at the cost of one local search per 20 queries and
+  replicate: for R = 20, about one method's evaluation.
 
 Each reference block has the shape of a method's block (``overall`` with ``ci``, ``per_query``) plus
 ``comparisons``: every method against the reference, paired over queries, differences *method - reference*
@@ -29,11 +33,11 @@ Each reference block has the shape of a method's block (``overall`` with ``ci``,
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import math
 import os
-import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,16 +48,18 @@ from ..errors import InvariRankError
 from ..io import atomic_write_text
 from . import bootstrap
 from .comparisons import PerQuery, compare_methods
+from .consistency import inverse_permutations
 from .effectiveness import ideal_dcg
+from .random_reference import expected_gpi, expected_ppi
 
 __all__ = [
     "FIRST_STAGE",
     "RANDOM",
     "REFERENCE_REPLICATES",
+    "RANDOM_GPI_QUERIES_PER_DRAW",
     "random_expectations",
     "reference_inputs",
     "first_stage_rows",
-    "random_rows",
     "random_block",
     "reference_comparisons",
     "read_first_stage",
@@ -63,8 +69,11 @@ __all__ = [
 
 FIRST_STAGE = "first_stage"
 RANDOM = "random"
-#: random draws of M outputs per query behind the random order's PPI, GPI and LOC
+#: the random order's replicates (``settings["reference_replicates"]``; 0: no random order)
 REFERENCE_REPLICATES = 20
+#: the random order's GPI at a (K, M) of Q queries averages max(R, ceil(R Q / 20)) draws of M outputs (R = the
+#: replicates): as precise as R draws per query without the bound as control variate (module random_reference)
+RANDOM_GPI_QUERIES_PER_DRAW = 20
 #: the file of a run folder holding the first stage's rankings
 FIRST_STAGE_FILE = "first_stage.jsonl.gz"
 
@@ -72,6 +81,11 @@ FIRST_STAGE_FILE = "first_stage.jsonl.gz"
 def random_expectations(K: int, g: int, n_relevant: int, ks: Sequence[int]) -> dict[str, float]:
     """Exact expected HR@k, nDCG@k, recall@k and MRR@k of a uniformly random ranking of ``K`` candidates of which
     ``g`` are relevant, for a ground truth of ``n_relevant`` ids (the formulas of the module docstring)."""
+    return dict(_random_expectations(K, g, n_relevant, tuple(ks)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _random_expectations(K: int, g: int, n_relevant: int, ks: tuple[int, ...]) -> dict[str, float]:
     if not 0 <= g <= K or n_relevant < max(g, 1):
         raise InvariRankError(
             f"random reference: expected 0 <= g <= K and n_relevant >= max(g, 1), got K={K}, "
@@ -120,42 +134,37 @@ def first_stage_rows(inputs: Mapping[str, list[dict]], rankings: Mapping[str, Se
     return out
 
 
-def _rng(seed: int, replicate: int, query_id: str) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([seed, replicate, zlib.crc32(query_id.encode("utf-8"))]))
-
-
-def random_rows(inputs: Mapping[str, list[dict]], seed: int, replicate: int) -> dict[str, list[dict]]:
-    """One draw of the random order: each presented order of each query with a uniformly random output."""
-    out: dict[str, list[dict]] = {}
-    for qid, rows in inputs.items():
-        rng = _rng(seed, replicate, qid)
-        out[qid] = [
-            {**r, "method": RANDOM, "output": [r["input"][i] for i in rng.permutation(len(r["input"]))]} for r in rows
-        ]
-    return out
+def _presented_positions(queries: Sequence[list[dict]]) -> np.ndarray:
+    """G x M x K: the 0-based presented position of each candidate (labelled in the order of the query's first
+    row) in each row of G queries with the same K and M."""
+    flat: list[int] = []
+    for rows in queries:
+        get = {x: i for i, x in enumerate(rows[0]["input"])}.__getitem__
+        for r in rows:
+            flat.extend(map(get, r["input"]))
+    G, M, K = len(queries), len(queries[0]), len(queries[0][0]["input"])
+    return inverse_permutations(np.array(flat, dtype=np.int64).reshape(G * M, K)).reshape(G, M, K)
 
 
 def random_block(
-    inputs: Mapping[str, list[dict]], settings: Mapping[str, Any], evaluate_method: Any, *, seed: int, replicates: int
+    inputs: Mapping[str, list[dict]], settings: Mapping[str, Any], *, replicates: int
 ) -> tuple[dict, PerQuery]:
-    """The random order's block and its per-query values: exact effectiveness, and PPI / GPI / LOC averaged over
-    ``replicates`` draws (``evaluate_method(queries, settings)`` is the engine's per-method evaluation)."""
+    """The random order's block and its per-query values: exact effectiveness, PPI and LOC, and GPI at each (K, M)
+    from seeded draws (``settings["seed"]``; the module docstring says how many)."""
     if replicates < 1:
         raise InvariRankError(f"reference replicates: expected an integer >= 1, got {replicates!r}")
     ks = settings["ks"]
     qids = list(inputs)
-    cons = ("ppi", "gpi", "loc")
-    sums = {name: np.zeros(len(qids)) for name in cons}
-    seen = {name: np.zeros(len(qids)) for name in cons}
-    quiet = {**settings, "bootstrap": 0, "exact_kemeny_max_k": None}
-    for rep in range(replicates):
-        block, _ = evaluate_method(random_rows(inputs, seed, rep), quiet)
-        for i, q in enumerate(qids):
-            for name in cons:
-                v = block["per_query"][q][name]
-                if v is not None:
-                    sums[name][i] += v
-                    seen[name][i] += 1
+    consistency = {name: np.full(len(qids), np.nan) for name in ("ppi", "gpi", "loc")}
+    shapes = [(len(inputs[q][0]["input"]), len(inputs[q])) for q in qids]  # (K, M)
+    for K, M in sorted(set(shapes)):
+        group = [i for i, s in enumerate(shapes) if s == (K, M)]
+        positions = _presented_positions([inputs[qids[i]] for i in group])
+        consistency["ppi"][group] = expected_ppi(positions, settings["buckets"])
+        if K >= 2 and M >= 2:
+            draws = max(replicates, -(-replicates * len(group) // RANDOM_GPI_QUERIES_PER_DRAW))
+            consistency["gpi"][group] = expected_gpi(K, M, draws, settings["seed"])
+            consistency["loc"][group] = 0.0
     values: dict[str, np.ndarray] = {}
     per_query: dict[str, dict[str, Any]] = {qid: {} for qid in qids}
     eff = [
@@ -169,8 +178,7 @@ def random_block(
     ]
     for name in eff[0]:
         values[name] = np.array([e[name] for e in eff])
-    for name in cons:
-        values[name] = np.divide(sums[name], seen[name], out=np.full(len(qids), np.nan), where=seen[name] > 0)
+    values.update(consistency)
     n_rows = np.array([len(inputs[q]) for q in qids], dtype=np.float64)
     for i, q in enumerate(qids):
         for name, v in values.items():
@@ -181,7 +189,7 @@ def random_block(
     stats = {}
     for name, v in values.items():
         has = ~np.isnan(v)
-        if name in cons:
+        if name in consistency:
             overall[name] = float(v[has].mean()) if has.any() else None
             columns += [np.where(has, v, 0.0), has.astype(np.float64)]
             stats[name] = bootstrap.ratio(len(columns) - 2, len(columns) - 1)

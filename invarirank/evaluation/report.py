@@ -85,7 +85,7 @@ def format_table(metrics: dict, digits: int = 4) -> str:
 
 
 def format_references(metrics: dict, digits: int = 4) -> str:
-    """The reference rows (``metrics["references"]``, schema 3): each reference's HR@5, nDCG@5, PPI, GPI and LOC
+    """The reference rows (``metrics["references"]``): each reference's HR@5, nDCG@5, PPI, GPI and LOC
     with 95% intervals, then every method minus the reference with its sign-flip p; ``""`` when there are none.
 
     Example (abridged)::
@@ -123,9 +123,11 @@ def format_references(metrics: dict, digits: int = 4) -> str:
     return "\n".join(lines).rstrip() + ("\n" if lines else "")
 
 
-def format_comparisons(metrics: dict, digits: int = 4) -> str:
-    """The ``comparisons`` (one line per metric and pair) and ``claims`` (a verdict line, then one line per pair) of a
-    metrics dictionary; the empty string when it has none (one method, or comparisons off).
+def format_comparisons(metrics: dict, digits: int = 4, claims: bool = False) -> str:
+    """The ``comparisons`` (one line per metric and pair) of a metrics dictionary and, with ``claims``, the paper's
+    claims judged from them by the one judge (a verdict line, then one line per pair); the empty string when it has
+    no comparisons (one method, or comparisons off). ``claims`` is for a run of the paper's methods (``invarirank
+    report``); ``invarirank evaluate`` leaves it off, since its input may be any reranker's observations.
 
     Example (abridged)::
 
@@ -168,13 +170,15 @@ def format_comparisons(metrics: dict, digits: int = 4) -> str:
             f"{_fmt(rec['mean_diff'], digits, '+'):>{digits + 4}}  {ci_text:<{2 * digits + 10}}  "
             f"{_fmt_p(rec['p']):>7}  {'-' if q80 is None else q80:>7}"
         )
-    claims = metrics.get("claims") or {}
-    if claims:
+    from .claims import judge_claims
+
+    judged = judge_claims(comparisons) if claims else {}  # the one judge, never a verdict stored in the file
+    if judged:
         lines.append(f"claims (Holm over each claim's pairs; a pair is resolved when its adjusted p < {ALPHA}):")
-        for name, c in claims.items():
+        for name, c in judged.items():
             lines.append(f"  {name}: {c['verdict']} ({c['metric']}: {c['claim']})")
             for p in c["pairs"]:
-                state = "resolved" if p["resolved"] else "unresolved"
+                state = "resolved" if p["resolved"] else "unresolved"  # direction: as claimed / reversed / tie
                 need = (
                     f"; ~{p['queries_80']} queries for 80% power (normal approximation)"
                     if not p["resolved"] and p["queries_80"]

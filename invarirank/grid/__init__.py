@@ -3,8 +3,8 @@
 notebooks) and the book's rule and pages (:mod:`.book`: ``configs/book.yaml``; ``invarirank book`` executes every
 grid's pages from the complete runs, computing nothing).
 
-Entry point: ``invarirank grid GRID.yaml`` (``python -m invarirank.grid`` is an alias). A grid imports the runner
-and the run store only. Conventions: K is the number of candidates, M the number of presented orders per query; a
+Entry point: ``invarirank grid GRID.yaml`` (``python -m invarirank.grid``: a deprecated alias). A grid imports the
+runner and the run store only. Conventions: K is the number of candidates, M the number of presented orders per query; a
 run's name is ``<dataset>-<retriever>-<model>-<scorer>-k<K>`` unless the grid names it; every random choice is
 seeded from the grid's ``seed``.
 """

@@ -1,7 +1,9 @@
-"""``python -m invarirank.grid`` = ``invarirank grid`` (an alias)."""
+"""``python -m invarirank.grid`` = ``invarirank grid``: a deprecated alias (see :mod:`invarirank.deprecation`)."""
 
 import sys
 
 from ..cli import main
+from ..deprecation import deprecated_command
 
+deprecated_command("python -m invarirank.grid", "invarirank grid (or python -m invarirank grid)", removed_in="0.3.0")
 raise SystemExit(main(["grid", *sys.argv[1:]]))

@@ -206,9 +206,9 @@ def build(
             run_files,
             title=titles.run(config),
         )
-    for folder, keep in ((pages / "rerank", run_pages), (pages / "data", data_pages)):
-        if folder.is_dir():  # pages of runs no longer in the grid would be stale
-            for nb in folder.glob("*.ipynb"):
+    for page_dir, keep in ((pages / "rerank", run_pages), (pages / "data", data_pages)):
+        if page_dir.is_dir():  # pages of runs no longer in the grid would be stale
+            for nb in page_dir.glob("*.ipynb"):
                 if nb not in keep:
                     nb.unlink()
     if not skip_results:

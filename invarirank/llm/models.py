@@ -372,7 +372,11 @@ def load_tokenizer(name: str = "smollm2-135m", *, trust_remote_code: bool = Fals
         ) from exc
 
 
-if __name__ == "__main__":  # ``python -m invarirank.llm.models`` = ``invarirank models`` (an alias)
+if __name__ == "__main__":  # ``python -m invarirank.llm.models`` = ``invarirank models`` (a deprecated alias)
     from invarirank.cli import main
+    from invarirank.deprecation import deprecated_command
 
+    deprecated_command(
+        "python -m invarirank.llm.models", "invarirank models (or python -m invarirank models)", removed_in="0.3.0"
+    )
     raise SystemExit(main(["models", *sys.argv[1:]]))

@@ -83,7 +83,7 @@ def as_batch_scorer(scorer: Scorer) -> BatchScorer:
     """``scorer`` itself when it is a :class:`~invarirank.types.BatchScorer` (a :class:`ScorerBase` or any class
     with the protocol's members), else :class:`ScoreOnly` around it."""
     if isinstance(scorer, (ScorerBase, BatchScorer)):
-        return scorer  # type: ignore[return-value]
+        return scorer
     return ScoreOnly(scorer)
 
 

@@ -46,8 +46,8 @@ class QueryPassCache(ScorerBase):
     def key_identity(self) -> dict[str, Any]:
         return self._inner.key_identity()
 
-    @property  # type: ignore[override]
-    def stats(self) -> Mapping[str, Any]:
+    @property
+    def stats(self) -> Mapping[str, Any]:  # type: ignore[override]  # read-only here: the wrapped scorer's
         """A copy of the wrapped scorer's work counters."""
         return dict(self._inner.stats)
 
@@ -65,8 +65,8 @@ class QueryPassCache(ScorerBase):
     def clear(self) -> None:
         self._store.clear()
 
-    @property  # type: ignore[override]
-    def batch_size(self) -> int:
+    @property
+    def batch_size(self) -> int:  # type: ignore[override]  # read-only here: the wrapped scorer's
         """The wrapped scorer's batch size (1 when it does not batch)."""
         return self._inner.batch_size
 

@@ -59,6 +59,8 @@ __all__ = [
     "calibration_key",
     "Calibration",
     "load_or_calibrate",
+    "calibration_need",
+    "cache_file",
     "probes_sha256",
     "recorded_counts",
     "CALIBRATION_VERSION",
@@ -401,6 +403,41 @@ def recorded_counts(
     return counts if same else None
 
 
+def cache_file(cache_dir: str | os.PathLike | None, key: str) -> Path:
+    """Where :func:`load_or_calibrate` caches the calibration of ``key`` (:func:`calibration_key`):
+    ``<cache_dir>/stella/<key>.json``, ``cache_dir`` defaulting to :func:`invarirank.assets.cache_dir`."""
+    if cache_dir is None:
+        from ..assets import cache_dir as default_cache_dir
+
+        cache_dir = default_cache_dir()
+    return Path(cache_dir) / "stella" / f"{key}.json"
+
+
+def calibration_need(
+    validation_queries: Sequence[Query],
+    k: int,
+    key_identity: Mapping[str, Any],
+    *,
+    n_queries: int = 150,
+    repeats: int = 5,
+    seed: int = 0,
+    cache_dir: str | os.PathLike | None = None,
+    known: Mapping[str, Any] | None = None,
+) -> tuple[int, bool, int]:
+    """What :func:`load_or_calibrate` would still compute for lists of ``k``, without scoring anything:
+    ``(passes, cached, probes)``. ``cached``: the calibration is in the cache (:func:`cache_file`) or ``known``
+    (a recorded calibration) would be taken; then ``passes`` and ``probes`` are 0, else the passes it would make
+    and the number of probing queries. ``key_identity`` is the scorer's (what decides its scores)."""
+    probe = select_calibration_queries(validation_queries, k, n_queries, seed)
+    key = calibration_key(dict(key_identity), k, probe, n_queries, repeats, seed)
+    cached = cache_file(cache_dir, key).is_file() or (
+        recorded_counts(known, key_identity, k, probe, n_queries, repeats, seed) is not None
+    )
+    if cached:
+        return 0, True, 0
+    return calibration_pass_count(probe, k, repeats), False, len(probe)
+
+
 def load_or_calibrate(
     scorer: Scorer,
     validation_queries: Sequence[Query],
@@ -426,21 +463,18 @@ def load_or_calibrate(
     queries = select_calibration_queries(validation_queries, k, n_queries, seed)
     identity = dict(as_batch_scorer(scorer).key_identity())  # what determines the scores only
     key = calibration_key(identity, k, queries, n_queries, repeats, seed)
-    if cache_dir is None:
-        from ..assets import cache_dir as default_cache_dir
-
-        cache_dir = default_cache_dir()
-    path = Path(cache_dir) / "stella" / f"{key}.json"
+    path = cache_file(cache_dir, key)
     meta = _meta(n_queries, repeats, seed)
-    extra = {"identity": identity, "probes": probes_sha256(queries)}
+    probes = probes_sha256(queries)
     passes = calibration_pass_count(queries, k, repeats)
     if path.is_file():
         try:
             got = read_json(path)
             counts = np.asarray(got["counts"], dtype=np.int64)
             if got.get("key") == key and counts.shape == (k, k):
+                query_ids = list(got["query_ids"])
                 return Calibration(
-                    k, counts, _normalise(counts), list(got["query_ids"]), int(got["passes"]), key, True, meta, **extra
+                    k, counts, _normalise(counts), query_ids, int(got["passes"]), key, True, meta, identity, probes
                 )
         except (OSError, ValueError, KeyError, TypeError):
             pass  # unreadable cache entry: recompute and replace it
@@ -449,8 +483,7 @@ def load_or_calibrate(
     counts = (
         counts_known if counts_known is not None else calibration_counts(scorer, queries, k, repeats, seed, progress)
     )
-    cal = Calibration(
-        k, counts, _normalise(counts), [q.query_id for q in queries], passes, key, from_known, meta, **extra
-    )
+    query_ids = [q.query_id for q in queries]
+    cal = Calibration(k, counts, _normalise(counts), query_ids, passes, key, from_known, meta, identity, probes)
     atomic_write_json(path, {**cal.to_json(), "identity": identity})
     return cal

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from .config import PATH_SETTINGS, RunConfig, simple_name, slug
 from .executors import EXECUTORS, Executor, LocalExecutor, make_executor
-from .manifest import manifest_without_run
 from .plan import RunPlan, format_plan, plan_run
 from .queries import QuerySet, load_queries
 from .records import ObservationRow, QueryRecord
@@ -61,7 +60,6 @@ __all__ = [
     "mismatch_error",
     "NO_RUN_FOLDER",
     "make_run_scorer",
-    "manifest_without_run",
     "Shard",
     "plan_shards",
     "Executor",

@@ -12,10 +12,10 @@ query; methods always run, and rows are written, in the method registry's (the p
 **Identity** (what a finished run is reused for): :meth:`RunConfig.identity` holds only the settings that change
 a run's results (``IDENTITY`` metadata below; not names, folders, devices or labels), and of those only the ones
 that differ from their declared default. So a setting added later with a default that reproduces the old
-behaviour never invalidates a committed run: old manifests simply lack it and read as the default. STELLA_LW's
-calibration sizes count only when the run has STELLA_LW, ``sample_k`` only when it differs from K, and no
-``model`` means the scorer's default model. :meth:`RunConfig.from_manifest` reads every manifest written so far
-(its ``grid_run`` section, else its ``config`` section, old key names included).
+behaviour never invalidates a committed run: old manifests simply lack it and read as the default. The
+calibration sizes count only when the run has a calibrated method (STELLA_LW), ``sample_k`` only when it differs
+from K, and no ``model`` means the scorer's default model. :meth:`RunConfig.from_manifest` reads every manifest
+written so far (its ``grid_run`` section, else its ``config`` section, old key names included).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import InvariRankError
 from ..io import load_yaml, read_utf8
 from ..llm.factory import DEFAULT_MODEL, SCORER_KINDS, check_scorer_options
-from ..methods.registry import METHODS
+from ..methods.registry import METHODS, calibrated_method
 
 __all__ = ["RunConfig", "PATH_SETTINGS", "DEFAULT_K", "ALIASES", "MAX_BOOTSTRAP", "slug", "simple_name", "check_lists"]
 
@@ -232,7 +232,7 @@ class RunConfig:
         for f in dataclasses.fields(self):
             if not f.metadata.get("identity"):
                 continue
-            if f.name.startswith("calibration_") and "stella" not in self.methods:
+            if f.name.startswith("calibration_") and calibrated_method(self.methods) is None:
                 continue
             if f.name == "sample_k" and self.sample_k == self.effective_k:
                 continue  # sampling at the run's own K is the default

@@ -35,7 +35,7 @@ from ..errors import InvariRankError, RunFailed
 from ..types import Query, Scorer
 from .config import RunConfig
 from .shards import DEFAULT_SHARD_QUERIES
-from .worker import ShardResult, ShardTask, ShardWorker, scorer_settings
+from .worker import ShardResult, ShardTask, ShardWorker, calibration_method, scorer_settings
 
 __all__ = ["EXECUTORS", "Executor", "LocalExecutor", "RayExecutor", "make_executor", "check_address"]
 
@@ -171,6 +171,7 @@ class LocalExecutor(_Executor):
         return self.worker(config).calibrate(
             validation,
             k,
+            method=calibration_method(config),
             n_queries=config.calibration_queries,
             repeats=config.calibration_repeats,
             seed=config.seed,
@@ -417,6 +418,7 @@ class RayExecutor(_Executor):
             first.calibrate.remote(
                 list(validation),
                 k,
+                method=calibration_method(config),
                 n_queries=config.calibration_queries,
                 repeats=config.calibration_repeats,
                 seed=config.seed,

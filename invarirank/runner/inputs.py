@@ -1,4 +1,4 @@
-"""What a run reads from a user's files, by content: the reuse check's part beyond the settings (issue 21, F6).
+"""What a run reads from a user's files, by content: the reuse check's part beyond the settings.
 
 A run's identity (:meth:`~invarirank.runner.RunConfig.identity`) holds its settings, not its input files' paths,
 and the paths would not do either: a candidates file edited in place, or other raw files at the same ``raw_dir``,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..io import dumps_json, sha256_file
+from ..io import sha256_file
 from ..store import RunFolder
 from .config import RunConfig
 from .queries import QuerySet
@@ -29,7 +29,6 @@ __all__ = [
     "build_manifest",
     "package_versions",
     "git_info",
-    "manifest_without_run",
     "sha256_json",
     "portable_paths",
     "PATH_KEYS",
@@ -226,9 +225,3 @@ def build_manifest(
         packages=package_versions(),
         inputs=dict(inputs or {}),
     )
-
-
-def manifest_without_run(manifest: Mapping[str, Any]) -> str:
-    """The manifest's canonical JSON without the volatile ``run`` and ``git`` sections of version-1 manifests
-    (for comparisons; a version-2 manifest has neither)."""
-    return dumps_json({k: v for k, v in manifest.items() if k not in ("run", "git")})

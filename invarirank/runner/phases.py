@@ -19,6 +19,7 @@ from ..errors import InvariRankError
 from ..evaluation.references import FIRST_STAGE_FILE, write_first_stage
 from ..io import atomic_write_json
 from ..llm.factory import scoring_versions
+from ..methods.registry import calibrated_method
 from ..store import CALIBRATIONS_FILE, VOLATILE_FILE, RunFolder, RunStatus, recorded_calibrations
 from .config import RunConfig
 from .executors import Executor
@@ -26,6 +27,7 @@ from .inputs import input_hashes, stored_inputs
 from .manifest import build_manifest, git_info
 from .queries import QuerySet, load_queries, synthetic_candidates_for
 from .shards import run_fingerprint
+from .worker import calibration_method
 
 __all__ = [
     "RunResult",
@@ -135,24 +137,25 @@ def prepare_run(
     identity = facts["identity"]
     model = str(identity.get("model") or identity.get("name") or config.model or config.scorer)
     test_sha256 = queries_sha256(qs.test)
-    validation = queries_sha256(qs.validation) if "stella" in config.methods else None
+    calibrated = calibrated_method(config.methods)
+    validation = queries_sha256(qs.validation) if calibrated else None
     fingerprint, parts = run_fingerprint(config.identity(), facts["key_identity"], test_sha256, validation)
     # the calibrations the run's finished shards were computed with, read once: priced and then taken
-    known = recorded_calibrations(out) if "stella" in config.methods else {}
+    known = recorded_calibrations(out) if calibrated else {}
     print_cost_notice(config, qs, facts, out, recorded=known)
     t = time.perf_counter()
-    executor.check_queries(config, [*qs.test, *(qs.validation if "stella" in config.methods else ())])
+    executor.check_queries(config, [*qs.test, *(qs.validation if calibrated else ())])
     timings["check_seconds"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
     calibrations: dict[int, Any] = {}
-    if "stella" in config.methods:
+    if calibrated:
         for k in sorted({q.k for q in qs.test}):
             cal = executor.calibrate(config, qs.validation, k, progress=progress, known=known.get(k))
             if not cal.query_ids:
                 raise InvariRankError(
-                    f"STELLA calibration for K={k}: none of the {len(qs.validation)} validation queries has a "
-                    f"relevant item among its first {k} candidates; drop 'stella' from --methods or provide "
-                    f"validation queries"
+                    f"{calibrated.label} calibration for K={k}: none of the {len(qs.validation)} "
+                    f"validation queries has a relevant item among its first {k} candidates; drop "
+                    f"{calibrated.name!r} from --methods or provide validation queries"
                 )
             calibrations[k] = cal
     timings["calibration_seconds"] = round(time.perf_counter() - t, 3)
@@ -186,7 +189,7 @@ def record_calibrations(p: PreparedRun, resumed: bool) -> None:
                 f"run's shards (its shards/ in the results folder and {folder.shards}) to compute it anew"
             )
     folder.work.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, {"method": "stella", "calibrations": records})
+    atomic_write_json(path, {"method": calibration_method(p.config), "calibrations": records})
 
 
 def first_stage_rankings(config: RunConfig, qs: QuerySet) -> dict[str, list[str]] | None:
@@ -229,7 +232,10 @@ def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str
     if calibrations:
         atomic_write_json(
             folder.file(folder.CALIBRATION),
-            {"method": "stella", "calibrations": {str(k): c.to_json() for k, c in calibrations.items()}},
+            {
+                "method": calibration_method(config),
+                "calibrations": {str(k): c.to_json() for k, c in calibrations.items()},
+            },
         )
     else:
         folder.file(folder.CALIBRATION).unlink(missing_ok=True)

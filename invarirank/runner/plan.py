@@ -4,8 +4,9 @@ grid --dry-run``: from the settings alone, with GPU hours under stated assumptio
 
 Passes *requested* per presented order come from the method registry (:mod:`invarirank.methods.registry`).
 *Distinct* passes — what the scorer really computes with the shared pass cache of one query — are a separate
-fact: every method's first pass is the presented order itself (computed once for all methods), and
-bootstrapping's two shuffles are STELLA_LW's updates 1-2, so with both those two are computed once.
+fact: every method's first pass is the presented order itself (computed once for all methods), and the passes a
+method shares with another (the registry's ``shares``: bootstrapping's two shuffles are STELLA_LW's updates 1-2)
+are computed once when a run has both.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..methods.registry import method, passes_per_order
+from ..methods.registry import calibrated_method, method, passes_per_order, shared_passes
 from ..orders import presented_orders
 from ..types import Scorer
 from .config import RunConfig
@@ -47,17 +48,12 @@ __all__ = [
     "SIMULATED_SECONDS_PER_PASS",
 ]
 
-#: bootstrapping's shuffles that are also STELLA_LW's first updates (computed once with the shared pass cache)
-_SHARED_BOOTSTRAP_STELLA = 2
-
 
 def passes_per_presented_order(methods: Sequence[str], k: int, stella_updates: int) -> dict[str, Any]:
     """Scorer calls per presented order of ``k`` candidates: ``requested`` per method (the registry's counts),
     their total, and ``unique``: distinct passes with the shared pass cache (see the module docstring)."""
     requested = {m: passes_per_order(m, k, stella_updates) for m in methods}
-    unique = 1 + sum(n - 1 for n in requested.values())
-    if "bootstrapping" in methods and "stella" in methods:
-        unique -= min(stella_updates - 1, _SHARED_BOOTSTRAP_STELLA)
+    unique = 1 + sum(n - 1 for n in requested.values()) - shared_passes(requested)
     return {"requested": requested, "requested_total": sum(requested.values()), "unique": unique}
 
 
@@ -247,37 +243,30 @@ def calibration_need(
     key_identity: Mapping[str, Any],
     recorded: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> tuple[int, dict[int, bool], int]:
-    """STELLA_LW calibration still to compute for lists of each K in ``ks``: ``(passes, cached, probes)`` —
-    passes of the K values whose matrix is neither in the cache (``<cache>/stella/<key>.json``, the key of
-    :func:`invarirank.methods.stella.calibration_key` over the scorer's ``key_identity``) nor recorded with the
-    run's shards in a form this machine takes (``recorded``, by K: :func:`invarirank.methods.stella.
-    recorded_counts`), ``cached`` per K, and the number of probing validation queries of those K. Nothing is
-    scored; (0, {}, 0) without STELLA_LW."""
-    if "stella" not in config.methods:
+    """The calibration (STELLA_LW's) still to compute for lists of each K in ``ks``: ``(passes, cached, probes)``
+    — passes of the K values whose calibration is neither in the cache (keyed by the scorer's ``key_identity``)
+    nor recorded with the run's shards in a form this machine takes (``recorded``, by K), ``cached`` per K, and the
+    number of probing validation queries of those K, as the calibrated method's
+    :class:`~invarirank.methods.registry.Calibrator` counts them (``need``). Nothing is scored; (0, {}, 0) when no
+    method of the run needs a calibration."""
+    calibrated = calibrated_method(config.methods)
+    if calibrated is None or calibrated.calibrator is None:
         return 0, {}, 0
-    from ..assets import cache_dir as default_cache_dir
-    from ..methods.stella import calibration_key, calibration_pass_count, recorded_counts, select_calibration_queries
-
-    root = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
     passes = probes = 0
     cached: dict[int, bool] = {}
     for k in ks:
-        probe = select_calibration_queries(validation, k, config.calibration_queries, config.seed)
-        key = calibration_key(
-            dict(key_identity), k, probe, config.calibration_queries, config.calibration_repeats, config.seed
-        )
-        cached[k] = (root / "stella" / f"{key}.json").is_file() or recorded_counts(
-            (recorded or {}).get(k),
-            key_identity,
+        n, cached[k], p = calibrated.calibrator.need(
+            validation,
             k,
-            probe,
-            config.calibration_queries,
-            config.calibration_repeats,
-            config.seed,
-        ) is not None
-        if not cached[k]:
-            passes += calibration_pass_count(probe, k, config.calibration_repeats)
-            probes = max(probes, len(probe))
+            key_identity,
+            n_queries=config.calibration_queries,
+            repeats=config.calibration_repeats,
+            seed=config.seed,
+            cache_dir=config.cache_dir or None,
+            known=(recorded or {}).get(k),
+        )
+        passes += n
+        probes = max(probes, p)
     return passes, cached, probes
 
 
@@ -396,7 +385,7 @@ def format_plan(plan: RunPlan) -> str:
         f"distinct scorer passes with the shared pass cache: {plan.unique_min}-{plan.unique_max} "
         f"(about M*(K+8) = {c.M * (sum(plan.ks) / len(plan.ks) + 8) * plan.n_queries:.0f})"
     )
-    if "stella" in c.methods:
+    if calibrated_method(c.methods) is not None:
         cached = [k for k, v in plan.calibration_cached.items() if v]
         lines.append(
             f"STELLA calibration: {plan.calibration_passes} passes (relevant candidates x K x "
@@ -437,7 +426,7 @@ def estimate_run(
     hi = passes_per_presented_order(config.methods, k, 10)
     calibration = (
         config.calibration_queries * calibration_relevant * k * config.calibration_repeats
-        if "stella" in config.methods
+        if calibrated_method(config.methods) is not None
         else 0.0
     )
     return {

@@ -101,8 +101,8 @@ class Manifest(_Record):
     """``manifest.json``: everything that describes a run and only what is the same for equal runs (settings,
     data, queries, scorer identity, seeds, pass counts, files, package versions). What varies between equal runs
     — timings, hosts, the git checkout, model loads, per-shard counters, machine paths — goes to the run folder's
-    volatile file (``run.json``, :data:`invarirank.store.VOLATILE_FILE`). Manifests of version 1 held it in a
-    ``run`` and a ``git`` section; they are still read (:func:`invarirank.store.read_volatile`)."""
+    volatile file (``run.json``, :data:`invarirank.store.VOLATILE_FILE`), so that equal runs have equal
+    manifests."""
 
     fingerprint: str
     config: dict[str, Any]

@@ -16,22 +16,25 @@ import numpy as np
 
 from ..errors import InvariRankError
 from ..methods import METHODS, QueryPassCache, batch_size_of, drive, drive_many, drive_window, method_steps
+from ..methods.registry import calibrated_method, method, uncalibrated
 from ..orders import PresentedOrder, presented_orders
 from ..types import Query, Scorer
 from .records import ObservationRow
 
 __all__ = ["rerank_query", "rerank_window", "DEFAULT_METHODS"]
 
-#: the methods :func:`rerank_query` runs when none are named: every registered method but STELLA_LW, which needs
-#: a calibration and joins them when calibrations are given
-DEFAULT_METHODS: tuple[str, ...] = tuple(m for m in METHODS if m != "stella")
+#: the methods :func:`rerank_query` runs when none are named: every registered method that needs no calibration
+#: (STELLA_LW needs one, and joins them when calibrations are given)
+DEFAULT_METHODS: tuple[str, ...] = uncalibrated(METHODS)
 
 
 def _methods(methods: Sequence[str], calibrations: Mapping[int, Any] | None) -> list[str]:
-    """The methods to run, in the registry's (the paper's) order; STELLA_LW added when calibrations are given."""
+    """The methods to run, in the registry's (the paper's) order; the calibrated method (STELLA_LW) added when
+    calibrations are given."""
     if isinstance(methods, str):
         methods = [methods]
-    names = list(methods) + (["stella"] if calibrations else [])
+    calibrated = calibrated_method(METHODS)
+    names = list(methods) + ([calibrated.name] if calibrations and calibrated else [])
     unknown = [m for m in names if m not in METHODS]
     if unknown:
         raise InvariRankError(
@@ -42,13 +45,14 @@ def _methods(methods: Sequence[str], calibrations: Mapping[int, Any] | None) -> 
     return [m for m in METHODS if m in names]
 
 
-def _matrix(calibrations: Mapping[int, Any] | None, k: int) -> np.ndarray:
-    """STELLA_LW's K×K matrix for lists of ``k``: ``calibrations[k]`` is a calibration (``.matrix``) or the
-    matrix itself."""
+def _matrix(name: str, calibrations: Mapping[int, Any] | None, k: int) -> np.ndarray:
+    """The K×K calibration matrix of the calibrated method ``name`` for lists of ``k``: ``calibrations[k]`` is a
+    calibration (``.matrix``) or the matrix itself."""
     if not calibrations or k not in calibrations:
+        label = method(name).label
         raise InvariRankError(
-            f"rerank_query: method 'stella' needs calibrations[{k}] (STELLA_LW's calibration for "
-            f"lists of K={k}; see invarirank.methods.stella.calibrate)"
+            f"rerank_query: method {name!r} needs calibrations[{k}] ({label}'s calibration for "
+            f"lists of K={k}; see invarirank.methods.{name}.calibrate)"
         )
     cal = calibrations[k]
     matrix = np.asarray(getattr(cal, "matrix", cal), dtype=np.float64)
@@ -80,14 +84,16 @@ class _QueryRows:
             raise InvariRankError(f"rerank_query: M = {M!r}, expected an integer >= 1 (presented orders per query)")
         M = int(M)
         self.query, self.methods, self.seed, self.model, self.dataset = query, methods, seed, model, dataset
-        self.matrix = _matrix(calibrations, query.k) if "stella" in methods else None
+        calibrated = calibrated_method(methods)
+        self.matrix = _matrix(calibrated.name, calibrations, query.k) if calibrated else None
         self.orders = presented_orders(query.query_id, query.k, M, seed, noise_floor=noise_floor)
         self.by_method: dict[str, list[ObservationRow]] = {name: [] for name in methods}
         self.pairs = [(o, name) for o in self.orders for name in methods]
 
     def steps(self, o: PresentedOrder, name: str) -> Any:
         q = self.query
-        opts = {"matrix": self.matrix} if name == "stella" else {}
+        m = method(name)
+        opts = m.options(self.matrix if m.calibrator else None)
         return method_steps(name, q, [q.candidates[i] for i in o.positions], seed=self.seed, t=o.key, **opts)
 
     def record(self, o: PresentedOrder, name: str, res: Any) -> None:

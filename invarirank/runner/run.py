@@ -164,7 +164,6 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
     if in_place:
         if status == "outdated":
             RunFolder(target).clear_run()
-        _drop_old_checkpoint(target)
         return _Place(config, config, target, target)
     work = Path(work_dir or project_root() / "runs") / str(config.grid) / config.run_name
     if run_status(config, work) in ("mismatch", "outdated"):
@@ -172,7 +171,6 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
         RunFolder(work).clear_run()
     if run_status(config, work) == "old-metrics":
         refresh_metrics(work)
-    _drop_old_checkpoint(work)
     computed = config if run_status(config, work) == "complete" else _resume_committed_shards(config, target, work)
     return _Place(config, computed.replace(out=str(work)), target, work)
 
@@ -180,17 +178,6 @@ def _place(config: RunConfig, results_dir: str | Path | None, work_dir: str | Pa
 def config_path(config: RunConfig, key: str) -> str:
     """The path the setting ``key`` (``candidates``, ``raw_dir``, ``data_dir``) of ``config`` names, for messages."""
     return str(getattr(config, key, None) or "not given now")
-
-
-def _drop_old_checkpoint(folder: Path) -> None:
-    """An unfinished run of an older invarirank resumed from ``.work/checkpoint.jsonl``; shards are the one resume
-    record now, so its queries are computed again (one line says so)."""
-    old = RunFolder(folder).work / "checkpoint.jsonl"
-    if old.is_file():
-        print(
-            f"{old}: the checkpoint of an older invarirank is not read; its queries are computed again", file=sys.stderr
-        )
-        old.unlink()
 
 
 def _resume_committed_shards(config: RunConfig, target: Path, work: Path) -> RunConfig:

@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import InvariRankError
+from ..methods.registry import calibrated_method
+from ..methods.registry import method as registered_method
 from ..types import Query, Scorer
 from .config import RunConfig
 from .records import QueryRecord
@@ -66,6 +69,15 @@ def scorer_key_identity(scorer: Any) -> dict[str, Any]:
     from ..methods import as_batch_scorer
 
     return dict(as_batch_scorer(scorer).key_identity())
+
+
+def calibration_method(config: RunConfig) -> str:
+    """The name of the run's method that needs a calibration per K (the registry's ``calibrator``: STELLA_LW);
+    the calibration files of the run name it. An error when the run has none (no calibration is then computed)."""
+    calibrated = calibrated_method(config.methods)
+    if calibrated is None:
+        raise InvariRankError(f"{config.run_name}: no method of {list(config.methods)} needs a calibration")
+    return calibrated.name
 
 
 def scorer_settings(config: RunConfig) -> dict[str, Any]:
@@ -233,6 +245,7 @@ class ShardWorker:
         validation: Sequence[Query],
         k: int,
         *,
+        method: str,
         n_queries: int,
         repeats: int,
         seed: int,
@@ -240,12 +253,15 @@ class ShardWorker:
         progress: bool = False,
         known: Mapping[str, Any] | None = None,
     ) -> Any:
-        """STELLA_LW's calibration for lists of ``k`` (one unit of work; cached on this worker's machine);
-        ``progress``: a progress bar over its passes; ``known``: the run's recorded calibration, taken when it
-        matches (:func:`invarirank.methods.stella.load_or_calibrate`)."""
-        from ..methods.stella import load_or_calibrate
-
-        return load_or_calibrate(
+        """The calibration of ``method`` (the run's calibrated method, :func:`calibration_method`) for lists of
+        ``k``: one unit of work, cached on this worker's machine, computed by the method's
+        :class:`~invarirank.methods.registry.Calibrator` (STELLA_LW's: :func:`invarirank.methods.stella.
+        load_or_calibrate`); ``progress``: a progress bar over its passes; ``known``: the run's recorded
+        calibration, taken when it matches."""
+        calibrator = registered_method(method).calibrator
+        if calibrator is None:
+            raise InvariRankError(f"calibrate: method {method!r} needs no calibration")
+        return calibrator.compute(
             self.scorer,
             validation,
             k,

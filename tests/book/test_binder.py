@@ -1,5 +1,6 @@
-"""The slim lab environment (binder/): the torch-free core of pyproject.toml plus JupyterLab, the package itself
-installed without extras; what the lab imports never needs torch (tests/compendium/test_lab.py runs it so)."""
+"""The slim lab environment (binder/): the torch-free core of pyproject.toml, its `lab` extra and JupyterLab, the
+package itself installed without dependencies; what the lab imports never needs torch (tests/compendium/test_lab.py
+runs it so)."""
 
 from __future__ import annotations
 
@@ -20,11 +21,12 @@ def _names(lines: list[str]) -> dict[str, str]:
     return out
 
 
-def test_binder_installs_the_torch_free_core_and_jupyterlab():
-    core = _names(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
+def test_binder_installs_the_torch_free_core_the_lab_extra_and_jupyterlab():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core = _names(project["dependencies"]) | _names(project["optional-dependencies"]["lab"])
     binder = _names((ROOT / "binder" / "requirements.txt").read_text().splitlines())
-    assert {k: v for k, v in binder.items() if k in core} == core  # the core, with the same bounds
-    assert set(binder) - set(core) == {"jupyterlab", "ipykernel"}
+    assert {k: v for k, v in binder.items() if k in core} == core  # the core and the lab extra, with the same bounds
+    assert set(binder) - set(core) == {"jupyterlab"}
     for heavy in ("torch", "transformers", "ray", "jupyter-book", "accelerate", "implicit"):
         assert heavy not in binder
 

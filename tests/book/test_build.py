@@ -221,7 +221,8 @@ def test_worked_answers_are_hidden_by_default(built_book: Path):
 
 
 def test_no_launch_buttons_without_a_repository_url(built_book: Path):
-    """Built without INVARIRANK_REPOSITORY_URL: no Binder or repository link at all (never a placeholder); the
+    """Built without a repository address (``repository.url`` empty): no Binder or repository link at all (never a
+    placeholder), and the lab's "get the code" box says so; the
     download buttons of executed pages give their executed notebook, which is in the build."""
     for rel in ("notebooks/lab.html", "book/generated/results.html", "book/generated/data/ml-100k.html"):
         text = _page(built_book, rel)
@@ -230,6 +231,7 @@ def test_no_launch_buttons_without_a_repository_url(built_book: Path):
         assert downloads, rel
         for href in downloads:
             assert (built_book / rel).parent.joinpath(href).resolve().is_file(), (rel, href)
+    assert "built without a repository address" in _page(built_book, "notebooks/lab.html")
 
 
 def test_the_lab_page_offers_the_students_notebook(built_book: Path):
@@ -237,8 +239,10 @@ def test_the_lab_page_offers_the_students_notebook(built_book: Path):
 
     lab = _page(built_book, "notebooks/lab.html")
     assert 'href="../_static/lab-student.ipynb"' in lab
+    assert "_sources/notebooks/lab.ipynb" not in lab  # the page's download button serves the student version
     student = json.loads((built_book / "_static" / "lab-student.ipynb").read_text(encoding="utf-8"))
     assert "Worked answer" not in json.dumps(student) and "Worked answer" in lab
+    assert "{{" not in json.dumps(student)  # the book's substitutions are filled in
 
 
 def test_no_page_shows_a_machine_path_or_a_file_readers_do_not_have(built_book: Path):
@@ -255,7 +259,7 @@ def test_every_page_passes_the_browser_checks(built_book: Path):
 
     browser = chromium()
     _need(browser is not None, "chromium is not installed")
-    report = check_site(built_book, browser)
+    report = check_site(built_book, browser, serve=True)  # over http://127.0.0.1, as the published site is read
     checked = int(report.pop("")[0])
     assert checked >= 10
     assert not report, "\n".join(f"{page}: {p}" for page, problems in report.items() for p in problems)

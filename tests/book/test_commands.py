@@ -16,7 +16,10 @@ from invarirank.runner import RunConfig
 from tests.support import ROOT
 
 SOURCES = [ROOT / "README.md", *sorted((ROOT / "book").rglob("*.md")), *sorted((ROOT / "notebooks").glob("*.py"))]
-COMMAND = re.compile(r"papermill\s+notebooks/rerank\.ipynb\s+\S+((?:\s+-p\s+\S+\s+(?:\"[^\"]*\"|[^\s`]+))*)")
+# papermill's own options (e.g. --log-output) may come before the notebook
+COMMAND = re.compile(
+    r"papermill(?:\s+--[a-z-]+)*\s+notebooks/rerank\.ipynb\s+\S+((?:\s+-p\s+\S+\s+(?:\"[^\"]*\"|[^\s`]+))*)"
+)
 
 
 def _text(path: Path) -> str:

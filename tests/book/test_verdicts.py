@@ -106,7 +106,9 @@ def _verdicts(html: str) -> dict[tuple[str, str], str]:
 
 
 def _stored(run_dir: Path) -> dict[tuple[str, str], str]:
-    claims = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))["claims"]
+    from invarirank.evaluation import judge_claims  # the one judge: the page must show what it decides
+
+    claims = judge_claims(json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))["comparisons"])
     return {(run_dir.name, name): c["verdict"] for name, c in claims.items()}
 
 

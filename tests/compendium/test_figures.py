@@ -95,7 +95,7 @@ def test_report_writes_both_figures_with_the_figure_module(simulated_run, tmp_pa
     assert "summary" in text and simulated_run.name in text
     comparisons = text.split("summary", 1)[1]  # after the summary table: the comparisons and the verdicts
     assert "paired comparisons" in comparisons and "claims (Holm" in comparisons
-    for name, verdict in simulated_run.metrics["claims"].items():
+    for name, verdict in C.run_claims(simulated_run).items():
         assert f"  {name}: {verdict['verdict']} (" in comparisons
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,7 @@ import jupytext
 import pytest
 
 from invarirank import compendium as C
+from invarirank.compendium.labels import p_value
 from tests.support import ROOT
 
 BLOCKER = textwrap.dedent("""
@@ -50,9 +52,9 @@ def test_observed_versus_resolved_helpers(simulated_run):
     planned = lab.planned_queries(simulated_run, "loc", "sgs", "zero_shot", cap=10**9)
     assert planned == max(record["queries_80"], 6)
     assert lab.planned_queries(simulated_run, "loc", "sgs", "zero_shot", cap=6) == 6
-    table = lab.resolution_table({2.0: {"five": simulated_run}}, "loc", "sgs", "zero_shot")
+    table = lab.resolution_table({2.0: {"five": simulated_run}}, "loc", "sgs", "zero_shot", styled=False)
     row = table.loc[(2.0, "five")]
-    assert row["queries"] == 5 and row["p"] == f"{record['p']:.4f} (not resolved)"
+    assert row["queries"] == 5 and row["p"] == f"{p_value(record['p'])} (not resolved)"
     assert row["SGS − zero-shot"].startswith(f"{record['mean_diff']:+.3f} [".replace("-", "−"))
     assert "-" not in row["SGS − zero-shot"]  # true minus signs
     # a pair never plans fewer queries than the exact test needs to reach p < 0.05 at all (6)
@@ -60,10 +62,11 @@ def test_observed_versus_resolved_helpers(simulated_run):
         assert int(row["queries for 80% power"].replace(",", "")) == max(record["queries_80"], 6)
     resolved = copy.deepcopy(simulated_run)  # a resolved pilot still shows the size it plans
     resolved.metrics["comparisons"]["loc"]["zero_shot"]["sgs"]["p"] = 0.001  # stored A before B, file order
-    row = lab.resolution_table({2.0: {"pilot": resolved}}, "loc", "sgs", "zero_shot").loc[(2.0, "pilot")]
+    row = lab.resolution_table({2.0: {"pilot": resolved}}, "loc", "sgs", "zero_shot", styled=False).loc[(2.0, "pilot")]
     assert row["p"].endswith("(resolved)") and row["queries for 80% power"] != "–"
 
 
+@pytest.mark.slow  # executes the lab notebook's sweep in a subprocess: 115 s on 2 busy cores
 def test_lab_notebook_runs_without_torch(tmp_path: Path):
     results = tmp_path / "results"
     sweep = textwrap.dedent(f"""
@@ -105,6 +108,49 @@ def test_student_notebook_has_no_worked_answers():
     exercises = sum("**Exercise" in "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert exercises >= 6 and text.count("**Exercise") == exercises and text.count("*Your answer:*") == exercises
     assert all(not c.get("outputs") for c in student["cells"] if c["cell_type"] == "code")
+
+
+def test_student_notebook_carries_what_it_needs_outside_a_clone(monkeypatch):
+    """The student version names its one-line install when a package is missing, carries the sweep's settings in
+    its parameters cell (so the sweep can be computed outside a clone) and fills the book's substitutions."""
+    import importlib.util
+    import json
+
+    import yaml
+
+    from invarirank.compendium import lab
+
+    nb = json.loads((ROOT / "notebooks" / "lab.ipynb").read_text(encoding="utf-8"))
+    settings = yaml.safe_load((ROOT / "configs" / "grid-default.yaml").read_text())["lab"]
+    install = 'pip install "invarirank[lab] @ git+https://example.org/r"'
+    student = lab.student_notebook(nb, settings=settings, install=install, substitutions={"get_the_code": "CODE-BOX"})
+    sources = ["".join(c["source"]) for c in student["cells"]]
+    assert any("{{ get_the_code }}" in "".join(c["source"]) for c in nb["cells"])
+    assert "CODE-BOX" in "\n".join(sources) and "{{" not in "\n".join(sources)
+    params = next(c for c in student["cells"] if "parameters" in c["metadata"].get("tags", []))
+    scope: dict = {}
+    exec("".join(params["source"]), scope)
+    assert scope["lab_settings"] == settings
+    check = next(c for c in student["cells"] if c["cell_type"] == "code")  # the first code cell
+    exec("".join(check["source"]), {})  # everything is installed here: no error
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jinja2" else object())
+    with pytest.raises(ModuleNotFoundError, match=r"^jinja2 missing: run  " + re.escape(install)):
+        exec("".join(check["source"]), {})
+
+
+def test_exercise_5_has_a_scaffold_cell_in_both_versions():
+    """Exercise 5 asks the students to run zero-shot and SGS on five queries: a visible code cell starts it."""
+    import json
+
+    from invarirank.compendium import lab
+
+    nb = json.loads((ROOT / "notebooks" / "lab.ipynb").read_text(encoding="utf-8"))
+    for version in (nb, lab.student_notebook(nb)):
+        cells = version["cells"]
+        at = next(i for i, c in enumerate(cells) if "**Exercise 5" in "".join(c["source"]))
+        scaffold = cells[at + 1]
+        assert scaffold["cell_type"] == "code" and "hide-cell" not in scaffold["metadata"].get("tags", [])
+        assert "n_queries=5" in "".join(scaffold["source"]) and "resolution_table" in "".join(scaffold["source"])
 
 
 def test_sweep_settings_and_the_inversion_table():

@@ -14,22 +14,28 @@ import pytest
 
 from invarirank import compendium as C
 from invarirank.evaluation import judge_claims
+from invarirank.evaluation.claims import paper_claim
 
 
 def _resolve(run: C.Run, claim: str, direction: str) -> C.Run:
-    """A copy of ``run`` whose ``claim`` has every pair resolved in ``direction`` ("as claimed" or "reversed")."""
+    """A copy of ``run`` whose comparisons resolve every pair of ``claim`` in ``direction`` ("as claimed" or
+    "reversed"): raw p 1e-5 and a difference of that sign (the one judge then decides)."""
     r = copy.deepcopy(run)
-    verdict = r.metrics["claims"][claim]
-    for p in verdict["pairs"]:
-        p.update(resolved=True, direction=direction, p_holm=0.001, queries_80=None)
-    verdict["verdict"] = "reproduced" if direction == "as claimed" else "contradicted"
+    c = paper_claim(claim)
+    for better, worse in c.pairs:
+        by = r.metrics["comparisons"][c.metric]
+        a, b = (better, worse) if worse in by.get(better, {}) else (worse, better)
+        rec = by[a][b]
+        gain = 1.0 if direction == "as claimed" else -1.0
+        sign = gain * (1 if c.higher_is_better else -1) * (1 if a == better else -1)
+        rec.update(p=1e-5, mean_diff=sign * max(abs(rec["mean_diff"]), 0.01))
     return r
 
 
-def test_claims_are_read_from_metrics_or_judged_from_the_comparisons(simulated_run):
-    assert list(C.run_claims(simulated_run)) == list(simulated_run.metrics["claims"])
+def test_claims_are_judged_from_the_comparisons_never_read_from_the_file(simulated_run):
+    assert "claims" not in simulated_run.metrics  # evaluate judges no claim
     judged = copy.deepcopy(simulated_run)
-    del judged.metrics["claims"]
+    judged.metrics["claims"] = {"loc_order": {"verdict": "reproduced", "pairs": []}}  # a stale stored verdict
     assert C.run_claims(judged) == judge_claims(simulated_run.metrics["comparisons"])
     old = copy.deepcopy(judged)
     del old.metrics["comparisons"]  # a schema-1 metrics.json: no verdict, never a guessed one
@@ -43,15 +49,23 @@ def test_five_queries_cannot_resolve_and_the_page_says_why(simulated_run):
     assert simulated_run.n_queries == 5
     assert C.verdicts.smallest_p(5) == pytest.approx(0.0625)
     assert C.verdicts.smallest_p(40, 10_000) == pytest.approx(1 / 10_001)
-    assert {v["verdict"] for v in C.run_claims(simulated_run).values()} == {"unresolved"}
+    claims = C.run_claims(simulated_run).values()
+    assert not any(p["resolved"] for v in claims for p in v["pairs"])  # nothing resolved, nothing reproduced
+    assert "reproduced" not in {v["verdict"] for v in claims} and not any(v["resolved_against"] for v in claims)
     text = C.resolution_sentence(simulated_run)
     assert "n = 5 queries" in text and "2/2⁵ = 0.0625" in text and "no pair of methods can be resolved" in text
     assert "A pair needs at least 6 queries, a claim of 3 pairs at least 7 queries" in text
 
 
 def test_verdict_sentences_follow_the_pairs(simulated_run):
-    sentence = C.verdict_sentence(C.run_claims(simulated_run)["loc_order"])
-    assert sentence.startswith("LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW — unresolved: 0 of 3 pairs")
+    verdict = C.run_claims(simulated_run)["loc_order"]
+    sentence = C.verdict_sentence(verdict)
+    assert sentence.startswith(f"LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW — {verdict['verdict']}: 0 of 3 pairs")
+    reversed_ = [p for p in verdict["pairs"] if p["direction"] == "reversed"]
+    assert (verdict["verdict"] == "contradicted") == bool(reversed_)
+    for p in reversed_:  # named "the other way", with no queries for 80% power
+        part = sentence.split(f"{C.labels.method_label(p['better'])} vs {C.labels.method_label(p['worse'])} (", 1)[1]
+        assert part.startswith("the other way") and "80% power" not in part.split(")")[0]
     good = C.run_claims(_resolve(simulated_run, "loc_order", "as claimed"))["loc_order"]
     assert "— reproduced: 3 of 3 pairs resolved in the paper's direction (SGS vs bootstrapping" in C.verdict_sentence(
         good
@@ -64,8 +78,16 @@ def test_verdict_sentences_follow_the_pairs(simulated_run):
 
 def test_table1_marks_each_claimed_pair_on_the_better_methods_row(simulated_run):
     plain = C.table1([simulated_run], styled=False)
-    assert plain.loc["SGS", "LOC"].endswith("(○ vs bootstrapping)")
-    assert plain.loc["STELLA_LW", "HR@5"].endswith("(○ vs zero-shot; ○ vs bootstrapping; ○ vs SGS)")
+    claims = C.run_claims(simulated_run)
+
+    def mark(claim: str, worse: str) -> str:  # "○ vs X", with "other way" for an unresolved wrong-sign pair
+        p = next(p for p in claims[claim]["pairs"] if p["worse"] == worse)
+        return f"○ vs {C.labels.method_label(worse)}" + (", other way" if p["direction"] == "reversed" else "")
+
+    assert plain.loc["SGS", "LOC"].endswith(f"({mark('loc_order', 'bootstrapping')})")
+    assert plain.loc["STELLA_LW", "HR@5"].endswith(
+        "(" + "; ".join(mark("hr5_stella_best", m) for m in ("zero_shot", "bootstrapping", "sgs")) + ")"
+    )
     assert "(" not in plain.loc["STELLA_LW", "LOC"] and "(" not in plain.loc["SGS", "nDCG@5"]
     flipped = C.table1([_resolve(simulated_run, "loc_order", "reversed")], styled=False)
     assert flipped.loc["SGS", "LOC"].endswith("(✗ vs bootstrapping)")
@@ -75,7 +97,7 @@ def test_table1_marks_each_claimed_pair_on_the_better_methods_row(simulated_run)
         .endswith("(● vs STELLA_LW)")
     )
     styled = C.table1([simulated_run])
-    assert "○ vs bootstrapping</span>" in styled.to_html() and "Marks:" in styled.caption
+    assert f"{mark('loc_order', 'bootstrapping')}</span>" in styled.to_html() and "Marks:" in styled.caption
     assert "(" not in C.table1([simulated_run], styled=False, marks=False).loc["SGS", "LOC"]
 
 
@@ -89,8 +111,12 @@ def test_claim_tables_hold_the_stored_verdicts_and_pairs(simulated_run):
     row = pairs.loc[("LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW", "SGS vs bootstrapping")]
     assert row["difference [95% CI]"].startswith(f"{first['mean_diff']:+.3f} [".replace("-", "−"))
     assert "-" not in "".join(pairs["difference [95% CI]"])  # true minus signs only
-    assert row["Holm p"] == f"{first['p_holm']:.3f}" and row["state"] == "○ unresolved"
-    assert row["queries for 80% power"] == f"{max(first['queries_80'], 7):,}"  # never below what 3 pairs need
+    assert row["Holm p"] == f"{first['p_holm']:.3f}" and row["state"].startswith("○ unresolved")
+    assert row["state"].endswith("the other way") == (first["direction"] == "reversed")
+    if first["direction"] == "reversed":  # no power figure for a difference of the wrong sign
+        assert row["queries for 80% power"] == "–"
+    else:  # never below what 3 pairs need
+        assert row["queries for 80% power"] == f"{max(first['queries_80'], 7):,}"
     assert [C.verdicts.fewest_queries(m) for m in (1, 2, 3)] == [6, 7, 7]
     html = C.verdicts_html([simulated_run])
     for name, v in claims.items():
@@ -157,7 +183,9 @@ def test_a_run_without_the_claims_methods_says_why_it_has_no_verdict(simulated_r
     table with two verdicts: it has comparisons, and no claim's pairs; the sentence names its methods."""
     two = copy.deepcopy(simulated_run)
     two.methods = ["zero_shot", "bootstrapping"]
-    two.metrics["claims"] = {}
+    for by_a in two.metrics["comparisons"].values():  # only the two methods' comparisons
+        for a in list(by_a):
+            by_a[a] = {b: v for b, v in by_a[a].items() if {a, b} <= {"zero_shot", "bootstrapping"}}
     text = C.resolution_sentence(two)
     assert "this run alone judges none of the paper's method claims (it has zero-shot, bootstrapping;" in text
     assert "no verdicts" not in text
@@ -166,14 +194,15 @@ def test_a_run_without_the_claims_methods_says_why_it_has_no_verdict(simulated_r
 @pytest.mark.parametrize(
     ("p", "value", "sentence"),
     [
-        (1.0, "1.000", "Holm p = 1.000"),
-        (0.0343, "0.034", "Holm p = 0.034"),
-        (0.001, "0.001", "Holm p = 0.001"),
-        (0.0006, "< 0.001", "Holm p < 0.001"),
-        (1 / 10_001, "< 0.001", "Holm p < 0.001"),
+        (1.0, "1.000", "Holm\u00a0p\u00a0=\u00a01.000"),
+        (0.0343, "0.034", "Holm\u00a0p\u00a0=\u00a00.034"),
+        (0.001, "0.001", "Holm\u00a0p\u00a0=\u00a00.001"),
+        (0.0006, "< 0.001", "Holm\u00a0p\u00a0<\u00a00.001"),
+        (1 / 10_001, "< 0.001", "Holm\u00a0p\u00a0<\u00a00.001"),
     ],
 )
 def test_every_p_value_is_written_with_one_precision(p, value, sentence):
+    """... and with non-breaking spaces, so that "Holm p <" never ends a line."""
     assert C.labels.p_value(p) == value and C.labels.p_equals(p, "Holm p") == sentence
 
 
@@ -185,6 +214,7 @@ def test_no_page_text_writes_a_p_value_in_another_precision(simulated_run):
     pairs = C.pairwise_table(simulated_run, styled=False)
     for column in ("p", "Holm p"):
         assert all(re.fullmatch(r"\d\.\d{3}|< 0\.001", v) for v in pairs[column]), list(pairs[column])
-    text = " ".join(C.section5._verdict_pairs_text(v) for v in C.run_claims(simulated_run).values())
+    text = " ".join(C.section5._pair_text(p) for v in C.run_claims(simulated_run).values() for p in v["pairs"])
+    text = text.replace(C.labels.NBSP, " ")
     found = re.findall(r"Holm p( = | < |\s)(\S+?)[;)]", text)
     assert found and all(re.fullmatch(r"( = \d\.\d{3})|( < 0\.001)", sep + v) for sep, v in found), found

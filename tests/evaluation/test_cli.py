@@ -204,7 +204,7 @@ def test_whole_process_exit_code_and_no_heavy_imports(tmp_path):
     bad.write_text(GOOD[0] + "\n" + row(t=1, out="ab") + "\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
-        [sys.executable, "-m", "invarirank.cli", "evaluate", str(bad)],
+        [sys.executable, "-m", "invarirank", "evaluate", str(bad)],
         capture_output=True,
         text=True,
         env=env,
@@ -218,7 +218,7 @@ def test_whole_process_exit_code_and_no_heavy_imports(tmp_path):
             "-X",
             "importtime",
             "-m",
-            "invarirank.cli",
+            "invarirank",
             "evaluate",
             str(good),
             "--output",

@@ -103,7 +103,7 @@ def test_identical_methods_differ_by_zero_with_p_one(n_queries):
         assert rec["n"] == n_queries and rec["mean_diff"] == 0.0 and rec["p"] == 1.0, metric
         assert rec["exact"] is (n_queries <= 16)
         assert rec["ci"] == [0.0, 0.0] and rec["queries_80"] is None
-    assert res["claims"] == {}  # no paper method in this run
+    assert "claims" not in res and judge_claims(comps) == {}  # evaluate judges nothing; no paper method here
 
 
 @pytest.mark.parametrize("n", [1, 2, 6, 10, 16])
@@ -308,6 +308,10 @@ def test_verdicts_from_hand_made_comparisons():
     lower = Claim("d", "ppi", (("x", "y"),), False, "x < y", "test")
     assert judge_claim(lower, {"ppi": {"x": {"y": _record(0.2, 0.001)}}})["verdict"] == "contradicted"
     assert judge_claim(claim, {"loc": {"x": {"y": _record(0.2, 0.001)}}}) is None  # a pair is missing
+    stored["loc"]["z"]["y"] = _record(0.1, 0.5)  # the wrong sign, not resolved: still contradicted, no power figure
+    v = judge_claim(claim, stored)
+    assert v["verdict"] == "contradicted" and not v["resolved_against"]
+    assert v["pairs"][1]["direction"] == "reversed" and v["pairs"][1]["queries_80"] is None
     assert comparison(stored, "loc", "y", "x")["mean_diff"] == -0.2 and comparison(stored, "ppi", "x", "y") is None
 
 
@@ -322,16 +326,20 @@ def test_paper_claims_are_the_papers():
 
 def test_a_doctored_run_flips_the_verdict():
     """Verdicts come from the observations: swapping two methods' labels reverses the LOC ordering's verdict."""
-    honest = evaluate(simulated_run(), n_bootstrap=100)
-    assert honest["claims"]["loc_order"]["verdict"] == "reproduced"
-    assert honest["claims"]["ppi_order"]["verdict"] == "reproduced"
-    assert honest["claims"]["exposure_flattened"]["verdict"] == "reproduced"
-    doctored = evaluate(simulated_run(names={"sgs": "stella", "stella": "sgs"}), n_bootstrap=100)
-    assert doctored["claims"]["loc_order"]["verdict"] == "contradicted"
-    assert judge_claims(doctored["comparisons"]) == doctored["claims"]
-    few = evaluate(simulated_run(n_queries=3), n_bootstrap=100)  # 3 queries cannot resolve anything
-    assert few["claims"]["loc_order"]["verdict"] == "unresolved"
-    assert all(p["queries_80"] for p in few["claims"]["loc_order"]["pairs"])
+    honest = judge_claims(evaluate(simulated_run(), n_bootstrap=100)["comparisons"])
+    assert honest["loc_order"]["verdict"] == "reproduced"
+    assert honest["ppi_order"]["verdict"] == "reproduced"
+    assert honest["exposure_flattened"]["verdict"] == "reproduced"
+    doctored = judge_claims(
+        evaluate(simulated_run(names={"sgs": "stella", "stella": "sgs"}), n_bootstrap=100)["comparisons"]
+    )
+    assert doctored["loc_order"]["verdict"] == "contradicted" and doctored["loc_order"]["resolved_against"]
+    few = judge_claims(
+        evaluate(simulated_run(n_queries=3), n_bootstrap=100)["comparisons"]
+    )  # 3 queries resolve nothing
+    pairs = few["loc_order"]["pairs"]
+    assert not any(p["resolved"] for p in pairs)
+    assert all((p["queries_80"] is not None) == (p["direction"] == "as claimed") for p in pairs if p["mean_diff"])
 
 
 # ----------------------------------------------------------------------------------------------- output
@@ -346,12 +354,12 @@ def test_deterministic_json_and_printed_table(tmp_path, capsys):
     write_observations(path, rows)
     assert main(["evaluate", str(path), "--bootstrap", "50"]) == 0
     out = capsys.readouterr().out
-    assert "paired comparisons" in out and "loc_order: reproduced" in out
+    assert "paired comparisons" in out and "loc_order" not in out  # evaluate judges no claim of the paper
     assert out.index("paired comparisons") > out.index("zero_shot:")
     assert main(["evaluate", str(path), "--bootstrap", "50", "--permutations", "0"]) == 0
     assert "paired comparisons" not in capsys.readouterr().out
     stored = json.loads((tmp_path / "metrics.json").read_text())
-    assert stored["comparisons"] == {} and stored["claims"] == {}
+    assert stored["comparisons"] == {} and "claims" not in stored
     assert main(["evaluate", str(path), "--permutations", "-1"]) == 2
     err = capsys.readouterr().err
     assert "--permutations: expected an integer >= 0" in err and err.count("\n") == 1

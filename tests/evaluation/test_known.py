@@ -30,7 +30,7 @@ from invarirank.evaluation import (
     win_counts,
     write_observations,
 )
-from invarirank.evaluation.engine import dumps_metrics
+from invarirank.evaluation.engine import METRICS_SCHEMA_VERSION, dumps_metrics
 from tests.support.literal_evaluator import literal_evaluate
 
 
@@ -216,7 +216,11 @@ def test_metrics_shape_deterministic_and_nan_free(tmp_path):
     assert text == dumps_metrics(b)
     _reject_nan(text)
     assert json.loads(text) == a
-    assert a["schema_version"] == 5 and a["settings"]["bootstrap"] == 1000 and a["settings"]["permutations"] == 10000
+    assert (
+        a["schema_version"] == METRICS_SCHEMA_VERSION
+        and a["settings"]["bootstrap"] == 1000
+        and a["settings"]["permutations"] == 10000
+    )
     assert a["settings"]["reference_replicates"] == 20 and set(a["references"]) == {"random"}
     assert set(a["references"]["random"]) == {"overall", "per_query", "comparisons"}
     ov = a["methods"]["zs"]["overall"]

@@ -16,6 +16,7 @@ from invarirank.methods.stella import (
     calibrate,
     calibration_counts,
     calibration_key,
+    calibration_need,
     calibration_pass_count,
     entropy,
     load_or_calibrate,
@@ -204,6 +205,22 @@ def test_calibration_cache_is_keyed_by_model_k_and_data(tmp_path):
     probe = select_calibration_queries(val, 4, 3, 0)
     assert calibration_key(s.identity(), 4, probe[:2], 3, 1, 0) != c1.key
     assert len(list((tmp_path / "stella").glob("*.json"))) == 3
+
+
+def test_calibration_need_says_what_load_or_calibrate_computes(tmp_path):
+    """The dry run's count (``calibration_need``) is the passes the calibration then makes, and nothing once cached
+    or recorded; it scores nothing itself."""
+    val, s = _validation(3, 4), SimulatedScorer(seed=0)
+    settings = dict(n_queries=3, repeats=2, seed=0)
+    key_identity = as_batch_scorer(s).key_identity()
+    passes, cached, probes = calibration_need(val, 4, key_identity, cache_dir=tmp_path, **settings)
+    assert not cached and probes == 3 and s.stats["calls"] == 0
+    cal = load_or_calibrate(s, val, 4, cache_dir=tmp_path, **settings)
+    assert passes == cal.passes == s.stats["calls"] > 0
+    assert calibration_need(val, 4, key_identity, cache_dir=tmp_path, **settings) == (0, True, 0)
+    # a recorded calibration that this machine takes is not priced either, with an empty cache
+    empty = tmp_path / "empty"
+    assert calibration_need(val, 4, key_identity, cache_dir=empty, known=cal.to_record(), **settings) == (0, True, 0)
 
 
 def _with_scores(queries: list[Query], bump: float) -> list[Query]:

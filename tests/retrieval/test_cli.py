@@ -57,6 +57,7 @@ def test_unknown_retriever_is_one_line(tmp_path, capsys):
 
 
 def test_k_larger_than_an_unseen_catalogue_is_one_line(tmp_path, capsys):
+    pytest.importorskip("torch")  # LightGCN's module loads torch before K is checked against the catalogue
     # 30 items; each user has 8 train + 1 validation + 3 test interactions, so a test query has
     # 30 - 9 = 21 unseen items (a validation query 22)
     items = [(str(i), f"Movie {i}", None, []) for i in range(1, 31)]

@@ -104,9 +104,9 @@ def test_shard_size_zero_and_executor_flags_are_bad_input(cands, tmp_path, capsy
     assert not (tmp_path / "o").exists()
 
 
-def test_volatile_file_is_read_from_old_manifests_too(tmp_path):
+def test_volatile_facts_come_from_run_json_only(tmp_path):
     (tmp_path / "manifest.json").write_text('{"run": {"timings": {"x": 1}}, "git": {"commit": "abc"}}')
-    assert read_volatile(tmp_path) == {"timings": {"x": 1}, "git": {"commit": "abc"}}
+    assert read_volatile(tmp_path) == {}  # a manifest's sections are never volatile facts
     (tmp_path / "run.json").write_text('{"timings": {"x": 2}}')
     assert read_volatile(tmp_path) == {"timings": {"x": 2}}
 

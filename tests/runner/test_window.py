@@ -24,6 +24,7 @@ def tiny_llama():
     return tiny_model("llama", tok, seed=5)
 
 
+@pytest.mark.slow  # the fixture trains a tokenizer and builds a model: 82 s, and the test 154 s, on 2 busy cores
 def test_window_with_a_token_budget_on_a_tiny_llama(tiny_llama):
     from invarirank.llm.span import SpanScorer
 

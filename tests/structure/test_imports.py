@@ -29,7 +29,7 @@ import pytest
 from tests.support import ROOT
 
 PKG = ROOT / "invarirank"
-CORE = {"types", "orders", "io", "errors", "candidates", "assets", "locks", "__init__"}
+CORE = {"types", "orders", "io", "errors", "deprecation", "candidates", "assets", "locks", "__init__"}
 #: modules that other layers may import on their own, without their layer: module → its layer
 PARTS = {"invarirank.methods.registry": "methods", "invarirank.llm.prompts": "llm"}
 ALLOWED = {
@@ -259,7 +259,6 @@ MAX_LINES = 500
 #: below fails both when another module crosses the limit and when a listed one no longer needs its place
 STILL_TO_SPLIT: set[str] = {
     # over the limit after `ruff format` (which spreads call arguments one per line), to be split by job
-    "invarirank/compendium/section5.py",
     "invarirank/data/preparation.py",
     "invarirank/llm/paper_models.py",
     "invarirank/runner/plan.py",

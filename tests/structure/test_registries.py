@@ -67,3 +67,18 @@ def test_the_check_finds_a_list(tmp_path):
 def test_registries_hold_what_the_paper_compares():
     assert METHODS == ("zero_shot", "bootstrapping", "stella", "sgs")
     assert set(SCORER_KINDS) == {"span", "choice", "simulated"}
+
+
+def test_the_registry_declares_what_each_method_needs():
+    from invarirank.methods.registry import REGISTRY, calibrated_method, method, shared_passes, uncalibrated
+
+    # at most one method has a calibrator: a run's calibration files and calibrations[K] hold one method's
+    assert [m.name for m in REGISTRY if m.calibrator is not None] == ["stella"]
+    assert calibrated_method(["sgs", "stella"]) is method("stella") and calibrated_method(["sgs"]) is None
+    assert uncalibrated() == ("zero_shot", "bootstrapping", "sgs")
+    matrix = object()
+    assert method("stella").options(matrix) == {"matrix": matrix} and method("sgs").options(None) == {}
+    # STELLA_LW's updates 1-2 present bootstrapping's two shuffles: shared only when both run
+    assert shared_passes({"bootstrapping": 3, "stella": 10}) == 2
+    assert shared_passes({"bootstrapping": 3, "stella": 2}) == 1  # stopped after one shuffle
+    assert shared_passes({"sgs": 6, "stella": 10}) == 0
