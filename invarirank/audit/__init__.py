@@ -16,7 +16,8 @@ callable), so ``ir.audit(reranker, queries, ...)`` and ``ir.audit.from_scores(f)
 
 * the interface and adapters (:mod:`.rerankers`): :class:`Reranker`, :class:`Presentation`, :class:`Ranking`,
   :func:`from_order`, :func:`from_scores` (single or batched callables), :func:`from_scorer` (the project's
-  scorers with any registered method); a served model plugs in as one more :class:`Reranker`;
+  scorers with any registered method), :func:`served` (a model behind an OpenAI-compatible server, by label
+  log-probs or by a generated RankGPT ranking: :mod:`.served_model`);
 * the designs (:mod:`.designs`): :data:`DESIGNS` = random, pinned, sweep, label-swap; :func:`design_orders`;
 * :func:`audit` (rows) and :func:`rerank` (one order you give); :func:`write_audit_run` (a run folder);
 * importers and the TREC writer: :func:`write_trec_run`, :func:`read_trec_run` (:mod:`.trec`),
@@ -55,6 +56,7 @@ __all__ = [
     "read_trec_run",
     "read_rank_llm",
     "read_authors",
+    "served",
 ]
 
 _LAZY = {
@@ -63,6 +65,7 @@ _LAZY = {
     "read_trec_run": ("invarirank.audit.trec", "read_trec_run"),
     "read_rank_llm": ("invarirank.audit.rank_llm", "read_rank_llm"),
     "read_authors": ("invarirank.audit.authors", "read_authors"),
+    "served": ("invarirank.audit.served_model", "served"),
 }
 
 

@@ -140,13 +140,16 @@ def _row(q: Query, p: Presentation, fields: dict[str, Any], method: str, ans: Ra
         row["scores"] = [float(s) for s in ans.scores]
     row["repairs"] = {kind: int(ans.repairs.get(kind, 0)) for kind in REPAIR_KINDS}
     row["passes"] = int(ans.passes)
+    if ans.parse is not None:
+        row["parse"] = {kind: int(n) for kind, n in ans.parse.items()}
     if dataset:
         row["dataset"] = dataset
     return row
 
 
 def repair_totals(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
-    """Per method: rows, rows the order rule changed, and the ids it dropped or appended by kind."""
+    """Per method: rows, rows the order rule changed, the ids it dropped or appended by kind, and the sums of the
+    rows' ``parse`` flags where they have them (a generating served reranker: unparsable, reasoning, truncated)."""
     out: dict[str, dict[str, int]] = {}
     for row in rows:
         t = out.setdefault(row["method"], {"rows": 0, "repaired_rows": 0, **dict.fromkeys(REPAIR_KINDS, 0)})
@@ -155,6 +158,8 @@ def repair_totals(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]
         t["repaired_rows"] += int(any(rep.get(k, 0) for k in REPAIR_KINDS))
         for kind in REPAIR_KINDS:
             t[kind] += int(rep.get(kind, 0))
+        for kind, n in (row.get("parse") or {}).items():
+            t[kind] = t.get(kind, 0) + int(n)
     return out
 
 

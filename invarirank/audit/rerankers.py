@@ -1,7 +1,8 @@
 """The reranker interface of an audit, and adapters that give it to a Python callable or to the project's scorers.
 
 Stability: full — the interface (:class:`Reranker`, :class:`Presentation`, :class:`Ranking`) and the four adapters
-(:func:`from_order`, :func:`from_scores`, :func:`from_scorer`, and a served model later) are what a user builds on.
+(:func:`from_order`, :func:`from_scores`, :func:`from_scorer`, and :func:`invarirank.audit.served_model.served`)
+are what a user builds on.
 
 **The interface.** A reranker answers *requests*: ``rerank(requests) -> list[Ranking]``, one
 :class:`Ranking` per ``(query, presented)`` request, in order, where ``presented`` is a :class:`Presentation` — the
@@ -9,10 +10,10 @@ candidates (:class:`~invarirank.types.Item`) in the order they are shown, 0-base
 ``labels`` written before them (for label-based prompts), the order's index ``t`` and key and the audit's ``seed``.
 Taking many requests at once lets an adapter batch them (a served model sends them concurrently); an adapter that
 answers one at a time loops. ``name`` becomes the observations' ``method``; ``identity()`` (JSON-able) goes to the
-run's manifest. A served model plugs in as one more :class:`Reranker`: its ``rerank`` may send the requests
-concurrently, and every request is identified by what it holds (``query.query_id``, ``presented.t``, the presented
-ids, ``presented.labels``, ``presented.seed``), so a journal of requests and answers keyed by them lets an
-interrupted audit resume with identical rows.
+run's manifest. A served model (:mod:`invarirank.audit.served_model`) is one more :class:`Reranker`: its ``rerank``
+sends the requests concurrently, and every request is identified by what it holds (the prompt written from the
+query, the presented items and ``presented.labels``; the sampling seed), so its journal of requests and answers lets
+an interrupted audit resume with identical rows.
 
 **Order callables** return ranked ids, best first. A ranking that is not a permutation of the presented ids is
 handled by ONE stated rule, and every change is counted in the row's ``repairs`` (never silent):
@@ -103,12 +104,15 @@ class Presentation(tuple):
 class Ranking:
     """A reranker's answer to one request: ``output`` = the complete ranking (ids, best first, a permutation of the
     presented ids); ``scores`` = scores aligned with the presented order when the reranker has them (else
-    ``None``); ``repairs`` = how many ids the order rule dropped or appended, by kind (:data:`REPAIR_KINDS`)."""
+    ``None``); ``repairs`` = how many ids the order rule dropped or appended, by kind (:data:`REPAIR_KINDS`);
+    ``parse`` = a generating reranker's parse-quality flags (the row's ``parse``;
+    :mod:`invarirank.audit.served_model`)."""
 
     output: list[str]
     scores: list[float] | None = None
     repairs: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(REPAIR_KINDS, 0))
     passes: int = 1
+    parse: Mapping[str, int] | None = None
 
 
 @runtime_checkable

@@ -1,9 +1,12 @@
 """``invarirank audit``: any reranker over a seeded permutation design → a run folder (see :mod:`invarirank.audit`).
 
 The reranker is a Python callable (``--callable module:function`` or ``path/to/file.py:function``, with
-``--returns order|scores``) or a project scorer with a registered method (``--scorer KIND --method NAME``). The run
-folder holds the same files as every run (:mod:`invarirank.audit.run_folder`); the sister measures and the order
-rule's counts are printed after the metrics table.
+``--returns order|scores``), a project scorer with a registered method (``--scorer KIND --method NAME``) or a
+model behind an OpenAI-compatible server (``--server URL --model NAME --mode logprobs|generate``:
+:mod:`invarirank.audit.served_model`; its requests and answers go to ``RUN/journal.jsonl``, so the same command after a
+crash resumes and gives identical rows). The run folder holds the same files as every run
+(:mod:`invarirank.audit.run_folder`); the sister measures and the order rule's counts (and a served generation's
+parse counts) are printed after the metrics table.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ _EPILOG = """examples:
       --design sweep --repeats 2 --out runs/sweep
   invarirank audit --scorer simulated --method bootstrapping --candidates c.jsonl --design pinned \\
       --pin-item 0 --pin-position 0 --m 10 --out runs/pinned
+  invarirank audit --server http://127.0.0.1:8000/v1 --model FOLDER --mode generate --candidates c.jsonl \
+      --concurrency 4 --timeout 120 --out runs/served
 """
 
 
@@ -47,6 +52,7 @@ def register(subparsers: Any) -> None:
         "--callable", metavar="MODULE:FUNCTION", help="the reranker: a function in an importable module or a .py file"
     )
     who.add_argument("--scorer", metavar="KIND", help="a project scorer (simulated, span, choice) with --method")
+    who.add_argument("--server", metavar="URL", help="an OpenAI-compatible server's base URL (ending in /v1)")
     a(
         "--returns",
         choices=("order", "scores"),
@@ -64,7 +70,14 @@ def register(subparsers: Any) -> None:
     a("--uses-labels", action="store_true", help="the callable reads presented.labels (needed for --design label-swap)")
     a("--name", default=None, help="the rows' method (default: the function's name, or --method)")
     a("--method", default=BASELINE_METHOD, help=f"the registered method of --scorer (default {BASELINE_METHOD})")
-    a("--model", default=None, help="the model of --scorer span/choice")
+    a("--model", default=None, help="the model of --scorer span/choice, or the name --server serves")
+    a("--mode", choices=("logprobs", "generate"), help="--server: label log-probs or a generated ranking")
+    a("--concurrency", type=int_at_least(1), default=4, metavar="N", help="--server: requests in flight (4)")
+    a("--timeout", type=float, default=120.0, metavar="S", help="--server: seconds per request (default 120)")
+    a("--retries", type=int_at_least(0), default=4, metavar="N", help="--server: retries, backoff 1 s doubled (4)")
+    a("--max-tokens", type=int_at_least(1), default=None, metavar="N", help="--mode generate: default 6K + 16")
+    a("--top-logprobs", type=int_at_least(1), default=20, metavar="N", help="--mode logprobs: top-k fallback (20)")
+    a("--tokenizer", default=None, metavar="FOLDER", help="--mode logprobs: frame the prompt with its chat template")
     a("--candidates", required=True, metavar="FILE", help="candidates file (JSON Lines, one query per line)")
     a("--design", choices=DESIGNS, default="random", help="permutation design (default random: the study's orders)")
     a("--m", dest="M", type=int_at_least(1), default=20, metavar="M", help="presented orders per query (default 20)")
@@ -109,8 +122,39 @@ def load_callable(spec: str) -> Any:
     return fn
 
 
+def _frame(tokenizer: str | None) -> dict[str, Any]:
+    if tokenizer is None:
+        return {}
+    from ..llm.frames import served_frame
+
+    if not Path(tokenizer).is_dir():
+        raise InvariRankError(f"--tokenizer {tokenizer}: not a folder (a local tokenizer folder with a chat template)")
+    frame, name = served_frame(tokenizer)
+    return {"frame": frame, "frame_name": name}
+
+
 def build_reranker(args: argparse.Namespace) -> Any:
     from ..audit import from_order, from_scorer, from_scores
+
+    if args.server:
+        from ..audit.served_model import served
+
+        if not args.mode or not args.model:
+            raise InvariRankError("--server needs --model NAME (as the server serves it) and --mode logprobs|generate")
+        return served(
+            args.server,
+            args.model,
+            args.mode,
+            name=args.name,
+            journal=Path(args.out) / "journal.jsonl",
+            concurrency=args.concurrency,
+            timeout=args.timeout,
+            retries=args.retries,
+            seed=args.seed,
+            max_tokens=args.max_tokens,
+            top_logprobs=args.top_logprobs,
+            **_frame(args.tokenizer),
+        )
 
     if args.callable:
         fn = load_callable(args.callable)
@@ -130,6 +174,11 @@ def build_reranker(args: argparse.Namespace) -> Any:
 def format_repairs(totals: dict[str, dict[str, int]]) -> str:
     lines = []
     for method, t in totals.items():
+        if "unparsable" in t:
+            lines.append(
+                f"{method}: parse: {t['unparsable']} of {t['rows']} answers unparsable, {t.get('reasoning', 0)} "
+                f"with a reasoning block removed, {t.get('truncated', 0)} cut at max_tokens"
+            )
         if t["repaired_rows"]:
             lines.append(
                 f"{method}: the order rule changed {t['repaired_rows']} of {t['rows']} rankings "
@@ -169,5 +218,10 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(format_table(metrics))
     sys.stdout.write(format_sister(sister_measures(rows)))
     sys.stdout.write(format_repairs(repair_totals(rows)))
+    client = getattr(reranker, "client", None)
+    if client is not None:
+        print(
+            f"server: {client.sent} requests sent, {client.journal.reused} answered from the journal", file=sys.stderr
+        )
     print(f"wrote {args.out} ({len(rows)} rows, {seconds:.1f} s)", file=sys.stderr)
     return 0

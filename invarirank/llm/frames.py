@@ -37,7 +37,16 @@ from unittest import mock
 
 from invarirank.errors import InvariRankError
 
-__all__ = ["TEMPLATE_VARIABLES", "Frame", "LabelRead", "LabelScheme", "render_chat", "chat_frame", "label_scheme"]
+__all__ = [
+    "TEMPLATE_VARIABLES",
+    "Frame",
+    "LabelRead",
+    "LabelScheme",
+    "render_chat",
+    "chat_frame",
+    "label_scheme",
+    "served_frame",
+]
 
 #: values given to every chat template so that nothing in a prompt depends on the day: Llama 3.x's template writes
 #: ``Today Date: {date_string}`` (its own fallback when no clock is available is this same date)
@@ -254,3 +263,15 @@ def _distinct(encoder: Any, scheme: LabelScheme) -> LabelScheme:
             return LabelScheme(scheme.name, scheme.answer, scheme.bracket_id, scheme.reads[:n], why)
         seen[r.ids] = r.label
     return scheme
+
+
+def served_frame(folder: str) -> tuple[tuple[str, str], str]:
+    """The chat frame of a local tokenizer folder as the choice scorer renders it (``after`` ends with the answer
+    lead), for a served model's log-prob prompt (:func:`invarirank.audit.served_model.served`'s ``frame``), and the
+    name it records: ``chat:<folder name>:<the frame's sha256, first 16 hex>``. Reads the folder, never downloads."""
+    from pathlib import Path
+
+    from .models import load_tokenizer
+
+    frame = chat_frame(load_tokenizer(str(folder), allow_download=False), str(folder))
+    return (frame.before, frame.after + frame.lead), f"chat:{Path(str(folder)).name}:{frame.sha256[:16]}"
