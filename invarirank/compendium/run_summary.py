@@ -19,9 +19,12 @@ from .tables import drop_constant_levels, fold_columns, with_caption
 
 __all__ = ["runs_summary"]
 
+#: the columns that describe a run's setting (folded into the caption where every row shares them)
+_SETTINGS = ("data set", "model, scorer", "K", "M", "queries")
+
 
 def runs_summary(runs: Sequence[Run], *, grids: Sequence[str] = (), digits: int = 3, styled: bool = True) -> Any:
-    """One row per (grid, run, method) of ``runs``: the run's data set, model, scorer, K, M and queries, then
+    """One row per (grid, run, method) of ``runs``: the run's data set, model and scorer, K, M and queries, then
     HR@5, nDCG@5, PPI, GPI and LOC. Grids in the order of ``grids`` (the book's priority order; grids not named
     there after them, by name), runs by K then name, methods in each run's order."""
     if not runs:
@@ -37,8 +40,7 @@ def runs_summary(runs: Sequence[Run], *, grids: Sequence[str] = (), digits: int 
                 "run": run.name,
                 "method": method_label(method),
                 "data set": dataset_label(run.dataset),
-                "model": model_label(run.model),
-                "scorer": run.scorer,
+                "model, scorer": f"{model_label(run.model)}, {run.scorer}",
                 "K": run.K,
                 "M": run.M,
                 "queries": run.n_queries,
@@ -51,12 +53,17 @@ def runs_summary(runs: Sequence[Run], *, grids: Sequence[str] = (), digits: int 
     # the settings every row shares go to the caption, so that the table fits the page's column
     grids_shown = sorted({r.grid for r in ordered})
     df = drop_constant_levels(df)
-    settings, folded = fold_columns(df[["data set", "model", "scorer", "K", "M", "queries"]])
-    df = pd.concat([settings, df.drop(columns=["data set", "model", "scorer", "K", "M", "queries"])], axis=1)
+    settings, folded = fold_columns(df[list(_SETTINGS)])
+    df = pd.concat([settings, df.drop(columns=list(_SETTINGS))], axis=1)
     where = f" of grid {grids_shown[0]}" if len(grids_shown) == 1 else f" of {len(grids_shown)} grids"
     caption = (
         f"Every finished run ({len(ordered)} runs{where}), one row per method: overall values over the run's "
         f"queries (its own page gives the 95% intervals). Higher is better for HR@5, nDCG@5 and LOC, lower for "
         f"PPI and GPI.{' ' + folded if folded else ''}"
     )
-    return with_caption(df, caption) if styled else df
+    if not styled:
+        return df
+    styler = with_caption(df, caption)
+    if "run" in df.index.names:  # long run names may break after a hyphen (a zero-width space), so the table fits
+        styler = styler.format_index(lambda name: str(name).replace("-", "-\u200b"), axis=0, level="run")
+    return styler
