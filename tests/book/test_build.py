@@ -210,7 +210,10 @@ def test_no_error_output_in_any_page(built_book: Path):
 
 def test_the_intro_states_the_headline_result(built_book: Path):
     intro = _page(built_book, "book/intro.html")
-    assert re.search(r"<strong>\d+ of the \d+ claims</strong> of the paper", intro)
+    found = re.search(r"of the (\d+) claims of the paper.{0,40}tested here: <strong>(\d+) reproduced</strong>", intro)
+    assert found and int(found.group(2)) <= int(found.group(1)), "the intro quotes the five-category headline"
+    for category in ("by construction", "tested in part", "unresolved", "contradicted"):
+        assert re.search(rf"\d+ (reproduced )?{category}", intro), category
     assert "cannot be tested with this data and these models" in intro
 
 
