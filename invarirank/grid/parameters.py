@@ -71,7 +71,10 @@ def check_parameters(namespace: Mapping[str, Any], notebook: str, source: str | 
     if source is None:
         from ..store import project_root
 
-        source = project_root() / "notebooks" / f"{notebook}.py"
+        try:
+            source = project_root() / "notebooks" / f"{notebook}.py"
+        except InvariRankError:  # a notebook saved outside a checkout (the lab's student copy) runs by hand, not
+            return  # through papermill: there is no declared parameters cell to check against
     declared = declared_parameters(source)
     where = f"notebooks/{notebook}"
     for name, value in namespace.items():

@@ -71,14 +71,14 @@ def test_lab_notebook_runs_without_torch(tmp_path: Path):
     results = tmp_path / "results"
     sweep = textwrap.dedent(f"""
         from invarirank.grid import ensure_run, lab_runs
-        lab = {{"K": 6, "M": 4, "n_queries": 6, "dataset": "synthetic", "retriever": "none",
+        _lab = {{"K": 6, "M": 4, "n_queries": 6, "dataset": "synthetic", "retriever": "none",
                "methods": ["zero_shot", "bootstrapping", "stella", "sgs"], "calibration_queries": 6,
                "calibration_repeats": 1, "shapes": ["primacy", "none"], "strengths": [0.0, 2.0]}}
-        for spec in lab_runs(lab):
-            ensure_run(spec, {str(results)!r}, {str(tmp_path / "runs")!r})
+        for _spec in lab_runs(_lab):  # names with '_': the notebook's parameter check reads this script's globals
+            ensure_run(_spec, {str(results)!r}, {str(tmp_path / "runs")!r})
         from invarirank.evaluation import evaluate, read_observations
-        m = evaluate({str(results / "lab" / "primacy-s2" / "observations.jsonl.gz")!r}, n_bootstrap=10)
-        assert set(m["methods"]) == {{"zero_shot", "bootstrapping", "stella", "sgs"}}
+        _m = evaluate({str(results / "lab" / "primacy-s2" / "observations.jsonl.gz")!r}, n_bootstrap=10)
+        assert set(_m["methods"]) == {{"zero_shot", "bootstrapping", "stella", "sgs"}}
     """)
     script = BLOCKER + sweep + _script(results) + "\nassert 'torch' not in sys.modules\nprint('LAB-OK')\n"
     env = dict(

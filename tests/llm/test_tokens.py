@@ -116,6 +116,16 @@ def _canonical(tokenizer, text: str) -> list[int]:
     return list(tokenizer(text, add_special_tokens=not (bos and text.startswith(bos)))["input_ids"])
 
 
+def _normal(tokenizer, text: str) -> str:
+    """``text`` in the Unicode normal form the tokenizer applies before encoding (Qwen2.5's normalizer is NFC: it
+    composes accents), which is what decoding its ids gives back; other tokenizers keep the text's own form."""
+    import unicodedata
+
+    normalizer = getattr(getattr(tokenizer, "backend_tokenizer", None), "normalizer", None)
+    form = str(normalizer).split("(")[0]
+    return unicodedata.normalize(form, text) if form in ("NFC", "NFD", "NFKC", "NFKD") else text
+
+
 @pytest.fixture(scope="module")
 def registered():
     """name → (tokenizer, span scorer, choice scorer); each tokenizer is loaded once for the module."""
@@ -145,13 +155,16 @@ def test_plans_use_the_canonical_ids_of_random_prompts(name, kind, registered):
             plan = sc.plan(q, order)
             assert plan.full_ids == _canonical(tok, plan.text), (name, kind, seed)
             plans.append(plan)
-            if kind == "span":
-                assert sc.scored_texts(q, order) == [render_item(it) for it in order], (name, seed)
+            if kind == "span":  # the scored tokens cover each line and nothing of the markers around it: at most
+                # the line's own trailing whitespace before [/ITEM] (Qwen2.5's pre-tokenizer makes one token of a
+                # punctuation mark and the newline after it, e.g. ")\n", so a line ending in ")" scores ")\n")
+                for scored, line in zip(sc.scored_texts(q, order), [_normal(tok, render_item(it)) for it in order]):
+                    assert scored.startswith(line) and not scored[len(line) :].strip(), (name, seed, scored, line)
         # the reused prefix: the same ids for every order, exactly the text before the first candidate
         assert len({p.prefix for p in plans}) == 1, (name, kind, seed)
         plan = plans[0]
         head_end = plan.segments[0][2]
-        assert sc.encoder.decode(plan.prefix[len(plan.bos) :]) == plan.text[:head_end], (name, kind, seed)
+        assert sc.encoder.decode(plan.prefix[len(plan.bos) :]) == _normal(tok, plan.text[:head_end]), (name, kind, seed)
 
 
 @pytest.mark.slow
