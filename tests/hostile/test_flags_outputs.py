@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,6 +17,7 @@ from invarirank.cli import main
 from invarirank.data.synthetic import synthetic_queries
 from invarirank.errors import InvariRankError
 from tests.support.hostile import expect_rejected
+from tests.support.hostile import rerank_argv as _rerank
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -27,26 +27,6 @@ def _cands(tmp_path: Path) -> Path:
     qs = synthetic_queries(n_test=3, n_validation=2, k=6, seed=1)
     path.write_text("".join(json.dumps(query_to_json(q)) + "\n" for q in qs), encoding="utf-8")
     return path
-
-
-def _rerank(cands: Path, out: Path, *extra: Any) -> list[Any]:
-    return [
-        "rerank",
-        "--candidates",
-        cands,
-        "--scorer",
-        "simulated",
-        "--m",
-        "2",
-        "--methods",
-        "zero_shot",
-        "--n-bootstrap",
-        "0",
-        "--out",
-        out,
-        "--no-progress",
-        *extra,
-    ]
 
 
 # ------------------------------------------------------------------------------- F4 checked before the first pass

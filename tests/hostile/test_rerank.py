@@ -16,6 +16,7 @@ from invarirank.candidates import query_to_json
 from invarirank.cli import main
 from invarirank.data.synthetic import synthetic_queries
 from tests.support.hostile import expect_rejected, read_only
+from tests.support.hostile import rerank_argv as _base
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -113,26 +114,6 @@ CANDIDATE_CASES = [
 def _write(path: Path, lines: list[dict]) -> Path:
     path.write_text("".join(json.dumps(d) + "\n" for d in lines), encoding="utf-8")
     return path
-
-
-def _base(cands: Path, out: Path, *extra: Any) -> list[Any]:
-    return [
-        "rerank",
-        "--candidates",
-        cands,
-        "--scorer",
-        "simulated",
-        "--m",
-        "2",
-        "--methods",
-        "zero_shot",
-        "--n-bootstrap",
-        "0",
-        "--out",
-        out,
-        "--no-progress",
-        *extra,
-    ]
 
 
 @pytest.mark.parametrize("name,mutate,needles", CANDIDATE_CASES, ids=[c[0] for c in CANDIDATE_CASES])

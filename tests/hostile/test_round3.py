@@ -24,6 +24,7 @@ from invarirank.errors import InvariRankError
 from invarirank.evaluation import METRICS_SCHEMA_VERSION
 from tests.support import ROOT
 from tests.support.hostile import expect_rejected, snapshot
+from tests.support.hostile import rerank_argv as _rerank
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -60,26 +61,6 @@ def _cands(tmp_path: Path, lines: list[dict] | None = None) -> Path:
         else [query_to_json(q) for q in synthetic_queries(n_test=4, n_validation=3, k=6, seed=1)]
     )
     return _jsonl(tmp_path / "cands.jsonl", lines)
-
-
-def _rerank(cands: Path, out: Path, *extra: Any) -> list[Any]:
-    return [
-        "rerank",
-        "--candidates",
-        cands,
-        "--scorer",
-        "simulated",
-        "--m",
-        "2",
-        "--methods",
-        "zero_shot",
-        "--n-bootstrap",
-        "0",
-        "--out",
-        out,
-        "--no-progress",
-        *extra,
-    ]
 
 
 RUN = "{dataset: synthetic, scorer: simulated, model: simulated, retriever: none, M: 2, n_queries: 2, K: 6}"

@@ -66,3 +66,25 @@ def read_only(monkeypatch, folder: Path) -> None:
     monkeypatch.setattr(os, "access", access)
     monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     monkeypatch.setattr(os, "mkdir", mkdir)
+
+
+def rerank_argv(cands: Path, out: Path, *extra: Any) -> list[Any]:
+    """The smallest ``invarirank rerank`` of a candidates file into ``out`` (simulated scorer, zero-shot, M = 2, no
+    bootstrap, no progress), with ``extra`` flags after it: what the hostile tables vary one flag at a time."""
+    return [
+        "rerank",
+        "--candidates",
+        cands,
+        "--scorer",
+        "simulated",
+        "--m",
+        "2",
+        "--methods",
+        "zero_shot",
+        "--n-bootstrap",
+        "0",
+        "--out",
+        out,
+        "--no-progress",
+        *extra,
+    ]
