@@ -68,8 +68,7 @@ def test_the_dry_run_counts_the_committed_shards(grid, capsys):
     for run, line in rows.items():
         if (grid, run) in SHARDED:
             committed = _committed(grid, run)
-            config = load_grid(ROOT / "configs" / f"grid-{grid}.yaml").run(run)
-            n = config.first_queries or config.n_queries
+            n = load_grid(ROOT / "configs" / f"grid-{grid}.yaml").run(run).planned_queries
             assert 0 < committed < n
             assert re.match(rf"^{run}\s+missing\s+{n}\s+{committed}\s+", line), line
         elif (ROOT / "results" / grid / run / "manifest.json").is_file():

@@ -134,7 +134,7 @@ def grid_choice(grid: Any, sweep: Sequence[Any]) -> GridChoice:
         Path(grid.path).name,
         sweep[0].run_name,
         tuple(c.run_name for c in sweep),
-        tuple((c.run_name, c.first_queries or c.n_queries) for c in grid.runs),
+        tuple((c.run_name, c.planned_queries) for c in grid.runs),
     )
 
 

@@ -259,6 +259,12 @@ class RunConfig:
         return None if self.candidates else DEFAULT_K
 
     @property
+    def planned_queries(self) -> int | None:
+        """The test queries the run asks for: ``first_queries`` when set (never above ``n_queries``), else
+        ``n_queries``; None: every kept query."""
+        return self.first_queries if self.first_queries is not None else self.n_queries
+
+    @property
     def pool_k(self) -> int | None:
         """The K whose kept queries the sample is drawn from (``sample_k``, else K)."""
         return self.sample_k if self.sample_k is not None else self.effective_k

@@ -419,9 +419,9 @@ def estimate_run(
     stopping after 4 / 10 updates; calibration = ``calibration_queries × calibration_relevant × K ×
     calibration_repeats`` (``calibration_relevant``: assumed relevant candidates per validation query in its
     top K); ``total_*`` = both."""
-    q = n_queries if n_queries is not None else config.n_queries
-    if n_queries is None and q is not None and config.first_queries is not None:
-        q = min(q, config.first_queries)
+    q = n_queries
+    if q is None and config.n_queries is not None:
+        q = config.planned_queries
     k = config.effective_k
     if q is None or k is None:
         raise InvariRankError(f"{config.run_name}: n_queries or K unknown; give them to estimate passes")
