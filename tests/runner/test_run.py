@@ -167,6 +167,18 @@ def test_queries_are_sampled_from_those_kept_at_the_smallest_k(cands, tmp_path):
     assert other_seed.info["pool_queries"] == len(kept_at_3)
 
 
+def test_first_queries_keeps_a_prefix_of_the_sample(cands, tmp_path):
+    """A smaller run reranks the first users of a larger one's sample (not a new sample of that size), and its
+    identity says so while a run without it keeps its identity."""
+    larger = load_queries(config(cands, tmp_path / "a", k=6, queries=5)).test
+    smaller = config(cands, tmp_path / "b", k=6, queries=5, first_queries=3)
+    assert [q.query_id for q in load_queries(smaller).test] == [q.query_id for q in larger[:3]]
+    assert smaller.planned_queries == 3 and smaller.identity()["first_queries"] == 3
+    assert "first_queries" not in config(cands, tmp_path / "c", k=6, queries=5).identity()
+    with pytest.raises(InvariRankError, match="first_queries"):
+        config(cands, tmp_path / "d", k=6, queries=2, first_queries=3)
+
+
 def test_dry_run_counts_passes_without_running(cands, tmp_path):
     cfg = config(cands, tmp_path / "dry")
     plan = plan_run(cfg)
