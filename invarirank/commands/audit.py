@@ -39,7 +39,8 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser(
         "audit",
-        help="audit any reranker (a Python callable, a served model, a project scorer) over a seeded permutation design → run folder",
+        help="audit any reranker (a Python callable, a served model, a project scorer) over a seeded permutation "
+        "design → run folder",
         description="Show a reranker every query's candidates in the presented orders of a seeded design, and write "
         "observations.jsonl, metrics.json (PPI, GPI, LOC, exposure, HR/nDCG ...), manifest.json and run.json "
         "into --out.",
