@@ -21,9 +21,9 @@ __all__ = ["fingerprint", "package_files", "execute_notebook", "check_kernel"]
 
 
 def check_kernel(name: str) -> None:
-    """Raise :class:`~invarirank.errors.InvariRankError` unless a Jupyter kernel ``name`` is installed here: the
-    notebooks run after a grid's runs are computed, so a missing kernel is checked before the first pass, not found
-    after hours of computing."""
+    """Raise :class:`~invarirank.errors.InvariRankError` unless a Jupyter kernel ``name`` is installed here:
+    ``invarirank book`` checks it before its first page, rather than failing on papermill's error after some pages
+    have been executed."""
     from ..errors import InvariRankError
 
     try:

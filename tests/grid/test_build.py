@@ -135,6 +135,10 @@ def test_dry_run_counts_queries_committed_in_shards_as_done():
         ("grid: g\nruns:\n  - {K: 5}\n  - {K: 5}\n", "duplicate run"),
         ("grid: g\nruns:\n  - {K: 5, colour: red}\n", "unknown setting 'colour'"),
         ("grid: g\nruns: [\n", "not valid YAML"),
+        ("grid: g\nruns:\n  - {name: a, K: 5}\npages: [a, b]\n", "field 'pages': 'b' is not a run of this grid"),
+        ("grid: g\nruns:\n  - {name: a, K: 5}\npages: [a, a]\n", "field 'pages': run 'a' is listed twice"),
+        ("grid: g\nruns:\n  - {name: a, K: 5}\npages: some\n", "field 'pages' = 'some', expected 'all' or a list"),
+        ("grid: g\nruns:\n  - {name: a, K: 5}\npages: [{a: 1}]\n", "field 'pages' = [{'a': 1}], expected 'all'"),
     ],
 )
 def test_bad_grid_files_name_file_and_field(tmp_path, text, message):

@@ -16,6 +16,7 @@ from invarirank.candidates import query_to_json
 from invarirank.cli import main
 from invarirank.data.synthetic import synthetic_queries
 from invarirank.errors import InvariRankError
+from tests.support import ROOT
 from tests.support.hostile import expect_rejected
 from tests.support.hostile import rerank_argv as _rerank
 
@@ -57,21 +58,17 @@ def test_an_empty_eval_ks_in_a_grid_is_refused_before_anything_runs(tmp_path, ca
         encoding="utf-8",
     )
     results = tmp_path / "results"
-    argv = ["grid", grid, "--results-dir", results, "--work-dir", tmp_path / "work", "--build-dir", tmp_path / "b"]
+    argv = ["grid", grid, "--results-dir", results, "--work-dir", tmp_path / "work"]
     expect_rejected(capsys, argv, ["'eval_ks'"], out=results)
     assert not (tmp_path / "work").exists() or not any((tmp_path / "work").rglob("observations*"))
 
 
-def test_a_missing_jupyter_kernel_is_found_before_the_grid_computes(tmp_path, capsys):
-    grid = tmp_path / "g.yaml"
-    grid.write_text(
-        "grid: g\nruns:\n  - {dataset: synthetic, scorer: simulated, retriever: none, M: 2, n_queries: 2, K: 6}\n",
-        encoding="utf-8",
-    )
-    results = tmp_path / "results"
-    argv = ["grid", grid, "--results-dir", results, "--work-dir", tmp_path / "work", "--build-dir", tmp_path / "b"]
-    expect_rejected(capsys, [*argv, "--kernel", "no-such-kernel"], ["--kernel 'no-such-kernel'"], out=results)
-    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").rglob("observations*"))
+def test_a_missing_jupyter_kernel_is_found_before_the_book_executes_a_page(tmp_path, capsys):
+    rule = tmp_path / "book.yaml"
+    rule.write_text(f"grids:\n  - {{file: {ROOT / 'configs' / 'grid-default.yaml'}}}\n", encoding="utf-8")
+    argv = ["book", rule, "--build-dir", tmp_path / "b", "--kernel", "no-such-kernel"]
+    expect_rejected(capsys, argv, ["--kernel 'no-such-kernel'"])
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").rglob("*.ipynb"))
 
 
 # ------------------------------------------------------------------------------- F6 contradictory flags

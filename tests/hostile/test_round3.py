@@ -76,8 +76,6 @@ def _grid_args(tmp_path: Path, text: str | bytes, *extra: Any) -> list[Any]:
         tmp_path / "results",
         "--work-dir",
         tmp_path / "work",
-        "--build-dir",
-        tmp_path / "build",
         *extra,
     ]
 
