@@ -102,7 +102,7 @@ def execute_notebook(
     tmp_in = out.with_name(f".{out.stem}.in.ipynb")
     tmp_out = out.with_name(f".{out.stem}.tmp.ipynb")
     nbformat.write(nb, tmp_in)
-    print(f"grid: executing {src.name} -> {out}", file=sys.stderr, flush=True)
+    print(f"book: executing {src.name} -> {out}", file=sys.stderr, flush=True)
     try:
         papermill.execute_notebook(
             str(tmp_in),
