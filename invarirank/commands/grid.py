@@ -107,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
     from ..grid.book_build import OUTSIDE_CHECKOUT
     from ..grid.spec import check_folders, check_paths
     from ..runner import run_folder, run_status
-    from ..runner.plan import find_bench, format_grid_cost, format_grid_estimate
+    from ..runner.bench_files import find_bench
+    from ..runner.grid_estimate import format_grid_cost, format_grid_estimate
     from ..store import project_root
 
     warn_page_flags(args)

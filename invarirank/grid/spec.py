@@ -4,8 +4,8 @@
 Top-level fields: ``grid`` (its name: ``results/<grid>/<run>/``), ``runs`` (entries; ``K: [5, 15]`` expands to one
 run per K), ``defaults``, ``data`` (the data notebooks: dataset, retrievers, Ks; default: one per data set of the
 runs), ``lab`` (the teaching lab's sweep: one simulated run per bias shape × strength), ``estimate`` (GPU-hour
-assumptions, :func:`invarirank.runner.plan.grid_cost_table`), ``include_simulated`` (show simulated runs on the
-results page), ``pages`` (the runs that get a page in the book: ``all``, the default, or a list of run names;
+assumptions, :func:`invarirank.runner.grid_estimate.grid_cost_table`), ``include_simulated`` (show simulated runs on
+the results page), ``pages`` (the runs that get a page in the book: ``all``, the default, or a list of run names;
 :mod:`invarirank.grid.book` executes them, ``invarirank grid`` never does), and free text (``description``,
 ``notes``, ``commands``, ``scaled_down``).
 """
@@ -42,7 +42,7 @@ _GRID_KEYS = {
 }
 #: the fields of a ``data`` entry (a data notebook's parameters)
 _DATA_KEYS = {"dataset", "label", "raw_dir", "retrievers", "retriever", "K", "seed"}
-#: the fields of ``estimate`` (:func:`invarirank.runner.plan.grid_cost_table`'s assumptions)
+#: the fields of ``estimate`` (:func:`invarirank.runner.grid_estimate.grid_cost_table`'s assumptions)
 _ESTIMATE_NUMBERS = {"history_tokens", "tokens_per_candidate", "effective_tflops", "calibration_relevant"}
 #: run settings a grid places itself: an entry that sets them would be ignored, so it is refused
 _PLACED_BY_GRID = {"out"}

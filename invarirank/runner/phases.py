@@ -84,12 +84,13 @@ def print_cost_notice(
     recorded: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> None:
     """One line on stderr before a run estimated to take more than a few minutes
-    (:func:`invarirank.runner.plan.cost_notice`): priced from the newest benchmark file when it measured the
+    (:func:`invarirank.runner.cost_line.cost_notice`): priced from the newest benchmark file when it measured the
     model, else from the scorer's device type (``key_identity``) and the stated assumptions; the queries already
     in finished shards of the run folder ``out`` are not counted, nor a calibration of ``recorded`` (the STELLA_LW
     calibrations recorded with them, by K: :func:`invarirank.store.recorded_calibrations`) that this machine
     takes. Loads and measures nothing."""
-    from .plan import cost_notice, find_bench
+    from .bench_files import find_bench
+    from .cost_line import cost_notice
 
     try:
         bench = find_bench(None)

@@ -17,7 +17,7 @@ from invarirank.errors import InvariRankError
 from invarirank.grid import RESULT_FILES, complete_runs, ensure_run, load_grid, run_folder, run_status
 from invarirank.grid.notebooks import execute_notebook
 from invarirank.runner import RunConfig
-from invarirank.runner.plan import estimate_run, format_grid_cost, format_grid_estimate
+from invarirank.runner.grid_estimate import estimate_run, format_grid_cost, format_grid_estimate
 from invarirank.store import publish_run
 from tests.support import ROOT
 from tests.support.runner import Killed

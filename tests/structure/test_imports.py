@@ -254,19 +254,31 @@ def test_torch_free_parts_import_without_torch(module):
     assert res.returncode == 0, res.stderr[-2000:]
 
 
-MAX_LINES = 500
+MAX_LINES = 400
 #: TEMPORARY: the modules over the limit while they are being split by job; the list only shrinks, and the test
 #: below fails both when another module crosses the limit and when a listed one no longer needs its place
 STILL_TO_SPLIT: set[str] = {
-    # over the limit after `ruff format` (which spreads call arguments one per line), to be split by job
-    "invarirank/data/preparation.py",
-    "invarirank/llm/paper_models.py",
-    "invarirank/runner/plan.py",
+    # split by job on other branches of this session (store.py: the run-type work; observations: the speed work)
     "invarirank/store.py",
+    "invarirank/evaluation/observations.py",
+    # being split on this branch
+    "invarirank/llm/paper_models.py",
+    "invarirank/data/preparation.py",
+    "invarirank/runner/config.py",
+    "invarirank/methods/stella.py",
+    "invarirank/retrieval/first_stage.py",
+    "invarirank/runner/executors.py",
+    "invarirank/llm/testing.py",
+    "invarirank/llm/engine.py",
+    "invarirank/compendium/section5.py",
+    "invarirank/data/amazon.py",
+    "invarirank/compendium/tables.py",
+    "invarirank/llm/models.py",
+    "invarirank/io.py",
 }
 
 
-def test_no_module_over_500_lines():
+def test_no_module_over_400_lines():
     lines = {
         str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
         for p in sorted(PKG.rglob("*.py"))
