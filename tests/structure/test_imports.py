@@ -262,9 +262,6 @@ STILL_TO_SPLIT: set[str] = {
     "invarirank/store.py",
     "invarirank/evaluation/observations.py",
     # being split on this branch
-    "invarirank/llm/paper_models.py",
-    "invarirank/data/preparation.py",
-    "invarirank/runner/config.py",
     "invarirank/methods/stella.py",
     "invarirank/retrieval/first_stage.py",
     "invarirank/runner/executors.py",
