@@ -80,10 +80,10 @@ class Executor(Protocol):
         progress: bool = False,
         known: Mapping[str, Any] | None = None,
     ) -> Any:
-        """STELLA_LW's calibration for lists of ``k`` (a :class:`~invarirank.methods.stella.Calibration`);
+        """STELLA_LW's calibration for lists of ``k`` (a :class:`~invarirank.methods.stella_calibration.Calibration`);
         ``progress``: a progress bar over its passes (on standard error; a Ray worker's is forwarded by Ray);
         ``known``: the calibration the run's committed shards were made with (:meth:`Calibration.to_record
-        <invarirank.methods.stella.Calibration.to_record>`), taken instead of computing when it matches."""
+        <invarirank.methods.stella_calibration.Calibration.to_record>`), taken instead of computing when it matches."""
         ...
 
     def map_shards(

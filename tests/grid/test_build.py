@@ -269,7 +269,7 @@ def test_a_fresh_machine_resumes_with_the_calibration_committed_beside_the_shard
     other counts stops the run before any shard (the committed shards' STELLA_LW rows came from the other one)."""
     import json
 
-    import invarirank.methods.stella as stella
+    import invarirank.methods.stella_calibration as stella_calibration
     import invarirank.runner.run as run_module
     from invarirank.store import CALIBRATIONS_FILE, committed_shards
 
@@ -287,14 +287,14 @@ def test_a_fresh_machine_resumes_with_the_calibration_committed_beside_the_shard
     shutil.rmtree(work)  # a fresh clone on a fresh machine: no cache
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache2"))
     monkeypatch.setattr(run_module, "export_shards", real_export)
-    real_counts = stella.calibration_counts
+    real_counts = stella_calibration.calibration_counts
 
     def no_passes(*a, **k):
         raise AssertionError("the calibration was computed again")
 
-    monkeypatch.setattr(stella, "calibration_counts", no_passes)
+    monkeypatch.setattr(stella_calibration, "calibration_counts", no_passes)
     folder = ensure_run(_tiny(methods=["zero_shot", "stella"]), results, work)
-    monkeypatch.setattr(stella, "calibration_counts", real_counts)
+    monkeypatch.setattr(stella_calibration, "calibration_counts", real_counts)
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache3"))
     whole = ensure_run(_tiny(methods=["zero_shot", "stella"]), tmp_path / "r2", tmp_path / "w2")
     for name in ("observations.jsonl.gz", "metrics.json", "manifest.json"):

@@ -43,7 +43,7 @@ def test_calibration_dominated_real_model_gets_the_line():
 
 
 def test_cached_calibration_is_not_counted(private_cache):
-    from invarirank.methods.stella import calibration_key, select_calibration_queries
+    from invarirank.methods.stella_calibration import calibration_key, select_calibration_queries
 
     test, validation = _split(2, 200, 10)
     config = RunConfig(scorer="span", K=10, M=4, n_queries=2, methods=ALL)
@@ -61,7 +61,7 @@ def test_a_calibration_recorded_with_the_shards_is_not_counted(private_cache):
 
     import numpy as np
 
-    from invarirank.methods.stella import CALIBRATION_VERSION, probes_sha256, select_calibration_queries
+    from invarirank.methods.stella_calibration import CALIBRATION_VERSION, probes_sha256, select_calibration_queries
 
     test, validation = _split(2, 200, 10)
     config = RunConfig(scorer="span", K=10, M=4, n_queries=2, methods=ALL)
