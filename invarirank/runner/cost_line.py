@@ -25,18 +25,12 @@ __all__ = [
 
 #: a run whose estimate exceeds this many seconds gets one line on stderr before it starts
 NOTICE_SECONDS = 300.0
-
-
 #: stated assumption: seconds per distinct pass of a small model (SmolLM2-135M) at K = 10 on 2 idle CPU cores
 #: (measured figures: ~12,000 calibration passes in ~3 h ≈ 0.9 s; timed on a busy 2-core machine: 1.5-6 s);
 #: scaled by K / 10 (the candidate lines grow with K, the history prefix does not)
 CPU_SECONDS_PER_PASS = 1.0
-
-
 #: stated assumption: the same on one GPU (much faster; a benchmark file replaces both when it measured the model)
 GPU_SECONDS_PER_PASS = 0.02
-
-
 #: measured: the simulated scorer with the run machinery around it, ~0.2-0.3 ms per pass on 2 CPU cores
 SIMULATED_SECONDS_PER_PASS = 3e-4
 
