@@ -22,7 +22,7 @@ from ..llm.factory import scoring_versions
 from ..methods.registry import calibrated_method
 from ..store import CALIBRATIONS_FILE, VOLATILE_FILE, RunFolder, RunStatus, recorded_calibrations
 from .config import RunConfig
-from .executors import Executor
+from .executor_protocol import Executor
 from .inputs import input_hashes, stored_inputs
 from .manifest import build_manifest, git_info
 from .queries import QuerySet, load_queries, synthetic_candidates_for

@@ -52,7 +52,8 @@ from ..store import (
 )
 from ..types import Scorer
 from .config import RunConfig
-from .executors import Executor, LocalExecutor
+from .executor_protocol import Executor
+from .executors import LocalExecutor
 from .manifest import portable_paths
 from .phases import RunResult, run_status, stored_identity, wanted_identity
 from .queries import QuerySet
@@ -213,8 +214,8 @@ def ensure_runs(
     """The finished run folder of every config (:func:`run_folder`), in the order of ``configs``: reused when
     there, else computed (or resumed) and, for a grid's run, published (see the module docstring).
 
-    ``executor`` (:class:`~invarirank.runner.executors.Executor`) computes the missing runs' shards, all together
-    (it is not closed here); without one a :class:`~invarirank.runner.executors.LocalExecutor` computes them in
+    ``executor`` (:class:`~invarirank.runner.executor_protocol.Executor`) computes the missing runs' shards, all
+    together (it is not closed here); without one a :class:`~invarirank.runner.executors.LocalExecutor` computes them in
     this process, with ``scorer`` when given instead of building one. ``allow_run=False`` makes a run that is not
     there an error. ``queries`` (tests) replaces query loading for a single run. ``on_shard_done(n)`` is called
     after the n-th shard of this session is written (and, for a grid's run, copied for committing)."""

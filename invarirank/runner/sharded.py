@@ -21,7 +21,7 @@ from typing import Any
 
 from ..locks import folder_lock
 from .config import RunConfig
-from .executors import Executor
+from .executor_protocol import Executor
 from .phases import PreparedRun, RunResult, finish_run, prepare_run, record_calibrations
 from .provenance import rows_reproduce
 from .queries import QuerySet

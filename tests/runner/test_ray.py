@@ -20,7 +20,7 @@ from invarirank.grid.book_build import compute_runs  # noqa: E402
 from invarirank.io import read_json  # noqa: E402
 from invarirank.llm.testing import toy_split_queries  # noqa: E402
 from invarirank.runner import RunConfig, run_experiment  # noqa: E402
-from invarirank.runner.executors import RayExecutor  # noqa: E402
+from invarirank.runner.ray_executor import RayExecutor  # noqa: E402
 from tests.support.runner import Killed, kill_after  # noqa: E402
 
 ray = pytest.importorskip("ray")
