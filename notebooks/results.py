@@ -33,7 +33,7 @@ from IPython.display import HTML, Markdown, display
 from myst_nb import glue
 
 from invarirank import compendium
-from invarirank.compendium import figure_sentences, section5
+from invarirank.compendium import figure_sentences, section5, section5_page
 from invarirank.compendium.run_summary import runs_summary
 from invarirank.evaluation import read_observations
 from invarirank.grid import project_root
@@ -80,7 +80,7 @@ sweep = compendium.sweep_runs(main_runs, main)  # same data set, model and score
 paper = compendium.paper_table(paper_table)
 observations = {r.name: read_observations(r.observations) for r in sweep}
 claim_rows = section5.section5_rows(main, sweep, [r for r in table_runs if r.K == main.K], observations)
-headline = section5.headline_sentence(main, claim_rows)
+headline = section5_page.headline_sentence(main, claim_rows)
 glue("headline", HTML(figure_sentences.markdown_to_html(headline)), display=False)  # the introduction quotes it
 
 # %% tags=["remove-input"]
@@ -153,7 +153,7 @@ compendium.scale_table(main_runs)
 # order, in the paper's words; the headline above counts these categories.
 
 # %% tags=["remove-input"]
-section5.section5_table(main, sweep, [r for r in table_runs if r.K == main.K], observations)
+section5_page.section5_table(main, sweep, [r for r in table_runs if r.K == main.K], observations)
 
 # %% [markdown]
 # ## Table 1
