@@ -80,7 +80,7 @@ def resolve_source(dataset: str, raw_dir: Path | None, reviews: Path | None, met
         if dataset == "ml-100k":
             _check_embedded(Path(raw_dir), files)
         return RawSource("movielens", files, layout)
-    from .amazon import find_amazon_files
+    from .amazon_files import find_amazon_files
 
     rev, meta = find_amazon_files(
         Path(raw_dir) if raw_dir is not None else None,
