@@ -98,7 +98,7 @@ class CausalLMScorer(MissingPasses, ScorerBase):
         else:
             self.loaded = load_model(model or "smollm2-135m", **load)
         if self.loaded.device.type == "cpu":
-            from .models import set_threads
+            from .devices import set_threads
 
             set_threads(o["threads"])
         self.seed = int(seed)

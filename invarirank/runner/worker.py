@@ -188,7 +188,7 @@ class ShardWorker:
         if threads:
             os.environ["OMP_NUM_THREADS"] = str(threads)
             if self.config.scorer != "simulated":
-                from ..llm.models import set_threads
+                from ..llm.devices import set_threads
 
                 set_threads(threads)
         pass_cache_dir = None

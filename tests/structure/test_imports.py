@@ -262,7 +262,6 @@ STILL_TO_SPLIT: set[str] = {
     "invarirank/store.py",
     "invarirank/evaluation/observations.py",
     # being split on this branch
-    "invarirank/llm/models.py",
     "invarirank/io.py",
 }
 
