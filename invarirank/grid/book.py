@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import load_yaml, read_json, read_utf8
+from ..io import read_json, read_utf8
 from ..runner import RunConfig, run_folder, slug
 from ..store import RunFolder, complete_runs, project_root
+from ..yaml_reader import load_yaml
 from .book_build import PageTitles, data_page_title, data_parameters, run_page_name, run_parameters
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, load_grid, main_sweep

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import load_yaml, read_utf8
+from ..io import read_utf8
 from ..runner import RunConfig, simple_name
+from ..yaml_reader import load_yaml
 
 __all__ = ["Grid", "load_grid", "lab_runs", "main_run", "main_sweep", "check_paths", "check_folders"]
 

@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import load_yaml, read_utf8
+from ..io import read_utf8
 from ..limits import MAX_BOOTSTRAP
 from ..llm.factory import DEFAULT_MODEL
 from ..methods.registry import METHODS, calibrated_method
+from ..yaml_reader import load_yaml
 from .setting_checks import ALIASES, as_int, normalise_settings, simple_name
 
 __all__ = ["RunConfig", "PATH_SETTINGS", "DEFAULT_K", "ALIASES", "MAX_BOOTSTRAP", "slug", "simple_name", "check_lists"]
