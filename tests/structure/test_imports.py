@@ -262,7 +262,6 @@ STILL_TO_SPLIT: set[str] = {
     "invarirank/data/preparation.py",
     "invarirank/llm/paper_models.py",
     "invarirank/runner/plan.py",
-    "invarirank/store.py",
 }
 
 
