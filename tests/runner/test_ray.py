@@ -173,7 +173,7 @@ def test_real_smollm2_run_through_ray_equals_the_local_run_at_equal_threads(tmp_
         )
     for name in ("observations.jsonl", "metrics.json", "manifest.json"):
         assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "ray" / name).read_bytes(), name
-    assert local.rows == res.rows
+    assert local.rows() == res.rows()
     vol = res.volatile
     assert vol["model_loads"] == 2 == len(vol["shards"]) and vol["execution"]["threads_per_worker"] == 1
     assert {s["worker"]["slot"] for s in vol["shards"]} == {0, 1}  # each worker computed one shard, own pass cache

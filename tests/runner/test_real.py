@@ -115,7 +115,7 @@ def test_a_cache_off_rescore_gives_the_same_rows(real):
         for r in read_observations(real["base"] / "a" / "observations.jsonl")
         if r["query_id"] == qid and r["method"] in methods
     ]
-    assert len(mine) == 4 and res.rows == mine
+    assert len(mine) == 4 and res.rows() == mine
 
 
 def test_noise_floor_on_the_cpu(real):
