@@ -64,6 +64,10 @@ class RunFolder:
       (:attr:`shards`, :mod:`invarirank.runner.shards`);
     * ``shards/`` (:attr:`committed`): the shards of a run still being computed, committed in a results folder;
     * ``.lock`` (:attr:`lock`): the writer's lock (:func:`invarirank.locks.folder_lock`), never a run file.
+
+    It is a handle on a folder, not a result: it holds nothing read from the files, and the run in it may be
+    missing, in progress or finished. A finished run, read, is :class:`invarirank.store.Run` (``Run.folder`` gives
+    its ``RunFolder``).
     """
 
     OBSERVATIONS = "observations.jsonl"
