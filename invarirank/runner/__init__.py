@@ -28,7 +28,6 @@ from .records import ObservationRow, QueryRecord
 from .rerank import rerank_query
 from .run import (
     NO_RUN_FOLDER,
-    RunResult,
     ensure_run,
     ensure_runs,
     mismatch_error,
@@ -52,7 +51,6 @@ __all__ = [
     "RunPlan",
     "plan_run",
     "format_plan",
-    "RunResult",
     "ensure_runs",
     "ensure_run",
     "run_experiment",

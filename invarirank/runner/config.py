@@ -2,9 +2,9 @@
 
 One dataclass is filled by every way of describing a run — a grid entry (``configs/*.yaml``), the
 ``invarirank rerank`` flags, a ``--config`` YAML file and the parameters of ``notebooks/rerank.ipynb`` — so a
-setting has one name, one default and one check. The names users know from each source are accepted as
-aliases: ``k`` = ``K``, ``m`` = ``M``, ``queries`` = ``n_queries``, ``run_name`` = ``name``, and
-``k_sweep: [6, 10]`` = ``sample_k: 6`` (queries are sampled among those kept at the sweep's smallest K).
+setting has one name, one default and one check, spelled as its field (``K``, ``M``, ``n_queries``) everywhere but
+at the command line's edge (flags, ``--config`` files) and in stored manifests' ``run_name`` (:data:`ALIASES`). And
+``k_sweep: [6, 10]`` = ``sample_k: 6`` (queries sampled among those kept at the sweep's smallest K) everywhere.
 
 Conventions: K is the number of candidates per query (the list length), M the number of presented orders per
 query; methods always run, and rows are written, in the method registry's (the paper's) order.
@@ -124,9 +124,11 @@ class RunConfig:
         return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("execution"))
 
     @classmethod
-    def canonical(cls, data: Mapping[str, Any], where: str = "config", *, strict: bool = True) -> dict[str, Any]:
-        """``data`` with aliases renamed (``k`` → ``K``, ``k_sweep`` → ``sample_k``, ...); with ``strict``, an
-        unknown key is an error naming ``where``, otherwise it is dropped."""
+    def canonical(
+        cls, data: Mapping[str, Any], where: str = "config", *, strict: bool = True, aliases: bool = False
+    ) -> dict[str, Any]:
+        """``data`` with ``k_sweep`` as ``sample_k`` and, with ``aliases`` (the flags' edge, stored manifests),
+        :data:`ALIASES` renamed; with ``strict``, an unknown key is an error naming ``where``, else dropped."""
         if not isinstance(data, Mapping):
             raise InvariRankError(f"{where}: expected a mapping of settings, got {type(data).__name__}")
         names = set(cls.field_names())
@@ -140,13 +142,11 @@ class RunConfig:
                     if sweep:
                         out["sample_k"] = min(as_int(where, "k_sweep", v, 1) for v in sweep)
                 continue
-            name = ALIASES.get(key, key)
+            name = ALIASES.get(key, key) if aliases else key
             if name not in names:
                 if strict:
-                    raise InvariRankError(
-                        f"{where}: unknown setting {key!r}; expected one of "
-                        f"{', '.join(sorted(names | set(ALIASES) | {'k_sweep'}))}"
-                    )
+                    known = ", ".join(sorted(names | {"k_sweep"} | (set(ALIASES) if aliases else set())))
+                    raise InvariRankError(f"{where}: unknown setting {key!r}; expected one of {known}")
                 continue
             if value is not None and out.get(name) is not None and out[name] != value:
                 raise InvariRankError(f"{where}: setting {name!r} given twice (as {key!r} too)")
@@ -156,8 +156,9 @@ class RunConfig:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], where: str = "config", *, grid: str | None = None) -> RunConfig:
-        """Build and check a config from a mapping (YAML, a grid entry, notebook parameters); ``grid`` fills
-        ``grid`` when the mapping does not. Unknown keys and bad values raise :class:`InvariRankError`."""
+        """Build and check a config from a mapping (a grid entry, notebook parameters, a ``--config`` file): the one
+        validation path of every way of describing a run; ``grid`` fills ``grid`` when the mapping does not.
+        Unknown keys and bad values raise :class:`InvariRankError`."""
         kw = cls.canonical(data, where)
         if grid is not None and kw.get("grid") is None:
             kw["grid"] = grid
@@ -178,14 +179,14 @@ class RunConfig:
         data = load_yaml(read_utf8(p, "config file"), str(p), "malformed YAML")
         if data is None:
             data = {}
-        return cls.from_mapping(data, str(p))
+        return cls.from_mapping(cls.canonical(data, str(p), aliases=True), str(p))  # the flags' spellings too
 
     @classmethod
     def from_manifest(cls, manifest: Mapping[str, Any]) -> RunConfig:
         """The config a finished run was made with: its ``grid_run`` section, else its ``config`` section (both
         as written by every version so far; keys this version does not know are ignored)."""
         stored = manifest.get("grid_run") or manifest.get("config") or {}
-        return cls.from_mapping(cls.canonical(stored, "manifest", strict=False), "manifest")
+        return cls.from_mapping(cls.canonical(stored, "manifest", strict=False, aliases=True), "manifest")
 
     @classmethod
     def identity_of_manifest(cls, manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -196,7 +197,7 @@ class RunConfig:
             return {}
 
     def replace(self, **changes: Any) -> RunConfig:
-        """A checked copy with ``changes`` (aliases accepted)."""
+        """A checked copy with ``changes`` (settings spelled as the fields are)."""
         config = dataclasses.replace(self, **self.canonical(changes, "config"))
         config.normalise("config")
         return config

@@ -20,7 +20,7 @@ from ..evaluation.references import FIRST_STAGE_FILE, write_first_stage
 from ..io import atomic_write_json
 from ..llm.factory import scoring_versions
 from ..methods.registry import calibrated_method
-from ..store import CALIBRATIONS_FILE, VOLATILE_FILE, RunFolder, RunStatus, recorded_calibrations
+from ..store import CALIBRATIONS_FILE, VOLATILE_FILE, Run, RunFolder, RunStatus, recorded_calibrations
 from .config import RunConfig
 from .executor_protocol import Executor
 from .inputs import input_hashes, stored_inputs
@@ -30,7 +30,6 @@ from .shards import run_fingerprint
 from .worker import calibration_method
 
 __all__ = [
-    "RunResult",
     "PreparedRun",
     "prepare_run",
     "record_calibrations",
@@ -40,17 +39,6 @@ __all__ = [
     "wanted_identity",
     "stored_identity",
 ]
-
-
-@dataclass
-class RunResult:
-    """The run folder and its contents (``metrics``, ``manifest`` and the volatile ``run.json`` as written)."""
-
-    out_dir: Path
-    metrics: dict[str, Any]
-    manifest: dict[str, Any]
-    rows: list[dict[str, Any]]
-    volatile: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -202,7 +190,7 @@ def first_stage_rankings(config: RunConfig, qs: QuerySet) -> dict[str, list[str]
     return {q.query_id: [c.item_id for c in q.candidates] for q in qs.test}
 
 
-def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str, Any]) -> RunResult:
+def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str, Any]) -> Run:
     """The merge: write the run's files from its query records (in run order) — observations, metrics,
     calibration, then the volatile ``run.json`` and last the deterministic ``manifest.json`` — and remove
     ``.work``. ``volatile`` holds what the caller measured (timings, executor, shards, workers); this is the one
@@ -276,7 +264,7 @@ def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str
     atomic_write_json(folder.file(VOLATILE_FILE), run)
     atomic_write_json(folder.file(folder.MANIFEST), manifest)
     folder.clear_work()
-    return RunResult(out, metrics, manifest, all_rows, run)
+    return Run.from_files(out, metrics, manifest)
 
 
 def wanted_identity(config: RunConfig) -> dict[str, Any]:

@@ -40,14 +40,15 @@ from ..errors import InvariRankError
 from ..io import read_json
 from ..llm.factory import scoring_versions
 from ..store import (
+    Run,
     RunFolder,
     committed_shards,
     export_shards,
     identity_difference,
     import_shards,
+    load_run,
     project_root,
     publish_run,
-    read_volatile,
     refresh_metrics,
 )
 from ..types import Scorer
@@ -55,7 +56,7 @@ from .config import RunConfig
 from .executor_protocol import Executor
 from .executors import LocalExecutor
 from .manifest import portable_paths
-from .phases import RunResult, run_status, stored_identity, wanted_identity
+from .phases import run_status, stored_identity, wanted_identity
 from .queries import QuerySet
 from .sharded import compute_runs_in_shards
 
@@ -66,7 +67,6 @@ __all__ = [
     "run_experiment",
     "run_folder",
     "run_status",
-    "RunResult",
     "NO_RUN_FOLDER",
 ]
 
@@ -272,21 +272,12 @@ def run_experiment(
     scorer: Scorer | None = None,
     executor: Executor | None = None,
     on_shard_done: Callable[[int], None] | None = None,
-) -> RunResult:
-    """:func:`ensure_runs` of one run, read back: its folder, metrics, manifest, observation rows and ``run.json``.
-    ``queries``/``scorer`` may be given to skip loading them; ``on_shard_done`` as in :func:`ensure_runs` (tests
-    use it to simulate a kill)."""
-    from ..evaluation import read_observations
-
+) -> Run:
+    """:func:`ensure_runs` of one run, read back as the one result type, :class:`invarirank.store.Run` (its rows:
+    :meth:`~invarirank.store.Run.rows`; its ``run.json``: :attr:`~invarirank.store.Run.volatile`). ``queries`` and
+    ``scorer`` may be given to skip loading them; ``on_shard_done`` as in :func:`ensure_runs` (tests use it to
+    simulate a kill)."""
     folder = ensure_runs(
         [config], executor, progress=progress, queries=queries, scorer=scorer, on_shard_done=on_shard_done
     )[0]
-    rf = RunFolder(folder)
-    obs = rf.observations()
-    return RunResult(
-        folder,
-        read_json(rf.file(rf.METRICS)),
-        read_json(rf.file(rf.MANIFEST)),
-        read_observations(obs) if obs else [],
-        read_volatile(folder),
-    )
+    return load_run(folder)

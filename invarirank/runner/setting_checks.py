@@ -16,7 +16,7 @@ from ..methods.registry import METHODS
 
 __all__ = ["check_sources", "check_evaluation", "normalise_settings", "simple_name", "as_int", "as_list", "ALIASES"]
 
-#: other names of a setting, as grid files / notebooks (K, M, n_queries) and flags / YAML (k, m, queries) use them
+#: the flags' spellings of settings (``--k``, ``--m``, ``--queries``, in ``--config`` files too; manifests' run_name)
 ALIASES = {"k": "K", "m": "M", "queries": "n_queries", "run_name": "name"}
 #: grid and run names become folder names: letters, digits, '.', '_' and '-' only, not starting with '.' (so not
 #: ``.`` or ``..``, which would leave the results folder, nor a hidden name such as ``.work``)
