@@ -22,17 +22,7 @@ from typing import Any
 
 from .factory import SCORER_KINDS, SCORER_OPTIONS, make_scorer
 
-__all__ = [
-    "make_scorer",
-    "SCORER_KINDS",
-    "SCORER_OPTIONS",
-    "SpanScorer",
-    "ChoiceScorer",
-    "SimulatedScorer",
-    "load_model",
-    "prepare_model",
-    "TEMPLATE_VERSION",
-]
+__all__ = ["make_scorer"]
 
 _LAZY = {
     "SpanScorer": ("span", "SpanScorer"),

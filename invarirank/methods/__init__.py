@@ -27,26 +27,7 @@ from .registry import METHOD_LABELS, METHODS, REGISTRY, Method, method, passes_p
 from .result import MethodResult
 from .stella import calibrate, load_or_calibrate
 
-__all__ = [
-    "METHODS",
-    "METHOD_LABELS",
-    "REGISTRY",
-    "Method",
-    "method",
-    "MethodResult",
-    "QueryPassCache",
-    "run_method",
-    "method_steps",
-    "drive",
-    "drive_many",
-    "drive_window",
-    "as_batch_scorer",
-    "ScoreOnly",
-    "batch_size_of",
-    "calibrate",
-    "load_or_calibrate",
-    "passes_per_order",
-]
+__all__ = ["METHODS"]
 
 
 def run_method(

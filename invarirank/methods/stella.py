@@ -47,24 +47,7 @@ from ..types import Item, Query, Scorer, rank_by_scores
 from ._common import Steps, as_batch_scorer, batch_size_of, drive, score_items_batch, shuffle_positions
 from .result import MethodResult
 
-__all__ = [
-    "stella",
-    "stella_steps",
-    "posterior_update",
-    "entropy",
-    "calibrate",
-    "calibration_counts",
-    "select_calibration_queries",
-    "calibration_pass_count",
-    "calibration_key",
-    "Calibration",
-    "load_or_calibrate",
-    "calibration_need",
-    "cache_file",
-    "probes_sha256",
-    "recorded_counts",
-    "CALIBRATION_VERSION",
-]
+__all__ = ["calibrate"]
 
 CALIBRATION_VERSION = 1
 
@@ -300,7 +283,9 @@ def calibrate(
     progress: bool = False,
 ) -> np.ndarray:
     """The row-normalised K×K transition matrix (float64); no disk cache (see :func:`load_or_calibrate`).
-    With no usable validation query it is uniform (STELLA then falls back to raw rankings)."""
+    With no usable validation query it is uniform (STELLA then falls back to raw rankings).
+
+    Stability: caller (STELLA_LW's calibration matrix for lists of K)."""
     queries = select_calibration_queries(validation_queries, k, n_queries, seed)
     return _normalise(calibration_counts(scorer, queries, k, repeats, seed, progress))
 

@@ -8,13 +8,3 @@ Importing this package does not import torch or implicit (the trainers import th
 
 from .first_stage import RETRIEVERS, RetrievalResult, format_stats, retrieve, train_retriever
 from .metrics import DEFAULT_KS, retrieval_metrics
-
-__all__ = [
-    "retrieve",
-    "RetrievalResult",
-    "RETRIEVERS",
-    "format_stats",
-    "train_retriever",
-    "retrieval_metrics",
-    "DEFAULT_KS",
-]
