@@ -69,7 +69,14 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def public_path(module: str) -> str:
+    """``module`` without the ``_`` of its internal parts (``invarirank.llm._prompts`` → ``invarirank.llm.prompts``):
+    a layer is named by what its modules do, whether or not they are internal."""
+    return ".".join(p[1:] if p.startswith("_") and not p.startswith("__") else p for p in module.split("."))
+
+
 def layer(module: str) -> str:
+    module = public_path(module)
     parts = module.split(".")[1:] or ["__init__"]
     head = parts[0]
     if parts[-1] == "__main__":  # `python -m` entry points are the command line's aliases
@@ -80,7 +87,7 @@ def layer(module: str) -> str:
         return "compendium"
     if head in ("cli", "commands"):
         return "cli"
-    if module in PARTS:
+    if module in {public_path(m) for m in PARTS}:
         return module.split(".", 1)[1]
     return head
 
@@ -147,7 +154,7 @@ def test_every_import_follows_the_layer_rules():
         src = layer(mod)
         for target in targets:
             dst = layer(target)
-            parts = {name.split(".", 1)[1]: whole for name, whole in PARTS.items()}
+            parts = {public_path(name).split(".", 1)[1]: whole for name, whole in PARTS.items()}
             src = parts.get(src, src)  # a part belongs to its layer
             if dst == src or dst in ALLOWED[src] or parts.get(dst) == src or parts.get(dst) in ALLOWED[src]:
                 continue
