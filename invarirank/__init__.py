@@ -32,6 +32,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+#: Stability: full (the package version).
 __version__ = "0.1.0"
 
 __all__ = [

@@ -22,21 +22,6 @@ from pathlib import Path
 from .errors import InvariRankError
 from .io import sha256_file
 
-__all__ = [
-    "AssetError",
-    "WheelMember",
-    "cache_dir",
-    "sha256_file",
-    "ml100k_dir",
-    "smollm2_gguf",
-    "gemma3_gguf",
-    "qwen25_coder_gguf",
-    "PAPER_TOKENIZERS",
-    "paper_tokenizer_files",
-    "fetch",
-    "main",
-]
-
 
 class AssetError(InvariRankError):
     """An asset could not be fetched or failed its checksum."""

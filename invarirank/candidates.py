@@ -41,15 +41,7 @@ from .errors import InvariRankError
 from .io import atomic_write_text, loads_json, path_argument
 from .types import HistoryEntry, Item, Query
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "query_to_json",
-    "queries_sha256",
-    "query_from_json",
-    "write_candidates",
-    "read_candidates",
-    "look_alike",
-]
+__all__ = ["read_candidates"]
 
 SCHEMA_VERSION = 1
 #: the fields of a line, of a candidate and of a history entry (``extra``: free data, ignored)
@@ -322,7 +314,7 @@ def read_candidates(path: str | os.PathLike) -> list[Query]:
     so bad input is reported before any scoring. Returns the queries, test and validation lines alike (``split``);
     errors name ``FILE:LINE`` (1-based physical lines; blank lines are skipped).
 
-    Stability: full (the package's front door).
+    Stability: full (a candidates file → queries).
     """
     queries: list[Query] = []
     first_line: dict[str, int] = {}

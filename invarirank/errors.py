@@ -6,7 +6,7 @@ class InvariRankError(Exception):
     """An error caused by the user's input or environment, with a message naming the file, field or
     parameter and what was expected. The CLI prints ``invarirank: error: <message>`` and exits 2.
 
-    Stability: full (the package's front door)."""
+    Stability: full (the one error that bad input raises)."""
 
 
 class RunFailed(InvariRankError):

@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Item", "HistoryEntry", "Query", "ScoreResult", "Scorer", "BatchScorer", "ScorerBase", "rank_by_scores"]
+__all__ = ["Query", "Item", "HistoryEntry", "ScoreResult", "Scorer"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class Item:
 
     ``year`` is an integer or ``None`` (Amazon items have none); ``genres`` holds MovieLens genres or
     Amazon categories, in their original order.
+
+    Stability: full (your queries, candidates and history; a rating is optional).
     """
 
     item_id: str
@@ -41,7 +43,9 @@ class Item:
 @dataclass(frozen=True)
 class HistoryEntry:
     """One past interaction of the user: the item and the user's own rating (low ratings included), or ``None`` for
-    implicit feedback (a click, a purchase, a view: no rating to invent); the prompts then omit the rating."""
+    implicit feedback (a click, a purchase, a view: no rating to invent); the prompts then omit the rating.
+
+    Stability: full (your queries, candidates and history; a rating is optional)."""
 
     item: Item
     rating: float | None = None
@@ -54,6 +58,8 @@ class Query:
     ``history`` is newest first (at most 20 entries by default); ``candidates`` are in first-stage
     retrieval order (best first); ``ground_truth`` holds the relevant item ids (possibly not among the
     candidates). ``split`` is ``"test"`` or ``"validation"``.
+
+    Stability: full (your queries, candidates and history; a rating is optional).
     """
 
     query_id: str
@@ -75,6 +81,8 @@ class ScoreResult:
 
     ``scores[i]`` belongs to ``presented[i]`` (float32, higher = preferred); ``tokens`` is the number of
     token positions the scorer actually computed for this call (0 when served from a cache or simulated).
+
+    Stability: full (what a scorer returns).
     """
 
     scores: np.ndarray
@@ -84,7 +92,9 @@ class ScoreResult:
 
 @runtime_checkable
 class Scorer(Protocol):
-    """Scores a serialised candidate list: one forward pass per presented order."""
+    """Scores a serialised candidate list: one forward pass per presented order.
+
+    Stability: caller (the scorer protocol a scorer of your own implements)."""
 
     name: str
 

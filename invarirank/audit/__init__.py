@@ -24,40 +24,43 @@ callable), so ``ir.audit(reranker, queries, ...)`` and ``ir.audit.from_scores(f)
   :func:`read_rank_llm` (:mod:`.rank_llm`), :func:`read_authors` (:mod:`.authors`).
 
 No model code lives here: a reranker is whatever answers :meth:`Reranker.rerank`.
+
+Stability: full (any reranker over a seeded permutation design → observation rows; also the subpackage of its
+adapters, designs and importers).
 """
 
 from __future__ import annotations
 
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .designs import DEFAULT_LABELS, DESIGNS, Design, design_orders
 from .driver import audit, repair_totals, rerank
 from .rerankers import REPAIR_KINDS, Presentation, Ranking, Reranker, from_order, from_scorer, from_scores
 
 __all__ = [
-    "audit",
-    "rerank",
-    "Reranker",
-    "Presentation",
-    "Ranking",
-    "REPAIR_KINDS",
     "from_order",
     "from_scores",
     "from_scorer",
-    "DESIGNS",
-    "DEFAULT_LABELS",
+    "served",
+    "Reranker",
+    "Presentation",
+    "Ranking",
     "Design",
-    "design_orders",
-    "repair_totals",
-    "write_audit_run",
+    "DESIGNS",
     "write_trec_run",
     "read_trec_run",
     "read_rank_llm",
     "read_authors",
-    "served",
 ]
+
+if TYPE_CHECKING:
+    from .authors import read_authors
+    from .rank_llm import read_rank_llm
+    from .run_folder import write_audit_run
+    from .served_model import served
+    from .trec import read_trec_run, write_trec_run
 
 _LAZY = {
     "write_audit_run": ("invarirank.audit.run_folder", "write_audit_run"),

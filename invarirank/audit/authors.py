@@ -77,7 +77,9 @@ def read_authors(
     min_relevance: float = 1,
 ) -> list[dict[str, Any]]:
     """The authors' harness results or ranked-list records in ``path`` → validated observation rows (module
-    docstring), in file order; each row carries ``repairs``."""
+    docstring), in file order; each row carries ``repairs``.
+
+    Stability: full (the paper authors' result files → observation rows)."""
     truth = read_qrels(qrels, min_relevance) if qrels is not None else None
     lists: list[tuple[str, str, str, int | None, list, list, list]] = []
     for where, rec in read_records(path):

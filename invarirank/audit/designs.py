@@ -33,9 +33,10 @@ import numpy as np
 from ..errors import InvariRankError
 from ..orders import presented_orders, rng_for
 
-__all__ = ["DESIGNS", "DEFAULT_LABELS", "Design", "DesignOrder", "design_orders"]
+__all__ = ["Design", "DESIGNS"]
 
 #: the designs, in the order the documentation lists them
+#: Stability: full (the permutation designs an audit shows a reranker).
 DESIGNS: tuple[str, ...] = ("random", "pinned", "sweep", "label-swap")
 #: the labels ``label-swap`` permutes (A..Z, then a..z), the choice prompt's alphabet
 DEFAULT_LABELS: tuple[str, ...] = tuple(string.ascii_uppercase + string.ascii_lowercase)
@@ -45,7 +46,9 @@ DEFAULT_LABELS: tuple[str, ...] = tuple(string.ascii_uppercase + string.ascii_lo
 class Design:
     """A design and its settings: ``name`` in :data:`DESIGNS`; ``M`` orders per query (``sweep``: ignored, it
     makes K·``repeats``); ``pin_item``/``pin_position`` for ``pinned``; ``labels`` (the alphabet) for
-    ``label-swap``."""
+    ``label-swap``.
+
+    Stability: full (the permutation designs an audit shows a reranker)."""
 
     name: str = "random"
     M: int = 20

@@ -14,7 +14,7 @@ from ..types import Item, Query
 from .designs import DEFAULT_LABELS, Design, design_orders
 from .rerankers import REPAIR_KINDS, Presentation, Ranking, Reranker, as_reranker
 
-__all__ = ["audit", "rerank", "repair_totals"]
+__all__ = ["audit", "rerank"]
 
 
 def _queries(queries: Any) -> list[Query]:
@@ -78,7 +78,9 @@ def audit(
     fields plus ``design`` (and ``pin`` / ``labels``), ``k``, ``scores`` (when the reranker gives them, aligned
     with ``input``, higher = preferred), ``repairs`` (what the order rule changed, by kind; zeros for a valid
     ranking), ``passes`` and ``dataset`` when given.
-    """
+
+    Stability: full (what ``invarirank.audit(...)`` calls: any reranker over a seeded permutation design →
+    observation rows)."""
     qs = _queries(queries)
     rerankers = _rerankers(reranker)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -167,7 +169,9 @@ def rerank(reranker: Any, query: Query, presented: Sequence[str | Item] | None =
     """Rerank ``query``'s candidates in the order YOU give: ``presented`` = item ids (or :class:`~invarirank.Item`
     objects) of ``query.candidates`` in the order to show them (default: as the query holds them). ``reranker`` is
     a :class:`~invarirank.audit.Reranker` or a project scorer (zero-shot). Returns one
-    :class:`~invarirank.audit.Ranking` (``output`` best first; ``scores`` aligned with ``presented``)."""
+    :class:`~invarirank.audit.Ranking` (``output`` best first; ``scores`` aligned with ``presented``).
+
+    Stability: full (one ranking of the order you give)."""
     r = as_reranker(reranker, "rerank")
     by_id = {c.item_id: i for i, c in enumerate(query.candidates)}
     if presented is None:

@@ -30,7 +30,7 @@ from ..evaluation.observations import as_rows, read_text
 from .rerankers import REPAIR_KINDS, complete_ranking
 from .trec import read_qrels
 
-__all__ = ["read_rank_llm", "read_records"]
+__all__ = ["read_rank_llm"]
 
 
 def read_records(path: str | os.PathLike) -> list[tuple[str, Any]]:
@@ -88,7 +88,9 @@ def read_rank_llm(
     min_relevance: float = 1,
 ) -> list[dict[str, Any]]:
     """rank_llm's ``results`` with their ``requests`` and a qrels file → validated observation rows (module
-    docstring), in the results' order; each row carries ``repairs``."""
+    docstring), in the results' order; each row carries ``repairs``.
+
+    Stability: full (rank_llm's records → observation rows)."""
     presented: dict[str, list[list[str]]] = {}
     for where, rec in read_records(requests):
         qid, ids = _query_and_ids(where, rec)

@@ -45,17 +45,7 @@ from ..errors import InvariRankError
 from ..methods.registry import BASELINE_METHOD
 from ..types import Item, Query, Scorer, rank_by_scores
 
-__all__ = [
-    "REPAIR_KINDS",
-    "Presentation",
-    "Ranking",
-    "Reranker",
-    "from_order",
-    "from_scores",
-    "from_scorer",
-    "complete_ranking",
-    "as_reranker",
-]
+__all__ = ["Reranker", "Presentation", "Ranking", "from_order", "from_scores", "from_scorer"]
 
 #: the kinds of change the order rule counts, in the order a row's ``repairs`` lists them
 REPAIR_KINDS: tuple[str, ...] = ("unknown", "duplicate", "missing")
@@ -71,6 +61,8 @@ class Presentation(tuple):
     * ``seed``: the audit's seed; ``positions``: indices into ``query.candidates`` (retrieval order).
 
     It compares and hashes as the plain tuple of items.
+
+    Stability: full (the reranker interface).
     """
 
     labels: tuple[str, ...]
@@ -106,7 +98,9 @@ class Ranking:
     presented ids); ``scores`` = scores aligned with the presented order when the reranker has them (else
     ``None``); ``repairs`` = how many ids the order rule dropped or appended, by kind (:data:`REPAIR_KINDS`);
     ``parse`` = a generating reranker's parse-quality flags (the row's ``parse``;
-    :mod:`invarirank.audit.served_model`)."""
+    :mod:`invarirank.audit.served_model`).
+
+    Stability: full (the reranker interface)."""
 
     output: list[str]
     scores: list[float] | None = None
@@ -120,7 +114,9 @@ class Reranker(Protocol):
     """What :func:`invarirank.audit` drives: ``name`` (the observations' ``method``), ``rerank`` (one
     :class:`Ranking` per ``(query, presented)`` request, in order) and ``identity()`` (JSON-able, for the manifest).
     ``uses_labels`` says whether it reads :attr:`Presentation.labels` (only such a reranker can run the
-    ``label-swap`` design)."""
+    ``label-swap`` design).
+
+    Stability: full (the reranker interface)."""
 
     name: str
     uses_labels: bool
@@ -262,7 +258,9 @@ def from_order(
     """An order callable as a :class:`Reranker`: ``fn(query, presented) -> ranked ids`` (best first), or with
     ``batched=True`` ``fn(queries, presented_lists) -> list of ranked ids`` called on up to ``batch_size``
     requests at a time. Invalid rankings follow the order rule (module docstring), counted; ``on_invalid="error"``
-    refuses them. ``uses_labels=True`` declares that ``fn`` reads ``presented.labels`` (the label-swap design)."""
+    refuses them. ``uses_labels=True`` declares that ``fn`` reads ``presented.labels`` (the label-swap design).
+
+    Stability: full (a reranker from a callable that returns ids, best first)."""
     _check_callable(fn, name, batch_size)
     return _Callable(
         fn, "order", name, batched, batch_size, on_invalid=_check_on_invalid(on_invalid), uses_labels=uses_labels
@@ -281,7 +279,9 @@ def from_scores(
     """A score callable as a :class:`Reranker`: ``fn(query, presented) -> one score per presented candidate``, or
     with ``batched=True`` ``fn(queries, presented_lists) -> list of score lists``. The ranking is by descending
     score (ascending with ``higher_is_better=False``), ties to the earlier presented position; rows keep the scores
-    (aligned with ``input``, higher = preferred)."""
+    (aligned with ``input``, higher = preferred).
+
+    Stability: full (a reranker from a callable that returns scores, single or batched)."""
     _check_callable(fn, name, batch_size)
     return _Callable(
         fn, "scores", name, batched, batch_size, higher_is_better=bool(higher_is_better), uses_labels=uses_labels
@@ -316,7 +316,9 @@ def from_scorer(scorer: Scorer, method: str = BASELINE_METHOD, *, name: str | No
     """A project scorer (``invarirank.make_scorer(...)`` or any :class:`~invarirank.types.Scorer`) with a registered
     method (:data:`invarirank.METHODS`; STELLA_LW needs ``matrix=``) as a :class:`Reranker`: each presented order is
     reranked exactly as :func:`invarirank.rerank_query` does (method-internal shuffles seeded from the audit's seed
-    and the order's key), so an audit with the ``random`` design gives that function's rows for the method."""
+    and the order's key), so an audit with the ``random`` design gives that function's rows for the method.
+
+    Stability: full (a reranker from a project scorer and a registered method)."""
     from ..methods import METHODS
     from ..methods import method as registered
 

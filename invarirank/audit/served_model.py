@@ -49,7 +49,7 @@ from ..types import Query, rank_by_scores
 from .rerankers import Presentation, Ranking, complete_ranking
 from .served_http import Journal, ServerClient, ServerRejected
 
-__all__ = ["served", "ServedReranker", "parse_ranking", "strip_reasoning", "MODES", "RANK_QUESTION"]
+__all__ = ["served"]
 
 MODES = ("logprobs", "generate")
 
@@ -319,5 +319,7 @@ def served(server: str, model: str, mode: str = "logprobs", **options: Any) -> S
     (``auto``: fixed ids where the server has them, else top-k; ``fixed``; ``top-k``), ``frame`` (the text before
     and after the log-prob prompt's message, generation prompt included:
     :func:`invarirank.llm.frames.served_frame`) and its ``frame_name`` (recorded), ``template`` (a
-    :class:`~invarirank.llm.prompts.ChoiceTemplate`)."""
+    :class:`~invarirank.llm.prompts.ChoiceTemplate`).
+
+    Stability: full (a model behind an OpenAI-compatible server, by label log-probs or a generated ranking)."""
     return ServedReranker(server, model, mode, **options)

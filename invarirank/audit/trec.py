@@ -39,7 +39,7 @@ from ..evaluation.observations import as_rows, read_text
 from ..io import atomic_write_text
 from .rerankers import REPAIR_KINDS, complete_ranking
 
-__all__ = ["write_trec_run", "read_trec_run", "presented_path", "qrels_path"]
+__all__ = ["write_trec_run", "read_trec_run"]
 
 _TAG = re.compile(r"^(?P<method>.+)@(?P<t>\d+)$")
 
@@ -62,7 +62,9 @@ def _token(value: str, what: str) -> str:
 
 def write_trec_run(path: str | os.PathLike, rows: Any) -> Path:
     """Write observation rows (a file, a DataFrame or rows; validated) as a TREC run with its presented-order and
-    qrels files (module docstring); returns the run's path. Every method and order gets its own tag."""
+    qrels files (module docstring); returns the run's path. Every method and order gets its own tag.
+
+    Stability: full (a TREC run file and its sidecars, written and read back)."""
     valid = as_rows(rows, where=f"{path} (rows to write)")
     run_lines: list[str] = []
     presented: list[str] = []
@@ -146,7 +148,9 @@ def read_trec_run(
     """A TREC run → observation rows (module docstring), validated. ``presented`` defaults to
     ``RUN.presented.jsonl`` and ``qrels`` to ``RUN.qrels`` when they exist; ``candidates`` (a candidates file)
     gives the presented order and the ground truth instead. Rows come in the run's order of first appearance of
-    each (query, tag); each carries ``repairs`` (the order rule's counts)."""
+    each (query, tag); each carries ``repairs`` (the order rule's counts).
+
+    Stability: full (a TREC run file and its sidecars, written and read back)."""
     p = Path(path)
     lists: dict[tuple[str, str], list[tuple[float, float, int, str]]] = {}
     for n, (qid, _, item, rank, score, tag) in _lines(p, 6, "run: QUERY_ID Q0 ITEM_ID RANK SCORE TAG"):

@@ -15,16 +15,3 @@ leave-one-out), :mod:`.queries` (test and validation queries), :mod:`.ids` (cano
 from .ids import canonical_argsort, canonical_sorted
 from .preparation import DATASETS, Prepared, Settings, format_stats, load_prepared, prepare, prepare_data
 from .split import split_sizes
-
-__all__ = [
-    "prepare",
-    "prepare_data",
-    "load_prepared",
-    "Prepared",
-    "Settings",
-    "DATASETS",
-    "format_stats",
-    "split_sizes",
-    "canonical_argsort",
-    "canonical_sorted",
-]

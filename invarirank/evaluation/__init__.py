@@ -36,35 +36,4 @@ from .positional_exposure import exposure
 from .report import format_comparisons, format_table
 from .sister import sister_measures
 
-__all__ = [
-    "evaluate",
-    "read_observations",
-    "write_observations",
-    "format_table",
-    "SCHEMA_VERSION",
-    "METRICS_SCHEMA_VERSION",
-    "check_metrics_version",
-    "hit_rate",
-    "ndcg",
-    "recall",
-    "reciprocal_rank",
-    "ppi",
-    "gpi",
-    "gpi_exact",
-    "loc",
-    "win_counts",
-    "exposure",
-    "sister_measures",
-    "format_comparisons",
-    "PerQuery",
-    "compare_methods",
-    "comparison",
-    "per_query_from_block",
-    "queries_for_power",
-    "sign_flip_p",
-    "PAPER_CLAIMS",
-    "Claim",
-    "holm",
-    "judge_claim",
-    "judge_claims",
-]
+__all__ = ["evaluate", "read_observations", "write_observations", "format_table", "sister_measures"]

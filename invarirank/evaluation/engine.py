@@ -77,15 +77,7 @@ from .references import (
 )
 from .settings import CI_LEVEL, check_against_lists, check_settings
 
-__all__ = [
-    "METRICS_SCHEMA_VERSION",
-    "evaluate",
-    "evaluate_rows",
-    "check_settings",
-    "check_against_lists",
-    "check_metrics_version",
-    "dumps_metrics",
-]
+__all__ = ["evaluate"]
 
 METRICS_SCHEMA_VERSION = 6
 _GPI_CHUNK_CELLS = 1 << 20
@@ -107,7 +99,7 @@ def evaluate(
     """Metrics of observations: the ``metrics.json`` dictionary (its shape in :mod:`invarirank.evaluation.engine`'s
     docstring and the book's file formats page; the definitions in the book's metrics chapter).
 
-    Stability: full (the package's front door).
+    Stability: full (observations → the ``metrics.json`` dictionary).
 
     ``data``: a path to an observations file (.jsonl, .jsonl.gz, .parquet), a pandas DataFrame, or a list of rows:
     dicts, or row objects with ``to_json()`` such as the ``ObservationRow`` objects that

@@ -45,14 +45,7 @@ from ..candidates import IdForms, lone_surrogate, look_alike
 from ..errors import InvariRankError
 from ..io import atomic_path, atomic_write_text, path_argument
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "REQUIRED_FIELDS",
-    "read_observations",
-    "write_observations",
-    "validate_rows",
-    "rows_from_frame",
-]
+__all__ = ["read_observations", "write_observations"]
 
 SCHEMA_VERSION = 1
 REQUIRED_FIELDS = ("query_id", "method", "permutation", "input", "output", "relevant")
@@ -360,7 +353,7 @@ def read_observations(path: str | os.PathLike) -> list[dict]:
     Returns one dict per row, in file order, with ids as strings (see the module docstring for the schema and
     the checks). Raises :class:`InvariRankError` naming ``FILE:LINE`` on the first problem.
 
-    Stability: full (the package's front door).
+    Stability: full (the observations file).
     """
     p = path_argument(path, "read_observations: path", "observations file's path")
     if not p.is_file():
@@ -457,7 +450,7 @@ def write_observations(path: str | os.PathLike, rows: Iterable[Mapping] | Any) -
     """Validate ``rows`` (dicts, row objects such as :func:`invarirank.rerank_query`'s, or a pandas DataFrame) and
     write them atomically as an observations file.
 
-    Stability: full (the package's front door).
+    Stability: full (the observations file).
 
     The format follows the suffix: ``.parquet`` → Parquet; ``.gz`` → gzip-compressed JSON Lines
     (deterministic: mtime 0); anything else → JSON Lines. Every row carries ``schema_version`` 1 first, then the

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["format_table", "format_comparisons", "format_references"]
+__all__ = ["format_table"]
 
 #: the metrics the reference block shows, in this order
 REFERENCE_METRICS = ("hr@5", "ndcg@5", "ppi", "gpi", "loc")
@@ -43,6 +43,8 @@ def format_table(metrics: dict, digits: int = 4) -> str:
           ...
           exposure@5 by presented position (expected 0.2000):
             p 0-9    0.41 0.30 ...
+
+    Stability: caller (a readable table of a metrics dictionary).
     """
     lines: list[str] = []
     for method, block in metrics.get("methods", {}).items():

@@ -37,7 +37,7 @@ import numpy as np
 from ..errors import InvariRankError
 from .observations import as_rows
 
-__all__ = ["SISTER_MEASURES", "sister_measures", "query_sister_measures", "rank_matrix"]
+__all__ = ["sister_measures"]
 
 #: the measures' names in the order they are reported (``jaccard@k`` with the chosen k)
 SISTER_MEASURES = (
@@ -105,7 +105,9 @@ def query_sister_measures(outputs: Sequence[Sequence[str]], relevant: Sequence[s
 def sister_measures(observations: Any, *, k: int = 5) -> dict[str, Any]:
     """Observations (a file, a DataFrame or rows; validated) → ``{"settings": {"k": k}, "methods": {METHOD:
     {"overall": {NAME: mean over defined queries, "queries": Q}, "per_query": {QUERY_ID: {NAME: value}}}}}``;
-    methods and queries in the order of their first row."""
+    methods and queries in the order of their first row.
+
+    Stability: caller (Spearman, top-k Jaccard, first place, relevant ranks, flips, intransitive triads)."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise InvariRankError(f"sister_measures: k = {k!r}; expected an integer >= 1 (the top-k of jaccard@k)")
     rows = as_rows(observations)

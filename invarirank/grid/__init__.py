@@ -16,22 +16,3 @@ from ..store import RESULT_FILES, complete_runs, project_root
 from .book import build_book, load_book_config
 from .book_build import compute_grid, compute_runs
 from .spec import Grid, lab_runs, load_grid, main_run, main_sweep
-
-__all__ = [
-    "Grid",
-    "load_grid",
-    "lab_runs",
-    "main_run",
-    "main_sweep",
-    "compute_grid",
-    "build_book",
-    "load_book_config",
-    "compute_runs",
-    "run_status",
-    "run_folder",
-    "ensure_run",
-    "ensure_runs",
-    "complete_runs",
-    "project_root",
-    "RESULT_FILES",
-]

@@ -22,25 +22,15 @@ from typing import Any
 
 from .factory import SCORER_KINDS, SCORER_OPTIONS, make_scorer
 
-__all__ = [
-    "make_scorer",
-    "SCORER_KINDS",
-    "SCORER_OPTIONS",
-    "SpanScorer",
-    "ChoiceScorer",
-    "SimulatedScorer",
-    "load_model",
-    "prepare_model",
-    "TEMPLATE_VERSION",
-]
+__all__ = ["make_scorer"]
 
 _LAZY = {
-    "SpanScorer": ("span", "SpanScorer"),
-    "ChoiceScorer": ("choice", "ChoiceScorer"),
-    "SimulatedScorer": ("simulated", "SimulatedScorer"),
-    "load_model": ("models", "load_model"),
-    "prepare_model": ("models", "prepare"),
-    "TEMPLATE_VERSION": ("prompts", "TEMPLATE_VERSION"),
+    "SpanScorer": ("invarirank.llm.span", "SpanScorer"),
+    "ChoiceScorer": ("invarirank.llm.choice", "ChoiceScorer"),
+    "SimulatedScorer": ("invarirank.llm.simulated", "SimulatedScorer"),
+    "load_model": ("invarirank.llm.models", "load_model"),
+    "prepare_model": ("invarirank.llm.models", "prepare"),
+    "TEMPLATE_VERSION": ("invarirank.llm.prompts", "TEMPLATE_VERSION"),
 }
 
 
@@ -49,5 +39,5 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         module, attr = _LAZY[name]
-        return getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+        return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,17 +7,9 @@ from typing import Any
 from invarirank.errors import InvariRankError
 from invarirank.types import Scorer
 
-from .options import CHOICE_OPTIONS, FORBIDDEN_OPTIONS, SIMULATED_OPTIONS, SPAN_OPTIONS, Option, check_config_options
+from .options import CHOICE_OPTIONS, SIMULATED_OPTIONS, SPAN_OPTIONS, Option, check_config_options
 
-__all__ = [
-    "make_scorer",
-    "SCORER_KINDS",
-    "SCORER_OPTIONS",
-    "DEFAULT_MODEL",
-    "scoring_versions",
-    "check_scorer_options",
-    "FORBIDDEN_OPTIONS",
-]
+__all__ = ["make_scorer"]
 
 #: THE registry of scorer kinds, each with its options (declared once, :mod:`invarirank.llm.options`)
 SCORER_OPTIONS: dict[str, dict[str, Option]] = {
@@ -83,6 +75,8 @@ def make_scorer(
       is passed on as its display name when given; ``cache_dir`` is ignored).
 
     Unknown kinds, models and options raise :class:`~invarirank.errors.InvariRankError`.
+
+    Stability: full (a scorer by kind: ``span``, ``choice``, ``simulated``).
     """
     if kind == "simulated":
         from .simulated import SimulatedScorer

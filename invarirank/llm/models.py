@@ -53,20 +53,6 @@ from .devices import resolve_device, resolve_dtype, set_threads
 from .gguf import REGISTRY, is_prepared, prepare, prepared_dir  # noqa: F401  (re-exported)
 from .weights import check_weights, hash_tokenizer, weights_sha256
 
-__all__ = [
-    "REGISTRY",
-    "LoadedModel",
-    "prepare",
-    "prepared_dir",
-    "is_prepared",
-    "resolve_device",
-    "resolve_dtype",
-    "load_model",
-    "load_tokenizer",
-    "weights_sha256",
-    "set_threads",
-]
-
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 

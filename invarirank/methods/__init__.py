@@ -25,28 +25,10 @@ from ._common import ScoreOnly, Steps, as_batch_scorer, batch_size_of, drive, dr
 from .query_cache import QueryPassCache
 from .registry import METHOD_LABELS, METHODS, REGISTRY, Method, method, passes_per_order
 from .result import MethodResult
-from .stella_calibration import calibrate, load_or_calibrate
+from .stella import calibrate
+from .stella_calibration import load_or_calibrate
 
-__all__ = [
-    "METHODS",
-    "METHOD_LABELS",
-    "REGISTRY",
-    "Method",
-    "method",
-    "MethodResult",
-    "QueryPassCache",
-    "run_method",
-    "method_steps",
-    "drive",
-    "drive_many",
-    "drive_window",
-    "as_batch_scorer",
-    "ScoreOnly",
-    "batch_size_of",
-    "calibrate",
-    "load_or_calibrate",
-    "passes_per_order",
-]
+__all__ = ["METHODS"]
 
 
 def run_method(

@@ -24,21 +24,7 @@ from .bootstrapping import bootstrapping_steps
 from .sgs import sgs_steps
 from .zero_shot import zero_shot_steps
 
-__all__ = [
-    "Method",
-    "Calibrator",
-    "REGISTRY",
-    "METHODS",
-    "METHOD_LABELS",
-    "SWEEP_METHODS",
-    "BASELINE_METHOD",
-    "LAB_CONTRAST",
-    "method",
-    "passes_per_order",
-    "calibrated_method",
-    "uncalibrated",
-    "shared_passes",
-]
+__all__ = ["METHODS"]
 
 
 @dataclass(frozen=True)
@@ -98,7 +84,8 @@ REGISTRY: tuple[Method, ...] = (
     ),
     Method("sgs", "SGS", sgs_steps, lambda k, u: k, "K"),
 )
-#: method names, in the registry's (the paper's) order (stability: full, the package's front door)
+#: method names, in the registry's (the paper's) order
+#: Stability: full (the reranking methods, in the paper's order).
 METHODS: tuple[str, ...] = tuple(m.name for m in REGISTRY)
 #: the plain method (the scorer asked once, on the presented order itself): where one method stands for a scorer
 BASELINE_METHOD: str = "zero_shot"

@@ -26,9 +26,9 @@ from ..errors import InvariRankError
 from ..types import Item, Query, Scorer, rank_by_scores
 from ._common import Steps, drive, shuffle_positions
 from .result import MethodResult
-from .stella_calibration import calibrate  # re-exported: the documented path of the calibration
+from .stella_calibration import calibration_counts, normalise_counts, select_calibration_queries
 
-__all__ = ["stella", "stella_steps", "posterior_update", "entropy", "calibrate"]
+__all__ = ["calibrate"]
 
 
 def entropy(p: np.ndarray) -> float:
@@ -168,3 +168,22 @@ def _stella_steps(
             logp = np.round(np.log(post), 9)
         positions = sorted(range(k), key=lambda c: (-logp[c], raw_rank[c], c))
     return MethodResult(output=[presented[i].item_id for i in positions], scores=first, passes=passes)
+
+
+def calibrate(
+    scorer: Scorer,
+    validation_queries: Sequence[Query],
+    k: int,
+    n_queries: int = 150,
+    repeats: int = 5,
+    seed: int = 0,
+    progress: bool = False,
+) -> np.ndarray:
+    """The row-normalised K×K transition matrix (float64) of ``scorer`` on lists of ``k``: row =
+    the input position (0-based) a relevant candidate was placed at, column = the input position the scorer ranked
+    first; no disk cache (the runner uses :func:`invarirank.methods.stella_calibration.load_or_calibrate`). With no usable validation query it is uniform
+    (STELLA then falls back to raw rankings).
+
+    Stability: caller (STELLA_LW's calibration matrix for lists of K)."""
+    queries = select_calibration_queries(validation_queries, k, n_queries, seed)
+    return normalise_counts(calibration_counts(scorer, queries, k, repeats, seed, progress))

@@ -34,7 +34,7 @@ from ..types import Item, Query, Scorer, rank_by_scores
 from ._common import as_batch_scorer, batch_size_of, score_items_batch
 
 __all__ = [
-    "calibrate",
+    "normalise_counts",
     "calibration_counts",
     "select_calibration_queries",
     "calibration_pass_count",
@@ -123,24 +123,10 @@ def calibration_counts(
     return counts
 
 
-def _normalise(counts: np.ndarray) -> np.ndarray:
+def normalise_counts(counts: np.ndarray) -> np.ndarray:
+    """Row-normalised float64 transition matrix of smoothed calibration counts."""
     counts = np.asarray(counts, dtype=np.float64)
     return counts / counts.sum(axis=1, keepdims=True)
-
-
-def calibrate(
-    scorer: Scorer,
-    validation_queries: Sequence[Query],
-    k: int,
-    n_queries: int = 150,
-    repeats: int = 5,
-    seed: int = 0,
-    progress: bool = False,
-) -> np.ndarray:
-    """The row-normalised K×K transition matrix (float64); no disk cache (see :func:`load_or_calibrate`).
-    With no usable validation query it is uniform (STELLA then falls back to raw rankings)."""
-    queries = select_calibration_queries(validation_queries, k, n_queries, seed)
-    return _normalise(calibration_counts(scorer, queries, k, repeats, seed, progress))
 
 
 @dataclass
@@ -288,7 +274,7 @@ def load_or_calibrate(
     progress: bool = False,
     known: Mapping[str, Any] | None = None,
 ) -> Calibration:
-    """:func:`calibrate` with a JSON cache ``<cache_dir>/stella/<key>.json`` (``cache_dir`` defaults
+    """:func:`invarirank.methods.stella.calibrate` with a JSON cache ``<cache_dir>/stella/<key>.json`` (``cache_dir`` defaults
     to :func:`invarirank.assets.cache_dir`). The key covers the scorer's identity (``key_identity()``
     where the scorer has one: model weights, tokenizer, dtype, device type, scorer kind, template,
     options), K, the probing queries and the settings (:func:`calibration_key`).
@@ -312,7 +298,16 @@ def load_or_calibrate(
             if got.get("key") == key and counts.shape == (k, k):
                 query_ids = list(got["query_ids"])
                 return Calibration(
-                    k, counts, _normalise(counts), query_ids, int(got["passes"]), key, True, meta, identity, probes
+                    k,
+                    counts,
+                    normalise_counts(counts),
+                    query_ids,
+                    int(got["passes"]),
+                    key,
+                    True,
+                    meta,
+                    identity,
+                    probes,
                 )
         except (OSError, ValueError, KeyError, TypeError):
             pass  # unreadable cache entry: recompute and replace it
@@ -322,6 +317,6 @@ def load_or_calibrate(
         counts_known if counts_known is not None else calibration_counts(scorer, queries, k, repeats, seed, progress)
     )
     query_ids = [q.query_id for q in queries]
-    cal = Calibration(k, counts, _normalise(counts), query_ids, passes, key, from_known, meta, identity, probes)
+    cal = Calibration(k, counts, normalise_counts(counts), query_ids, passes, key, from_known, meta, identity, probes)
     atomic_write_json(path, {**cal.to_json(), "identity": identity})
     return cal

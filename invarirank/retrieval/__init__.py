@@ -9,13 +9,3 @@ Importing this package does not import torch or implicit (the trainers import th
 from .first_stage import RetrievalResult, format_stats, retrieve
 from .metrics import DEFAULT_KS, retrieval_metrics
 from .training import RETRIEVERS, train_retriever
-
-__all__ = [
-    "retrieve",
-    "RetrievalResult",
-    "RETRIEVERS",
-    "format_stats",
-    "train_retriever",
-    "retrieval_metrics",
-    "DEFAULT_KS",
-]

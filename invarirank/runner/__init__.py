@@ -38,31 +38,4 @@ from .run import (
 from .shards import Shard, plan_shards
 from .worker import make_run_scorer
 
-__all__ = [
-    "RunConfig",
-    "PATH_SETTINGS",
-    "simple_name",
-    "slug",
-    "QuerySet",
-    "load_queries",
-    "rerank_query",
-    "ObservationRow",
-    "QueryRecord",
-    "RunPlan",
-    "plan_run",
-    "format_plan",
-    "ensure_runs",
-    "ensure_run",
-    "run_experiment",
-    "run_folder",
-    "run_status",
-    "mismatch_error",
-    "NO_RUN_FOLDER",
-    "make_run_scorer",
-    "Shard",
-    "plan_shards",
-    "Executor",
-    "LocalExecutor",
-    "make_executor",
-    "EXECUTORS",
-]
+__all__ = ["rerank_query"]

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ObservationRow", "QueryRecord", "QueriesSection", "PassesSection", "FilesSection", "Manifest"]
+__all__ = ["ObservationRow"]
 
 
 class _Record:
@@ -24,7 +24,9 @@ class ObservationRow(_Record):
     """One line of ``observations.jsonl`` (the evaluation core's schema): method ``method`` on presented order
     ``permutation`` (0-based t) of query ``query_id``. ``input`` = the presented item ids (0-based positions),
     ``output`` = the method's ranking, best first; ``scores`` = the first pass's scores aligned with ``input``
-    (higher = preferred); ``passes`` = scorer calls the method requested for this order (before de-duplication)."""
+    (higher = preferred); ``passes`` = scorer calls the method requested for this order (before de-duplication).
+
+    Stability: full (one observation row, as ``rerank_query`` returns it (``to_json()`` is the file's line))."""
 
     query_id: str
     method: str

@@ -23,7 +23,7 @@ from ..types import Query, Scorer
 from .arguments import check_arguments
 from .records import ObservationRow
 
-__all__ = ["rerank_query", "rerank_window", "DEFAULT_METHODS"]
+__all__ = ["rerank_query", "rerank_window"]
 
 #: the methods :func:`rerank_query` runs when none are named: every registered method that needs no calibration
 #: (STELLA_LW needs one, and joins them when calibrations are given)
@@ -155,7 +155,7 @@ def rerank_query(
     """Every method in ``methods`` on ``M`` presented orders of ``query`` → one observation row per
     (method, presented order), by method (the registry's order), then order t = 0..M-1.
 
-    Stability: full (the package's front door).
+    Stability: full (every method on M presented orders of one query → observation rows).
 
     ``scorer`` is any :class:`~invarirank.types.Scorer` (``invarirank.make_scorer(...)`` or your own object with
     ``name``, ``score`` and ``identity``). Passes are shared between the methods of the query through a pass cache
@@ -220,7 +220,8 @@ def rerank_window(
     packs them by its ``max_batch_tokens``). Each query keeps its own passes (the pass cache is keyed by query), so
     the rows equal :func:`rerank_query`'s. There is no noise floor here (its copies are scored one by one).
 
-    Stability: caller (the runner's ``query_window``)."""
+    Stability: caller (many queries through one scorer window, rows equal to ``rerank_query``'s: the runner's
+    ``query_window``)."""
     _door("rerank_window", scorer, queries, seed, False)
     ids = [q.query_id for q in queries]
     if len(set(ids)) != len(ids):  # the pass cache is keyed by query id: a repeat would reuse another's passes

@@ -12,9 +12,8 @@ from invarirank.errors import InvariRankError
 from invarirank.llm.simulated import SimulatedScorer
 from invarirank.methods import run_method
 from invarirank.methods._common import as_batch_scorer
-from invarirank.methods.stella import entropy, posterior_update
+from invarirank.methods.stella import calibrate, entropy, posterior_update
 from invarirank.methods.stella_calibration import (
-    calibrate,
     calibration_counts,
     calibration_key,
     calibration_need,
