@@ -158,8 +158,8 @@ def read_observations(path: str | os.PathLike) -> list[dict]:
     compare rows across the file (a query's rows need not be adjacent). The peak is about 30 MB plus six times
     the **uncompressed** size of a JSON Lines file, gzip or not (measured: 100 MB for 11.8 MB, 376 MB for 59 MB;
     a query's rows share one string object per id), and ``invarirank evaluate`` about nine times (506 MB for 59
-    MB; ``book/reference/benchmarks.md``). A larger file is split by query into files evaluated apart, or
-    evaluated on a larger machine.
+    MB), on rows of K = 25; shorter rows take more for their size (``book/reference/benchmarks.md``). A larger
+    file is split by query into files evaluated apart, or evaluated on a larger machine.
 
     Stability: full (the package's front door).
     """
