@@ -31,7 +31,8 @@ from .consistency import gpi, loc, ppi, win_counts
 from .effectiveness import hit_rate, ndcg, recall, reciprocal_rank
 from .engine import METRICS_SCHEMA_VERSION, check_metrics_version, evaluate
 from .kemeny import gpi_exact
-from .observations import SCHEMA_VERSION, read_observations, write_observations
+from .observation_rows import SCHEMA_VERSION
+from .observations import read_observations, write_observations
 from .positional_exposure import exposure
 from .report import format_comparisons, format_table
 from .sister import sister_measures

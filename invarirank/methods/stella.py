@@ -179,10 +179,10 @@ def calibrate(
     seed: int = 0,
     progress: bool = False,
 ) -> np.ndarray:
-    """The row-normalised K×K transition matrix (float64) of ``scorer`` on lists of ``k``: row =
-    the input position (0-based) a relevant candidate was placed at, column = the input position the scorer ranked
-    first; no disk cache (the runner uses :func:`invarirank.methods.stella_calibration.load_or_calibrate`). With no usable validation query it is uniform
-    (STELLA then falls back to raw rankings).
+    """The row-normalised K×K transition matrix (float64) of ``scorer`` on lists of ``k``: row = the input
+    position (0-based) a relevant candidate was placed at, column = the input position the scorer ranked first. No
+    disk cache (the runner uses :func:`invarirank.methods.stella_calibration.load_or_calibrate`). With no usable
+    validation query it is uniform (STELLA then falls back to raw rankings).
 
     Stability: caller (STELLA_LW's calibration matrix for lists of K)."""
     queries = select_calibration_queries(validation_queries, k, n_queries, seed)

@@ -274,9 +274,9 @@ def load_or_calibrate(
     progress: bool = False,
     known: Mapping[str, Any] | None = None,
 ) -> Calibration:
-    """:func:`invarirank.methods.stella.calibrate` with a JSON cache ``<cache_dir>/stella/<key>.json`` (``cache_dir`` defaults
-    to :func:`invarirank.assets.cache_dir`). The key covers the scorer's identity (``key_identity()``
-    where the scorer has one: model weights, tokenizer, dtype, device type, scorer kind, template,
+    """:func:`invarirank.methods.stella.calibrate` with a JSON cache ``<cache_dir>/stella/<key>.json``
+    (``cache_dir`` defaults to :func:`invarirank.assets.cache_dir`). The key covers the scorer's identity
+    (``key_identity()`` where the scorer has one: model weights, tokenizer, dtype, device type, scorer kind, template,
     options), K, the probing queries and the settings (:func:`calibration_key`).
 
     ``known``: a calibration recorded earlier for the same run (:meth:`Calibration.to_record`, e.g. committed

@@ -282,10 +282,7 @@ def test_torch_free_parts_import_without_torch(module):
 MAX_LINES = 400
 #: TEMPORARY: the modules over the limit while they are being split by job; the list only shrinks, and the test
 #: below fails both when another module crosses the limit and when a listed one no longer needs its place
-STILL_TO_SPLIT: set[str] = {
-    # split by job on another branch of this session (observations: the speed work)
-    "invarirank/evaluation/observations.py",
-}
+STILL_TO_SPLIT: set[str] = set()
 
 
 def test_no_module_over_400_lines():
