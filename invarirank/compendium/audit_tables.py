@@ -41,6 +41,8 @@ __all__ = [
     "COMMITTED_AUDIT",
     "COMMITTED_RUN",
     "committed_folders",
+    "audit_facts",
+    "basis_sentences",
 ]
 
 #: the paper's measures and the effectiveness beside them, in the table's column order
@@ -245,6 +247,7 @@ def audit_facts(cmp: AuditComparison) -> dict[str, Any]:
         "model": model_label(str(identity.get("model", ""))),
         "unparsable_share": counts.get("unparsable", 0) / counts["rows"],
         "max_tokens": (identity.get("sampling") or {}).get("max_tokens"),
+        "as_presented": sum(1 for r in audit_rows if list(r["output"]) == list(r["input"])),
     }
 
 
@@ -270,11 +273,15 @@ def basis_sentences(cmp: AuditComparison) -> str:
             "LOC and exposure therefore measure the model's answers and its failures to answer together, which is "
             "what a user of this reranker would get: the parse-quality table says how much of each."
         )
-    if int(c["unknown"]) or int(c["missing"]):
+    parts.append(
+        f"{f['as_presented']} of the {rows} rows rank the candidates exactly as they were presented"
+        + (" (every unparsable answer among them)." if bad else ".")
+    )
+    if int(c.get("unknown", 0)) or int(c.get("missing", 0)):
         parts.append(
-            f"Among the rankings, the rule dropped {int(c['unknown'])} unknown labels and appended "
-            f"{int(c['missing'])} missing candidates in presented order ({int(c['repaired_rows'])} of {rows} rows "
-            f"changed)."
+            f"Over all rows the rule dropped {int(c['unknown'])} unknown labels and appended {int(c['missing'])} "
+            f"missing candidates in presented order (all K of them for an unparsable answer); it changed "
+            f"{int(c['repaired_rows'])} of the {rows} rows."
         )
     smallest = 2.0 / 2 ** f["users"]
     parts.append(
@@ -288,6 +295,3 @@ def basis_sentences(cmp: AuditComparison) -> str:
         )
     )
     return " ".join(parts)
-
-
-__all__ += ["audit_facts", "basis_sentences"]

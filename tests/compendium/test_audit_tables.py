@@ -57,6 +57,7 @@ def test_tables_restrict_the_run_to_the_audits_users_and_evaluate_both_alike(fol
     assert parse.loc["as-shown", "rows"] == 10 and parse.loc["as-shown", "repaired_rows"] == 0
     facts = audit_tables.audit_facts(cmp)
     assert (facts["users"], facts["run_users"], facts["M"], facts["K"], facts["rows"]) == (2, 4, 5, 6, 10)
+    assert facts["as_presented"] == 10  # the as-shown reranker's every row
     words = audit_tables.basis_sentences(cmp)
     assert "10 requests" in words and "p = 0.5" in words
 
