@@ -61,9 +61,10 @@ glue("audit_unparsable", f"{facts['unparsable_share']:.0%}", display=False)
 # The served reranker is {glue:text}`audit_model` (the project's embedded Qwen2.5-Coder-0.5B-Instruct, float32),
 # asked through `/v1/chat/completions` with greedy decoding (temperature 0, a fixed seed) for the whole ranking of
 # K = {glue:text}`audit_k` candidates; the prompt is the project's choice prompt (the user's history, the candidates
-# labelled `[A]`, `[B]`, … in the presented order) with the question replaced by RankGPT's. It saw the first
-# {glue:text}`audit_users` of the paper-cpu grid's {glue:text}`audit_run_users` users (in run order), each under
-# M = {glue:text}`audit_m` seeded presented orders: {glue:text}`audit_rows` generations. On the project's busy
+# labelled `[A]`, `[B]`, … in the presented order) with the question replaced by RankGPT's. It saw a prefix of the
+# paper-cpu grid's {glue:text}`audit_run_users` users in run order ({glue:text}`audit_users` of them, with the
+# candidates that run reranked), each under M = {glue:text}`audit_m` seeded presented orders:
+# {glue:text}`audit_rows` generations. On the project's busy
 # two-core CPU machine one generation of this model took one to two minutes even with eight requests batched
 # together, which is why the audit stops at so few users; on a GPU the same command audits every user in minutes. The presented orders are the very orders the
 # project's rerankers saw ({glue:text}`audit_paired` user × order pairs, checked), so every comparison below is
@@ -149,7 +150,7 @@ display(Markdown(audit_tables.basis_sentences(cmp)))
 #
 # **A served model.** Any OpenAI-compatible server (vLLM, llama.cpp's server, a hosted API), by label
 # log-probabilities (`--mode logprobs`) or by a generated ranking (`--mode generate`). This chapter's audit is this
-# command with its first two users' candidates:
+# command, given the candidates of the paper-cpu run's first users:
 #
 # ```bash
 # invarirank audit --server http://127.0.0.1:8000/v1 --model qwen2.5-coder-0.5b --mode generate \

@@ -261,8 +261,9 @@ def basis_sentences(cmp: AuditComparison) -> str:
     c = cmp.manifest["repairs"][identity["name"]]
     rows, bad = int(c["rows"]), int(c.get("unparsable", 0))
     read = rows - bad
+    users = f"{f['users']} user" + ("s" if f["users"] != 1 else "")
     parts = [
-        f"The served reranker answered {rows} requests ({f['users']} users × M = {f['M']} orders, K = {f['K']}); "
+        f"The served reranker answered {rows} requests ({users} × M = {f['M']} orders, K = {f['K']}); "
         f"{read} of them ({read / rows:.0%}) were read as rankings under the strict rule, {bad} were not "
         f"({int(c.get('truncated', 0))} of all answers stopped at max_tokens)."
     ]
@@ -285,8 +286,8 @@ def basis_sentences(cmp: AuditComparison) -> str:
         )
     smallest = 2.0 / 2 ** f["users"]
     parts.append(
-        f"The intervals are bootstrap intervals over {f['users']} users, and the comparison with the project's "
-        f"rerankers is paired (the same {f['M']} presented orders per user); with {f['users']} users a paired "
+        f"The intervals are bootstrap intervals over {users}, and the comparison with the project's "
+        f"rerankers is paired (the same {f['M']} presented orders per user); with {users} a paired "
         f"sign-flip test cannot go below p = {smallest:.3g}, so "
         + (
             "no difference here is a resolved one: read them as observed, not established."
