@@ -64,10 +64,12 @@ glue("audit_unparsable", f"{facts['unparsable_share']:.0%}", display=False)
 # labelled `[A]`, `[B]`, … in the presented order) with the question replaced by RankGPT's. It saw a prefix of the
 # paper-cpu grid's {glue:text}`audit_run_users` users in run order ({glue:text}`audit_users` of them, with the
 # candidates that run reranked), each under M = {glue:text}`audit_m` seeded presented orders:
-# {glue:text}`audit_rows` generations. On the project's busy
-# two-core CPU machine one generation of this model took one to two minutes even with eight requests batched
-# together, which is why the audit stops at so few users; on a GPU the same command audits every user in minutes. The presented orders are the very orders the
-# project's rerankers saw ({glue:text}`audit_paired` user × order pairs, checked), so every comparison below is
+# {glue:text}`audit_rows` generations. On the project's busy two-core CPU machine one generation of this model took
+# one to two minutes even with four to eight requests batched together, which is why the audit stops at so few
+# users; the same command on a machine with more to spare audits every user (it resumes from the journal). The
+# project's own SmolLM2-135M was tried first and, in a short trial, wrote no parsable ranking at all (it lists titles
+# and genres until the token limit), so the audit uses the larger model. The presented orders are the very orders
+# the project's rerankers saw ({glue:text}`audit_paired` user × order pairs, checked), so every comparison below is
 # paired.
 #
 # ### Parse quality
