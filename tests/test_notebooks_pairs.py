@@ -13,7 +13,7 @@ import pytest
 from tests.support import ROOT  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.py"))
-EXPECTED = {"data", "rerank", "results", "lab"}
+EXPECTED = {"data", "rerank", "results", "lab", "audit"}
 
 
 def _normalised(nb: dict) -> dict:

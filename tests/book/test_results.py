@@ -32,11 +32,18 @@ def _run_folders() -> list[Path]:
 
 
 SHARDED = [run for run in _run_folders() if (run / SHARDS_DIR).is_dir()]
+#: ``results/audits/<name>/``: an audit's folder as ``invarirank audit --out`` writes it (its journal holds every
+#: request and answer of a served reranker); tests/book/test_audit_chapter.py checks its contents
+AUDITS = "audits"
+AUDIT_FILES = sorted(("journal.jsonl", "manifest.json", "metrics.json", "observations.jsonl", "run.json"))
 
 
 def test_results_folders_hold_only_finished_runs_or_committed_shards():
     for run in _run_folders():
         names = sorted(f.name for f in run.iterdir())
+        if run.parent.name == AUDITS:
+            assert names == AUDIT_FILES and json.loads((run / "manifest.json").read_text())["kind"] == "audit", run
+            continue
         assert names in (sorted(RESULT_FILES), sorted((*RESULT_FILES, *OPTIONAL_RESULT_FILES)), [SHARDS_DIR]), run
 
 
