@@ -85,7 +85,12 @@ def register(subparsers: Any) -> None:
     )
     a("--device", help="device of a real scorer: auto (default), cpu, cuda, mps, ... (never part of the identity)")
     a("--m", type=int, help="presented orders per query (default 20)")
-    a("--queries", type=int, metavar="N", help="number of test queries, sampled with the seed (default all)")
+    a(
+        "--queries",
+        type=int,
+        metavar="N",
+        help="number of test queries, sampled with the seed (default all; above what the data holds: all, with a note)",
+    )
     a("--methods", help=f"comma-separated subset of {','.join(METHODS)} (default all; they always run in this order)")
     a("--seed", type=int, help="seed of orders, query sampling, shuffles and calibration (default 42)")
     a(

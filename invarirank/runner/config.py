@@ -83,9 +83,9 @@ class RunConfig:
     against the project root in a grid run, the working directory in a run with ``out``
     (:meth:`with_absolute_paths`).
     Reranking: ``K`` (None → 25 with the first stage, the file's own lists with ``candidates``), ``sample_k``
-    (sample among queries kept at this K; None → ``K``), ``n_queries`` (None → all kept), ``first_queries`` (keep
-    only the first N of the sampled queries, in run order, so that a smaller run reranks a prefix of a larger
-    one's users; None → all sampled), ``M``, ``methods``,
+    (sample among queries kept at this K; None → ``K``), ``n_queries`` (None → all kept; more than are kept: all
+    of them, with a note), ``first_queries`` (keep only the first N of the sampled queries, in run order, so that a
+    smaller run reranks a prefix of a larger one's users; None → all sampled), ``M``, ``methods``,
     ``seed``, STELLA_LW's ``calibration_queries``/``calibration_repeats`` (the protocol: 150 and 5), ``noise_floor``
     (M copies of one order). Scorer: ``scorer`` (a kind of :data:`invarirank.llm.factory.SCORER_KINDS`),
     ``model`` (None → the scorer's default), ``scorer_options`` (for ``invarirank.llm.make_scorer``), ``device``
