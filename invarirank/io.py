@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ from .errors import InvariRankError
 
 __all__ = [
     "atomic_path",
+    "atomic_folder",
     "atomic_write_text",
     "atomic_write_json",
     "dumps_json",
@@ -216,6 +218,32 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary folder beside ``path`` (hidden: ``.<name>.<random>.tmp``); on success it replaces
+    ``path`` (a folder there is removed first). On an exception the temporary folder is removed and ``path`` left as
+    it was; an ``OSError`` (a full disk) is one error naming ``path``, never the temporary folder, whose files the
+    body writes plainly (the rename makes them appear together)."""
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700 folders; give the usual permissions
+    except OSError as exc:
+        raise unwritable(target, _unnamed(exc) if target.parent.exists() else exc) from None
+    try:
+        yield tmp
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    except OSError as exc:
+        if exc.errno is None:
+            raise
+        raise unwritable(target, _unnamed(exc)) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, *, compress: bool = False) -> None:

@@ -54,7 +54,7 @@ from .errors import InvariRankError
 from .evaluation.engine import METRICS_SCHEMA_VERSION, evaluate
 from .evaluation.observations import read_text
 from .evaluation.references import FIRST_STAGE_FILE
-from .io import atomic_path, atomic_write_json, atomic_write_text, read_json
+from .io import atomic_folder, atomic_path, atomic_write_json, atomic_write_text, read_json
 from .locks import LOCK_NAME
 
 __all__ = [
@@ -402,11 +402,9 @@ def publish_run(work_dir: str | os.PathLike, target: str | os.PathLike, grid_run
             raise InvariRankError(f"{work}: {needed} missing; the run is not finished")
     target.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target / "observations.jsonl.gz", read_text(obs), compress=True)
-    shutil.copyfile(work / "metrics.json", target / ".metrics.json.tmp")
-    os.replace(target / ".metrics.json.tmp", target / "metrics.json")
+    _copy_file(work / "metrics.json", target / "metrics.json")
     if (work / FIRST_STAGE_FILE).is_file():
-        shutil.copyfile(work / FIRST_STAGE_FILE, target / f".{FIRST_STAGE_FILE}.tmp")
-        os.replace(target / f".{FIRST_STAGE_FILE}.tmp", target / FIRST_STAGE_FILE)
+        _copy_file(work / FIRST_STAGE_FILE, target / FIRST_STAGE_FILE)
     else:
         (target / FIRST_STAGE_FILE).unlink(missing_ok=True)
     if (work / VOLATILE_FILE).is_file():  # the machine's own paths stay in the work folder
@@ -439,15 +437,9 @@ def _copy_shards(source: Path, dest: Path) -> list[str]:
     for name, folder in _finished_shards(source).items():
         if name in theirs and all((folder / f).read_bytes() == (theirs[name] / f).read_bytes() for f in SHARD_FILES):
             continue
-        dest.mkdir(parents=True, exist_ok=True)
-        tmp = dest / f".{name}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        for f in SHARD_FILES:
-            shutil.copyfile(folder / f, tmp / f)
-        if (dest / name).exists():
-            shutil.rmtree(dest / name)
-        os.replace(tmp, dest / name)
+        with atomic_folder(dest / name) as tmp:
+            for f in SHARD_FILES:
+                shutil.copyfile(folder / f, tmp / f)
         copied.append(name)
     return copied
 
