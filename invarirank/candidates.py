@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvariRankError
-from .io import atomic_write_text, loads_json, path_argument
+from .io import atomic_write_text, existing_file, loads_json, path_argument
 from .types import HistoryEntry, Item, Query
 
 __all__ = [
@@ -292,8 +292,7 @@ def _lines(fh: Any, p: Path) -> Iterator[bytes]:
 
 
 def _numbered_queries(p: Path) -> Iterator[tuple[int, Query]]:
-    if not p.is_file():
-        raise InvariRankError(f"{p}: no such candidates file")
+    existing_file(p, "candidates file")
     with open(p, "rb") as probe:
         gzipped = probe.read(2) == b"\x1f\x8b"
     with gzip.open(p, "rb") if gzipped else open(p, "rb") as fh:

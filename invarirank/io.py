@@ -42,6 +42,8 @@ __all__ = [
     "read_json",
     "check_output_dir",
     "check_output_file",
+    "existing_file",
+    "existing_folder",
     "unwritable",
     "read_utf8",
     "special_file",
@@ -149,6 +151,36 @@ def special_file(path: str | os.PathLike) -> str | None:
         if test(mode):
             return name
     return None
+
+
+def _a(what: str) -> str:
+    return f"{'an' if what[:1].lower() in 'aeiou' else 'a'} {what}"
+
+
+def existing_file(path: str | os.PathLike, what: str = "file") -> Path:
+    """``path`` when it is an existing regular file (links followed), else one error naming it that says what is
+    there instead — nothing (``not found``), a folder or a special file — so that an input that exists is never
+    called "not found". ``what`` names the file expected (``"grid file"``)."""
+    p = Path(path)
+    if p.is_file():
+        return p
+    if p.is_dir():
+        raise InvariRankError(f"{p}: is a folder, expected {_a(what)}")
+    kind = special_file(p)
+    if kind:
+        raise InvariRankError(f"{p}: is a {kind}, expected a regular {what}")
+    raise InvariRankError(f"{p}: {what} not found")
+
+
+def existing_folder(path: str | os.PathLike, what: str = "folder") -> Path:
+    """``path`` when it is an existing folder (links followed), else one error naming it that says what is there
+    instead (nothing: ``not found``; a file); see :func:`existing_file`."""
+    p = Path(path)
+    if p.is_dir():
+        return p
+    if p.exists():
+        raise InvariRankError(f"{p}: is {_a(special_file(p) or 'file')}, expected {_a(what)}")
+    raise InvariRankError(f"{p}: {what} not found")
 
 
 def inside(root: str | os.PathLike, path: str | os.PathLike, what: str = "folder") -> Path:

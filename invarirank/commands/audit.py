@@ -104,7 +104,8 @@ def load_callable(spec: str) -> Any:
     if where.endswith(".py"):
         path = Path(where)
         if not path.is_file():
-            raise InvariRankError(f"--callable {spec!r}: file {where} not found")
+            what = "is a folder" if path.is_dir() else "not found"
+            raise InvariRankError(f"--callable {spec!r}: file {where} {what}; expected a Python file")
         module_spec = importlib.util.spec_from_file_location(path.stem, path)
         if module_spec is None or module_spec.loader is None:
             raise InvariRankError(f"--callable {spec!r}: cannot load {where}")

@@ -43,7 +43,7 @@ from typing import Any
 
 from ..candidates import IdForms, lone_surrogate, look_alike
 from ..errors import InvariRankError
-from ..io import atomic_path, atomic_write_text, path_argument
+from ..io import atomic_path, atomic_write_text, existing_file, path_argument
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -363,8 +363,7 @@ def read_observations(path: str | os.PathLike) -> list[dict]:
     Stability: full (the package's front door).
     """
     p = path_argument(path, "read_observations: path", "observations file's path")
-    if not p.is_file():
-        raise InvariRankError(f"{p}: observations file not found")
+    existing_file(p, "observations file")
     with gc_paused():
         if _is_parquet(p):
             records: Iterable[tuple[int, Any]] = _parquet_records(p)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import load_yaml, read_utf8
+from ..io import existing_file, load_yaml, read_utf8
 from ..runner import RunConfig, simple_name
 
 __all__ = ["Grid", "load_grid", "lab_runs", "main_run", "main_sweep", "check_paths", "check_folders"]
@@ -66,8 +66,7 @@ class Grid:
 
 
 def _read_yaml(p: Path) -> Any:
-    if not p.is_file():
-        raise InvariRankError(f"{p}: grid file not found")
+    existing_file(p, "grid file")
     return load_yaml(read_utf8(p, "grid file"), str(p))
 
 

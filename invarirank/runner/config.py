@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import load_yaml, read_utf8
+from ..io import existing_file, load_yaml, read_utf8
 from ..limits import MAX_BOOTSTRAP
 from ..llm.factory import DEFAULT_MODEL, SCORER_KINDS, check_scorer_options
 from ..methods.registry import METHODS, calibrated_method
@@ -185,8 +185,7 @@ class RunConfig:
     def from_yaml(cls, path: str | os.PathLike) -> RunConfig:
         """Read a ``--config`` YAML file (a mapping of settings)."""
         p = Path(path)
-        if not p.is_file():
-            raise InvariRankError(f"{p}: no such config file")
+        existing_file(p, "config file")
         data = load_yaml(read_utf8(p, "config file"), str(p), "malformed YAML")
         if data is None:
             data = {}
