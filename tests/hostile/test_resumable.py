@@ -6,8 +6,6 @@ files byte-identical to a clean run's. One row per phase."""
 
 from __future__ import annotations
 
-import errno
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import pytest
 from invarirank.cli import main
 from invarirank.errors import InvariRankError
 from invarirank.locks import folder_lock
-from tests.support.hostile import rerank_argv
+from tests.support.hostile import full_disk, rerank_argv
 from tests.support.runner import toy_candidates
 
 pytestmark = pytest.mark.usefixtures("private_cache")
@@ -25,21 +23,6 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 RUN_FILES = ("observations.jsonl", "metrics.json", "calibration.json", "manifest.json", "first_stage.jsonl.gz")
 #: those of a published grid run
 PUBLISHED = ("observations.jsonl.gz", "metrics.json", "manifest.json")
-
-
-def _full_disk(monkeypatch, hit: Callable[[Path], bool], nth: int = 1) -> None:
-    """The disk fills when the ``nth`` file ``hit`` accepts is put in place: ``os.replace`` raises ``ENOSPC``
-    naming the temporary source, as a write cut short does (every writer ends in a rename)."""
-    real, seen = os.replace, [0]
-
-    def replace(src, dst, *args, **kwargs):
-        if hit(Path(dst)):
-            seen[0] += 1
-            if seen[0] == nth:
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(src), None, os.fspath(dst))
-        return real(src, dst, *args, **kwargs)
-
-    monkeypatch.setattr(os, "replace", replace)
 
 
 def _named(name: str) -> Callable[[Path], bool]:
@@ -64,13 +47,13 @@ def _stop_evaluation(exc: BaseException):
 
 # (id, injection, expected exit code, fragments of the error line)
 RERANK_PHASES = [
-    ("second-shard", lambda mp: _full_disk(mp, _shard, nth=2), 2, ["no space left"]),
-    ("observations", lambda mp: _full_disk(mp, _named("observations.jsonl")), 2, ["observations.jsonl", "no space"]),
-    ("first-stage", lambda mp: _full_disk(mp, _named("first_stage.jsonl.gz")), 2, ["first_stage.jsonl.gz"]),
-    ("metrics", lambda mp: _full_disk(mp, _named("metrics.json")), 2, ["metrics.json", "no space"]),
-    ("calibration", lambda mp: _full_disk(mp, _named("calibration.json")), 2, ["calibration.json", "no space"]),
-    ("run-json", lambda mp: _full_disk(mp, _named("run.json")), 2, ["run.json", "no space"]),
-    ("manifest", lambda mp: _full_disk(mp, _named("manifest.json")), 2, ["manifest.json", "no space"]),
+    ("second-shard", lambda mp: full_disk(mp, _shard, nth=2), 2, ["no space left"]),
+    ("observations", lambda mp: full_disk(mp, _named("observations.jsonl")), 2, ["observations.jsonl", "no space"]),
+    ("first-stage", lambda mp: full_disk(mp, _named("first_stage.jsonl.gz")), 2, ["first_stage.jsonl.gz"]),
+    ("metrics", lambda mp: full_disk(mp, _named("metrics.json")), 2, ["metrics.json", "no space"]),
+    ("calibration", lambda mp: full_disk(mp, _named("calibration.json")), 2, ["calibration.json", "no space"]),
+    ("run-json", lambda mp: full_disk(mp, _named("run.json")), 2, ["run.json", "no space"]),
+    ("manifest", lambda mp: full_disk(mp, _named("manifest.json")), 2, ["manifest.json", "no space"]),
     ("evaluation-refused", _stop_evaluation(InvariRankError("evaluate: refused here")), 2, ["refused here"]),
     ("interrupted-merge", _stop_evaluation(KeyboardInterrupt()), 130, []),
 ]
@@ -131,11 +114,11 @@ def _committed(p: Path) -> bool:
 
 
 GRID_PHASES = [
-    ("committed-shard", lambda mp: _full_disk(mp, _committed, nth=2), ["no space"]),
-    ("published-observations", lambda mp: _full_disk(mp, _in_results("observations.jsonl.gz")), ["no space"]),
-    ("published-metrics", lambda mp: _full_disk(mp, _in_results("metrics.json")), ["metrics.json", "no space"]),
-    ("published-run-json", lambda mp: _full_disk(mp, _in_results("run.json")), ["run.json", "no space"]),
-    ("published-manifest", lambda mp: _full_disk(mp, _in_results("manifest.json")), ["manifest.json", "no space"]),
+    ("committed-shard", lambda mp: full_disk(mp, _committed, nth=2), ["no space"]),
+    ("published-observations", lambda mp: full_disk(mp, _in_results("observations.jsonl.gz")), ["no space"]),
+    ("published-metrics", lambda mp: full_disk(mp, _in_results("metrics.json")), ["metrics.json", "no space"]),
+    ("published-run-json", lambda mp: full_disk(mp, _in_results("run.json")), ["run.json", "no space"]),
+    ("published-manifest", lambda mp: full_disk(mp, _in_results("manifest.json")), ["manifest.json", "no space"]),
 ]
 
 
@@ -189,7 +172,7 @@ NOTEBOOK_PHASES = [
         "page-disk-full",
         lambda mp: (
             mp.setattr("papermill.execute_notebook", _papermill(None)),
-            _full_disk(mp, lambda p: p.suffix == ".ipynb" and p.parent.name == "rerank"),
+            full_disk(mp, lambda p: p.suffix == ".ipynb" and p.parent.name == "rerank"),
         ),
         2,
     ),
