@@ -1,0 +1,75 @@
+"""Hostile input, round 4 (issue 39) F2 and F7 at the Python front door: a ``Query`` built in Python is held to the
+candidates file's rules before any pass (repeated or empty candidate ids, no candidates or no relevant id, lone
+surrogates, objects that are not items), and ``model``, ``dataset`` and ``on_order`` are checked — one
+``InvariRankError`` naming the function, the query and the field, never silently wrong rows, a ``TypeError``
+from inside or a ``UnicodeEncodeError`` when the rows are written. One row per case."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import invarirank as ir
+from invarirank.llm.testing import toy_split_queries
+from invarirank.runner.rerank import rerank_window
+
+QUERY = next(q for q in toy_split_queries() if q.split == "test")
+FIRST = QUERY.candidates[0]
+
+
+def _with(**fields):
+    return dataclasses.replace(QUERY, **fields)
+
+
+# (id, query, keyword arguments, fragments)
+CASES = [
+    ("repeated-candidate", _with(candidates=(FIRST, *QUERY.candidates)), {}, ["repeats item_id", repr(FIRST.item_id)]),
+    ("no-candidates", _with(candidates=()), {}, ["'candidates' is empty"]),
+    ("no-relevant-id", _with(ground_truth=()), {}, ["'ground_truth' is empty"]),
+    ("surrogate-query-id", _with(query_id="u\udc80"), {}, ["'query_id'", "lone surrogate"]),
+    ("surrogate-user-id", _with(user_id="\ud800"), {}, ["'user_id'", "lone surrogate"]),
+    (
+        "surrogate-title",
+        _with(candidates=(dataclasses.replace(FIRST, title="x\ud800"), *QUERY.candidates[1:])),
+        {},
+        ["'candidates[0].title'", "lone surrogate"],
+    ),
+    (
+        "empty-item-id",
+        _with(candidates=(dataclasses.replace(FIRST, item_id=""), *QUERY.candidates[1:])),
+        {},
+        ["candidates[0].item_id"],
+    ),
+    ("string-candidate", _with(candidates=("a", *QUERY.candidates[1:])), {}, ["Item candidates"]),
+    ("model-not-text", QUERY, {"model": 3}, ["model = 3"]),
+    ("dataset-none", QUERY, {"dataset": None}, ["dataset = None"]),
+    ("on-order-not-callable", QUERY, {"on_order": 5}, ["on_order = 5"]),
+]
+
+
+@pytest.mark.parametrize("case,query,kwargs,needles", CASES, ids=[c[0] for c in CASES])
+def test_rerank_query_checks_the_query_at_the_door(case, query, kwargs, needles):
+    scorer = ir.make_scorer("simulated")
+    with pytest.raises(ir.InvariRankError) as err:
+        ir.rerank_query(scorer, query, M=2, methods=["zero_shot"], **kwargs)
+    message = str(err.value)
+    assert message.startswith("rerank_query: "), message
+    for needle in needles:
+        assert needle in message, (needle, message)
+
+
+def test_rerank_window_checks_every_query():
+    bad = _with(query_id="v1", candidates=(FIRST, FIRST))
+    with pytest.raises(ir.InvariRankError, match=r"rerank_window: query 'v1': field 'candidates' repeats"):
+        rerank_window(ir.make_scorer("simulated"), [QUERY, bad], M=2, methods=["zero_shot"])
+
+
+def test_a_valid_query_with_numpy_text_gives_the_rows_of_plain_text():
+    scorer = ir.make_scorer("simulated")
+    plain = ir.rerank_query(scorer, QUERY, M=3, methods=["zero_shot"])
+    numpy_ids = _with(query_id=np.str_(QUERY.query_id))
+    assert [r.output for r in ir.rerank_query(scorer, numpy_ids, M=3, methods=["zero_shot"])] == [
+        r.output for r in plain
+    ]
