@@ -73,3 +73,40 @@ def test_a_valid_query_with_numpy_text_gives_the_rows_of_plain_text():
     assert [r.output for r in ir.rerank_query(scorer, numpy_ids, M=3, methods=["zero_shot"])] == [
         r.output for r in plain
     ]
+
+
+def _rows():
+    scorer = ir.make_scorer("simulated")
+    tests = [q for q in toy_split_queries() if q.split == "test"]
+    return tests, [r for q in tests for r in ir.rerank_query(scorer, q, M=2, methods=["zero_shot"])]
+
+
+def _first_stage(tests, **override):
+    return {**{q.query_id: [c.item_id for c in q.candidates] for q in tests}, **override}
+
+
+# (id, call(tests, rows), fragments): evaluate's and write_observations' other arguments
+ARGUMENTS = [
+    ("first-stage-not-a-path", lambda t, r: ir.evaluate(r, n_bootstrap=0, first_stage=[1]), ["first_stage = [1]"]),
+    (  # a string is iterable: its characters would pass for single-character ids
+        "first-stage-ranking-a-string",
+        lambda t, r: ir.evaluate(r, n_bootstrap=0, first_stage=_first_stage(t, u0="".join(_first_stage(t)["u0"]))),
+        ["query 'u0'", "expected a list of item ids"],
+    ),
+    (
+        "first-stage-ranking-none",
+        lambda t, r: ir.evaluate(r, n_bootstrap=0, first_stage=_first_stage(t, u0=None)),
+        ["query 'u0'", "expected a list of item ids"],
+    ),
+    ("write-path-none", lambda t, r: ir.write_observations(None, r), ["write_observations: path = None"]),
+    ("write-rows-a-path", lambda t, r: ir.write_observations("o.jsonl", "rows.jsonl"), ["rows = 'rows.jsonl'"]),
+]
+
+
+@pytest.mark.parametrize("case,call,needles", ARGUMENTS, ids=[c[0] for c in ARGUMENTS])
+def test_evaluate_and_write_observations_check_their_arguments(case, call, needles):
+    tests, rows = _rows()
+    with pytest.raises(ir.InvariRankError) as err:
+        call(tests, rows)
+    for needle in needles:
+        assert needle in str(err.value), (needle, str(err.value))
