@@ -110,3 +110,56 @@ def test_evaluate_and_write_observations_check_their_arguments(case, call, needl
         call(tests, rows)
     for needle in needles:
         assert needle in str(err.value), (needle, str(err.value))
+
+
+def _by_title(query, presented):
+    return [item.item_id for item in sorted(presented, key=lambda it: it.title)]
+
+
+# (id, call(tests), fragments): the audit's door — one rule for scores (methods._common.finite_scores), the
+# candidates file's rules for queries, and rerank's own arguments
+AUDIT = [
+    (
+        "scores-strings",
+        lambda t: ir.audit(ir.audit.from_scores(lambda q, p: ["1"] * len(p), name="s"), t, M=1),
+        ["reranker 's'", "strings", "finite real numbers"],
+    ),
+    (
+        "scores-booleans",
+        lambda t: ir.audit(ir.audit.from_scores(lambda q, p: [True] * len(p), name="s"), t, M=1),
+        ["reranker 's'", "booleans"],
+    ),
+    ("queries-none", lambda t: ir.audit(ir.audit.from_order(_by_title, name="o"), None, M=1), ["queries = None"]),
+    (
+        "queries-surrogate",
+        lambda t: ir.audit(ir.audit.from_order(_by_title, name="o"), [_with(query_id="\ud800")], M=1),
+        ["'query_id'", "lone surrogate"],
+    ),
+    (  # a string is iterable: "0123" would present the candidates "0", "1", "2", "3"
+        "rerank-presented-a-string",
+        lambda t: ir.rerank(ir.audit.from_order(_by_title, name="o"), QUERY, "0123"),
+        ["presented = '0123'"],
+    ),
+    (
+        "rerank-seed-float",
+        lambda t: ir.rerank(ir.audit.from_order(_by_title, name="o"), QUERY, seed=1.5),
+        ["seed = 1.5"],
+    ),
+    ("rerank-query-none", lambda t: ir.rerank(ir.audit.from_order(_by_title, name="o"), None), ["query = NoneType"]),
+]
+
+
+@pytest.mark.parametrize("case,call,needles", AUDIT, ids=[c[0] for c in AUDIT])
+def test_the_audit_door_checks_scores_queries_and_arguments(case, call, needles):
+    with pytest.raises(ir.InvariRankError) as err:
+        call([q for q in toy_split_queries() if q.split == "test"][:2])
+    for needle in needles:
+        assert needle in str(err.value), (needle, str(err.value))
+
+
+def test_numpy_string_ids_from_a_reranker_are_strings():
+    as_numpy = ir.audit.from_order(lambda q, p: np.array(_by_title(q, p)), name="o")
+    rows = ir.audit(as_numpy, [QUERY], M=2)
+    assert [r["output"] for r in rows] == [
+        r["output"] for r in ir.audit(ir.audit.from_order(_by_title, name="o"), [QUERY], M=2)
+    ]
