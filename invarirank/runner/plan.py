@@ -24,6 +24,7 @@ from ..orders import presented_orders
 from ..types import Scorer
 from .config import RunConfig
 from .queries import QuerySet, load_queries
+from .setting_checks import check_lists_for_evaluation
 
 __all__ = [
     "passes_per_presented_order",
@@ -197,6 +198,7 @@ def plan_run(
     from .worker import make_run_scorer, scorer_key_identity
 
     qs = queries or load_queries(config)
+    check_lists_for_evaluation(config, qs.test)  # what the real run refuses before its first pass
     scorer = scorer or make_run_scorer(config)
     m = config.M
     ks = sorted({q.k for q in qs.test})

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InvariRankError
-from ..evaluation.settings import check_settings
+from ..evaluation.settings import check_against_lists, check_settings
 
-__all__ = ["check_sources", "check_evaluation"]
+__all__ = ["check_sources", "check_evaluation", "check_lists_for_evaluation"]
 
 
 def check_sources(config: Any, where: str = "config") -> None:
@@ -29,6 +31,12 @@ def check_sources(config: Any, where: str = "config") -> None:
             f"{where}: setting 'retriever' = {config.retriever!r} with 'candidates': no first stage runs on a "
             f"candidates file (its lists are the first stage); leave 'retriever' out"
         )
+    unused = {f.name: f.default for f in dataclasses.fields(config)}["retrieval_seed"]
+    if config.retrieval_seed != unused:
+        raise InvariRankError(
+            f"{where}: setting 'retrieval_seed' = {config.retrieval_seed!r} with 'candidates': no first stage runs on "
+            f"a candidates file, so its seed would be recorded but never used; leave 'retrieval_seed' out"
+        )
 
 
 def check_evaluation(config: Any, where: str = "config") -> None:
@@ -38,3 +46,16 @@ def check_evaluation(config: Any, where: str = "config") -> None:
     names = {n: f"{where}: setting {n!r}" for n in ("exposure_k", "n_bootstrap", "seed")}
     names["ks"] = f"{where}: setting 'eval_ks'"
     check_settings(config.eval_ks, config.exposure_k, 3, None, config.n_bootstrap, config.seed, 0, names=names)
+
+
+def check_lists_for_evaluation(config: Any, queries: Sequence[Any]) -> None:
+    """The run's evaluation settings against its test queries' lists, by the rules :func:`invarirank.evaluate`
+    applies to the observations at the merge (:func:`invarirank.evaluation.settings.check_against_lists`: an
+    ``exposure_k`` at or above the shortest K, lists above GPI's limit), before the first pass (the real run) and in
+    the dry run alike: a candidates file's lists set K only when it is read, and a setting refused after the
+    reranking would leave a half-run behind."""
+    lists = [{"input": [c.item_id for c in q.candidates]} for q in queries]
+    settings = {"exposure_k": config.exposure_k, "buckets": 3}
+    given = {"exposure_k": config.exposure_k != 5, "buckets": False}  # as the merge's evaluate reads them
+    names = {"exposure_k": "setting 'exposure_k'"}
+    check_against_lists(lists, settings, "the run's test queries", given=given, names=names)

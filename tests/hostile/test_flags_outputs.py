@@ -74,12 +74,23 @@ def test_a_missing_jupyter_kernel_is_found_before_the_grid_computes(tmp_path, ca
     assert not (tmp_path / "work").exists() or not any((tmp_path / "work").rglob("observations*"))
 
 
+@pytest.mark.parametrize("dry", [False, True], ids=["run", "dry-run"])
+def test_an_exposure_cut_off_at_the_files_own_k_is_refused_before_the_first_pass(tmp_path, capsys, dry):
+    """A candidates file's lists set K only when read (no --k): the merge's evaluate refused exposure_k = K after
+    every pass, leaving a half-run; now the run and its dry run refuse it before any."""
+    out = tmp_path / "run"
+    argv = _rerank(_cands(tmp_path), out, "--exposure-k", "6", *(["--dry-run"] if dry else []))
+    expect_rejected(capsys, argv, ["setting 'exposure_k' 6", "K = 6"], out=out)
+    assert not out.exists()
+
+
 # ------------------------------------------------------------------------------- F6 contradictory flags
 CONTRADICTIONS = [
     ("candidates-and-raw-dir", ["--raw-dir", "raw"], ["'candidates'", "'raw_dir'", "contradict"]),
     ("candidates-and-data-dir", ["--data-dir", "prepared"], ["'candidates'", "'data_dir'"]),
     ("candidates-and-retriever", ["--retriever", "als"], ["'retriever' = 'als'", "'candidates'"]),
     ("bench-without-dry-run", ["--bench", "b.json"], ["--bench", "--dry-run"]),
+    ("candidates-and-retrieval-seed", ["--retrieval-seed", "5"], ["'retrieval_seed' = 5", "'candidates'"]),
 ]
 
 
