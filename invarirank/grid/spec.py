@@ -138,6 +138,12 @@ def load_grid(
         ks = merged.get("K")
         if isinstance(ks, list) and not ks:
             raise InvariRankError(f"{p}: runs[{i}]: field 'K' is an empty list; expected one K or a list of Ks")
+        if isinstance(ks, list) and len(ks) > 1 and merged.get("name") is not None:
+            # every K of the list would be a run of that one name: the second would read as a duplicate
+            raise InvariRankError(
+                f"{p}: runs[{i}]: field 'name' = {merged['name']!r} with 'K' = {ks!r} would name {len(ks)} runs "
+                f"alike; expected one K per named run (or no 'name': each K's run is named for its K)"
+            )
         for k in ks if isinstance(ks, list) else [ks]:  # "K: [5, 15]" expands to one run per K
             config = RunConfig.from_mapping(dict(merged, K=k), f"{p}: runs[{i}]", grid=name)
             if overrides:

@@ -58,4 +58,5 @@ def check_lists_for_evaluation(config: Any, queries: Sequence[Any]) -> None:
     settings = {"exposure_k": config.exposure_k, "buckets": 3}
     given = {"exposure_k": config.exposure_k != 5, "buckets": False}  # as the merge's evaluate reads them
     names = {"exposure_k": "setting 'exposure_k'"}
-    check_against_lists(lists, settings, "the run's test queries", given=given, names=names)
+    where = f"the test queries of run {config.run_name!r}"
+    check_against_lists(lists, settings, where, given=given, names=names)
