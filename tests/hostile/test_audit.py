@@ -66,6 +66,9 @@ CASES = [
     (["audit", "--candidates", "{w}/none.jsonl", *RANK[3:]], ["none.jsonl"], "run"),
     (["import", "trec", "{w}/bad.run"], ["bad.run:1", "6 whitespace-separated columns"], "o.jsonl"),
     (["import", "trec", "{w}/bad.run"], ["one of the input files"], "bad.run"),
+    # issue 39 F9: the side files read beside RUN when not named are inputs too (RUN.qrels was overwritten)
+    (["import", "trec", "{w}/bad.run"], ["one of the input files"], "bad.run.qrels"),
+    (["import", "trec", "{w}/bad.run"], ["one of the input files"], "bad.run.presented.jsonl"),
     ([*LLM, "--qrels", "{w}/none"], ["none", "not found"], "o.jsonl"),
     (["import", "authors", "{w}/obs.jsonl"], ["obs.jsonl:1", "neither a harness result"], "o.jsonl"),
     (["export", "trec", "{w}/obs.jsonl"], ["is the observations file"], "obs.jsonl"),
