@@ -33,7 +33,7 @@ from ..io import existing_file, load_yaml, read_utf8
 from ..limits import MAX_BOOTSTRAP
 from ..llm.factory import DEFAULT_MODEL, SCORER_KINDS, check_scorer_options
 from ..methods.registry import METHODS, calibrated_method
-from .setting_checks import check_evaluation, check_sources
+from .setting_checks import check_evaluation, check_sources, check_text
 
 __all__ = ["RunConfig", "PATH_SETTINGS", "DEFAULT_K", "ALIASES", "MAX_BOOTSTRAP", "slug", "simple_name", "check_lists"]
 
@@ -336,6 +336,7 @@ class RunConfig:
     # -- checks ----------------------------------------------------------------------------------
     def normalise(self, where: str = "config") -> None:
         """Coerce types (``"a,b"`` lists, sorted methods) and check ranges; raise :class:`InvariRankError`."""
+        check_text(self, where)
         for name, lo in (
             ("K", 2),
             ("sample_k", 2),

@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import InvariRankError
 from ..evaluation.settings import check_against_lists, check_settings
 
-__all__ = ["check_sources", "check_evaluation", "check_lists_for_evaluation"]
+__all__ = ["check_sources", "check_evaluation", "check_lists_for_evaluation", "check_text"]
 
 
 def check_sources(config: Any, where: str = "config") -> None:
@@ -60,3 +60,28 @@ def check_lists_for_evaluation(config: Any, queries: Sequence[Any]) -> None:
     names = {"exposure_k": "setting 'exposure_k'"}
     where = f"the test queries of run {config.run_name!r}"
     check_against_lists(lists, settings, where, given=given, names=names)
+
+
+def check_text(config: Any, where: str = "config") -> None:
+    """Every text of the settings (names, paths, labels, scorer options, list items and mapping keys included) is
+    valid Unicode: a lone surrogate (a YAML ``"\\ud800"`` escape, or a command-line argument that is not UTF-8,
+    which Python decodes to surrogates) cannot be written into a manifest, so it is refused here, naming the
+    setting, rather than as a ``UnicodeEncodeError`` when the run's files are written after every pass."""
+    from ..candidates import lone_surrogate
+
+    def walk(value: Any, name: str) -> None:
+        if isinstance(value, str) and lone_surrogate(value):
+            raise InvariRankError(
+                f"{where}: setting {name!r} = {ascii(value)} is not valid Unicode text (a lone surrogate, or bytes "
+                f"that are not UTF-8)"
+            )
+        if isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v, name)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(k, name)
+                walk(v, name)
+
+    for f in dataclasses.fields(config):
+        walk(getattr(config, f.name), f.name)

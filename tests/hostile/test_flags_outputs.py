@@ -209,3 +209,30 @@ def test_a_relative_cache_dir_gives_the_same_manifest(tmp_path, monkeypatch):
     assert main([str(a) for a in _rerank(cands, tmp_path / "a", "--cache-dir", "cache")]) == 0
     assert main([str(a) for a in _rerank(cands, tmp_path / "b", "--cache-dir", tmp_path / "cache")]) == 0
     assert (tmp_path / "a" / "manifest.json").read_bytes() == (tmp_path / "b" / "manifest.json").read_bytes()
+
+
+# ------------------------------------------------------------------------------- F7 settings that are not Unicode
+def test_a_lone_surrogate_in_a_config_file_is_refused_before_the_first_pass(tmp_path, capsys):
+    """A YAML "\\ud800" escape in a setting ended in a UnicodeEncodeError traceback when the fingerprint or the
+    manifest was written; a flag that is not UTF-8 reaches Python as surrogates too."""
+    config = tmp_path / "run.yaml"
+    config.write_text('model: "a\\ud800"\n', encoding="utf-8")
+    out = tmp_path / "run"
+    expect_rejected(capsys, _rerank(_cands(tmp_path), out, "--config", config), [str(config), "'model'", "Unicode"])
+    assert not out.exists()
+    expect_rejected(capsys, _rerank(_cands(tmp_path), out, "--dataset", "\udced\udca0"), ["'dataset'", "Unicode"])
+    assert not out.exists()
+
+
+def test_a_lone_surrogate_in_a_grid_is_refused_before_anything_runs(tmp_path, capsys):
+    """The grid's run computed in full and failed writing its manifest."""
+    grid = tmp_path / "g.yaml"
+    grid.write_text(
+        "grid: g\nruns:\n  - {dataset: synthetic, scorer: simulated, retriever: none, M: 2, n_queries: 2, K: 6, "
+        'label: "x\\ud800"}\n',
+        encoding="utf-8",
+    )
+    results, work = tmp_path / "results", tmp_path / "work"
+    argv = ["grid", grid, "--results-dir", results, "--work-dir", work, "--build-dir", tmp_path / "b", "--compute-only"]
+    expect_rejected(capsys, argv, ["runs[0]", "'label'", "Unicode"], out=results)
+    assert not work.exists()
