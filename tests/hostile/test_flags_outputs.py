@@ -49,28 +49,26 @@ def test_an_empty_eval_ks_in_a_config_file_is_refused_before_the_first_pass(tmp_
     assert main([str(a) for a in _rerank(_cands(tmp_path), out)]) == 0
 
 
-def test_an_empty_eval_ks_in_a_grid_is_refused_before_anything_runs(tmp_path, capsys):
+def _grid(tmp_path: Path, fields: str = "") -> list:
+    """``invarirank grid`` of a one-run synthetic grid (``fields`` added to its entry) into ``tmp_path``."""
     grid = tmp_path / "g.yaml"
     grid.write_text(
-        "grid: g\nruns:\n  - {dataset: synthetic, scorer: simulated, retriever: none, M: 2, n_queries: 2, K: 6, "
-        "eval_ks: []}\n",
+        "grid: g\nruns:\n  - {dataset: synthetic, scorer: simulated, retriever: none, M: 2, n_queries: 2, K: 6"
+        f"{fields}}}\n",
         encoding="utf-8",
     )
-    results = tmp_path / "results"
-    argv = ["grid", grid, "--results-dir", results, "--work-dir", tmp_path / "work", "--build-dir", tmp_path / "b"]
-    expect_rejected(capsys, argv, ["'eval_ks'"], out=results)
+    return ["grid", grid, "--results-dir", tmp_path / "results", "--work-dir", tmp_path / "work", "--build-dir",
+            tmp_path / "b"]  # fmt: skip
+
+
+def test_an_empty_eval_ks_in_a_grid_is_refused_before_anything_runs(tmp_path, capsys):
+    expect_rejected(capsys, _grid(tmp_path, ", eval_ks: []"), ["'eval_ks'"], out=tmp_path / "results")
     assert not (tmp_path / "work").exists() or not any((tmp_path / "work").rglob("observations*"))
 
 
 def test_a_missing_jupyter_kernel_is_found_before_the_grid_computes(tmp_path, capsys):
-    grid = tmp_path / "g.yaml"
-    grid.write_text(
-        "grid: g\nruns:\n  - {dataset: synthetic, scorer: simulated, retriever: none, M: 2, n_queries: 2, K: 6}\n",
-        encoding="utf-8",
-    )
-    results = tmp_path / "results"
-    argv = ["grid", grid, "--results-dir", results, "--work-dir", tmp_path / "work", "--build-dir", tmp_path / "b"]
-    expect_rejected(capsys, [*argv, "--kernel", "no-such-kernel"], ["--kernel 'no-such-kernel'"], out=results)
+    argv = [*_grid(tmp_path), "--kernel", "no-such-kernel"]
+    expect_rejected(capsys, argv, ["--kernel 'no-such-kernel'"], out=tmp_path / "results")
     assert not (tmp_path / "work").exists() or not any((tmp_path / "work").rglob("observations*"))
 
 
@@ -226,13 +224,6 @@ def test_a_lone_surrogate_in_a_config_file_is_refused_before_the_first_pass(tmp_
 
 def test_a_lone_surrogate_in_a_grid_is_refused_before_anything_runs(tmp_path, capsys):
     """The grid's run computed in full and failed writing its manifest."""
-    grid = tmp_path / "g.yaml"
-    grid.write_text(
-        "grid: g\nruns:\n  - {dataset: synthetic, scorer: simulated, retriever: none, M: 2, n_queries: 2, K: 6, "
-        'label: "x\\ud800"}\n',
-        encoding="utf-8",
-    )
-    results, work = tmp_path / "results", tmp_path / "work"
-    argv = ["grid", grid, "--results-dir", results, "--work-dir", work, "--build-dir", tmp_path / "b", "--compute-only"]
-    expect_rejected(capsys, argv, ["runs[0]", "'label'", "Unicode"], out=results)
-    assert not work.exists()
+    argv = [*_grid(tmp_path, ', label: "x\\ud800"'), "--compute-only"]
+    expect_rejected(capsys, argv, ["runs[0]", "'label'", "Unicode"], out=tmp_path / "results")
+    assert not (tmp_path / "work").exists()
