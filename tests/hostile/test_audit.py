@@ -73,6 +73,14 @@ CASES = [
     (["import", "authors", "{w}/obs.jsonl"], ["obs.jsonl:1", "neither a harness result"], "o.jsonl"),
     (["export", "trec", "{w}/obs.jsonl"], ["is the observations file"], "obs.jsonl"),
     (["export", "trec", "{w}/c.jsonl"], ["c.jsonl:1"], "x.run"),
+    # issue 39 F6: a flag where it does nothing is refused, naming it and what it belongs to (it was ignored)
+    ([*RANK, "--design", "sweep", "--m", "3"], ["--m 3", "--design random"], "run"),
+    ([*RANK, "--repeats", "3"], ["--repeats 3", "--design sweep"], "run"),
+    ([*RANK, "--pin-item", "2"], ["--pin-item 2", "--design pinned"], "run"),
+    ([*RANK, "--method", "sgs"], ["--method 'sgs'", "--scorer"], "run"),
+    ([*RANK, "--lower-is-better"], ["--lower-is-better does nothing", "--returns scores"], "run"),
+    ([*AUDIT, "--scorer", "simulated", "--returns", "order"], ["--returns 'order'", "--callable"], "run"),
+    ([*AUDIT, "--scorer", "simulated", "--concurrency", "8"], ["--concurrency 8", "--server"], "run"),
 ]
 
 
