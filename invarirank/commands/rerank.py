@@ -197,7 +197,7 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
 def check_executor_flags(args: argparse.Namespace) -> None:
     """Bad executor flags are an error naming the flag, before anything is read or started."""
     from ..limits import check_threads
-    from ..runner.executors import EXECUTORS
+    from ..runner.executors import EXECUTORS, check_executor_options
 
     if args.executor not in EXECUTORS:
         raise InvariRankError(f"--executor {args.executor!r}: expected one of {', '.join(EXECUTORS)}")
@@ -218,6 +218,15 @@ def check_executor_flags(args: argparse.Namespace) -> None:
         raise InvariRankError(
             f"--connect-timeout {args.connect_timeout:g}: expected a finite number of seconds above 0"
         )
+    check_executor_options(
+        args.executor,
+        address=args.address,
+        gpus_per_shard=args.gpus_per_shard,
+        workers=args.workers,
+        cpus_per_worker=args.cpus_per_worker,
+        threads_per_worker=args.threads_per_worker,
+        connect_timeout=args.connect_timeout,
+    )
 
 
 def executor_from_args(args: argparse.Namespace) -> Any:

@@ -89,6 +89,13 @@ CONTRADICTIONS = [
     ("candidates-and-retriever", ["--retriever", "als"], ["'retriever' = 'als'", "'candidates'"]),
     ("bench-without-dry-run", ["--bench", "b.json"], ["--bench", "--dry-run"]),
     ("candidates-and-retrieval-seed", ["--retrieval-seed", "5"], ["'retrieval_seed' = 5", "'candidates'"]),
+    # a Ray executor's flags on the local executor were ignored without a word
+    ("address-without-ray", ["--address", "10.0.0.1:6379"], ["--address needs --executor ray"]),
+    ("workers-without-ray", ["--workers", "2"], ["--workers needs --executor ray"]),
+    ("cpus-per-worker-without-ray", ["--cpus-per-worker", "2"], ["--cpus-per-worker needs --executor ray"]),
+    ("threads-without-ray", ["--threads-per-worker", "2"], ["--threads-per-worker needs --executor ray"]),
+    ("connect-timeout-without-address", ["--executor", "ray", "--connect-timeout", "3"], ["--connect-timeout needs"]),
+    ("dry-run-workers-without-ray", ["--dry-run", "--workers", "2"], ["--workers needs --executor ray"]),
 ]
 
 
