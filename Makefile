@@ -29,7 +29,8 @@ LIGHT_STAMP := $(VENV)/.invarirank-light
 .PHONY: help venv venv-light vllm-venv setup system lint test test-fast book bench notebooks grid clean-book
 
 help:
-	@echo "make book   — set up, run the default grid (ML-100K, SmolLM2-135M), then build the Jupyter Book from every grid of configs/book.yaml"
+	@echo "make book   — set up, then build the Jupyter Book from the committed runs of every grid of configs/book.yaml (computes nothing)"
+	@echo "make grid   — set up, then compute the missing runs of GRID (default configs/grid-default.yaml; make grid book: both)"
 	@echo "make test   — set up, lint, and run the whole test suite (includes a smoke build of the book)"
 	@echo "make test-fast — no root, no torch: a light venv (core, test tools, notebook runners), then the tests"
 	@echo "make lint   — ruff (check and format --check) over the code, mypy over the packages it covers"
@@ -97,14 +98,15 @@ bench: setup
 notebooks: venv
 	$(PY) -m jupytext --sync notebooks/*.py
 
-# computes the default grid's missing runs (and its lab sweep); executes no notebook (`invarirank book` does)
+# computes GRID's missing runs (and its lab sweep); executes no page (`invarirank book` does)
 grid: setup
-	$(INVARIRANK) grid $(GRID) --compute-only
+	$(INVARIRANK) grid $(GRID)
 
-# each grid once: `grid` computes the default grid's missing runs (none on a fresh clone: they are committed), then
-# `invarirank book` executes a page per complete run of every grid listed in configs/book.yaml (the one rule, which
-# also says which grid sets Table 1) and the results page, computing nothing, and jupyter-book renders them
-book: grid
+# renders, computing nothing: `invarirank book` executes, for every grid of configs/book.yaml (the one rule, which also
+# says which grid sets Table 1), a page per run its grid file declares (`pages:`), their data pages and the results
+# page, then jupyter-book renders them. A declared run that is not committed complete stops it in one line naming the
+# `invarirank grid` command that computes it (`make grid book` computes the default grid's first).
+book: setup
 	$(INVARIRANK) book
 	$(VENV)/bin/jupyter-book build --all .
 	@echo "book: open _build/html/index.html"

@@ -96,8 +96,9 @@ def run(args: argparse.Namespace) -> dict:
     import torch
 
     from invarirank.retrieval.data import load_retrieval_data
-    from invarirank.retrieval.first_stage import evaluate_embeddings, train_retriever
     from invarirank.retrieval.lightgcn import LightGCNConfig, train_lightgcn
+    from invarirank.retrieval.query_ranking import evaluate_embeddings
+    from invarirank.retrieval.training import train_retriever
 
     data_dir = Path(args.data) if args.data else _prepared_ml100k()
     data = load_retrieval_data(data_dir)

@@ -18,8 +18,8 @@
 #
 # One reranking run: one data set, one first stage, one model and scorer, one list length $K$, and its methods,
 # each applied to the same $M$ presented orders of every sampled query. `invarirank grid` computes every missing run
-# first; `invarirank book` then executes this notebook once per complete run with papermill, so here the finished
-# run is only read. To re-execute this page's run, pass each parameter of the collapsed cell below as `-p name value` (the
+# first; `invarirank book` then executes this notebook once per run its grid file lists in `pages:`, so here the
+# finished run is only read. To re-execute this page's run, pass each parameter of the collapsed cell below as `-p name value` (the
 # results are reused, not recomputed); to run another setting, change them. The example below is not this page's
 # run but the cheapest new one, a run of the default grid at $K = 15$ (the results chapter's section *Adding a run*
 # gives the commands for each grid, their cost and where the run appears; `methods` is a comma-separated list):

@@ -17,7 +17,7 @@
 # # Results
 
 # %% tags=["parameters", "remove-cell"]
-grid = None  # a grid executed on its own (`invarirank grid FILE`) shows itself; None: the book's rule decides
+grid = None  # a grid of the rule named here (papermill -p grid NAME) shows itself; None: the book's rule decides
 results_dir = None  # None: <project>/results
 paper_table = None  # None: <project>/book/data/paper_table1.csv
 include_simulated = False  # simulated runs belong to the teaching lab; True only for smoke builds and tests
@@ -33,7 +33,7 @@ from IPython.display import HTML, Markdown, display
 from myst_nb import glue
 
 from invarirank import compendium
-from invarirank.compendium import figure_sentences, section5
+from invarirank.compendium import figure_sentences, section5, section5_page
 from invarirank.compendium.run_summary import runs_summary
 from invarirank.evaluation import read_observations
 from invarirank.grid import project_root
@@ -80,7 +80,7 @@ sweep = compendium.sweep_runs(main_runs, main)  # same data set, model and score
 paper = compendium.paper_table(paper_table)
 observations = {r.name: read_observations(r.observations) for r in sweep}
 claim_rows = section5.section5_rows(main, sweep, [r for r in table_runs if r.K == main.K], observations)
-headline = section5.headline_sentence(main, claim_rows)
+headline = section5_page.headline_sentence(main, claim_rows)
 glue("headline", HTML(figure_sentences.markdown_to_html(headline)), display=False)  # the introduction quotes it
 
 # %% tags=["remove-input"]
@@ -153,7 +153,7 @@ compendium.scale_table(main_runs)
 # order, in the paper's words; the headline above counts these categories.
 
 # %% tags=["remove-input"]
-section5.section5_table(main, sweep, [r for r in table_runs if r.K == main.K], observations)
+section5_page.section5_table(main, sweep, [r for r in table_runs if r.K == main.K], observations)
 
 # %% [markdown]
 # ## Table 1
@@ -286,10 +286,10 @@ compendium.cost_table(main_runs)
 #
 # A run executed with the reranking notebook or with `invarirank grid` is published under `results/<grid>/<run>/`,
 # and the next `make book` shows it: a row per method in the table of every finished run at the end of this page,
-# and a page of its own under its grid's chapter, both computed from its folder (no list to edit), for any grid
-# listed in `configs/book.yaml`. If its grid is the one shown above and the run shares the main run's setting, it
-# also joins Figures 1–2 and the claims on $K$. A run still in progress (only `shards/` in its folder) is left out
-# until it is complete.
+# computed from its folder (no list to edit), and, for a grid listed in `configs/book.yaml`, a page of its own under
+# its grid's chapter once the grid file lists it in `pages:` (`pages: all` lists every run the file names). If its
+# grid is the one shown above and the run shares the main run's setting, it also joins Figures 1–2 and the claims on
+# $K$. A run still in progress (only `shards/` in its folder) is left out until it is complete.
 #
 # - **A quick variant (the default grid).** `papermill notebooks/rerank.ipynb /tmp/rerank-k15.ipynb -p K 15 -p
 #   methods zero_shot,bootstrapping` reranks the default grid's 5 queries × M = 8 orders at $K = 15$: 160
@@ -306,14 +306,14 @@ compendium.cost_table(main_runs)
 #   distinct passes (the cost table above gives the seconds per pass measured at each $K$). To compute it in
 #   resumable shards instead, add `{name: smollm2-span-k20, K: 20, methods: [zero_shot, bootstrapping]}` to
 #   `configs/grid-evidence.yaml` and run `invarirank grid configs/grid-evidence.yaml --only smollm2-span-k20
-#   --shard-queries 5 --compute-only`.
+#   --shard-queries 5`.
 # - **The main results** come from the first grid in `configs/book.yaml` whose main run and $K$ sweep are
 #   complete; a complete run of the paper's grid (`configs/grid-paper.yaml`, listed first) therefore takes over
 #   Table 1, Figures 1–2 and the claims at the next `make book`.
 #
-# Then `make book` (or `invarirank book` followed by `jupyter-book build .`). Commit the published folder if the
-# run should stay in the book; `invarirank grid FILE --dry-run` prices any run of a grid file before it starts, and
-# `invarirank rerank --dry-run` a single run.
+# Then `make book` (or `invarirank book` followed by `jupyter-book build .`; it computes nothing). Commit the
+# published folder if the run should stay in the book; `invarirank grid FILE --dry-run` prices any run of a grid
+# file before it starts, and `invarirank rerank --dry-run` a single run.
 
 # %% [markdown]
 # ## Other grids

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from invarirank.errors import InvariRankError
 from invarirank.grid import lab_runs, load_grid
 from invarirank.io import atomic_write_json, read_json
 from invarirank.runner import RunConfig, run_status
@@ -41,7 +42,7 @@ def test_identity_leaves_defaults_and_locations_out():
     assert a.identity() == {"K": 10, "M": 8}
     assert a.replace(out="/x", cache_dir="/y", device="cuda", label="L", grid="g", name="n").identity() == a.identity()
     assert a.replace(n_bootstrap=1000, noise_floor=False).identity() == a.identity()  # defaults given
-    assert identity_difference(a.identity(), a.replace(m=9).identity()) == ["M"]
+    assert identity_difference(a.identity(), a.replace(M=9).identity()) == ["M"]
     # without STELLA_LW its calibration sizes change nothing
     b = a.replace(methods="zero_shot")
     assert b.replace(calibration_queries=3).identity() == b.identity()
@@ -70,12 +71,15 @@ def test_a_setting_added_later_with_its_default_keeps_a_run(tmp_path: Path):
     assert run_status(config, folder) == "missing"
 
 
-def test_aliases_fill_the_same_schema():
-    flags = RunConfig.from_mapping({"k": 10, "m": 8, "queries": 5, "k_sweep": "6,10", "methods": "sgs,zero_shot"})
+def test_aliases_fill_the_same_schema_at_the_flags_edge_only():
+    typed = {"k": 10, "m": 8, "queries": 5, "k_sweep": "6,10", "methods": "sgs,zero_shot"}
+    flags = RunConfig.from_mapping(RunConfig.canonical(typed, aliases=True))
     grid = RunConfig.from_mapping({"K": 10, "M": 8, "n_queries": 5, "sample_k": 6, "methods": ["zero_shot", "sgs"]})
     assert flags == grid and flags.methods == ["zero_shot", "sgs"]  # the registry's order
     with pytest.raises(Exception, match="given twice"):
-        RunConfig.from_mapping({"k": 10, "K": 12})
+        RunConfig.canonical({"k": 10, "K": 12}, aliases=True)
+    with pytest.raises(InvariRankError, match="unknown setting 'k'"):  # a grid entry spells the field
+        RunConfig.from_mapping({"k": 10})
     assert json.loads(json.dumps(grid.to_json()))["run_name"] == grid.run_name
 
 

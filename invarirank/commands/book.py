@@ -1,8 +1,10 @@
 """``invarirank book [BOOK.yaml]``: execute the book's pages from the finished runs (:mod:`invarirank.grid.book`).
 
 It computes no run (``invarirank grid GRID.yaml`` does): every grid of the book's rule (``configs/book.yaml``) gets a
-page per complete run and its data pages, and the results page is executed once, its main results taken from the
-first grid of the rule whose main run and K sweep are complete. Then ``jupyter-book build .`` renders the book.
+page per run its grid file declares (its ``pages``) and the data pages of those runs, and the results page is
+executed once, its main results taken from the first grid of the rule whose main run and K sweep are complete. A
+declared run that is not complete stops it in one line (exit 2) before any page runs, naming the command that
+computes it. Then ``jupyter-book build .`` renders the book.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "book",
         help="execute the book's pages from the finished runs (computes nothing)",
-        description="Execute the book's notebooks for every grid of the book's rule (default configs/book.yaml): "
-        "a page per complete run, the data pages and the results page. No run is computed.",
+        description="Execute the book's notebooks for every grid of the book's rule (default configs/book.yaml): a "
+        "page per run its grid file declares in 'pages', the data pages of those runs and the results page. No run "
+        "is computed: a declared run that is not complete is an error naming the `invarirank grid` command that "
+        "computes it.",
     )
     a = p.add_argument
     a("config", nargs="?", help="the book's rule (YAML), default configs/book.yaml")
@@ -34,10 +38,12 @@ def run(args: argparse.Namespace) -> int:
     from ..compendium.titles import run_page_title
     from ..grid.book import build_book
     from ..grid.book_build import PageTitles
+    from ..grid.notebooks import check_kernel
     from ..io import check_output_dir
 
     if args.build_dir:
         check_output_dir(args.build_dir, "--build-dir")
+    check_kernel(args.kernel)  # before the first page, not after the data pages
     t0 = time.perf_counter()
     summary = build_book(
         args.config,

@@ -1,6 +1,8 @@
-"""``invarirank grid GRID.yaml``: compute a grid's missing runs, then execute that grid's notebooks
-(:mod:`invarirank.grid.book_build`); ``--compute-only`` executes none (``invarirank book`` executes the whole book's
-pages, every grid's, once); ``--dry-run`` prints each run's status and scorer passes instead."""
+"""``invarirank grid GRID.yaml``: compute a grid's missing runs and its lab sweep
+(:func:`invarirank.grid.compute_grid`); it executes no page (``invarirank book`` executes the book's pages, every
+grid's, once, computing nothing), so that computing and rendering never hide inside each other. ``--dry-run`` prints
+each run's status and scorer passes instead. The page flags of older releases (``--compute-only``, ``--build-dir``,
+``--skip-results``, ``--force``, ``--kernel``) are accepted with a deprecation warning and do nothing."""
 
 from __future__ import annotations
 
@@ -19,22 +21,15 @@ from .rerank import add_executor_arguments, check_executor_flags, executor_from_
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "grid",
-        help="compute a grid's missing runs, then execute the book's notebooks",
-        description="Compute (or reuse) the runs of a grid, with a progress bar, then execute the book's notebooks.",
+        help="compute a grid's missing runs (executes no page: `invarirank book` does)",
+        description="Compute (or reuse) the runs of a grid and its teaching-lab sweep, with a progress bar. No "
+        "notebook is executed: `invarirank book` then executes the pages the grid files declare (their 'pages').",
     )
     a = p.add_argument
     a("grid", help="grid file (YAML), e.g. configs/grid-default.yaml")
-    a("--build-dir", help="where executed notebooks go (default: book/generated)")
     a("--results-dir", help="finished runs, results/<grid>/<run>/ (default: results)")
     a("--work-dir", help="runs in progress (default: runs)")
-    a("--force", action="store_true", help="execute every notebook even when up to date")
-    a("--only", action="append", default=[], help="only these runs/pages: a run name, 'data' or 'rerank' (repeatable)")
-    a("--skip-results", action="store_true", help="do not execute the results notebook")
-    a(
-        "--compute-only",
-        action="store_true",
-        help="compute the missing runs and execute no notebook (`invarirank book` then executes the book's pages)",
-    )
+    a("--only", action="append", default=[], help="only this run (a run name of the grid; repeatable)")
     a("--dry-run", action="store_true", help="print each run's status and its scorer passes, run nothing")
     a(
         "--seconds-per-pass",
@@ -42,7 +37,6 @@ def register(subparsers: Any) -> None:
         default=None,
         help="for --dry-run: seconds per scorer pass, to print minutes (measure it with `invarirank rerank --dry-run`)",
     )
-    a("--kernel", default="python3", help="Jupyter kernel for papermill (default python3)")
     a(
         "--bench",
         metavar="FILE",
@@ -50,31 +44,55 @@ def register(subparsers: Any) -> None:
         "--json; default: the newest under results/bench/, else the grid's assumption)",
     )
     add_executor_arguments(p)
+    old = p.add_argument_group("deprecated (no effect; removed in 0.3.0: `invarirank book` executes the pages)")
+    old.add_argument("--compute-only", action="store_true", help="what `invarirank grid` now always does")
+    old.add_argument("--build-dir", help=argparse.SUPPRESS)
+    old.add_argument("--skip-results", action="store_true", help=argparse.SUPPRESS)
+    old.add_argument("--force", action="store_true", help=argparse.SUPPRESS)
+    old.add_argument("--kernel", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
 
+#: the page flags ``invarirank grid`` had when it also executed the notebooks: accepted, ignored, warned about
+PAGE_FLAGS = ("compute_only", "build_dir", "skip_results", "force", "kernel")
+
+
+def warn_page_flags(args: argparse.Namespace) -> None:
+    """One ``invarirank: warning:`` line per page flag given: it does nothing now, and goes in 0.3.0."""
+    from ..deprecation import deprecated_command
+
+    for name in PAGE_FLAGS:
+        if getattr(args, name):
+            flag = "--" + name.replace("_", "-")
+            new = "invarirank grid (it executes no page)" if name == "compute_only" else f"invarirank book {flag}"
+            deprecated_command(f"invarirank grid {flag}", new, removed_in="0.3.0")
+
+
 def check_only(only: list[str], grid: Any) -> None:
-    """Every ``--only`` value names a run of the grid (or of its lab), ``data`` or ``rerank``: a misspelt one
-    would select nothing and exit 0."""
+    """Every ``--only`` value names a run of the grid (or of its lab sweep, always computed): a misspelt one would
+    select nothing and exit 0, and a page (``data``, ``rerank``: older releases took these) is ``invarirank book``'s."""
     from ..grid.spec import lab_runs
 
-    known = {c.run_name for c in [*grid.runs, *(lab_runs(grid.lab) if grid.lab else [])]} | {"data", "rerank"}
+    known = {c.run_name for c in [*grid.runs, *(lab_runs(grid.lab) if grid.lab else [])]}
     for name in only:
+        if name in {"data", "rerank"} and name not in known:
+            raise InvariRankError(
+                f"--only {name!r}: a page, not a run; `invarirank grid` executes no page (`invarirank book` does)"
+            )
         if name not in known:
             raise InvariRankError(
-                f"--only {name!r}: not a run of {grid.path} (nor 'data' or 'rerank'); expected "
-                f"one of {', '.join(sorted(known))}"
+                f"--only {name!r}: not a run of {grid.path}; expected one of {', '.join(sorted(known))}"
             )
 
 
 def check_places(args: argparse.Namespace, root: Path) -> None:
-    """Before a dry or a real run computes anything: each output folder (``--results-dir``, ``--work-dir``,
-    ``--build-dir``, their defaults under the project ``root``) is or can become a writable folder, and so is the
-    cache; the paths given are made absolute, once, here (the notebooks run in ``notebooks/``)."""
+    """Before a dry or a real run computes anything: each output folder (``--results-dir``, ``--work-dir``, their
+    defaults under the project ``root``) is or can become a writable folder, and so is the cache; the paths given
+    are made absolute, once, here (the runner's workers may run elsewhere)."""
     from ..assets import cache_dir
     from ..io import check_output_dir
 
-    defaults = {"results_dir": "results", "work_dir": "runs", "build_dir": "book/generated"}
+    defaults = {"results_dir": "results", "work_dir": "runs"}
     for name, default in defaults.items():
         given = getattr(args, name)
         path = Path(os.path.abspath(given)) if given else root / default
@@ -85,13 +103,15 @@ def check_places(args: argparse.Namespace, root: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..grid import build, load_grid
+    from ..grid import compute_grid, load_grid
     from ..grid.book_build import OUTSIDE_CHECKOUT
     from ..grid.spec import check_folders, check_paths
     from ..runner import run_folder, run_status
-    from ..runner.plan import find_bench, format_grid_cost, format_grid_estimate
+    from ..runner.bench_files import find_bench
+    from ..runner.grid_estimate import format_grid_cost, format_grid_estimate
     from ..store import project_root
 
+    warn_page_flags(args)
     check_executor_flags(args)  # a dry run rejects what a real run would, before computing
     execution = {"shard_queries": args.shard_queries, "query_window": args.query_window}
     try:  # a dry run needs the checkout a real run needs
@@ -118,30 +138,17 @@ def run(args: argparse.Namespace) -> int:
             print()
             print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=find_bench(args.bench)))
         return 0
-    from ..compendium.labels import dataset_label
-    from ..compendium.titles import run_page_title
-    from ..grid.book_build import PageTitles
-    from ..grid.notebooks import check_kernel
-
-    check_kernel(args.kernel)  # the notebooks run after the runs: their kernel is checked before the first pass
-
     t0 = time.perf_counter()
     executor = executor_from_args(args)
     try:
-        summary = build(
+        summary = compute_grid(
             args.grid,
-            build_dir=args.build_dir,
             results_dir=args.results_dir,
             work_dir=args.work_dir,
-            force=args.force,
             only=args.only,
-            skip_results=args.skip_results,
-            kernel=args.kernel,
             executor=executor,
             execution=execution,
             root=root,
-            titles=PageTitles(run=run_page_title, dataset=dataset_label),
-            pages_too=not args.compute_only,
         )
     finally:
         if executor is not None:
@@ -149,8 +156,7 @@ def run(args: argparse.Namespace) -> int:
     ran = sum(v == "ran" for v in summary["runs"].values())
     print(
         f"grid {summary['grid']}: {len(summary['runs'])} runs ({ran} computed, {len(summary['runs']) - ran} "
-        f"reused), {len(summary['executed'])} notebooks executed, {len(summary['skipped'])} up to date, "
-        f"{time.perf_counter() - t0:.0f} s",
+        f"reused), {time.perf_counter() - t0:.0f} s; `invarirank book` executes the pages",
         file=sys.stderr,
     )
     return 0

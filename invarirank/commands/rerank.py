@@ -279,13 +279,14 @@ _FLAG_FIELDS = (
 def config_from_args(args: argparse.Namespace):
     """The :class:`~invarirank.runner.RunConfig` of parsed arguments (YAML file first, then the given flags)."""
     from ..runner import RunConfig
+    from ..runner.config import ALIASES
 
     base = RunConfig.from_yaml(args.config) if getattr(args, "config", None) else RunConfig()
     changes: dict[str, Any] = {}
     for name in _FLAG_FIELDS:
         value = getattr(args, name, None)
         if value is not None:
-            changes[name] = value
+            changes[ALIASES.get(name, name)] = value  # the flags' spellings (--k, --m, --queries) stop here
     if getattr(args, "scorer_option", None):
         changes["scorer_options"] = {**base.scorer_options, **dict(args.scorer_option)}
     return base.replace(**changes) if changes else base

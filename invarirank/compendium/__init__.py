@@ -61,6 +61,7 @@ from .prose import (
     summary_sentence,
     table_models_sentence,
 )
+from .scorer_pairs import choice_and_span, scorer_comparison, scorer_pair_grid
 from .select import (
     GridChoice,
     choice_runs,
@@ -77,17 +78,7 @@ from .select import (
     sweep_runs,
 )
 from .setup_tables import cost_table, coverage_table, data_stats_table, run_settings_table, scale_table
-from .tables import (
-    beside_paper,
-    choice_and_span,
-    format_ci,
-    metrics_frame,
-    paper_table,
-    run_table,
-    scorer_comparison,
-    scorer_pair_grid,
-    table1,
-)
+from .tables import beside_paper, format_ci, metrics_frame, paper_table, run_table, table1
 from .verdicts import claim_marks, resolution_sentence, run_claims, smallest_p, verdict_sentence, verdicts_html
 
 __all__ = [

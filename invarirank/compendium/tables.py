@@ -1,5 +1,6 @@
-"""The results tables: a run's metrics, the paper's Table 1 for our runs and beside the paper's own values, and the
-span-vs-choice scorer comparison. Every value is read from a run's ``metrics.json``.
+"""The results tables: a run's metrics, the paper's Table 1 for our runs and beside the paper's own values (the
+span-vs-choice scorer comparison: :mod:`invarirank.compendium.scorer_pairs`). Every value is read from a run's
+``metrics.json``.
 
 Cells read ``value [95% interval]`` (the bootstrap interval over queries stored in ``metrics.json``: percentile,
 but basic for the exposure deviations, :mod:`invarirank.evaluation.bootstrap`);
@@ -19,8 +20,6 @@ import pandas as pd
 from ..errors import InvariRankError
 from ..store import Run
 from .labels import (
-    METHODS,
-    REFERENCE_SCORER,
     RUN_METRICS,
     TABLE1_METRICS,
     dataset_label,
@@ -48,9 +47,6 @@ __all__ = [
     "REFERENCE_LABELS",
     "paper_table",
     "beside_paper",
-    "scorer_comparison",
-    "scorer_pair_grid",
-    "choice_and_span",
 ]
 
 _FRAME_COLUMNS = [
@@ -171,7 +167,7 @@ def fold_columns(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     return df, ("In every row, " + "; ".join(folded) + ".") if folded else ""
 
 
-def _cells(
+def metric_cells(
     frame: pd.DataFrame,
     metrics: Sequence[str],
     digits: int,
@@ -233,7 +229,8 @@ def run_table(run: Run, metrics: Sequence[str] = RUN_METRICS, digits: int = 3, s
     random order) where ``metrics.json`` has them."""
     frame = metrics_frame([run], metrics)
     rows = {
-        method_label(method): _cells(frame[frame.method == method], metrics, digits, styled) for method in run.methods
+        method_label(method): metric_cells(frame[frame.method == method], metrics, digits, styled)
+        for method in run.methods
     }
     for ref, label in REFERENCE_LABELS.items():
         cells = reference_cells(run, ref, metrics, digits, styled)
@@ -275,7 +272,7 @@ def table1(
                     "model": model_label(run.model),
                     "scorer": run.scorer,
                     "method": method_label(method),
-                    **_cells(sub, TABLE1_METRICS, digits, styled, own),
+                    **metric_cells(sub, TABLE1_METRICS, digits, styled, own),
                 }
             )
         for ref, label in REFERENCE_LABELS.items():
@@ -364,70 +361,4 @@ def beside_paper(
         f"Ours ({setting_caption(chosen)}) beside the paper's Table 1 ({', '.join(pdsets)}, K = 25, M = 20, "
         f"500 queries, 3-7 B models). The settings differ, so compare orderings, not absolute values."
     )
-    return with_caption(df, caption) if styled else df
-
-
-def _scorer_pairs(runs: Sequence[Run]) -> list[list[Run]]:
-    """Per (dataset, model, K) of ``runs``: the :data:`~invarirank.compendium.labels.REFERENCE_SCORER` run then
-    every other real scorer's run, where there is at least one of each."""
-    groups: dict[tuple, dict[str, Run]] = {}
-    for r in runs:
-        groups.setdefault((r.dataset, r.model, r.K), {})[r.scorer] = r
-    pairs = []
-    for by in groups.values():
-        others = sorted(s for s in by if s not in (REFERENCE_SCORER, "simulated"))
-        if REFERENCE_SCORER in by and others:
-            pairs.append([by[REFERENCE_SCORER], *(by[s] for s in others)])
-    return pairs
-
-
-def scorer_pair_grid(runs: Sequence[Run], grids: Sequence[str]) -> str | None:
-    """The first of ``grids`` whose runs hold a pair :func:`scorer_comparison` shows (span and another real scorer
-    on the same data set, model and K), or None: the results page takes its span-vs-choice section from the grid it
-    shows, else from the next grid that has one."""
-    return next((g for g in grids if _scorer_pairs([r for r in runs if r.grid == g])), None)
-
-
-def choice_and_span(runs: Sequence[Run], k: int | None = None) -> tuple[Run | None, Run | None]:
-    """``(choice, span)``: a choice-scorer run of ``runs`` and the span run on its data set, model and K, from the
-    pair at list length ``k`` when there is one, else the first pair; ``(None, None)`` without a pair."""
-    pairs = sorted(_scorer_pairs(runs), key=lambda pair: pair[0].K != k)
-    for pair in pairs:
-        choice = next((r for r in pair if r.scorer == "choice"), None)
-        if choice is not None:
-            return choice, pair[0]
-    return None, None
-
-
-def scorer_comparison(
-    runs: Sequence[Run], metrics: Sequence[str] = RUN_METRICS, digits: int = 3, styled: bool = True
-) -> Any | None:
-    """The :data:`~invarirank.compendium.labels.REFERENCE_SCORER` (span) beside every other real scorer (e.g.
-    choice) on the same (dataset, model, K), methods in common; ``None`` when the runs hold no such pair."""
-    records = []
-    used = []
-    for pair in _scorer_pairs(runs):
-        dataset, model, K = pair[0].dataset, pair[0].model, pair[0].K
-        used += pair
-        common = [m for m in METHODS if all(m in r.methods for r in pair)]
-        for method in common:
-            for run in pair:
-                frame = metrics_frame([run], metrics)
-                rec = {
-                    "dataset": dataset_label(dataset),
-                    "model": model_label(model),
-                    "K": K,
-                    "method": method_label(method),
-                    "scorer": run.scorer,
-                    "queries": run.n_queries,
-                    "M": run.M,
-                }
-                rec.update(_cells(frame[frame.method == method], metrics, digits, styled))
-                records.append(rec)
-    if not records:
-        return None
-    df = drop_constant_levels(
-        pd.DataFrame.from_records(records).set_index(["dataset", "model", "K", "M", "queries", "method", "scorer"])
-    )  # the caption states the constant ones
-    caption = f"Span vs choice scorer: {setting_caption(used)}. Value [95% bootstrap interval over queries]."
     return with_caption(df, caption) if styled else df

@@ -1,7 +1,7 @@
 """Amazon Reviews 2023 (JSON Lines, plain or gzipped) → a ratings table and an items frame.
 
-Files (see :func:`find_amazon_files`): the authors' ``reviews.jsonl[.gz]`` + ``metadata.jsonl[.gz]``,
-or the official dump's ``<Category>.jsonl[.gz]`` + ``meta_<Category>.jsonl[.gz]`` (e.g.
+Files (see :func:`~invarirank.data.amazon_files.find_amazon_files`): the authors' ``reviews.jsonl[.gz]`` +
+``metadata.jsonl[.gz]``, or the official dump's ``<Category>.jsonl[.gz]`` + ``meta_<Category>.jsonl[.gz]`` (e.g.
 ``Books.jsonl.gz`` + ``meta_Books.jsonl.gz``); ``--reviews`` / ``--metadata`` name files explicitly.
 Gzip is recognised by its magic bytes, whatever the file name.
 
@@ -40,94 +40,16 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from ..errors import InvariRankError
+from .amazon_files import METADATA_WHAT, REVIEWS_WHAT
 from .movielens import RawData
 from .tables import require_file
 
-__all__ = ["find_amazon_files", "convert_reviews", "read_metadata", "read_amazon", "REVIEW_FIELDS"]
+__all__ = ["convert_reviews", "read_metadata", "read_amazon", "REVIEW_FIELDS"]
 
 REVIEW_FIELDS = ("user_id", "parent_asin", "rating", "timestamp")
-_REVIEWS_WHAT = "Amazon reviews as JSON lines with user_id, parent_asin, rating, timestamp (ms)"
-_META_WHAT = "Amazon metadata as JSON lines with parent_asin, title, categories"
 _SCHEMA = pa.schema(
     [("user_id", pa.string()), ("item_id", pa.string()), ("rating", pa.float64()), ("timestamp", pa.int64())]
 )
-
-
-def _strip_ext(name: str) -> str | None:
-    for ext in (".jsonl.gz", ".jsonl", ".json.gz", ".json"):
-        if name.endswith(ext):
-            return name[: -len(ext)]
-    return None
-
-
-def _first_existing(folder: Path, stem: str) -> Path | None:
-    for ext in (".jsonl.gz", ".jsonl", ".json.gz", ".json"):
-        p = folder / f"{stem}{ext}"
-        if p.exists():
-            return p
-    return None
-
-
-def _metadata_beside(reviews: Path) -> Path | None:
-    stem = _strip_ext(reviews.name)
-    if stem is None:
-        return None
-    if stem == "reviews":
-        return _first_existing(reviews.parent, "metadata") or _first_existing(reviews.parent, "meta")
-    return _first_existing(reviews.parent, f"meta_{stem}")
-
-
-def find_amazon_files(
-    raw_dir: Path | None, reviews: Path | None = None, metadata: Path | None = None, category: str = "Books"
-) -> tuple[Path, Path]:
-    """Resolve the (reviews, metadata) files.
-
-    Explicit ``reviews`` / ``metadata`` win. Otherwise ``raw_dir`` is searched for
-    ``reviews.jsonl[.gz]``, then ``<category>.jsonl[.gz]``, then the only ``<X>.jsonl[.gz]`` that is not
-    a metadata file; the metadata file is the matching ``metadata.jsonl[.gz]`` / ``meta_<X>.jsonl[.gz]``.
-    """
-    if reviews is None:
-        if raw_dir is None:
-            raise InvariRankError("amazon-books needs --raw-dir DIR (or --reviews FILE and --metadata FILE)")
-        raw_dir = Path(raw_dir)
-        if not raw_dir.is_dir():
-            raise InvariRankError(
-                f"{raw_dir}: folder not found; expected a folder with reviews.jsonl[.gz] + "
-                f"metadata.jsonl[.gz] or <Category>.jsonl.gz + meta_<Category>.jsonl.gz"
-            )
-        reviews = _first_existing(raw_dir, "reviews") or _first_existing(raw_dir, category)
-        if reviews is None:
-            cands = sorted(
-                p
-                for p in raw_dir.iterdir()
-                if _strip_ext(p.name) and not p.name.startswith(("meta_", "metadata.", "meta."))
-            )
-            if len(cands) != 1:
-                what = (
-                    f"several candidates ({', '.join(p.name for p in cands)}); name one with --reviews"
-                    if cands
-                    else "no reviews file"
-                )
-                raise InvariRankError(
-                    f"{raw_dir}: {what}; expected reviews.jsonl[.gz] or <Category>.jsonl.gz (e.g. {category}.jsonl.gz)"
-                )
-            reviews = cands[0]
-    reviews = Path(reviews)
-    require_file(reviews, _REVIEWS_WHAT)
-    if metadata is None:
-        metadata = _metadata_beside(reviews)
-        if metadata is None and raw_dir is not None:
-            metadata = _first_existing(Path(raw_dir), "metadata") or _first_existing(Path(raw_dir), f"meta_{category}")
-        if metadata is None:
-            stem = _strip_ext(reviews.name) or reviews.name
-            expected = "metadata.jsonl[.gz]" if stem == "reviews" else f"meta_{stem}.jsonl[.gz]"
-            raise InvariRankError(
-                f"{reviews.parent / expected}: file not found; expected {_META_WHAT} "
-                f"beside {reviews.name} (or name it with --metadata)"
-            )
-    metadata = Path(metadata)
-    require_file(metadata, _META_WHAT)
-    return reviews, metadata
 
 
 def _is_gzip(path: Path) -> bool:
@@ -325,7 +247,7 @@ def _reviews_by_line(path: Path, writer: pq.ParquetWriter, chunk_rows: int) -> i
         for buffer in (users, items, ratings, stamps):
             buffer.clear()
 
-    for lineno, obj in _json_lines(path, _REVIEWS_WHAT, desc=f"reading {path.name}"):
+    for lineno, obj in _json_lines(path, REVIEWS_WHAT, desc=f"reading {path.name}"):
         users.append(_id(_field(obj, "user_id", path, lineno), "user_id", path, lineno))
         items.append(_id(_field(obj, "parent_asin", path, lineno), "parent_asin", path, lineno))
         ratings.append(_number(_field(obj, "rating", path, lineno), "rating", path, lineno, False))
@@ -349,7 +271,7 @@ def convert_reviews(
     read again line by line with :mod:`json`, which either accepts it or names the offending line.
     ``block_bytes``: Arrow's read block (must hold the longest line); ``fast=False`` skips Arrow.
     """
-    require_file(path, _REVIEWS_WHAT)
+    require_file(path, REVIEWS_WHAT)
     if fast:
         try:
             with pq.ParquetWriter(str(out), _SCHEMA, compression="zstd") as writer:
@@ -380,7 +302,7 @@ def _metadata_fast(path: Path, wanted: set[str] | None) -> Iterator[tuple[str, A
 
 
 def _metadata_by_line(path: Path) -> Iterator[tuple[str, Any, Any]]:
-    for lineno, obj in _json_lines(path, _META_WHAT, desc=f"reading {path.name}"):
+    for lineno, obj in _json_lines(path, METADATA_WHAT, desc=f"reading {path.name}"):
         if "parent_asin" not in obj or obj["parent_asin"] is None:
             raise InvariRankError(
                 f"{path}, line {lineno}: missing field 'parent_asin'; expected parent_asin, title, categories"
@@ -399,7 +321,7 @@ def read_metadata(path: Path, wanted: set[str] | None = None) -> pd.DataFrame:
     """Items frame (item_id, title, year (all null), genres = categories) from a metadata file,
     restricted to ``wanted`` ids when given. Null or empty titles become the item id; white space in
     titles is collapsed; the first line of a repeated ``parent_asin`` wins."""
-    require_file(path, _META_WHAT)
+    require_file(path, METADATA_WHAT)
     try:
         records = list(_metadata_fast(path, wanted))
     except _FastPathFailed:

@@ -52,11 +52,13 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from ..errors import InvariRankError
-from ..io import atomic_write_json, read_json, sha256_file, unwritable
+from ..io import atomic_write_json, sha256_file, unwritable
 from .filtering import clean_interactions
 from .ids import sort_order
+from .output_folder import check_target, install_folder, prepared_key
 from .prepared import MANIFEST_KIND, TABLES, Prepared, format_stats, load_prepared  # noqa: F401 (re-exported)
 from .queries import build_queries
+from .raw_inputs import RawSource, raw_fingerprint, resolve_source
 from .split import SEGMENT_NAMES, SPLITS, TEST, TRAIN, VALIDATION, assign_segments
 
 __all__ = [
@@ -69,19 +71,11 @@ __all__ = [
     "prepare_data",
     "load_prepared",
     "format_stats",
-    "raw_fingerprint",
-    "raw_files",
 ]
 
 DATASETS = ("ml-100k", "movielens", "amazon-books")
 DEFAULT_MIN_INTERACTIONS = {"ml-100k": 10, "movielens": 10, "amazon-books": 3}
 FORMAT_VERSION = 1
-HASH_LIMIT = 1 << 30  # files up to 1 GiB are fingerprinted by content sha256
-#: sha256 of the embedded ML-100K files (RecBole atomic layout): ``--dataset ml-100k`` names these files only
-EMBEDDED_ML100K = {
-    "ratings": "4edb74e2a81178c2ba9ff381495f754f996c4aea351b1272ca36b43da0935eff",
-    "items": "51d7cdf777ce5c0f5b32c1d947a4a81fe07d75e78abbe761e0cd4d0756064532",
-}
 
 
 @dataclass(frozen=True)
@@ -96,7 +90,7 @@ class Settings:
 
 
 # ---------------------------------------------------------------------------------------------------
-# settings, raw files, keys
+# settings and the cache key
 
 
 def _check_settings(
@@ -128,135 +122,9 @@ def _check_settings(
     return Settings(dataset, split, int(min_interactions), positive_threshold, int(history_len))
 
 
-def raw_fingerprint(path: Path, role: str) -> dict[str, Any]:
-    """Fingerprint of a raw file: sha256 of the content (<= 1 GiB) or size + mtime (bigger files)."""
-    st = path.stat()
-    entry: dict[str, Any] = {"role": role, "name": path.name, "size": st.st_size}
-    if st.st_size <= HASH_LIMIT:
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-        entry["sha256"] = h.hexdigest()
-    else:
-        entry["size_mtime"] = f"{st.st_size}:{st.st_mtime_ns}"
-    return entry
-
-
 def _cache_key(settings: Settings, raw: list[dict[str, Any]]) -> str:
     payload = {"format_version": FORMAT_VERSION, "settings": asdict(settings), "raw": raw}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
-
-
-@dataclass
-class _Source:
-    """The resolved raw input of a preparation."""
-
-    kind: str  # "movielens" | "amazon"
-    files: dict[str, Path]
-    layout: Any = None
-
-
-def raw_files(dataset: str, raw_dir: str | os.PathLike | None) -> dict[str, Path]:
-    """The raw files a preparation of ``dataset`` reads from ``raw_dir`` (role → path; the embedded ML-100K
-    when ``raw_dir`` is None), as :func:`prepare` finds them."""
-    return dict(_resolve_source(dataset, Path(raw_dir).expanduser() if raw_dir is not None else None, None, None).files)
-
-
-def _resolve_source(dataset: str, raw_dir: Path | None, reviews: Path | None, metadata: Path | None) -> _Source:
-    if dataset in ("ml-100k", "movielens"):
-        if reviews is not None or metadata is not None:
-            raise InvariRankError("--reviews/--metadata apply to --dataset amazon-books only")
-        from .movielens import detect_layout
-
-        if raw_dir is None:
-            if dataset == "movielens":
-                raise InvariRankError(
-                    "--dataset movielens needs --raw-dir DIR (a folder with ratings.csv + "
-                    "movies.csv, ratings.dat + movies.dat, u.data + u.item or *.inter + *.item)"
-                )
-            from ..assets import AssetError, ml100k_dir
-
-            try:
-                raw_dir = ml100k_dir()
-            except AssetError as exc:
-                raise InvariRankError(f"embedded ml-100k: {exc} (run `make setup` once)") from None
-        layout = detect_layout(Path(raw_dir))
-        files = {"ratings": layout.ratings, "items": layout.items}
-        if dataset == "ml-100k":
-            _check_embedded(Path(raw_dir), files)
-        return _Source("movielens", files, layout)
-    from .amazon import find_amazon_files
-
-    rev, meta = find_amazon_files(
-        Path(raw_dir) if raw_dir is not None else None,
-        Path(reviews) if reviews is not None else None,
-        Path(metadata) if metadata is not None else None,
-    )
-    return _Source("amazon", {"reviews": rev, "metadata": meta})
-
-
-def _check_embedded(raw_dir: Path, files: dict[str, Path]) -> None:
-    """``--dataset ml-100k`` with ``--raw-dir``: the files must be the embedded ML-100K's (content sha256), so
-    other data is never labelled ``ml-100k`` (in run names, tables and the book)."""
-    for role, path in files.items():
-        if raw_fingerprint(path, role).get("sha256") != EMBEDDED_ML100K[role]:
-            raise InvariRankError(
-                f"--raw-dir {raw_dir}: {path.name} is not the embedded ML-100K file (its content "
-                f"differs); prepare other MovieLens files with --dataset movielens"
-            )
-
-
-# ---------------------------------------------------------------------------------------------------
-# output folder handling
-
-
-def _manifest_key(folder: Path) -> str | None:
-    """The cache key of a complete prepared folder, or None."""
-    try:
-        manifest = read_json(folder / "manifest.json")
-    except (OSError, ValueError):
-        return None
-    if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND:
-        return None
-    if not all((folder / name).is_file() for name in TABLES):
-        return None
-    return manifest.get("key")
-
-
-def _check_target(target: Path) -> None:
-    """Refuse to replace anything that is not an empty folder or an earlier prepared folder."""
-    if not target.exists():
-        return
-    if not target.is_dir():
-        raise InvariRankError(f"{target}: exists and is not a folder; expected a new or empty folder for --out")
-    if not any(target.iterdir()):
-        return
-    try:
-        manifest = read_json(target / "manifest.json")
-    except (OSError, ValueError):
-        manifest = None
-    if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND:
-        raise InvariRankError(
-            f"{target}: folder is not empty and holds no prepared data; expected a new or "
-            "empty folder (or an earlier output of `invarirank data prepare`)"
-        )
-
-
-def _install(tmp: Path, target: Path) -> None:
-    """Move the finished temporary folder onto ``target`` (replacing an earlier prepared folder)."""
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        os.replace(target, old)
-    try:
-        os.replace(tmp, target)
-    except OSError:
-        if old is not None:
-            os.replace(old, target)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -303,7 +171,7 @@ def _write_parquet(table: pa.Table, path: Path) -> None:
     pq.write_table(table, str(path), compression="zstd", row_group_size=1 << 20)
 
 
-def _build(tmp: Path, source: _Source, settings: Settings, raw_entries: list[dict[str, Any]], key: str) -> None:
+def _build(tmp: Path, source: RawSource, settings: Settings, raw_entries: list[dict[str, Any]], key: str) -> None:
     if source.kind == "movielens":
         from .movielens import read_movielens
 
@@ -446,8 +314,8 @@ def prepare_data(
     settings = _check_settings(dataset, split, min_interactions, positive_threshold, history_len)
     target = Path(out).expanduser().absolute() if out is not None else None
     if target is not None:
-        _check_target(target)
-    source = _resolve_source(dataset, Path(raw_dir).expanduser() if raw_dir is not None else None, reviews, metadata)
+        check_target(target)
+    source = resolve_source(dataset, Path(raw_dir).expanduser() if raw_dir is not None else None, reviews, metadata)
     raw_entries = [raw_fingerprint(path, role) for role, path in source.files.items()]
     key = _cache_key(settings, raw_entries)
     from ..assets import cache_dir
@@ -455,13 +323,13 @@ def prepare_data(
     cached = cache_dir() / "prepared" / f"{dataset}-{key[:16]}"
     if target is None:
         target = cached
-    if not force and target.exists() and _manifest_key(target) == key:
+    if not force and target.exists() and prepared_key(target) == key:
         return target, True
 
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
-        if not force and target != cached and cached.exists() and _manifest_key(cached) == key:
+        if not force and target != cached and cached.exists() and prepared_key(cached) == key:
             for name in (*TABLES, "manifest.json"):
                 shutil.copyfile(cached / name, tmp / name)
             _set_modes(tmp)
@@ -470,10 +338,10 @@ def prepare_data(
             _build(tmp, source, settings, raw_entries, key)
             reused = False
         try:
-            _install(tmp, target)
+            install_folder(tmp, target)
         except OSError:
             # another process installed the same data first
-            if _manifest_key(target) == key:
+            if prepared_key(target) == key:
                 shutil.rmtree(tmp, ignore_errors=True)
                 return target, True
             raise

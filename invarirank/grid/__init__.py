@@ -1,7 +1,7 @@
-"""Many runs: grid files (:mod:`.spec`), the book's notebooks through papermill (:mod:`.notebooks`) and the
-``invarirank grid`` path (:mod:`.book_build`: every missing run computed first, with a progress bar, then the grid's
-notebooks) and the book's rule and pages (:mod:`.book`: ``configs/book.yaml``; ``invarirank book`` executes every
-grid's pages from the complete runs, computing nothing).
+"""Many runs: grid files (:mod:`.spec`), the book's notebooks through papermill (:mod:`.notebooks`), the
+``invarirank grid`` path (:mod:`.book_build`: every missing run computed, with a progress bar; no page executed) and
+the book's rule and pages (:mod:`.book`: ``configs/book.yaml`` lists the grids, each grid file's ``pages`` the runs
+that get a page; ``invarirank book`` executes them from the complete runs, computing nothing).
 
 Entry point: ``invarirank grid GRID.yaml`` (``python -m invarirank.grid``: a deprecated alias). A grid imports the
 runner and the run store only. Conventions: K is the number of candidates, M the number of presented orders per query; a
@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..runner import ensure_run, ensure_runs, run_folder, run_status
 from ..store import RESULT_FILES, complete_runs, project_root
 from .book import build_book, load_book_config
-from .book_build import build, compute_runs
+from .book_build import compute_grid, compute_runs
 from .spec import Grid, lab_runs, load_grid, main_run, main_sweep
 
 __all__ = [
@@ -23,7 +23,7 @@ __all__ = [
     "lab_runs",
     "main_run",
     "main_sweep",
-    "build",
+    "compute_grid",
     "build_book",
     "load_book_config",
     "compute_runs",

@@ -10,12 +10,13 @@ One small file decides it (``configs/book.yaml``, :func:`load_book_config`)::
 - **Main results**: the first grid listed whose main run and K sweep (:func:`invarirank.grid.main_sweep` at its
   ``main_K``) are complete under ``results/<grid>/`` sets the results page's Table 1, Figures 1–2 and the claims
   (the choice itself is :func:`invarirank.compendium.grid_to_show`, made in the results notebook).
-- **Pages**: every complete run folder under ``results/<grid>/`` of every grid listed gets a page
-  (:func:`book_runs`), its settings read from its own manifest, so a run added with papermill or ``invarirank grid``
-  needs no list edited; a folder holding only ``shards/`` (a run in progress) gets none.
+- **Pages**: each grid file declares which of its runs get a page (its ``pages`` field: ``all`` by default, or a
+  list of run names, :func:`invarirank.grid.load_grid` checks them); :func:`book_runs` reads each one's settings
+  from its own manifest. A run in progress (only ``shards/``) is left out of ``pages`` until it is committed.
 
-:func:`build_book` executes the pages (``invarirank book``); it computes no run: a page's run is complete before its
-page is written, so the rerank notebook reuses it.
+:func:`build_book` executes the pages (``invarirank book``); it computes no run (``invarirank grid`` does): a declared
+run that is not complete under ``results/<grid>/`` stops it, in one line naming the runs and the command that
+computes them, before any page is executed.
 """
 
 from __future__ import annotations
@@ -27,14 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import existing_file, load_yaml, read_json, read_utf8
+from ..io import existing_file, read_json, read_utf8
 from ..runner import RunConfig, run_folder, slug
 from ..store import RunFolder, complete_runs, project_root
+from ..yaml_reader import load_yaml
 from .book_build import PageTitles, data_page_title, data_parameters, run_page_name, run_parameters
 from .notebooks import execute_notebook, fingerprint, package_files
 from .spec import Grid, load_grid, main_sweep
 
-__all__ = ["BOOK_CONFIG", "BookGrid", "BookConfig", "load_book_config", "book_runs", "build_book"]
+__all__ = ["BOOK_CONFIG", "BookGrid", "BookConfig", "load_book_config", "book_runs", "missing_pages", "build_book"]
 
 #: the book's rule, relative to the project root
 BOOK_CONFIG = "configs/book.yaml"
@@ -107,15 +109,38 @@ def load_book_config(path: str | os.PathLike | None = None, *, root: Path | None
     return BookConfig(p, tuple(grids))
 
 
-def book_runs(grid: str, results_dir: str | os.PathLike, root: Path | None = None) -> list[RunConfig]:
-    """The runs of ``grid`` that get a page: every complete folder under ``results_dir/<grid>/`` (a folder with
-    only ``shards/`` is a run in progress, and is left out), each with the settings its own manifest records —
-    named in the grid file or not — its paths made absolute against ``root``; sorted by K, then name."""
+def missing_pages(grid: Grid, results_dir: str | os.PathLike) -> list[str]:
+    """The runs ``grid`` declares a page for (``grid.pages``) that are not complete under ``results_dir/<grid>/``
+    (absent, or only ``shards/``: a run in progress), in file order."""
+    done = {folder.name for folder in complete_runs(results_dir, [grid.name])}
+    return [name for name in grid.pages if name not in done]
+
+
+def book_runs(grid: Grid, results_dir: str | os.PathLike, root: Path | None = None) -> list[RunConfig]:
+    """The runs of ``grid`` that get a page: those its file declares (``grid.pages``), each with the settings its
+    own manifest under ``results_dir/<grid>/<run>/`` records (what the page shows is the committed run), its paths
+    made absolute against ``root``; sorted by K, then name. Every declared run must be complete
+    (:func:`missing_pages`; :class:`InvariRankError` otherwise)."""
+    missing = missing_pages(grid, results_dir)
+    if missing:
+        raise InvariRankError(_missing_message(grid, missing, Path(results_dir)))
     out = []
-    for folder in complete_runs(results_dir, [grid]):
-        config = RunConfig.from_manifest(read_json(folder / RunFolder.MANIFEST)).replace(grid=grid, name=folder.name)
+    for name in grid.pages:
+        manifest = read_json(Path(results_dir) / grid.name / name / RunFolder.MANIFEST)
+        config = RunConfig.from_manifest(manifest).replace(grid=grid.name, name=name)
         out.append(config.with_absolute_paths(root) if root is not None else config)
     return sorted(out, key=lambda c: (c.effective_k or 0, c.run_name))
+
+
+def _missing_message(grid: Grid, missing: list[str], results: Path) -> str:
+    names = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    every = len(missing) == len(grid.runs)
+    only = "" if every else "".join(f" --only {name}" for name in missing)
+    return (
+        f"{grid.path}: field 'pages': {len(missing)} declared run(s) not complete under {results / grid.name}: "
+        f"{names}; the book computes nothing: compute them first (`invarirank grid {grid.path}{only}`) or take them "
+        f"out of 'pages'"
+    )
 
 
 def build_book(
@@ -129,13 +154,15 @@ def build_book(
     root: Path | None = None,
     titles: PageTitles | None = None,
 ) -> dict[str, Any]:
-    """Execute the book's pages for every grid of the book's rule (:func:`load_book_config`): its data pages
-    (``<build>/<grid>/data/``, one per data set with a complete run, since a data page reads the raw files), a page
-    per complete run (``<build>/<grid>/rerank/``, :func:`book_runs`) and the results page once
-    (``<build>/results.ipynb``). Pages of runs no longer there are removed, and so are the pages a grid executed on
-    its own left in ``<build>/rerank/`` and ``<build>/data/`` (the table of contents would list those runs twice).
-    Up-to-date pages are skipped (their fingerprint). Nothing is computed: returns ``{"executed": [...],
-    "skipped": [...], "grids": {grid: [run, ...]}}``."""
+    """Execute the book's pages for every grid of the book's rule (:func:`load_book_config`): a page per run the
+    grid file declares (``<build>/<grid>/rerank/``, :func:`book_runs`), its data pages (``<build>/<grid>/data/``,
+    one per data set of those runs) and the results page once (``<build>/results.ipynb``; it shows simulated runs
+    only when a grid of the rule says ``include_simulated``). Every declared run is checked complete first: a
+    missing one is an :class:`InvariRankError` before any page runs. Pages of runs no longer declared are removed,
+    and so are pages left in ``<build>/rerank/`` and ``<build>/data/`` by older releases, whose ``invarirank grid``
+    executed a grid's pages there (the table of contents would list those runs twice). Up-to-date pages are
+    skipped (their fingerprint). Nothing is computed: returns ``{"executed": [...], "skipped": [...], "grids":
+    {grid: [run, ...]}}``."""
     titles = titles or PageTitles()
     if root is None:
         root = project_root(grid_file=config_path) if config_path else project_root()
@@ -161,12 +188,16 @@ def build_book(
         )
         summary["executed" if done else "skipped"].append(str(out))
 
+    for entry in book.grids:  # every missing run refused before the first page is executed
+        missing = missing_pages(entry.grid, results)
+        if missing:
+            raise InvariRankError(_missing_message(entry.grid, missing, results))
     for entry in book.grids:
         grid = entry.grid
-        runs = book_runs(grid.name, results, root)
+        runs = book_runs(grid, results, root)
         summary["grids"][grid.name] = [c.run_name for c in runs]
         keep: list[Path] = []
-        labels = {c.data_label for c in runs}  # a data page only for a data set with a complete run (raw files)
+        labels = {c.data_label for c in runs}  # a data page only for a data set with a page (it reads raw files)
         for data in (d for d in grid.data if (d.get("label") or d["dataset"]) in labels):
             out = pages / grid.name / "data" / f"{slug(data.get('label') or data['dataset'])}.ipynb"
             keep.append(out)
@@ -179,12 +210,12 @@ def build_book(
             folder = RunFolder(run_folder(config, results))
             files = [folder.file(f) for f in (RunFolder.MANIFEST, RunFolder.METRICS)]
             execute("rerank.ipynb", out, run_parameters(config, results, work), files, title=titles.run(config))
-        for stale in sorted((pages / grid.name).glob("*/*.ipynb")):  # pages of runs no longer complete or present
+        for stale in sorted((pages / grid.name).glob("*/*.ipynb")):  # pages of runs no longer declared
             if stale not in keep:
-                print(f"book: removing {stale} (its run is gone or not complete)", file=sys.stderr)
+                print(f"book: removing {stale} (its run is no longer among {grid.path.name}'s pages)", file=sys.stderr)
                 stale.unlink()
     for stale in sorted([*pages.glob("rerank/*.ipynb"), *pages.glob("data/*.ipynb")]):
-        # a grid executed on its own (`invarirank grid FILE`) wrote these; the book's pages replace them
+        # an older release's `invarirank grid FILE` wrote these; the book's pages are under <build>/<grid>/
         print(f"book: removing {stale} (a single grid's page; the book's are under <build>/<grid>/)", file=sys.stderr)
         stale.unlink()
     params = {
@@ -192,7 +223,7 @@ def build_book(
         "results_dir": str(results),
         "book_config": str(book.path.resolve()),
         "paper_table": str(root / "book" / "data" / "paper_table1.csv"),
-        "include_simulated": False,
+        "include_simulated": any(g.grid.raw.get("include_simulated", False) for g in book.grids),
     }
     run_files = [RunFolder(d).file(f) for d in complete_runs(results) for f in (RunFolder.METRICS, RunFolder.MANIFEST)]
     run_files += sorted(results.glob("*/*/shards/*/shard.json"))  # its sentence counts committed shards

@@ -1,16 +1,12 @@
-"""The ``make book`` path: compute every missing run of a grid, then execute the book's notebooks.
+"""``invarirank grid``'s work and what the book's pages are made of.
 
-1. **Runs first**, on the terminal with a progress bar: every run of the grid (and of its teaching-lab sweep) that
-   is not complete under ``results/<grid>/<run>/`` is computed (or resumed) through the runner
-   (:func:`invarirank.runner.ensure_runs`) and published; complete runs are reused as they are.
-2. **Notebooks**, into the build folder (default ``book/generated/``, which ``_toc.yml`` includes)::
-
-       <build>/data/<dataset>.ipynb       notebooks/data.ipynb, once per data set (retrievers, Ks)
-       <build>/rerank/<run>.ipynb         notebooks/rerank.ipynb, once per run: it only reads the finished run
-       <build>/results.ipynb              notebooks/results.ipynb, once
-
-   A notebook is executed again only when its fingerprint changed (:mod:`invarirank.grid.notebooks`); a failed
-   one stops the build (exit status 1) with its partial output in ``<build>/_failed/``.
+- **Runs** (:func:`compute_grid`), on the terminal with a progress bar: every run of the grid (and of its
+  teaching-lab sweep) that is not complete under ``results/<grid>/<run>/`` is computed (or resumed) through the
+  runner (:func:`invarirank.runner.ensure_runs`) and published; complete runs are reused as they are. No page is
+  executed here: computing and rendering are two commands, so that rendering the book never computes.
+- **Pages' parameters and names** (:func:`run_parameters`, :func:`data_parameters`, :func:`run_page_name`,
+  :class:`PageTitles`), which :mod:`invarirank.grid.book` uses to execute ``notebooks/rerank.ipynb`` once per
+  declared run and ``notebooks/data.ipynb`` once per data set.
 """
 
 from __future__ import annotations
@@ -22,13 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..runner import Executor, RunConfig, ensure_runs, mismatch_error, run_folder, run_status, slug
-from ..store import RunFolder, complete_runs, project_root
-from .notebooks import execute_notebook, fingerprint, package_files
-from .spec import Grid, lab_runs, load_grid, main_run
+from ..runner import Executor, RunConfig, ensure_runs, mismatch_error, run_folder, run_status
+from ..store import project_root
+from .spec import Grid, lab_runs, load_grid
 
 __all__ = [
-    "build",
+    "compute_grid",
     "compute_runs",
     "run_parameters",
     "data_parameters",
@@ -52,17 +47,17 @@ def data_page_title(name: str, ks: Sequence[int]) -> str:
 
 @dataclass(frozen=True)
 class PageTitles:
-    """How :func:`build` titles the pages it executes: ``run`` (a run → its page's title) and ``dataset`` (a data
-    set's label or id → the name its data page's title gives it, :func:`data_page_title`). The grid layer knows ids
-    only; ``invarirank grid`` passes the book's display names (:mod:`invarirank.compendium.titles`,
-    :func:`invarirank.compendium.labels.dataset_label`)."""
+    """How :func:`invarirank.grid.book.build_book` titles the pages it executes: ``run`` (a run → its page's
+    title) and ``dataset`` (a data set's label or id → the name its data page's title gives it,
+    :func:`data_page_title`). The grid layer knows ids only; ``invarirank book`` passes the book's display names
+    (:mod:`invarirank.compendium.titles`, :func:`invarirank.compendium.labels.dataset_label`)."""
 
     run: Callable[[RunConfig], str] = _run_id_title
     dataset: Callable[[str], str] = str
 
 
 #: what to do when neither the grid file nor the working directory lies in a checkout
-OUTSIDE_CHECKOUT = "a grid executes the checkout's notebooks: run it from the checkout or keep the grid file in one"
+OUTSIDE_CHECKOUT = "a grid publishes into the checkout's results: run it from the checkout or keep the grid file in one"
 
 
 def compute_runs(
@@ -124,107 +119,26 @@ def run_page_name(config: Any) -> str:
     return f"{config.run_name}.ipynb" if config.K is None else f"k{int(config.K):03d}-{config.run_name}.ipynb"
 
 
-def build(
+def compute_grid(
     grid_path: str | os.PathLike,
     *,
-    build_dir: str | os.PathLike | None = None,
     results_dir: str | os.PathLike | None = None,
     work_dir: str | os.PathLike | None = None,
-    force: bool = False,
     only: Sequence[str] = (),
-    skip_results: bool = False,
-    kernel: str = "python3",
     executor: Executor | None = None,
     execution: dict[str, Any] | None = None,
     root: Path | None = None,
-    titles: PageTitles | None = None,
-    pages_too: bool = True,
 ) -> dict[str, Any]:
-    """Compute a grid's missing runs, then (``pages_too``) execute its notebooks (see the module docstring; the
-    whole book's pages, every grid's, are :func:`invarirank.grid.book.build_book`'s job). ``only`` limits
-    the work to these runs/pages (a run name, ``data`` or ``rerank``); ``executor`` computes the runs in shards
-    (:func:`compute_runs`), ``execution`` overrides the runs' execution settings (``shard_queries``,
-    ``query_window``), ``root`` is the project root (default: found from ``grid_path``,
-    :func:`invarirank.store.project_root`), ``titles`` how the pages are titled (default: by ids); returns a summary
-    of what ran."""
-    titles = titles or PageTitles()
+    """Compute (or resume) a grid's missing runs and its teaching-lab sweep; execute no page (the book's pages are
+    :func:`invarirank.grid.book.build_book`'s job, ``invarirank book``). ``only`` limits the work to these runs
+    (the lab sweep is always included); ``executor`` computes the runs in shards (:func:`compute_runs`),
+    ``execution`` overrides the runs' execution settings (``shard_queries``, ``query_window``), ``root`` is the
+    project root (default: found from ``grid_path``, :func:`invarirank.store.project_root`). Returns ``{"grid":
+    name, "runs": {"<grid>/<run>": "reused" | "re-evaluated" | "ran"}}``."""
     root = root or project_root(grid_file=grid_path, instead=OUTSIDE_CHECKOUT)
     grid = load_grid(grid_path, execution=execution, root=root)
-    # every path resolved once, here: the notebooks run in notebooks/ and must not read a relative one there
-    pages = Path(os.path.abspath(build_dir)) if build_dir else root / "book" / "generated"
     results = Path(os.path.abspath(results_dir)) if results_dir else root / "results"
     work = Path(os.path.abspath(work_dir)) if work_dir else root / "runs"
-    notebooks = root / "notebooks"
-    pkg = package_files()
-    selected = [c for c in grid.runs if not only or c.run_name in only or "rerank" in only]
-    summary: dict[str, Any] = {
-        "grid": grid.name,
-        "executed": [],
-        "skipped": [],
-        "runs": compute_runs([*(lab_runs(grid.lab) if grid.lab else []), *selected], results, work, executor),
-    }
-    if not pages_too:
-        return summary
-
-    def execute(name: str, out: Path, params: dict[str, Any], files: list[Path], title: str | None = None) -> None:
-        fp = fingerprint(params, files=[notebooks / name, *files, *pkg])
-        done = execute_notebook(
-            notebooks / name,
-            out,
-            params,
-            title=title,
-            fingerprint=fp,
-            force=force,
-            cwd=notebooks,
-            kernel=kernel,
-            failed_dir=pages / "_failed",
-        )
-        summary["executed" if done else "skipped"].append(str(out))
-
-    pages.mkdir(parents=True, exist_ok=True)
-    data_pages = []
-    for entry in grid.data:
-        out = pages / "data" / f"{slug(entry.get('label') or entry['dataset'])}.ipynb"
-        data_pages.append(out)
-        if not only or "data" in only:
-            params = data_parameters(entry, grid, root)
-            execute(
-                "data.ipynb",
-                out,
-                params,
-                [],
-                title=data_page_title(titles.dataset(entry.get("label") or entry["dataset"]), params["K_values"]),
-            )
-    run_pages = [pages / "rerank" / run_page_name(c) for c in grid.runs]
-    for config in selected:
-        folder = RunFolder(run_folder(config, results))
-        run_files = [folder.file(f) for f in (RunFolder.MANIFEST, RunFolder.METRICS)]
-        execute(
-            "rerank.ipynb",
-            pages / "rerank" / run_page_name(config),
-            run_parameters(config, results, work),
-            run_files,
-            title=titles.run(config),
-        )
-    for page_dir, keep in ((pages / "rerank", run_pages), (pages / "data", data_pages)):
-        if page_dir.is_dir():  # pages of runs no longer in the grid would be stale
-            for nb in page_dir.glob("*.ipynb"):
-                if nb not in keep:
-                    nb.unlink()
-    if not skip_results:
-        params = {
-            "grid": grid.name,
-            "results_dir": str(results),
-            "grid_file": str(Path(grid_path).resolve()),
-            "paper_table": str(root / "book" / "data" / "paper_table1.csv"),
-            "include_simulated": bool(grid.raw.get("include_simulated", False)),
-            "main_run": main_run(grid).run_name if grid.runs else None,
-        }
-        run_files = [
-            RunFolder(d).file(f) for d in complete_runs(results) for f in (RunFolder.METRICS, RunFolder.MANIFEST)
-        ]
-        run_files += sorted(results.glob("*/*/shards/*/shard.json"))  # its sentence counts committed shards
-        execute(
-            "results.ipynb", pages / "results.ipynb", params, [Path(grid_path), Path(params["paper_table"]), *run_files]
-        )
-    return summary
+    selected = [c for c in grid.runs if not only or c.run_name in only]
+    lab = lab_runs(grid.lab) if grid.lab else []
+    return {"grid": grid.name, "runs": compute_runs([*lab, *selected], results, work, executor)}

@@ -22,9 +22,9 @@ __all__ = ["fingerprint", "package_files", "execute_notebook", "check_kernel"]
 
 
 def check_kernel(name: str) -> None:
-    """Raise :class:`~invarirank.errors.InvariRankError` unless a Jupyter kernel ``name`` is installed here: the
-    notebooks run after a grid's runs are computed, so a missing kernel is checked before the first pass, not found
-    after hours of computing."""
+    """Raise :class:`~invarirank.errors.InvariRankError` unless a Jupyter kernel ``name`` is installed here:
+    ``invarirank book`` checks it before its first page, rather than failing on papermill's error after some pages
+    have been executed."""
     from ..errors import InvariRankError
 
     try:
@@ -103,7 +103,7 @@ def execute_notebook(
     tmp_in = out.with_name(f".{out.stem}.in.ipynb")
     tmp_out = out.with_name(f".{out.stem}.tmp.ipynb")
     nbformat.write(nb, tmp_in)
-    print(f"grid: executing {src.name} -> {out}", file=sys.stderr, flush=True)
+    print(f"book: executing {src.name} -> {out}", file=sys.stderr, flush=True)
     try:
         papermill.execute_notebook(
             str(tmp_in),

@@ -4,8 +4,10 @@
 Top-level fields: ``grid`` (its name: ``results/<grid>/<run>/``), ``runs`` (entries; ``K: [5, 15]`` expands to one
 run per K), ``defaults``, ``data`` (the data notebooks: dataset, retrievers, Ks; default: one per data set of the
 runs), ``lab`` (the teaching lab's sweep: one simulated run per bias shape × strength), ``estimate`` (GPU-hour
-assumptions, :func:`invarirank.runner.plan.grid_cost_table`), ``include_simulated`` (show simulated runs on the
-results page), and free text (``description``, ``notes``, ``commands``, ``scaled_down``).
+assumptions, :func:`invarirank.runner.grid_estimate.grid_cost_table`), ``include_simulated`` (show simulated runs on
+the results page), ``pages`` (the runs that get a page in the book: ``all``, the default, or a list of run names;
+:mod:`invarirank.grid.book` executes them, ``invarirank grid`` never does), and free text (``description``,
+``notes``, ``commands``, ``scaled_down``).
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ import copy
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import existing_file, load_yaml, read_utf8
+from ..io import existing_file, read_utf8
 from ..runner import RunConfig, simple_name
+from ..yaml_reader import load_yaml
 
 __all__ = ["Grid", "load_grid", "lab_runs", "main_run", "main_sweep", "check_paths", "check_folders"]
 
@@ -36,10 +39,11 @@ _GRID_KEYS = {
     "commands",
     "scaled_down",
     "include_simulated",
+    "pages",
 }
 #: the fields of a ``data`` entry (a data notebook's parameters)
 _DATA_KEYS = {"dataset", "label", "raw_dir", "retrievers", "retriever", "K", "seed"}
-#: the fields of ``estimate`` (:func:`invarirank.runner.plan.grid_cost_table`'s assumptions)
+#: the fields of ``estimate`` (:func:`invarirank.runner.grid_estimate.grid_cost_table`'s assumptions)
 _ESTIMATE_NUMBERS = {"history_tokens", "tokens_per_candidate", "effective_tflops", "calibration_relevant"}
 #: run settings a grid places itself: an entry that sets them would be ignored, so it is refused
 _PLACED_BY_GRID = {"out"}
@@ -48,7 +52,9 @@ _PLACED_BY_GRID = {"out"}
 @dataclass
 class Grid:
     """A parsed grid file. ``runs`` in file order; ``data`` lists (dataset, retrievers, Ks) for the data notebooks;
-    ``lab`` is the teaching lab's sweep (or ``None``); ``raw`` is the whole YAML mapping."""
+    ``lab`` is the teaching lab's sweep (or ``None``); ``raw`` is the whole YAML mapping; ``pages`` the names of the
+    runs that get a page in the book, in file order (the file's ``pages``: every run by default; the lab's runs
+    never get one, the lab page reads them itself)."""
 
     name: str
     path: Path
@@ -56,6 +62,7 @@ class Grid:
     data: list[dict[str, Any]]
     lab: dict[str, Any] | None
     raw: dict[str, Any]
+    pages: list[str] = field(default_factory=list)
 
     def run(self, name: str) -> RunConfig:
         """The run called ``name`` (``KeyError`` if there is none)."""
@@ -168,7 +175,26 @@ def load_grid(
         _check_lab(lab, f"{p}: lab")
     if not runs and lab is None:
         raise InvariRankError(f"{p}: field 'runs' is empty or missing; a grid needs at least one run (or a 'lab')")
-    return Grid(name=name, path=p, runs=runs, data=list(data), lab=lab, raw=raw)
+    pages = _check_pages(raw.get("pages", "all"), runs, f"{p}: field 'pages'")
+    return Grid(name=name, path=p, runs=runs, data=list(data), lab=lab, raw=raw, pages=pages)
+
+
+def _check_pages(pages: Any, runs: list[RunConfig], where: str) -> list[str]:
+    """``pages``: ``all`` (every run of the file) or a list of the file's run names, each once; returns the names in
+    the runs' file order. Declared here, not found in ``results/``, so that the book executes exactly these pages
+    and a declared run that is missing is an error, not a page that silently disappears."""
+    names = [c.run_name for c in runs]
+    if pages == "all":
+        return names
+    if not isinstance(pages, list) or not all(isinstance(x, str) for x in pages):
+        raise InvariRankError(f"{where} = {pages!r}, expected 'all' or a list of run names of this grid")
+    for i, page in enumerate(pages):
+        if page not in names:
+            known = ", ".join(names) or "none"
+            raise InvariRankError(f"{where}: {page!r} is not a run of this grid; expected some of {known}")
+        if page in pages[:i]:
+            raise InvariRankError(f"{where}: run {page!r} is listed twice")
+    return [n for n in names if n in pages]
 
 
 def _refuse_placed(entry: Mapping[str, Any], where: str) -> None:

@@ -40,8 +40,9 @@ import numpy as np
 from invarirank.errors import InvariRankError
 from invarirank.types import HistoryEntry, Item, Query
 
-from .engine import CausalLMScorer, PassPlan
+from .engine import CausalLMScorer
 from .frames import Frame, LabelScheme, chat_frame, label_scheme
+from .missing_passes import PassPlan
 from .options import CAUSAL_LM_OPTIONS, CHOICE_OPTIONS, own_options
 from .prompts import LABEL_SETS, ChoiceTemplate, choice_message, render_item
 

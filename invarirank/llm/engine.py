@@ -15,6 +15,9 @@ the model, token, character offset and prompt segment otherwise). The engine the
    the ``needed`` positions (:mod:`invarirank.llm.forward`);
 3. reduces those logits to one float32 score per candidate (subclass) and stores them in the pass cache.
 
+Steps 2-3 (batch schedule, prefix caches, forwards, reduction) and :class:`PassPlan` are
+:mod:`invarirank.llm.missing_passes`.
+
 ``naive=True`` turns all of that off (every pass a full forward over the whole prompt including its tail, logits
 at every position, no pass cache): the reference the tests and the benchmark compare against.
 
@@ -33,9 +36,7 @@ of positions computed for that call (a query's prefix is charged to the call tha
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -44,49 +45,21 @@ from invarirank.errors import InvariRankError
 from invarirank.types import HistoryEntry, Item, Query, ScorerBase, ScoreResult
 
 from .accounting import flop_counts, new_counters
-from .batching import group_by_prefix, packed_batches, per_prefix_batches
 from .forward import Forwards
+from .missing_passes import MissingPasses, PassPlan
 from .options import CAUSAL_LM_OPTIONS, Option, resolve_options
 from .persistent_cache import PersistentPassCache, default_cache_path, pass_key
-from .prefix import PrefixStore, UnsupportedCache
+from .prefix import PrefixStore
 from .prompts import TEMPLATE_VERSION
 from .tokens import PromptTokenizer
 
-__all__ = ["PassPlan", "CausalLMScorer", "DEFAULT_MAX_LENGTH"]
+__all__ = ["CausalLMScorer", "DEFAULT_MAX_LENGTH"]
 
 #: Default prompt limit (the paper's models run with a maximum length of 4096), capped by the model's.
 DEFAULT_MAX_LENGTH = 4096
 
 
-@dataclass
-class PassPlan:
-    """What one pass computes. Positions in ``needed`` are suffix-relative (0 = first suffix token).
-
-    ``prefix + suffix + tail`` must be the canonical ids of ``text``: ``bos`` (the BOS ids the scorer puts in front,
-    part of ``prefix``) followed by ``tokenizer(text, add_special_tokens=False)``; :meth:`CausalLMScorer.plan`
-    checks this. ``segments`` names the prompt's parts as ``(name, start, end)`` character ranges (0-based,
-    half-open) for error messages.
-    """
-
-    text: str
-    prefix: tuple[int, ...]
-    suffix: list[int]
-    tail: list[int]
-    needed: list[int]
-    bos: tuple[int, ...] = ()
-    segments: tuple[tuple[str, int, int], ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def full_ids(self) -> list[int]:
-        return list(self.prefix) + self.suffix + self.tail
-
-    @property
-    def full_length(self) -> int:
-        return len(self.prefix) + len(self.suffix) + len(self.tail)
-
-
-class CausalLMScorer(ScorerBase):
+class CausalLMScorer(MissingPasses, ScorerBase):
     """Base class of :class:`~invarirank.llm.span.SpanScorer` and :class:`~invarirank.llm.choice.ChoiceScorer`.
 
     ``model``: registry name (default ``"smollm2-135m"``), local folder, Hub id, or a
@@ -125,7 +98,7 @@ class CausalLMScorer(ScorerBase):
         else:
             self.loaded = load_model(model or "smollm2-135m", **load)
         if self.loaded.device.type == "cpu":
-            from .models import set_threads
+            from .devices import set_threads
 
             set_threads(o["threads"])
         self.seed = int(seed)
@@ -376,83 +349,3 @@ class CausalLMScorer(ScorerBase):
                 for j in rest:
                     results[j] = ScoreResult(scores.copy(), 0, True)
         return [r for r in results]  # type: ignore[misc]
-
-    # ------------------------------------------------------------------------------------------------------
-    # the missing passes: batch schedule, prefix caches, forwards, reduction
-
-    def _compute(self, plans: list[PassPlan]) -> list[tuple[np.ndarray, int]]:
-        """(scores, positions computed) of each plan, in order."""
-        out: list[tuple[np.ndarray, int] | None] = [None] * len(plans)
-        if self.vllm is not None:
-            from . import vllm_backend
-
-            compute = vllm_backend.span_scores if self.kind == "span" else vllm_backend.choice_scores
-            return compute(self.vllm, plans)
-        if not self.prefix_reuse:
-            return [self._full(plan) for plan in plans]
-        groups = group_by_prefix([plan.prefix for plan in plans])
-        self._prefixes.size = max(self._prefixes.size, len(groups))  # every query of a window keeps its prefix
-        if self.max_batch_tokens is not None and len(groups) > 1 and self.forwards.packable:
-            try:
-                return self._compute_packed(plans, list(groups.values()))
-            except UnsupportedCache as exc:
-                self._disable_prefix_reuse(str(exc))
-                return [self._full(plan) for plan in plans]
-        for chunk in per_prefix_batches(list(groups.values()), self.batch_size):
-            if self.prefix_reuse:
-                try:
-                    cache, prefix_tokens = self._prefix_cache(plans[chunk[0]].prefix)
-                    got = self.forwards.suffixes(cache, [plans[i] for i in chunk])
-                except UnsupportedCache as exc:
-                    self._disable_prefix_reuse(str(exc))
-                else:
-                    for n, (i, (logits, tokens)) in enumerate(zip(chunk, got)):
-                        out[i] = (self._reduce(plans[i], logits.float()), tokens + (prefix_tokens if n == 0 else 0))
-                    continue
-            for i in chunk:
-                out[i] = self._full(plans[i])
-        return out  # type: ignore[return-value]
-
-    def _compute_packed(self, plans: list[PassPlan], groups: list[list[int]]) -> list[tuple[np.ndarray, int]]:
-        """Rows of all prefixes packed by :func:`~invarirank.llm.batching.packed_batches`; each prefix computed
-        once (charged to its first row)."""
-        out: list[tuple[np.ndarray, int] | None] = [None] * len(plans)
-        prefix_of: dict[int, tuple[Any, int]] = {}
-        charge: dict[int, int] = {}
-        for idxs in groups:
-            prefix = plans[idxs[0]].prefix
-            cache, computed = self._prefix_cache(prefix)
-            for i in idxs:
-                prefix_of[i] = (cache, len(prefix))
-            charge[idxs[0]] = computed
-        lengths = [len(plan.suffix) for plan in plans]
-        for batch in packed_batches(lengths, groups, self.batch_size, int(self.max_batch_tokens or 1)):
-            rows = [plans[j] for j in batch]
-            got = (
-                self.forwards.suffixes(prefix_of[batch[0]][0], rows)
-                if len({p.prefix for p in rows}) == 1
-                else self.forwards.mixed(rows, [prefix_of[j] for j in batch])
-            )
-            for j, (logits, tokens) in zip(batch, got):
-                out[j] = (self._reduce(plans[j], logits.float()), tokens + charge.get(j, 0))
-        return out  # type: ignore[return-value]
-
-    def _full(self, plan: PassPlan) -> tuple[np.ndarray, int]:
-        logits, n = self.forwards.full(plan, tail=not self.trim_tail)
-        return self._reduce(plan, logits.float()), n
-
-    def _disable_prefix_reuse(self, why: str) -> None:
-        self.prefix_reuse = False
-        self.prefix_reuse_note = f"prefix reuse disabled: {why}"
-        self._prefixes.clear()
-        warnings.warn(f"{self.name}: {self.prefix_reuse_note}; falling back to full forward passes", stacklevel=3)
-
-    def _prefix_cache(self, prefix: tuple[int, ...]) -> tuple[Any, int]:
-        """The prefix's key/value cache (from the store, or computed and stored) and the positions computed."""
-        cache = self._prefixes.get(prefix)
-        if cache is not None:
-            self.stats["prefix_reuses"] += 1
-            return cache, 0
-        cache = self.forwards.prefix(prefix)
-        self._prefixes.put(prefix, cache)
-        return cache, len(prefix)

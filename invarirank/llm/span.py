@@ -34,7 +34,8 @@ import numpy as np
 from invarirank.errors import InvariRankError
 from invarirank.types import HistoryEntry, Item, Query
 
-from .engine import CausalLMScorer, PassPlan
+from .engine import CausalLMScorer
+from .missing_passes import PassPlan
 from .options import CAUSAL_LM_OPTIONS, SPAN_OPTIONS, own_options
 from .prompts import SpanTemplate, span_segments
 from .tokens import TokenizedText

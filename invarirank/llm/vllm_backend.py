@@ -232,7 +232,7 @@ def _tail(log: str, n: int = 5) -> str:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# the two scorers' computations (plans of invarirank.llm.engine.PassPlan)
+# the two scorers' computations (plans of invarirank.llm.missing_passes.PassPlan)
 
 
 def choice_scores(worker: VLLMWorker, plans: Sequence[Any]) -> list[tuple[np.ndarray, int]]:

@@ -8,7 +8,7 @@ see :mod:`._common`). ``t`` is the presented order's key (:class:`invarirank.ord
 every method-internal shuffle is seeded from ``(seed, query_id, t)``. Passes per order: zero-shot 1,
 bootstrapping 3, SGS K, STELLA 4–10. The first pass of every method is the presented order itself, so
 :class:`QueryPassCache` (the per-query pass cache) serves it once for all methods. STELLA needs ``matrix=`` (from
-:func:`invarirank.methods.stella.calibrate` or :func:`~invarirank.methods.stella.load_or_calibrate`).
+:func:`invarirank.methods.stella.calibrate` or :func:`~invarirank.methods.stella_calibration.load_or_calibrate`).
 
 Each method's own function lives in its module (``invarirank.methods.sgs.sgs``, ...): the package re-exports no
 name that would hide a module of the same name.
@@ -25,7 +25,7 @@ from ._common import ScoreOnly, Steps, as_batch_scorer, batch_size_of, drive, dr
 from .query_cache import QueryPassCache
 from .registry import METHOD_LABELS, METHODS, REGISTRY, Method, method, passes_per_order
 from .result import MethodResult
-from .stella import calibrate, load_or_calibrate
+from .stella_calibration import calibrate, load_or_calibrate
 
 __all__ = [
     "METHODS",

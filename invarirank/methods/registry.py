@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import stella
+from . import stella, stella_calibration
 from ._common import Steps
 from .bootstrapping import bootstrapping_steps
 from .sgs import sgs_steps
@@ -91,7 +91,7 @@ REGISTRY: tuple[Method, ...] = (
         stella.stella_steps,
         lambda k, u: u,
         "4-10",
-        calibrator=Calibrator(stella.load_or_calibrate, stella.calibration_need),
+        calibrator=Calibrator(stella_calibration.load_or_calibrate, stella_calibration.calibration_need),
         options=lambda matrix: {"matrix": matrix},
         # its updates 1-2 present bootstrapping's two seeded shuffles (see invarirank.methods._common)
         shares=(("bootstrapping", 2),),

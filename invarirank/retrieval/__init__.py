@@ -6,8 +6,9 @@ ground-truth item and writes ``candidates.jsonl`` (see :mod:`invarirank.candidat
 Importing this package does not import torch or implicit (the trainers import them when called).
 """
 
-from .first_stage import RETRIEVERS, RetrievalResult, format_stats, retrieve, train_retriever
+from .first_stage import RetrievalResult, format_stats, retrieve
 from .metrics import DEFAULT_KS, retrieval_metrics
+from .training import RETRIEVERS, train_retriever
 
 __all__ = [
     "retrieve",

@@ -20,8 +20,6 @@ keep the queries whose top-K holds a ground-truth item, and write ``candidates.j
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,34 +29,16 @@ import numpy as np
 from ..assets import cache_dir
 from ..candidates import read_candidates, write_candidates
 from ..errors import InvariRankError
-from ..io import atomic_path, atomic_write_json, read_json
-from ..types import HistoryEntry, Query
-from .candidates import top_k_unseen
-from .data import RetrievalData, load_retrieval_data
-from .metrics import DEFAULT_KS, retrieval_metrics
+from ..io import atomic_write_json, read_json
+from ..types import Query
+from .data import load_retrieval_data
+from .metrics import DEFAULT_KS
+from .query_ranking import make_query, rank_queries, select_queries, split_stats
+from .training import check_retriever, load_model, model_settings, save_model, settings_key, train_retriever
 
-__all__ = [
-    "RETRIEVERS",
-    "RetrievalResult",
-    "retrieve",
-    "train_retriever",
-    "model_settings",
-    "select_queries",
-    "rank_queries",
-    "evaluate_embeddings",
-    "format_stats",
-    "STATS_SCHEMA_VERSION",
-    "CODE_VERSION",
-]
+__all__ = ["RetrievalResult", "retrieve", "format_stats", "STATS_SCHEMA_VERSION"]
 
-RETRIEVERS = ("lightgcn", "als", "popularity")
-#: the most LightGCN epochs / ALS iterations ``--epochs`` may ask for (the protocol uses 100 / 20)
-MAX_EPOCHS = 10_000
-#: seeds are unsigned 32-bit integers (implicit's ALS and numpy's legacy seeding take no more)
-MAX_SEED = 2**32 - 1
 STATS_SCHEMA_VERSION = 1
-# bump when a change alters trained embeddings or candidates, so old cache entries are not reused
-CODE_VERSION = 1
 
 
 @dataclass
@@ -76,112 +56,6 @@ class RetrievalResult:
     @property
     def candidates_path(self) -> Path:
         return self.out_dir / "candidates.jsonl"
-
-
-def _check_retriever(retriever: str) -> str:
-    if retriever not in RETRIEVERS:
-        raise InvariRankError(f"--retriever {retriever!r}: unknown retriever; expected one of {', '.join(RETRIEVERS)}")
-    return retriever
-
-
-def model_settings(
-    retriever: str,
-    *,
-    seed: int = 42,
-    epochs: int | None = None,
-    device_type: str = "cpu",
-    positive_threshold: float = 4.0,
-    threads: int | None = None,
-) -> dict[str, Any]:
-    """The settings that determine a trained model (JSON-able); ``epochs`` overrides LightGCN epochs /
-    ALS iterations; ``threads`` is LightGCN's resolved CPU thread count (floating-point sums may
-    depend on it)."""
-    _check_retriever(retriever)
-    if epochs is not None and not 1 <= int(epochs) <= MAX_EPOCHS:
-        raise InvariRankError(f"--epochs {epochs}: expected a positive integer, at most the limit {MAX_EPOCHS:,}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
-        raise InvariRankError(f"--seed {seed}: expected an integer from 0 to {MAX_SEED} (2^32 - 1)")
-    settings: dict[str, Any] = {
-        "retriever": retriever,
-        "positive_threshold": float(positive_threshold),
-        "code_version": CODE_VERSION,
-    }
-    if retriever == "lightgcn":
-        from .lightgcn import LightGCNConfig
-
-        cfg = LightGCNConfig() if epochs is None else LightGCNConfig(epochs=int(epochs))
-        settings.update(config=cfg.to_json(), seed=int(seed), device=device_type)
-        if device_type == "cpu" and threads is not None:
-            settings["threads"] = int(threads)
-    elif retriever == "als":
-        from .als import ALSConfig
-
-        cfg = ALSConfig() if epochs is None else ALSConfig(iterations=int(epochs))
-        settings.update(config=cfg.to_json(), seed=int(seed))
-    return settings
-
-
-def _key(*parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def train_retriever(
-    data: RetrievalData,
-    retriever: str,
-    *,
-    seed: int = 42,
-    epochs: int | None = None,
-    device: str | None = None,
-    progress: bool = True,
-) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Train one retriever on ``data``'s training positives (no caching)."""
-    _check_retriever(retriever)
-    args = (data.n_users, data.n_items, data.pos_user, data.pos_item)
-    if retriever == "lightgcn":
-        from .lightgcn import LightGCNConfig, train_lightgcn
-
-        cfg = LightGCNConfig() if epochs is None else LightGCNConfig(epochs=int(epochs))
-        return train_lightgcn(*args, config=cfg, seed=seed, device=device, progress=progress)
-    if retriever == "als":
-        from .als import ALSConfig, train_als
-
-        cfg = ALSConfig() if epochs is None else ALSConfig(iterations=int(epochs))
-        return train_als(*args, config=cfg, seed=seed, progress=progress)
-    from .popularity import train_popularity
-
-    return train_popularity(*args)
-
-
-def _save_model(folder: Path, users: np.ndarray, items: np.ndarray, sidecar: dict) -> None:
-    from safetensors.numpy import save_file
-
-    folder.mkdir(parents=True, exist_ok=True)
-    with atomic_path(folder / "model.safetensors") as tmp:
-        save_file(
-            {
-                "user": np.ascontiguousarray(users, dtype=np.float32),
-                "item": np.ascontiguousarray(items, dtype=np.float32),
-            },
-            str(tmp),
-            metadata={"key": sidecar["key"]},
-        )
-    atomic_write_json(folder / "model.json", sidecar)
-
-
-def _load_model(folder: Path, key: str) -> tuple[np.ndarray, np.ndarray, dict] | None:
-    meta_path, weights = folder / "model.json", folder / "model.safetensors"
-    if not (meta_path.is_file() and weights.is_file()):
-        return None
-    try:
-        from safetensors.numpy import load_file
-
-        meta = read_json(meta_path)
-        if meta.get("key") != key:
-            return None
-        tensors = load_file(str(weights))
-        return tensors["user"], tensors["item"], meta
-    except Exception:  # a damaged cache entry is retrained, never trusted
-        return None
 
 
 def _resolve_data_dir(data_dir: str | Path) -> Path:
@@ -209,128 +83,6 @@ def prepared_threshold(folder: Path) -> float:
     return float(read_stats(folder).get("positive_threshold", 4.0))
 
 
-def _exclusions(data: RetrievalData, row: dict) -> np.ndarray:
-    """Item indices a query must never get: its ``exclude`` list ∪ the user's seen items of the splits
-    before the query's target segment."""
-    user = str(row["user_id"])
-    parts = [data.seen_train.get(user, np.empty(0, np.int64))]
-    if row["split"] == "test":
-        parts.append(data.seen_validation.get(user, np.empty(0, np.int64)))
-    listed = row.get("exclude")
-    if listed is not None:
-        ids = [data.item_index[str(i)] for i in listed if str(i) in data.item_index]
-        parts.append(np.asarray(ids, dtype=np.int64))
-    return np.unique(np.concatenate(parts).astype(np.int64))
-
-
-def select_queries(data: RetrievalData, k: int) -> dict[str, list[tuple[dict, np.ndarray]]]:
-    """The test and validation query rows (``queries.parquet`` order) with their excluded item indices.
-
-    Raises :class:`InvariRankError` on a bad row or when K exceeds the unseen catalogue of a query.
-    """
-    path = data.data_dir / "queries.parquet"
-    by_split: dict[str, list[tuple[dict, np.ndarray]]] = {"test": [], "validation": []}
-    for n, row in enumerate(data.queries.to_dict("records")):
-        split = str(row["split"])
-        if split not in by_split:
-            raise InvariRankError(f"{path}: row {n}: split {split!r}; expected test or validation")
-        if str(row["user_id"]) not in data.user_index:
-            raise InvariRankError(f"{path}: query {row['query_id']}: user {row['user_id']!r} has no interactions")
-        if len(row["ground_truth"]) == 0:
-            continue  # the contract lists only queries with a ground truth; tolerate others
-        by_split[split].append((row, _exclusions(data, row)))
-    too_small = [
-        (data.n_items - ex.size, split, row["query_id"])
-        for split, pairs in by_split.items()
-        for row, ex in pairs
-        if data.n_items - ex.size < k
-    ]
-    if too_small:
-        unseen, split, qid = min(too_small, key=lambda t: t[0])
-        raise InvariRankError(
-            f"--k {k} is larger than the unseen catalogue of {len(too_small)} queries (smallest: {split} "
-            f"query {qid} with {unseen} unseen items of {data.n_items}); expected K <= {unseen}"
-        )
-    return by_split
-
-
-def rank_queries(
-    data: RetrievalData,
-    users: np.ndarray,
-    items: np.ndarray,
-    k: int,
-    ks: tuple[int, ...] = DEFAULT_KS,
-    selected: dict[str, list[tuple[dict, np.ndarray]]] | None = None,
-    progress: bool = False,
-) -> dict[str, list[dict]]:
-    """Top-max(K, ks) unseen items of every test and validation query.
-
-    Returns ``{"test": [...], "validation": [...]}``, each a list (in ``queries.parquet`` order) of
-    dicts with ``row`` (the query row), ``top`` (item indices, best first) and ``scores``.
-    ``selected`` is :func:`select_queries`'s result (computed when not given).
-    """
-    if selected is None:
-        selected = select_queries(data, k)
-    kmax = max(int(k), *ks)
-    out: dict[str, list[dict]] = {}
-    for split, pairs in selected.items():
-        uidx = [data.user_index[str(row["user_id"])] for row, _ in pairs]
-        tops, scores = top_k_unseen(users, items, uidx, [ex for _, ex in pairs], kmax, progress=progress)
-        out[split] = [{"row": row, "top": t, "scores": sc} for (row, _), t, sc in zip(pairs, tops, scores)]
-    return out
-
-
-def _make_query(data: RetrievalData, entry: dict, k: int) -> Query:
-    row = entry["row"]
-    history = []
-    ratings = list(row["history_ratings"])
-    for j, hid in enumerate(row["history_item_ids"]):
-        idx = data.item_index.get(str(hid))
-        if idx is None:
-            raise InvariRankError(
-                f"{data.data_dir / 'queries.parquet'}: query {row['query_id']}: history "
-                f"item {hid!r} is not in items.parquet"
-            )
-        history.append(HistoryEntry(data.items[idx], float(ratings[j])))
-    top = entry["top"][:k]
-    return Query(
-        query_id=str(row["query_id"]),
-        user_id=str(row["user_id"]),
-        history=tuple(history),
-        candidates=tuple(data.items[i] for i in top),
-        ground_truth=tuple(str(g) for g in row["ground_truth"]),
-        split=str(row["split"]),
-        candidate_scores=tuple(float(s) for s in entry["scores"][:k]),
-    )
-
-
-def _split_stats(data: RetrievalData, entries: list[dict], k: int, ks: tuple[int, ...]) -> tuple[dict, list[dict]]:
-    retrieved = [[data.item_ids[i] for i in e["top"]] for e in entries]
-    truths = [[str(g) for g in e["row"]["ground_truth"]] for e in entries]
-    metrics = retrieval_metrics(retrieved, truths, ks)
-    kept = [e for e, lst, gt in zip(entries, retrieved, truths) if set(lst[:k]) & set(gt)]
-    metrics.update(queries_kept=len(kept), queries_dropped=len(entries) - len(kept))
-    return metrics, kept
-
-
-def evaluate_embeddings(
-    data: RetrievalData,
-    users: np.ndarray,
-    items: np.ndarray,
-    k: int = 25,
-    ks: tuple[int, ...] = DEFAULT_KS,
-    split: str = "test",
-) -> dict[str, Any]:
-    """Retrieval metrics of given embeddings over all queries of ``split`` (no files written):
-    ``queries``, ``coverage@K`` / ``recall@K`` / ``hr@K`` / ``ndcg@K`` for K in ``ks`` ∪ {k}, and
-    ``queries_kept`` / ``queries_dropped`` for ``k``."""
-    ks = tuple(sorted(set(ks) | {int(k)}))
-    selected = select_queries(data, k)
-    ranked = rank_queries(data, users, items, k, ks, {split: selected[split]})
-    metrics, _ = _split_stats(data, ranked[split], k, ks)
-    return metrics
-
-
 def retrieve(
     data_dir: str | Path,
     retriever: str = "lightgcn",
@@ -348,7 +100,7 @@ def retrieve(
     ``epochs`` overrides the LightGCN epochs / ALS iterations (protocol defaults otherwise);
     ``device`` (LightGCN only) defaults to CUDA when available. ``force`` ignores cached files.
     """
-    _check_retriever(retriever)
+    check_retriever(retriever)
     if isinstance(k, bool) or int(k) != k or k < 1:
         raise InvariRankError(f"--k {k}: expected a positive integer")
     k = int(k)
@@ -375,9 +127,9 @@ def retrieve(
         positive_threshold=data.positive_threshold,
         threads=threads,
     )
-    key = _key("model", data.graph_hash, settings)
+    key = settings_key("model", data.graph_hash, settings)
     model_dir = cache_dir() / "retrieval" / f"{retriever}-{key[:16]}"
-    cand_key = _key("candidates", key, data.files_hash, k, list(ks))
+    cand_key = settings_key("candidates", key, data.files_hash, k, list(ks))
     out_dir = Path(out) if out is not None else model_dir / f"k{k}-{cand_key[:12]}"
 
     # candidates already there with the same key: reuse them
@@ -399,7 +151,7 @@ def retrieve(
             )
 
     selected = select_queries(data, k)  # bad K fails here, before any training
-    loaded = None if force else _load_model(model_dir, key)
+    loaded = None if force else load_model(model_dir, key)
     if loaded is not None:
         users, items, meta = loaded
         info = meta["info"]
@@ -420,18 +172,18 @@ def retrieve(
             "train_positives": data.n_positives,
             "info": info,
         }
-        _save_model(model_dir, users, items, meta)
+        save_model(model_dir, users, items, meta)
 
     ranked = rank_queries(data, users, items, k, ks, selected, progress=progress)
-    test_metrics, test_kept = _split_stats(data, ranked["test"], k, ks)
-    val_metrics, val_kept = _split_stats(data, ranked["validation"], k, ks)
+    test_metrics, test_kept = split_stats(data, ranked["test"], k, ks)
+    val_metrics, val_kept = split_stats(data, ranked["validation"], k, ks)
     if not test_kept:
         raise InvariRankError(
             f"--k {k}: no test query of {data.data_dir} keeps a ground-truth item in its top-{k} "
             f"({len(ranked['test'])} test queries); the candidates file would be empty"
         )
-    test_queries = [_make_query(data, e, k) for e in test_kept]
-    val_queries = [_make_query(data, e, k) for e in val_kept]
+    test_queries = [make_query(data, e, k) for e in test_kept]
+    val_queries = [make_query(data, e, k) for e in val_kept]
 
     stats: dict[str, Any] = {
         "schema_version": STATS_SCHEMA_VERSION,

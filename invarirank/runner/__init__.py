@@ -12,7 +12,7 @@
   are its one-element cases; :func:`run_status` is the one reuse check of a folder;
 * :mod:`.worker`, :mod:`.shards`, :mod:`.executors`, :mod:`.sharded` — how a run is computed: the worker that holds
   one scorer, shards and their folders (the one resume record), the ``local`` and ``ray`` executors behind one
-  :class:`~invarirank.runner.executors.Executor` protocol, many runs' shards on one executor.
+  :class:`~invarirank.runner.executor_protocol.Executor` protocol, many runs' shards on one executor.
 
 The runner may import every layer below it (data, retrieval, llm, methods, evaluation) and the run store.
 """
@@ -20,14 +20,14 @@ The runner may import every layer below it (data, retrieval, llm, methods, evalu
 from __future__ import annotations
 
 from .config import PATH_SETTINGS, RunConfig, simple_name, slug
-from .executors import EXECUTORS, Executor, LocalExecutor, make_executor
+from .executor_protocol import Executor
+from .executors import EXECUTORS, LocalExecutor, make_executor
 from .plan import RunPlan, format_plan, plan_run
 from .queries import QuerySet, load_queries
 from .records import ObservationRow, QueryRecord
 from .rerank import rerank_query
 from .run import (
     NO_RUN_FOLDER,
-    RunResult,
     ensure_run,
     ensure_runs,
     mismatch_error,
@@ -51,7 +51,6 @@ __all__ = [
     "RunPlan",
     "plan_run",
     "format_plan",
-    "RunResult",
     "ensure_runs",
     "ensure_run",
     "run_experiment",

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvariRankError
-from .config import ALIASES, RunConfig
+from .config import RunConfig
 
 __all__ = ["check_arguments"]
 
@@ -22,7 +22,7 @@ def check_arguments(where: str, **values: Any) -> dict[str, Any]:
     normalised values; raises :class:`InvariRankError` naming ``where`` and the argument."""
     kinds = {f.name: f.type for f in dataclasses.fields(RunConfig)}
     for name, value in values.items():
-        kind = str(kinds.get(ALIASES.get(name, name), ""))
+        kind = str(kinds.get(name, ""))
         numeric = kind.startswith("int") or kind.startswith("list[int]")
         if value is None and not kind.endswith("| None"):
             raise InvariRankError(f"{where}: {name} = None, expected a value (see invarirank.runner.config)")
@@ -31,4 +31,4 @@ def check_arguments(where: str, **values: Any) -> dict[str, Any]:
         if kind == "bool" and not isinstance(value, (bool, np.bool_)):
             raise InvariRankError(f"{where}: {name} = {value!r}, expected True or False")
     config = RunConfig.from_mapping({k: bool(v) if isinstance(v, np.bool_) else v for k, v in values.items()}, where)
-    return {name: getattr(config, ALIASES.get(name, name)) for name in values}
+    return {name: getattr(config, name) for name in values}

@@ -2,9 +2,9 @@
 
 One dataclass is filled by every way of describing a run — a grid entry (``configs/*.yaml``), the
 ``invarirank rerank`` flags, a ``--config`` YAML file and the parameters of ``notebooks/rerank.ipynb`` — so a
-setting has one name, one default and one check. The names users know from each source are accepted as
-aliases: ``k`` = ``K``, ``m`` = ``M``, ``queries`` = ``n_queries``, ``run_name`` = ``name``, and
-``k_sweep: [6, 10]`` = ``sample_k: 6`` (queries are sampled among those kept at the sweep's smallest K).
+setting has one name, one default and one check, spelled as its field (``K``, ``M``, ``n_queries``) everywhere but
+at the command line's edge (flags, ``--config`` files) and in stored manifests' ``run_name`` (:data:`ALIASES`). And
+``k_sweep: [6, 10]`` = ``sample_k: 6`` (queries sampled among those kept at the sweep's smallest K) everywhere.
 
 Conventions: K is the number of candidates per query (the list length), M the number of presented orders per
 query; methods always run, and rows are written, in the method registry's (the paper's) order.
@@ -29,30 +29,18 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import existing_file, load_yaml, read_utf8
+from ..io import existing_file, read_utf8
 from ..limits import MAX_BOOTSTRAP
-from ..llm.factory import DEFAULT_MODEL, SCORER_KINDS, check_scorer_options
+from ..llm.factory import DEFAULT_MODEL
 from ..methods.registry import METHODS, calibrated_method
-from .setting_checks import check_evaluation, check_sources, check_text
+from ..yaml_reader import load_yaml
+from .setting_checks import ALIASES, as_int, check_text, normalise_settings, simple_name
 
 __all__ = ["RunConfig", "PATH_SETTINGS", "DEFAULT_K", "ALIASES", "MAX_BOOTSTRAP", "slug", "simple_name", "check_lists"]
 
 #: K of a first-stage run when none is given (a candidates file keeps its own lists)
 DEFAULT_K = 25
-#: other names of a setting, as grid files / notebooks (K, M, n_queries) and flags / YAML (k, m, queries) use them
-ALIASES = {"k": "K", "m": "M", "queries": "n_queries", "run_name": "name"}
-#: grid and run names become folder names: letters, digits, '.', '_' and '-' only, not starting with '.' (so not
-#: ``.`` or ``..``, which would leave the results folder, nor a hidden name such as ``.work``)
-_SIMPLE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
-#: a device: ``auto`` or a torch device type, optionally with an index (checked before torch sees it)
-_DEVICE = re.compile(r"auto|(cpu|cuda|mps|xpu|xla|meta|hpu|mtia|npu|hip|privateuseone)(:[0-9]+)?")
 _IDENTITY = {"identity": True}
-
-
-def simple_name(text: str) -> bool:
-    """Whether ``text`` may name a grid or run folder (letters, digits, '.', '_', '-'; not starting with '.', so
-    never ``.`` or ``..``)."""
-    return bool(_SIMPLE_NAME.fullmatch(text))
 
 
 def slug(text: str) -> str:
@@ -136,9 +124,11 @@ class RunConfig:
         return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("execution"))
 
     @classmethod
-    def canonical(cls, data: Mapping[str, Any], where: str = "config", *, strict: bool = True) -> dict[str, Any]:
-        """``data`` with aliases renamed (``k`` → ``K``, ``k_sweep`` → ``sample_k``, ...); with ``strict``, an
-        unknown key is an error naming ``where``, otherwise it is dropped."""
+    def canonical(
+        cls, data: Mapping[str, Any], where: str = "config", *, strict: bool = True, aliases: bool = False
+    ) -> dict[str, Any]:
+        """``data`` with ``k_sweep`` as ``sample_k`` and, with ``aliases`` (the flags' edge, stored manifests),
+        :data:`ALIASES` renamed; with ``strict``, an unknown key is an error naming ``where``, else dropped."""
         if not isinstance(data, Mapping):
             raise InvariRankError(f"{where}: expected a mapping of settings, got {type(data).__name__}")
         names = set(cls.field_names())
@@ -150,15 +140,13 @@ class RunConfig:
                     if not isinstance(sweep, (list, tuple)):
                         raise InvariRankError(f"{where}: setting 'k_sweep' = {value!r}, expected a list")
                     if sweep:
-                        out["sample_k"] = min(_as_int(where, "k_sweep", v, 1) for v in sweep)
+                        out["sample_k"] = min(as_int(where, "k_sweep", v, 1) for v in sweep)
                 continue
-            name = ALIASES.get(key, key)
+            name = ALIASES.get(key, key) if aliases else key
             if name not in names:
                 if strict:
-                    raise InvariRankError(
-                        f"{where}: unknown setting {key!r}; expected one of "
-                        f"{', '.join(sorted(names | set(ALIASES) | {'k_sweep'}))}"
-                    )
+                    known = ", ".join(sorted(names | {"k_sweep"} | (set(ALIASES) if aliases else set())))
+                    raise InvariRankError(f"{where}: unknown setting {key!r}; expected one of {known}")
                 continue
             if value is not None and out.get(name) is not None and out[name] != value:
                 raise InvariRankError(f"{where}: setting {name!r} given twice (as {key!r} too)")
@@ -168,8 +156,9 @@ class RunConfig:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], where: str = "config", *, grid: str | None = None) -> RunConfig:
-        """Build and check a config from a mapping (YAML, a grid entry, notebook parameters); ``grid`` fills
-        ``grid`` when the mapping does not. Unknown keys and bad values raise :class:`InvariRankError`."""
+        """Build and check a config from a mapping (a grid entry, notebook parameters, a ``--config`` file): the one
+        validation path of every way of describing a run; ``grid`` fills ``grid`` when the mapping does not.
+        Unknown keys and bad values raise :class:`InvariRankError`."""
         kw = cls.canonical(data, where)
         if grid is not None and kw.get("grid") is None:
             kw["grid"] = grid
@@ -189,14 +178,14 @@ class RunConfig:
         data = load_yaml(read_utf8(p, "config file"), str(p), "malformed YAML")
         if data is None:
             data = {}
-        return cls.from_mapping(data, str(p))
+        return cls.from_mapping(cls.canonical(data, str(p), aliases=True), str(p))  # the flags' spellings too
 
     @classmethod
     def from_manifest(cls, manifest: Mapping[str, Any]) -> RunConfig:
         """The config a finished run was made with: its ``grid_run`` section, else its ``config`` section (both
         as written by every version so far; keys this version does not know are ignored)."""
         stored = manifest.get("grid_run") or manifest.get("config") or {}
-        return cls.from_mapping(cls.canonical(stored, "manifest", strict=False), "manifest")
+        return cls.from_mapping(cls.canonical(stored, "manifest", strict=False, aliases=True), "manifest")
 
     @classmethod
     def identity_of_manifest(cls, manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -207,7 +196,7 @@ class RunConfig:
             return {}
 
     def replace(self, **changes: Any) -> RunConfig:
-        """A checked copy with ``changes`` (aliases accepted)."""
+        """A checked copy with ``changes`` (settings spelled as the fields are)."""
         config = dataclasses.replace(self, **self.canonical(changes, "config"))
         config.normalise("config")
         return config
@@ -337,99 +326,7 @@ class RunConfig:
     def normalise(self, where: str = "config") -> None:
         """Coerce types (``"a,b"`` lists, sorted methods) and check ranges; raise :class:`InvariRankError`."""
         check_text(self, where)
-        for name, lo in (
-            ("K", 2),
-            ("sample_k", 2),
-            ("n_queries", 1),
-            ("first_queries", 1),
-            ("shard_queries", 1),
-            ("query_window", 1),
-        ):
-            value = getattr(self, name)
-            setattr(self, name, None if value is None else _as_int(where, name, value, lo))
-        if self.first_queries is not None and self.n_queries is not None and self.first_queries > self.n_queries:
-            raise InvariRankError(
-                f"{where}: setting 'first_queries' = {self.first_queries} is more than "
-                f"n_queries = {self.n_queries}; expected at most {self.n_queries}"
-            )
-        for name, lo in (
-            ("M", 1),
-            ("seed", 0),
-            ("retrieval_seed", 0),
-            ("calibration_queries", 1),
-            ("calibration_repeats", 1),
-            ("exposure_k", 1),
-            ("n_bootstrap", 0),
-        ):
-            setattr(self, name, _as_int(where, name, getattr(self, name), lo))
-        self.eval_ks = [_as_int(where, "eval_ks", v, 1) for v in _as_list(where, "eval_ks", self.eval_ks)]
-        check_evaluation(self, where)
-        methods = [str(m) for m in _as_list(where, "methods", self.methods)]
-        for m in methods:
-            if m not in METHODS:
-                raise InvariRankError(
-                    f"{where}: unknown method {m!r} in 'methods'; expected some of {', '.join(METHODS)}"
-                )
-        if not methods:
-            raise InvariRankError(f"{where}: setting 'methods' is empty; expected some of {', '.join(METHODS)}")
-        if len(set(methods)) != len(methods):
-            raise InvariRankError(f"{where}: setting 'methods' repeats a method: {methods}")
-        self.methods = [m for m in METHODS if m in methods]
-        if self.scorer not in SCORER_KINDS:
-            raise InvariRankError(
-                f"{where}: setting 'scorer' = {self.scorer!r}, expected one of {', '.join(SCORER_KINDS)}"
-            )
-        if not isinstance(self.scorer_options, Mapping):
-            raise InvariRankError(f"{where}: setting 'scorer_options' must be a mapping of option: value")
-        self.scorer_options = dict(sorted(self.scorer_options.items()))
-        check_scorer_options(self.scorer, self.scorer_options, f"{where}: setting 'scorer_options'")
-        if not isinstance(self.noise_floor, bool):
-            raise InvariRankError(f"{where}: setting 'noise_floor' = {self.noise_floor!r}, expected true or false")
-        for name in ("retriever", "scorer", "device"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise InvariRankError(f"{where}: setting {name!r} must be a non-empty string")
-        for name in (
-            "grid",
-            "name",
-            "dataset",
-            "label",
-            "raw_dir",
-            "data_dir",
-            "candidates",
-            "model",
-            "out",
-            "cache_dir",
-        ):
-            value = getattr(self, name)
-            if value is not None:
-                if value == "" and name in ("dataset", "grid", "name", "model"):
-                    raise InvariRankError(f"{where}: setting {name!r} must be a non-empty string")
-                setattr(self, name, str(value))
-        self.check_k(where)
-        check_sources(self, where)
-        for name in ("grid", "name"):
-            value = getattr(self, name)
-            if value is not None and not simple_name(value):
-                raise InvariRankError(
-                    f"{where}: {name} {value!r} may hold only letters, digits, '.', '_' and '-', "
-                    f"and may not start with '.'"
-                )
-        for name in ("seed", "retrieval_seed"):  # seeds reach numpy, torch and implicit: 32 bits
-            if getattr(self, name) > 2**32 - 1:
-                raise InvariRankError(
-                    f"{where}: setting {name!r} = {getattr(self, name)}, expected an integer from 0 "
-                    f"to 4294967295 (2^32 - 1)"
-                )
-        if not _DEVICE.fullmatch(self.device):
-            raise InvariRankError(
-                f"{where}: setting 'device' = {self.device!r}, expected auto, cpu, cuda, cuda:N, "
-                f"mps or another torch device name"
-            )
-        if self.n_bootstrap > MAX_BOOTSTRAP:
-            raise InvariRankError(
-                f"{where}: setting 'n_bootstrap' = {self.n_bootstrap} is above the limit "
-                f"{MAX_BOOTSTRAP:,}; expected at most {MAX_BOOTSTRAP:,} resamples"
-            )
+        normalise_settings(self, where)
 
     def check_k(self, where: str = "config", list_k: int | None = None, source: str = "") -> None:
         """Reject settings that cannot be meant for the run's K (the list length: ``effective_k``, else
@@ -471,29 +368,3 @@ def check_lists(config: RunConfig, lengths: Mapping[str, int], source: str) -> N
             f"{config.K} (--k); expected lists of at least K candidates (or a smaller --k)"
         )
     config.check_k("config", lengths[shortest], source)
-
-
-_ALIAS_OF = {canonical: alias for alias, canonical in ALIASES.items()}
-
-
-def _as_int(where: str, name: str, value: Any, minimum: int) -> int:
-    shown = f"{name!r}" + (f" ({_ALIAS_OF[name]!r})" if name in _ALIAS_OF else "")
-    if isinstance(value, bool):
-        raise InvariRankError(f"{where}: setting {shown} = {value!r}, expected an integer")
-    try:
-        iv = int(value)
-        if isinstance(value, float) and not value.is_integer():
-            raise ValueError
-    except (TypeError, ValueError):
-        raise InvariRankError(f"{where}: setting {shown} = {value!r}, expected an integer") from None
-    if iv < minimum:
-        raise InvariRankError(f"{where}: setting {shown} = {iv}, expected at least {minimum}")
-    return iv
-
-
-def _as_list(where: str, name: str, value: Any) -> list:
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    raise InvariRankError(f"{where}: setting {name!r} = {value!r}, expected a list")

@@ -4,7 +4,7 @@ A run's identity (:meth:`~invarirank.runner.RunConfig.identity`) holds its setti
 and the paths would not do either: a candidates file edited in place, or other raw files at the same ``raw_dir``,
 must not be reused as the old results. :func:`input_hashes` gives a content hash of each input file a run has —
 ``candidates`` (the file's bytes), ``raw_dir`` (the raw files the data preparation reads: role, name and content,
-by :func:`invarirank.data.preparation.raw_fingerprint`, which hashes files up to 1 GiB and records size and
+by :func:`invarirank.data.raw_inputs.raw_fingerprint`, which hashes files up to 1 GiB and records size and
 modification time above that) and ``data_dir`` (every file of the prepared folder) — and nothing for a run on the
 embedded data, so committed runs, their identities and their shards stay as they are. The manifest of a new run
 records them (``inputs``); :func:`invarirank.runner.run_status` compares them. Shards need no such check: their
@@ -55,7 +55,7 @@ def input_hashes(config: RunConfig) -> dict[str, str]:
         if config.data_dir and Path(config.data_dir).is_dir():
             out["data_dir"] = _folder_sha256(Path(config.data_dir))
         elif config.raw_dir and not config.candidates:
-            from ..data.preparation import raw_files, raw_fingerprint
+            from ..data.raw_inputs import raw_files, raw_fingerprint
 
             raw = Path(config.raw_dir)
             if raw.is_dir():

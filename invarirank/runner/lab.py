@@ -55,7 +55,7 @@ def live_run(
         {
             "dataset": "synthetic",
             "candidates": str(cands),
-            "k": K,
+            "K": K,
             "scorer": "simulated",
             "scorer_options": {
                 "bias_shape": bias_shape,
@@ -63,7 +63,7 @@ def live_run(
                 "noise_sd": float(noise_sd),
                 "relevance": float(relevance),
             },
-            "m": M,
+            "M": M,
             "methods": list(methods),
             "seed": seed,
             "calibration_queries": calibration_queries,

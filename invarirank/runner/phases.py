@@ -20,9 +20,9 @@ from ..evaluation.references import FIRST_STAGE_FILE, write_first_stage
 from ..io import atomic_write_json
 from ..llm.factory import scoring_versions
 from ..methods.registry import calibrated_method
-from ..store import CALIBRATIONS_FILE, VOLATILE_FILE, RunFolder, RunStatus, recorded_calibrations
+from ..store import CALIBRATIONS_FILE, VOLATILE_FILE, Run, RunFolder, RunStatus, recorded_calibrations
 from .config import RunConfig
-from .executors import Executor
+from .executor_protocol import Executor
 from .inputs import input_hashes, stored_inputs
 from .manifest import build_manifest, git_info
 from .queries import QuerySet, load_queries, synthetic_candidates_for
@@ -31,7 +31,6 @@ from .shards import run_fingerprint
 from .worker import calibration_method
 
 __all__ = [
-    "RunResult",
     "PreparedRun",
     "prepare_run",
     "record_calibrations",
@@ -41,17 +40,6 @@ __all__ = [
     "wanted_identity",
     "stored_identity",
 ]
-
-
-@dataclass
-class RunResult:
-    """The run folder and its contents (``metrics``, ``manifest`` and the volatile ``run.json`` as written)."""
-
-    out_dir: Path
-    metrics: dict[str, Any]
-    manifest: dict[str, Any]
-    rows: list[dict[str, Any]]
-    volatile: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -85,12 +73,13 @@ def print_cost_notice(
     recorded: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> None:
     """One line on stderr before a run estimated to take more than a few minutes
-    (:func:`invarirank.runner.plan.cost_notice`): priced from the newest benchmark file when it measured the
+    (:func:`invarirank.runner.cost_line.cost_notice`): priced from the newest benchmark file when it measured the
     model, else from the scorer's device type (``key_identity``) and the stated assumptions; the queries already
     in finished shards of the run folder ``out`` are not counted, nor a calibration of ``recorded`` (the STELLA_LW
     calibrations recorded with them, by K: :func:`invarirank.store.recorded_calibrations`) that this machine
     takes. Loads and measures nothing."""
-    from .plan import cost_notice, find_bench
+    from .bench_files import find_bench
+    from .cost_line import cost_notice
 
     try:
         bench = find_bench(None)
@@ -203,7 +192,7 @@ def first_stage_rankings(config: RunConfig, qs: QuerySet) -> dict[str, list[str]
     return {q.query_id: [c.item_id for c in q.candidates] for q in qs.test}
 
 
-def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str, Any]) -> RunResult:
+def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str, Any]) -> Run:
     """The merge: write the run's files from its query records (in run order) — observations, metrics,
     calibration, then the volatile ``run.json`` and last the deterministic ``manifest.json`` — and remove
     ``.work``. ``volatile`` holds what the caller measured (timings, executor, shards, workers); this is the one
@@ -277,7 +266,7 @@ def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str
     atomic_write_json(folder.file(VOLATILE_FILE), run)
     atomic_write_json(folder.file(folder.MANIFEST), manifest)
     folder.clear_work()
-    return RunResult(out, metrics, manifest, all_rows, run)
+    return Run.from_files(out, metrics, manifest)
 
 
 def wanted_identity(config: RunConfig) -> dict[str, Any]:

@@ -185,7 +185,7 @@ def rerank_query(
     arguments give equal rows.
 
     ``calibrations[K]`` is STELLA_LW's calibration for lists of K (a
-    :class:`~invarirank.methods.stella.Calibration` or its K×K matrix, e.g. from
+    :class:`~invarirank.methods.stella_calibration.Calibration` or its K×K matrix, e.g. from
     :func:`invarirank.methods.stella.calibrate`); when calibrations are given STELLA_LW runs too. ``noise_floor``
     presents the first order M times, each copy scored afresh (the scorer's own noise). ``model`` and ``dataset``
     are written into every row (``model`` defaults to the scorer's identity). ``on_order(t)`` is called after

@@ -40,21 +40,23 @@ from ..errors import InvariRankError
 from ..io import read_json
 from ..llm.factory import scoring_versions
 from ..store import (
+    Run,
     RunFolder,
     committed_shards,
     export_shards,
     identity_difference,
     import_shards,
+    load_run,
     project_root,
     publish_run,
-    read_volatile,
     refresh_metrics,
 )
 from ..types import Scorer
 from .config import RunConfig
-from .executors import Executor, LocalExecutor
+from .executor_protocol import Executor
+from .executors import LocalExecutor
 from .manifest import portable_paths
-from .phases import RunResult, run_status, stored_identity, wanted_identity
+from .phases import run_status, stored_identity, wanted_identity
 from .queries import QuerySet
 from .sharded import compute_runs_in_shards
 
@@ -65,7 +67,6 @@ __all__ = [
     "run_experiment",
     "run_folder",
     "run_status",
-    "RunResult",
     "NO_RUN_FOLDER",
 ]
 
@@ -213,8 +214,8 @@ def ensure_runs(
     """The finished run folder of every config (:func:`run_folder`), in the order of ``configs``: reused when
     there, else computed (or resumed) and, for a grid's run, published (see the module docstring).
 
-    ``executor`` (:class:`~invarirank.runner.executors.Executor`) computes the missing runs' shards, all together
-    (it is not closed here); without one a :class:`~invarirank.runner.executors.LocalExecutor` computes them in
+    ``executor`` (:class:`~invarirank.runner.executor_protocol.Executor`) computes the missing runs' shards, all
+    together (it is not closed here); without one a :class:`~invarirank.runner.executors.LocalExecutor` computes them in
     this process, with ``scorer`` when given instead of building one. ``allow_run=False`` makes a run that is not
     there an error. ``queries`` (tests) replaces query loading for a single run. ``on_shard_done(n)`` is called
     after the n-th shard of this session is written (and, for a grid's run, copied for committing)."""
@@ -271,21 +272,12 @@ def run_experiment(
     scorer: Scorer | None = None,
     executor: Executor | None = None,
     on_shard_done: Callable[[int], None] | None = None,
-) -> RunResult:
-    """:func:`ensure_runs` of one run, read back: its folder, metrics, manifest, observation rows and ``run.json``.
-    ``queries``/``scorer`` may be given to skip loading them; ``on_shard_done`` as in :func:`ensure_runs` (tests
-    use it to simulate a kill)."""
-    from ..evaluation import read_observations
-
+) -> Run:
+    """:func:`ensure_runs` of one run, read back as the one result type, :class:`invarirank.store.Run` (its rows:
+    :meth:`~invarirank.store.Run.rows`; its ``run.json``: :attr:`~invarirank.store.Run.volatile`). ``queries`` and
+    ``scorer`` may be given to skip loading them; ``on_shard_done`` as in :func:`ensure_runs` (tests use it to
+    simulate a kill)."""
     folder = ensure_runs(
         [config], executor, progress=progress, queries=queries, scorer=scorer, on_shard_done=on_shard_done
     )[0]
-    rf = RunFolder(folder)
-    obs = rf.observations()
-    return RunResult(
-        folder,
-        read_json(rf.file(rf.METRICS)),
-        read_json(rf.file(rf.MANIFEST)),
-        read_observations(obs) if obs else [],
-        read_volatile(folder),
-    )
+    return load_run(folder)

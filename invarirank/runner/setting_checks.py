@@ -1,16 +1,48 @@
-"""Checks of the run schema that span several settings (``RunConfig.normalise`` calls them), kept apart from
-:mod:`.config` so that the schema's module stays a readable size."""
+"""The checks of the run schema (:class:`~invarirank.runner.RunConfig`): the coercions and range checks of
+``RunConfig.normalise`` (one line naming the setting and what was expected), the names a setting is also known by,
+and the checks that span several settings."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InvariRankError
 from ..evaluation.settings import check_against_lists, check_settings
+from ..limits import MAX_BOOTSTRAP
+from ..llm.factory import SCORER_KINDS, check_scorer_options
+from ..methods.registry import METHODS
 
-__all__ = ["check_sources", "check_evaluation", "check_lists_for_evaluation", "check_text"]
+__all__ = [
+    "check_sources",
+    "check_evaluation",
+    "check_lists_for_evaluation",
+    "check_text",
+    "normalise_settings",
+    "simple_name",
+    "as_int",
+    "as_list",
+    "ALIASES",
+]
+
+#: the flags' spellings of settings (``--k``, ``--m``, ``--queries``, in ``--config`` files too; manifests' run_name)
+ALIASES = {"k": "K", "m": "M", "queries": "n_queries", "run_name": "name"}
+#: grid and run names become folder names: letters, digits, '.', '_' and '-' only, not starting with '.' (so not
+#: ``.`` or ``..``, which would leave the results folder, nor a hidden name such as ``.work``)
+_SIMPLE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+#: a device: ``auto`` or a torch device type, optionally with an index (checked before torch sees it)
+_DEVICE = re.compile(r"auto|(cpu|cuda|mps|xpu|xla|meta|hpu|mtia|npu|hip|privateuseone)(:[0-9]+)?")
+
+
+def simple_name(text: str) -> bool:
+    """Whether ``text`` may name a grid or run folder (letters, digits, '.', '_', '-'; not starting with '.', so
+    never ``.`` or ``..``)."""
+    return bool(_SIMPLE_NAME.fullmatch(text))
+
+
+_ALIAS_OF = {canonical: alias for alias, canonical in ALIASES.items()}
 
 
 def check_sources(config: Any, where: str = "config") -> None:
@@ -85,3 +117,121 @@ def check_text(config: Any, where: str = "config") -> None:
 
     for f in dataclasses.fields(config):
         walk(getattr(config, f.name), f.name)
+
+
+def normalise_settings(config: Any, where: str = "config") -> None:
+    """Coerce the types of a :class:`~invarirank.runner.RunConfig` in place (``\"a,b\"`` lists, sorted methods) and
+    check their ranges (:meth:`~invarirank.runner.RunConfig.normalise`); raise :class:`InvariRankError`."""
+    for name, lo in (
+        ("K", 2),
+        ("sample_k", 2),
+        ("n_queries", 1),
+        ("first_queries", 1),
+        ("shard_queries", 1),
+        ("query_window", 1),
+    ):
+        value = getattr(config, name)
+        setattr(config, name, None if value is None else as_int(where, name, value, lo))
+    if config.first_queries is not None and config.n_queries is not None and config.first_queries > config.n_queries:
+        raise InvariRankError(
+            f"{where}: setting 'first_queries' = {config.first_queries} is more than "
+            f"n_queries = {config.n_queries}; expected at most {config.n_queries}"
+        )
+    for name, lo in (
+        ("M", 1),
+        ("seed", 0),
+        ("retrieval_seed", 0),
+        ("calibration_queries", 1),
+        ("calibration_repeats", 1),
+        ("exposure_k", 1),
+        ("n_bootstrap", 0),
+    ):
+        setattr(config, name, as_int(where, name, getattr(config, name), lo))
+    config.eval_ks = [as_int(where, "eval_ks", v, 1) for v in as_list(where, "eval_ks", config.eval_ks)]
+    check_evaluation(config, where)
+    methods = [str(m) for m in as_list(where, "methods", config.methods)]
+    for m in methods:
+        if m not in METHODS:
+            raise InvariRankError(f"{where}: unknown method {m!r} in 'methods'; expected some of {', '.join(METHODS)}")
+    if not methods:
+        raise InvariRankError(f"{where}: setting 'methods' is empty; expected some of {', '.join(METHODS)}")
+    if len(set(methods)) != len(methods):
+        raise InvariRankError(f"{where}: setting 'methods' repeats a method: {methods}")
+    config.methods = [m for m in METHODS if m in methods]
+    if config.scorer not in SCORER_KINDS:
+        raise InvariRankError(
+            f"{where}: setting 'scorer' = {config.scorer!r}, expected one of {', '.join(SCORER_KINDS)}"
+        )
+    if not isinstance(config.scorer_options, Mapping):
+        raise InvariRankError(f"{where}: setting 'scorer_options' must be a mapping of option: value")
+    config.scorer_options = dict(sorted(config.scorer_options.items()))
+    check_scorer_options(config.scorer, config.scorer_options, f"{where}: setting 'scorer_options'")
+    if not isinstance(config.noise_floor, bool):
+        raise InvariRankError(f"{where}: setting 'noise_floor' = {config.noise_floor!r}, expected true or false")
+    for name in ("retriever", "scorer", "device"):
+        if not isinstance(getattr(config, name), str) or not getattr(config, name):
+            raise InvariRankError(f"{where}: setting {name!r} must be a non-empty string")
+    for name in (
+        "grid",
+        "name",
+        "dataset",
+        "label",
+        "raw_dir",
+        "data_dir",
+        "candidates",
+        "model",
+        "out",
+        "cache_dir",
+    ):
+        value = getattr(config, name)
+        if value is not None:
+            if value == "" and name in ("dataset", "grid", "name", "model"):
+                raise InvariRankError(f"{where}: setting {name!r} must be a non-empty string")
+            setattr(config, name, str(value))
+    config.check_k(where)
+    check_sources(config, where)
+    for name in ("grid", "name"):
+        value = getattr(config, name)
+        if value is not None and not simple_name(value):
+            raise InvariRankError(
+                f"{where}: {name} {value!r} may hold only letters, digits, '.', '_' and '-', and may not start with '.'"
+            )
+    for name in ("seed", "retrieval_seed"):  # seeds reach numpy, torch and implicit: 32 bits
+        if getattr(config, name) > 2**32 - 1:
+            raise InvariRankError(
+                f"{where}: setting {name!r} = {getattr(config, name)}, expected an integer from 0 "
+                f"to 4294967295 (2^32 - 1)"
+            )
+    if not _DEVICE.fullmatch(config.device):
+        raise InvariRankError(
+            f"{where}: setting 'device' = {config.device!r}, expected auto, cpu, cuda, cuda:N, "
+            f"mps or another torch device name"
+        )
+    if config.n_bootstrap > MAX_BOOTSTRAP:
+        raise InvariRankError(
+            f"{where}: setting 'n_bootstrap' = {config.n_bootstrap} is above the limit "
+            f"{MAX_BOOTSTRAP:,}; expected at most {MAX_BOOTSTRAP:,} resamples"
+        )
+
+
+def as_int(where: str, name: str, value: Any, minimum: int) -> int:
+    shown = f"{name!r}" + (f" ({_ALIAS_OF[name]!r})" if name in _ALIAS_OF else "")
+    if isinstance(value, bool):
+        raise InvariRankError(f"{where}: setting {shown} = {value!r}, expected an integer")
+    try:
+        iv = int(value)
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError
+    except (TypeError, ValueError):
+        raise InvariRankError(f"{where}: setting {shown} = {value!r}, expected an integer") from None
+    if iv < minimum:
+        raise InvariRankError(f"{where}: setting {shown} = {iv}, expected at least {minimum}")
+    return iv
+
+
+def as_list(where: str, name: str, value: Any) -> list:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise InvariRankError(f"{where}: setting {name!r} = {value!r}, expected a list")

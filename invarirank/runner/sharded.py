@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..locks import folder_lock
+from ..store import Run
 from .config import RunConfig
-from .executors import Executor
-from .phases import PreparedRun, RunResult, finish_run, prepare_run, record_calibrations
+from .executor_protocol import Executor
+from .phases import PreparedRun, finish_run, prepare_run, record_calibrations
 from .provenance import rows_reproduce
 from .queries import QuerySet
 from .shards import Shard, ShardFolders, plan_shards
@@ -62,7 +63,7 @@ def compute_runs_in_shards(
     progress: bool = True,
     queries: QuerySet | None = None,
     on_shard_done: Callable[[int], None] | None = None,
-) -> list[RunResult]:
+) -> list[Run]:
     """Compute (or resume) every run of ``configs`` (each with its ``out`` folder, checked by the caller) on
     ``executor``; results in the order of ``configs``. Finished shards in a run folder are kept; a shard of
     another configuration there is an error (:class:`~invarirank.runner.shards.ShardFolders`). ``queries``
@@ -75,7 +76,7 @@ def compute_runs_in_shards(
     with ExitStack() as locks:
         for config in configs:
             locks.enter_context(folder_lock(str(config.out), "run folder"))
-        results: dict[int, RunResult] = {}
+        results: dict[int, Run] = {}
         index = {id(c): i for i, c in enumerate(configs)}
         written = [0]
         for group in _groups(configs):

@@ -188,7 +188,7 @@ class ShardWorker:
         if threads:
             os.environ["OMP_NUM_THREADS"] = str(threads)
             if self.config.scorer != "simulated":
-                from ..llm.models import set_threads
+                from ..llm.devices import set_threads
 
                 set_threads(threads)
         pass_cache_dir = None
@@ -255,7 +255,7 @@ class ShardWorker:
     ) -> Any:
         """The calibration of ``method`` (the run's calibrated method, :func:`calibration_method`) for lists of
         ``k``: one unit of work, cached on this worker's machine, computed by the method's
-        :class:`~invarirank.methods.registry.Calibrator` (STELLA_LW's: :func:`invarirank.methods.stella.
+        :class:`~invarirank.methods.registry.Calibrator` (STELLA_LW's: :func:`invarirank.methods.stella_calibration.
         load_or_calibrate`); ``progress``: a progress bar over its passes; ``known``: the run's recorded
         calibration, taken when it matches."""
         calibrator = registered_method(method).calibrator

@@ -1,5 +1,6 @@
-"""CI's book smoke build: the tiny grid (configs/grid-smoke.yaml) through the grid runner and Jupyter Book
-into a temporary folder, then checks of the HTML: the results page holds the table and the figures as
+"""CI's book smoke build: the tiny grid (configs/grid-smoke.yaml) computed by `invarirank grid`, its declared pages
+executed by `invarirank book` (a book rule listing only that grid) and rendered by Jupyter Book, in a temporary
+copy of the book, then checks of the HTML: the results page holds the table and the figures as
 images, headless Chromium shows rendered math (MathJax served from the book itself, so offline), a
 screenshot of the results page is not blank, and every page passes the browser checks of
 tests/book/test_browser.py (local links and download buttons, images and their alt text, no placeholder,
@@ -26,6 +27,8 @@ PY = sys.executable
 JB = Path(PY).with_name("jupyter-book")
 IN_CI = os.environ.get("CI", "").lower() == "true" or os.environ.get("INVARIRANK_REQUIRE_ALL") == "1"
 BOOK_FILES = ("_config.yml", "_toc.yml", "book", "notebooks", "configs")
+#: the smoke build's book rule, in the copy's configs/: the smoke grid alone (its results page shows simulated runs)
+SMOKE_RULE = "grids:\n  - {file: configs/grid-smoke.yaml}\n"
 
 pytestmark = pytest.mark.slow
 
@@ -75,7 +78,8 @@ def _copy_book(dest: Path) -> None:
 
 @pytest.fixture(scope="module")
 def built_book(tmp_path_factory) -> Path:
-    """Run the smoke grid and build the book; returns the HTML folder."""
+    """Compute the smoke grid, execute its pages and build the book in a copy of the checkout; returns the HTML
+    folder."""
     _need(
         (ROOT / "book" / "_static" / "mathjax" / "tex-chtml.js").is_file(),
         "MathJax is not in book/_static/mathjax (run `make setup`)",
@@ -86,29 +90,19 @@ def built_book(tmp_path_factory) -> Path:
     env["MPLBACKEND"] = "Agg"  # as `make` exports it: the notebooks must still render their figures inline
     # the kernels import this checkout's package (not another one the environment was installed from)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    grid = subprocess.run(
-        [
-            PY,
-            "-m",
-            "invarirank.grid",
-            "configs/grid-smoke.yaml",
-            "--build-dir",
-            str(src / "book" / "generated"),
-            "--results-dir",
-            str(src / "results"),
-            "--work-dir",
-            str(src / "runs"),
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
-    assert grid.returncode == 0, grid.stderr[-4000:]
+    (src / "configs" / "book-smoke.yaml").write_text(SMOKE_RULE, encoding="utf-8")
+    # the copy is a checkout of its own: results/, runs/ and book/generated/ default to its folders
+    steps = [
+        [PY, "-m", "invarirank", "grid", "configs/grid-smoke.yaml"],
+        [PY, "-m", "invarirank", "book", "configs/book-smoke.yaml"],
+    ]
+    for step in steps:
+        done = subprocess.run(step, cwd=src, env=env, capture_output=True, text=True, timeout=1500)
+        assert done.returncode == 0, done.stderr[-4000:]
+    assert not list((src / "book" / "generated").glob("rerank/*")), "the grid must execute no page"
     # A reader re-executes the reranking notebook with a new K (as the README shows, here with the smoke
-    # grid's settings); the next grid run reuses every finished run, re-executes only the results page,
-    # and the new run joins the K sweep there.
+    # grid's settings); the next grid run reuses every finished run, the next book re-executes only the results
+    # page (the new run is not among the grid file's pages), and the new run joins the K sweep there.
     extra = src / "extra-k10.yaml"
     extra.write_text(EXTRA_RUN_PARAMETERS.format(results=src / "results", work=src / "runs"))
     pm = subprocess.run(
@@ -132,9 +126,12 @@ def built_book(tmp_path_factory) -> Path:
         timeout=900,
     )
     assert pm.returncode == 0, pm.stderr[-4000:]
-    again = subprocess.run(grid.args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
-    assert again.returncode == 0, again.stderr[-4000:]
-    (src / "second-grid.log").write_text(again.stderr)
+    log = ""
+    for step in steps:
+        again = subprocess.run(step, cwd=src, env=env, capture_output=True, text=True, timeout=1500)
+        assert again.returncode == 0, again.stderr[-4000:]
+        log += again.stderr
+    (src / "second-grid.log").write_text(log)
     build = subprocess.run(
         [str(JB), "build", "--all", str(src)], cwd=src, env=env, capture_output=True, text=True, timeout=1500
     )
@@ -168,11 +165,11 @@ def test_every_chapter_is_built(built_book: Path):
         "notebooks/lab.html",
         "book/paper_scale.html",
         "book/references.html",
-        "book/generated/data/ml-100k.html",
+        "book/generated/smoke/data/ml-100k.html",
     ):
         _page(built_book, rel)
-    runs = list((built_book / "book" / "generated" / "rerank").glob("*.html"))
-    assert len(runs) == 2
+    runs = list((built_book / "book" / "generated" / "smoke" / "rerank").glob("*.html"))
+    assert len(runs) == 2  # the two runs the smoke grid declares
 
 
 def test_a_run_added_with_papermill_appears_in_the_results(built_book: Path):
@@ -227,7 +224,7 @@ def test_no_launch_buttons_without_a_repository_url(built_book: Path):
     """Built without a repository address (``repository.url`` empty): no Binder or repository link at all (never a
     placeholder), and the lab's "get the code" box says so; the
     download buttons of executed pages give their executed notebook, which is in the build."""
-    for rel in ("notebooks/lab.html", "book/generated/results.html", "book/generated/data/ml-100k.html"):
+    for rel in ("notebooks/lab.html", "book/generated/results.html", "book/generated/smoke/data/ml-100k.html"):
         text = _page(built_book, rel)
         assert "mybinder.org" not in text and "PLACEHOLDER" not in text and "github.com/" not in text, rel
         downloads = re.findall(r'href="([^"]+\.ipynb)"', text)

@@ -10,6 +10,7 @@ import pytest
 
 from invarirank import compendium as C
 from invarirank.compendium import section5 as S
+from invarirank.compendium import section5_page as P
 from invarirank.evaluation.claims import holm, judge_pairs
 from invarirank.evaluation.comparisons import comparison
 from tests.support import ROOT
@@ -68,9 +69,9 @@ def test_combined_claims_take_holm_over_all_their_pairs(simulated_run):
 
 def test_headline_counts_the_rows_in_five_categories(simulated_run):
     rows = S.section5_rows(simulated_run, [simulated_run])
-    counts = S.verdict_counts(rows)
+    counts = P.verdict_counts(rows)
     assert set(counts) == {*S.CATEGORIES, S.NOT_TESTABLE} and sum(counts.values()) == len(rows)
-    text = S.headline_sentence(simulated_run, rows)
+    text = P.headline_sentence(simulated_run, rows)
     testable = len(rows) - counts[S.NOT_TESTABLE]
     assert f"of the {testable} claims" in text and f"**{counts['reproduced']} reproduced**" in text
     for category in S.CATEGORIES[1:]:
@@ -128,16 +129,16 @@ def test_the_committed_paper_cpu_headline_is_honest():
     assert (stella["category"] == "contradicted") == any(hr["stella"] < v for m, v in hr.items() if m != "stella")
     if hr["stella"] == min(hr.values()):
         assert "the lowest HR@5" in stella["evidence"] and "not seen" in stella["evidence"]
-        assert "lowest HR@5" in S.headline_sentence(main, rows)
-    counts = S.verdict_counts(rows)
-    text = S.headline_sentence(main, rows)
+        assert "lowest HR@5" in P.headline_sentence(main, rows)
+    counts = P.verdict_counts(rows)
+    text = P.headline_sentence(main, rows)
     assert (
         all(f"{counts[c]} {c}" in text for c in S.CATEGORIES[1:]) and f"**{counts['reproduced']} reproduced**" in text
     )
 
 
 def test_table_puts_one_pair_per_line(simulated_run):
-    styled = S.section5_table(simulated_run, [simulated_run])
+    styled = P.section5_table(simulated_run, [simulated_run])
     html = styled.to_html()
     assert "<br>" in html and "not testable here" in html
     assert list(styled.data.columns) == ["the paper", "tested here (better ≻ worse)", "verdict", "evidence"]
@@ -155,7 +156,7 @@ def test_the_absolute_loc_claim_names_our_k_and_value(simulated_run):
 def test_the_claims_table_carries_the_class_that_fixes_its_column_widths(simulated_run):
     """The evidence column was squeezed to a few words a line by the quotations beside it: the table carries the
     class ``claims`` that the book's stylesheet gives fixed column widths, five of them."""
-    html = S.section5_table(simulated_run, [simulated_run]).to_html()
+    html = P.section5_table(simulated_run, [simulated_run]).to_html()
     assert 'class="claims"' in html
     css = (ROOT / "book" / "_static" / "invarirank.css").read_text(encoding="utf-8")
     widths = [float(w) for w in re.findall(r"table\.claims th:nth-child\(\d\) \{ width: (\d+)%; \}", css)]
@@ -167,7 +168,7 @@ def test_the_readme_states_the_headline_counts_of_the_committed_runs():
     """The README's paragraph is typed (GitHub shows it unbuilt): it must hold the counts the book computes."""
     runs = C.collect_runs(ROOT / "results", grids=["paper-cpu"])
     main = next(r for r in runs if r.K == 25)
-    counts = S.verdict_counts(S.section5_rows(main, C.sweep_runs(runs, main), [main]))
+    counts = P.verdict_counts(S.section5_rows(main, C.sweep_runs(runs, main), [main]))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     paragraph = " ".join(readme.split("**Found**", 1)[1].split("##", 1)[0].split())
     testable = sum(counts[c] for c in S.CATEGORIES)

@@ -3,8 +3,9 @@ which runs get pages.
 
 A stand-in for the paper's grid (named ``paper``, simulated scorer, synthetic data, computed here into a temporary
 results folder in seconds, without torch) takes over the main results once its main run and K sweep are complete
-and gives them back when its folder is removed; a run added outside the grid file gets a page and a row; a run in
-progress gets neither. The committed rule is checked against the committed runs: `make book` computes nothing.
+and gives them back when its folder is removed; the runs a grid file declares in ``pages`` get a page, a run added
+outside the grid file a row only, and a declared run still in progress stops the book. The committed rule is checked
+against the committed runs: `make book` computes nothing.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ PAPER = (
     "grid: paper\n" + _DEFAULTS + "runs:\n"
     "  - {name: pp-k6-all, K: 6, methods: [zero_shot, bootstrapping, stella, sgs]}\n"
     "  - {name: pp-k8, K: 8, methods: [zero_shot, bootstrapping, stella, sgs]}\n"
+    "pages: []\n"  # as the committed paper grid: no page until a run is committed
 )
 #: the grid it takes over from (the paper-cpu grid's stand-in)
 CPU = "grid: paper-cpu\n" + _DEFAULTS + "runs:\n  - {name: cpu-k6, K: 6, methods: [zero_shot, bootstrapping]}\n"
@@ -86,19 +88,27 @@ def test_a_complete_paper_grid_takes_over_the_main_results_and_gives_them_back(t
     assert _shown(rule, results) == ("paper-cpu", {"paper": ["pp-k6-all"]})
 
 
-def test_every_complete_run_gets_a_page_and_a_row_and_a_run_in_progress_none(tmp_path):
+def test_the_declared_runs_get_pages_a_run_outside_the_grid_file_a_row_and_a_declared_run_in_progress_an_error(
+    tmp_path,
+):
     rule = _rule(tmp_path)
     results, work = tmp_path / "results", tmp_path / "work"
     _compute(tmp_path / "grid-paper-cpu.yaml", results, work)
     # a run the grid file does not name (as papermill notebooks/rerank.ipynb -p grid paper-cpu -p name … makes one)
     added = load_grid(tmp_path / "grid-paper-cpu.yaml").run("cpu-k6").replace(name="cpu-k8-added", K=8)
     ensure_run(added, results, work, progress=False)
-    (results / "paper-cpu" / "cpu-k10" / "shards" / "000").mkdir(parents=True)  # begun, not finished
-    pages = book_runs("paper-cpu", results, ROOT)
-    assert [c.run_name for c in pages] == ["cpu-k6", "cpu-k8-added"]
+    cpu = load_grid(tmp_path / "grid-paper-cpu.yaml")
+    pages = book_runs(cpu, results, ROOT)
+    assert [c.run_name for c in pages] == ["cpu-k6"]  # declared (by default every run of the file); not the added one
     for config in pages:  # the page's settings, read from the folder, reuse the run: its page computes nothing
         assert run_status(config, run_folder(config, results)) == "complete"
-    assert book_runs("paper", results, ROOT) == []  # no run of that grid yet: no page
+    assert book_runs(load_grid(tmp_path / "grid-paper.yaml"), results, ROOT) == []  # `pages: []`: none
+    # a declared run in progress (shards only) is refused, naming it and the command that computes it
+    (tmp_path / "grid-paper-cpu.yaml").write_text(CPU + "  - {name: cpu-k10, K: 10, methods: [zero_shot]}\n")
+    (results / "paper-cpu" / "cpu-k10" / "shards" / "000").mkdir(parents=True)
+    with pytest.raises(InvariRankError, match=r"field 'pages': 1 declared run\(s\) not complete .*: cpu-k10;") as err:
+        book_runs(load_grid(tmp_path / "grid-paper-cpu.yaml"), results, ROOT)
+    assert "--only cpu-k10" in str(err.value) and "\n" not in str(err.value)
     summary = runs_summary(compendium.collect_runs(results, ["paper-cpu"]), styled=False)
     assert set(summary.index.get_level_values("run")) == {"cpu-k6", "cpu-k8-added"}
     added_rows = summary.xs("cpu-k8-added", level="run")
@@ -107,8 +117,8 @@ def test_every_complete_run_gets_a_page_and_a_row_and_a_run_in_progress_none(tmp
 
 
 def test_the_committed_rule_lists_the_papers_grid_first_and_every_page_is_a_committed_complete_run():
-    """`make book` on a fresh clone computes nothing: every run the book gives a page is committed complete, and
-    the runs in progress (shards only) have none."""
+    """`make book` on a fresh clone computes nothing: every run a grid of the rule declares a page for is committed
+    complete (runs in progress, with shards only, are not declared)."""
     book = load_book_config(ROOT / "configs" / "book.yaml", root=ROOT)
     assert [g.grid.name for g in book.grids][:3] == ["paper", "paper-cpu", "evidence"]
     paper = book.grids[0].sweep()
@@ -116,11 +126,11 @@ def test_the_committed_rule_lists_the_papers_grid_first_and_every_page_is_a_comm
     assert len({c.data_label for c in paper}) == 1
     pages = 0
     for entry in book.grids:
-        for config in book_runs(entry.grid.name, ROOT / "results", ROOT):
+        declared = book_runs(entry.grid, ROOT / "results", ROOT)
+        assert sorted(c.run_name for c in declared) == sorted(entry.grid.pages)
+        for config in declared:
             assert run_status(config, run_folder(config, ROOT / "results")) == "complete", config.run_name
             pages += 1
-        in_progress = [p.parent.name for p in (ROOT / "results" / entry.grid.name).glob("*/shards")]
-        assert not set(in_progress) & {c.run_name for c in book_runs(entry.grid.name, ROOT / "results", ROOT)}
     assert pages >= 13  # default 4, evidence 6, paper-cpu 3 (committed complete)
 
 
@@ -184,10 +194,10 @@ def test_build_book_writes_a_page_per_complete_run_of_every_grid_and_computes_no
     assert sorted(p.relative_to(results) for p in results.rglob("*")) == before  # nothing computed
 
 
-def test_the_committed_rules_page_plan_is_the_committed_complete_runs_and_their_data_sets(tmp_path, monkeypatch):
+def test_the_committed_rules_page_plan_is_the_declared_runs_and_their_data_sets(tmp_path, monkeypatch):
     """`invarirank book` with configs/book.yaml on the committed results (papermill replaced by a recorder): a page
-    per committed complete run of each grid, a data page per data set that has one (none for the paper's grid, whose
-    raw files are not here), the results page once."""
+    per run each grid file declares, a data page per data set that has one (none for the paper's grid, which declares
+    no page yet: its raw files are not here), the results page once."""
     import invarirank.grid.book as book_module
 
     executed: list[str] = []
@@ -197,8 +207,9 @@ def test_the_committed_rules_page_plan_is_the_committed_complete_runs_and_their_
         lambda src, out, params, **kw: executed.append(str(Path(out).relative_to(tmp_path))),
     )
     summary = book_module.build_book(build_dir=tmp_path, results_dir=ROOT / "results", root=ROOT)
+    declared = {g.grid.name: g.grid.pages for g in load_book_config(root=ROOT).grids}
     for grid, runs in summary["grids"].items():
-        assert sorted(runs) == sorted(p.name for p in compendium.collect_runs(ROOT / "results", [grid])), grid
+        assert sorted(runs) == sorted(declared[grid]), grid
         assert sum(page.startswith(f"{grid}/rerank/") for page in executed) == len(runs)
         assert sum(page.startswith(f"{grid}/data/") for page in executed) == (1 if runs else 0)
     assert summary["grids"]["paper"] == [] and executed.count("results.ipynb") == 1

@@ -17,7 +17,7 @@ from invarirank.errors import InvariRankError
 from invarirank.grid import RESULT_FILES, complete_runs, ensure_run, load_grid, run_folder, run_status
 from invarirank.grid.notebooks import execute_notebook
 from invarirank.runner import RunConfig
-from invarirank.runner.plan import estimate_run, format_grid_cost, format_grid_estimate
+from invarirank.runner.grid_estimate import estimate_run, format_grid_cost, format_grid_estimate
 from invarirank.store import publish_run
 from tests.support import ROOT
 from tests.support.runner import Killed
@@ -135,6 +135,10 @@ def test_dry_run_counts_queries_committed_in_shards_as_done():
         ("grid: g\nruns:\n  - {K: 5}\n  - {K: 5}\n", "duplicate run"),
         ("grid: g\nruns:\n  - {K: 5, colour: red}\n", "unknown setting 'colour'"),
         ("grid: g\nruns: [\n", "not valid YAML"),
+        ("grid: g\nruns:\n  - {name: a, K: 5}\npages: [a, b]\n", "field 'pages': 'b' is not a run of this grid"),
+        ("grid: g\nruns:\n  - {name: a, K: 5}\npages: [a, a]\n", "field 'pages': run 'a' is listed twice"),
+        ("grid: g\nruns:\n  - {name: a, K: 5}\npages: some\n", "field 'pages' = 'some', expected 'all' or a list"),
+        ("grid: g\nruns:\n  - {name: a, K: 5}\npages: [{a: 1}]\n", "field 'pages' = [{'a': 1}], expected 'all'"),
     ],
 )
 def test_bad_grid_files_name_file_and_field(tmp_path, text, message):
@@ -265,7 +269,7 @@ def test_a_fresh_machine_resumes_with_the_calibration_committed_beside_the_shard
     other counts stops the run before any shard (the committed shards' STELLA_LW rows came from the other one)."""
     import json
 
-    import invarirank.methods.stella as stella
+    import invarirank.methods.stella_calibration as stella_calibration
     import invarirank.runner.run as run_module
     from invarirank.store import CALIBRATIONS_FILE, committed_shards
 
@@ -283,14 +287,14 @@ def test_a_fresh_machine_resumes_with_the_calibration_committed_beside_the_shard
     shutil.rmtree(work)  # a fresh clone on a fresh machine: no cache
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache2"))
     monkeypatch.setattr(run_module, "export_shards", real_export)
-    real_counts = stella.calibration_counts
+    real_counts = stella_calibration.calibration_counts
 
     def no_passes(*a, **k):
         raise AssertionError("the calibration was computed again")
 
-    monkeypatch.setattr(stella, "calibration_counts", no_passes)
+    monkeypatch.setattr(stella_calibration, "calibration_counts", no_passes)
     folder = ensure_run(_tiny(methods=["zero_shot", "stella"]), results, work)
-    monkeypatch.setattr(stella, "calibration_counts", real_counts)
+    monkeypatch.setattr(stella_calibration, "calibration_counts", real_counts)
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache3"))
     whole = ensure_run(_tiny(methods=["zero_shot", "stella"]), tmp_path / "r2", tmp_path / "w2")
     for name in ("observations.jsonl.gz", "metrics.json", "manifest.json"):

@@ -16,6 +16,7 @@ from invarirank.candidates import query_to_json
 from invarirank.cli import main
 from invarirank.data.synthetic import synthetic_queries
 from invarirank.errors import InvariRankError
+from tests.support import ROOT
 from tests.support.hostile import expect_rejected
 from tests.support.hostile import rerank_argv as _rerank
 
@@ -57,8 +58,7 @@ def _grid(tmp_path: Path, fields: str = "") -> list:
         f"{fields}}}\n",
         encoding="utf-8",
     )
-    return ["grid", grid, "--results-dir", tmp_path / "results", "--work-dir", tmp_path / "work", "--build-dir",
-            tmp_path / "b"]  # fmt: skip
+    return ["grid", grid, "--results-dir", tmp_path / "results", "--work-dir", tmp_path / "work"]
 
 
 def test_an_empty_eval_ks_in_a_grid_is_refused_before_anything_runs(tmp_path, capsys):
@@ -66,10 +66,12 @@ def test_an_empty_eval_ks_in_a_grid_is_refused_before_anything_runs(tmp_path, ca
     assert not (tmp_path / "work").exists() or not any((tmp_path / "work").rglob("observations*"))
 
 
-def test_a_missing_jupyter_kernel_is_found_before_the_grid_computes(tmp_path, capsys):
-    argv = [*_grid(tmp_path), "--kernel", "no-such-kernel"]
-    expect_rejected(capsys, argv, ["--kernel 'no-such-kernel'"], out=tmp_path / "results")
-    assert not (tmp_path / "work").exists() or not any((tmp_path / "work").rglob("observations*"))
+def test_a_missing_jupyter_kernel_is_found_before_the_book_executes_a_page(tmp_path, capsys):
+    rule = tmp_path / "book.yaml"
+    rule.write_text(f"grids:\n  - {{file: {ROOT / 'configs' / 'grid-default.yaml'}}}\n", encoding="utf-8")
+    argv = ["book", rule, "--build-dir", tmp_path / "b", "--kernel", "no-such-kernel"]
+    expect_rejected(capsys, argv, ["--kernel 'no-such-kernel'"])
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").rglob("*.ipynb"))
 
 
 @pytest.mark.parametrize("dry", [False, True], ids=["run", "dry-run"])
@@ -231,6 +233,6 @@ def test_a_lone_surrogate_in_a_config_file_is_refused_before_the_first_pass(tmp_
 
 def test_a_lone_surrogate_in_a_grid_is_refused_before_anything_runs(tmp_path, capsys):
     """The grid's run computed in full and failed writing its manifest."""
-    argv = [*_grid(tmp_path, ', label: "x\\ud800"'), "--compute-only"]
+    argv = _grid(tmp_path, ', label: "x\\ud800"')
     expect_rejected(capsys, argv, ["runs[0]", "'label'", "Unicode"], out=tmp_path / "results")
     assert not (tmp_path / "work").exists()

@@ -88,12 +88,10 @@ def test_bad_grid(name, text, needles, dry, tmp_path, capsys, monkeypatch):
         results,
         "--work-dir",
         tmp_path / "work",
-        "--build-dir",
-        tmp_path / "build",
         *(["--dry-run"] if dry else []),
     ]
     expect_rejected(capsys, argv, needles, results)
-    assert not (tmp_path / "work").exists() and not (tmp_path / "build").exists()
+    assert not (tmp_path / "work").exists()
 
 
 def test_missing_grid_file(tmp_path, capsys):

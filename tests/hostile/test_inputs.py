@@ -95,7 +95,7 @@ def test_f6_a_grid_run_on_edited_candidates_is_not_reused(tmp_path, capsys):
         f"model: simulated, M: 2, methods: [zero_shot], n_bootstrap: 0}}\n",
         encoding="utf-8",
     )
-    places = ["--results-dir", tmp_path / "results", "--work-dir", tmp_path / "work", "--build-dir", tmp_path / "build"]
+    places = ["--results-dir", tmp_path / "results", "--work-dir", tmp_path / "work"]
     config = RunConfig.from_mapping(
         {
             "name": "r1",
@@ -121,9 +121,7 @@ def test_f6_a_grid_run_on_edited_candidates_is_not_reused(tmp_path, capsys):
     capsys.readouterr()
     assert main([str(a) for a in ["grid", grid, *places, "--dry-run"]]) == 0
     assert "mismatch" in capsys.readouterr().out
-    expect_rejected(
-        capsys, ["grid", grid, *places, "--skip-results"], ["r1", "the content of candidates", "delete the folder"]
-    )
+    expect_rejected(capsys, ["grid", grid, *places], ["r1", "the content of candidates", "delete the folder"])
     assert snapshot(folder) == before
 
 

@@ -1,6 +1,7 @@
-"""Hostile input, round 3: F5 (a grid checks every output place before it computes) and F16 (paths are resolved
-once, at the command; the project root comes from the grid file's checkout or the working directory's, never from
-the installed package's folder). A rejected grid exits 2 with one line naming the place and creates nothing."""
+"""Hostile input, round 3: F5 (a grid checks every output place before it computes; the book checks its build
+folder before it executes a page) and F16 (paths are resolved once, at the command; the project root comes from the
+grid file's checkout or the working directory's, never from the installed package's folder). A rejected grid or book
+exits 2 with one line naming the place and creates nothing."""
 
 from __future__ import annotations
 
@@ -29,11 +30,19 @@ def _grid(folder: Path) -> Path:
 
 
 def _places(tmp_path: Path) -> dict[str, Path]:
-    return {"--results-dir": tmp_path / "results", "--work-dir": tmp_path / "work", "--build-dir": tmp_path / "build"}
+    return {"--results-dir": tmp_path / "results", "--work-dir": tmp_path / "work"}
 
 
 def _argv(grid: Path, places: dict[str, Path], *extra: str) -> list[Any]:
-    return ["grid", grid, *[x for kv in places.items() for x in kv], "--skip-results", *extra]
+    return ["grid", grid, *[x for kv in places.items() for x in kv], *extra]
+
+
+def _rule(grid: Path) -> Path:
+    """A book rule that renders only ``grid`` (its results page may show simulated runs)."""
+    grid.write_text(grid.read_text(encoding="utf-8") + "include_simulated: true\n", encoding="utf-8")
+    rule = grid.with_name("book.yaml")
+    rule.write_text(f"grids:\n  - {{file: {grid}}}\n", encoding="utf-8")
+    return rule
 
 
 def _a_file(tmp_path: Path) -> Path:
@@ -46,7 +55,6 @@ def _a_file(tmp_path: Path) -> Path:
 CASES = [
     ("results-dir-is-a-file", "--results-dir", lambda t: _a_file(t), ["--results-dir", "exists and is not a folder"]),
     ("work-dir-is-a-file", "--work-dir", lambda t: _a_file(t), ["--work-dir", "exists and is not a folder"]),
-    ("build-dir-is-a-file", "--build-dir", lambda t: _a_file(t), ["--build-dir", "exists and is not a folder"]),
     (
         "results-dir-under-a-file",
         "--results-dir",
@@ -84,7 +92,14 @@ def test_f5_a_read_only_results_dir_is_refused_before_computing(tmp_path, capsys
     places["--results-dir"].mkdir()
     read_only(monkeypatch, places["--results-dir"])
     expect_rejected(capsys, _argv(_grid(tmp_path), places), ["--results-dir", "not writable"])
-    assert not places["--work-dir"].exists() and not places["--build-dir"].exists()
+    assert not places["--work-dir"].exists()
+
+
+def test_f5_the_book_refuses_a_build_dir_that_is_a_file_before_executing(tmp_path, capsys):
+    rule = _rule(_grid(tmp_path))
+    argv = ["book", rule, "--build-dir", _a_file(tmp_path), "--results-dir", tmp_path / "results"]
+    expect_rejected(capsys, argv, ["--build-dir", "exists and is not a folder"])
+    assert not (tmp_path / "results").exists()
 
 
 @pytest.mark.parametrize("dry", [True, False], ids=["dry-run", "real-run"])
@@ -93,7 +108,7 @@ def test_f16_outside_a_checkout_a_grid_is_refused(dry, tmp_path, capsys, monkeyp
     fallback, the folder above the package, would publish into an installed package's tree)."""
     monkeypatch.chdir(tmp_path)
     grid = _grid(tmp_path)
-    argv = ["grid", grid, "--skip-results", *(["--dry-run"] if dry else [])]
+    argv = ["grid", grid, *(["--dry-run"] if dry else [])]
     expect_rejected(capsys, argv, [str(tmp_path), "not inside an invarirank checkout", "run it from the checkout"])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.yaml"]
 
@@ -130,18 +145,26 @@ def test_f16_the_root_comes_from_the_grid_file(tmp_path, capsys, monkeypatch):
 
 @pytest.mark.slow
 def test_f16_relative_folders_are_resolved_once_at_the_command(tmp_path, capsys, monkeypatch):
-    """Relative --results-dir / --work-dir / --build-dir given from the checkout's root: the run is computed once,
-    in those folders, and the run page's notebook (executed in notebooks/) reads it there instead of computing it
-    a second time under notebooks/."""
+    """Relative --results-dir / --work-dir given to `invarirank grid` and --results-dir / --build-dir to
+    `invarirank book`, from the checkout's root: the grid computes the run once, in those folders, and executes no
+    page; the book executes the page its grid file declares (executed in notebooks/), which reads the run there
+    instead of computing it a second time under notebooks/."""
     monkeypatch.chdir(ROOT)
     rel = {flag: os.path.relpath(path, ROOT) for flag, path in _places(tmp_path).items()}
     grid = _grid(tmp_path)
+    rule = _rule(grid)
     before = sorted(p.name for p in (ROOT / "notebooks").iterdir())
-    assert main([str(a) for a in ["grid", grid, *[x for kv in rel.items() for x in kv], "--skip-results"]]) == 0
+    assert main([str(a) for a in ["grid", grid, *[x for kv in rel.items() for x in kv]]]) == 0
     assert (tmp_path / "results" / "places" / "r1" / "metrics.json").is_file()
-    assert [p.name for p in (tmp_path / "build" / "rerank").glob("*.ipynb")] == ["k006-r1.ipynb"]
+    assert not (tmp_path / "build").exists()  # the grid executes no page
+    computed = sorted(p.relative_to(tmp_path) for p in (tmp_path / "results").rglob("*"))
+    build = os.path.relpath(tmp_path / "build", ROOT)
+    assert main([str(a) for a in ["book", rule, "--results-dir", rel["--results-dir"], "--build-dir", build]]) == 0
+    assert [p.name for p in (tmp_path / "build" / "places" / "rerank").glob("*.ipynb")] == ["k006-r1.ipynb"]
+    assert (tmp_path / "build" / "results.ipynb").is_file()
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "results").rglob("*")) == computed  # nothing computed
     assert sorted(p.name for p in (ROOT / "notebooks").iterdir()) == before
-    for given in rel.values():  # nothing under notebooks/<relative>
+    for given in [*rel.values(), build]:  # nothing under notebooks/<relative>
         assert not (ROOT / "notebooks" / given).exists()
 
 
@@ -168,8 +191,9 @@ def test_f16_a_grid_file_s_relative_paths_are_made_absolute_against_the_root(tmp
 
 @pytest.mark.slow
 def test_f16_a_candidates_run_of_a_grid_is_computed_once_and_its_page_reads_it(tmp_path, capsys, monkeypatch):
-    """A grid run on a candidates file given relative to the project root: computed once, its run page executed
-    (it used to fail on a data page with K = None, a traceback), and the published manifest holds no machine path."""
+    """A grid run on a candidates file given relative to the project root: computed once, its run page executed by
+    the book (it used to fail on a data page with K = None, a traceback), and the published manifest holds no
+    machine path."""
     import json
 
     from invarirank.candidates import query_to_json
@@ -191,9 +215,12 @@ def test_f16_a_candidates_run_of_a_grid_is_computed_once_and_its_page_reads_it(t
     monkeypatch.chdir(ROOT)
     places = _places(tmp_path)
     assert main([str(a) for a in _argv(grid, places)]) == 0
+    build = tmp_path / "build"
+    book = ["book", _rule(grid), "--results-dir", places["--results-dir"], "--build-dir", build]
+    assert main([str(a) for a in book]) == 0
     run = places["--results-dir"] / "cands" / "r1"
     manifest = read_json(run / "manifest.json")
     assert manifest["grid_run"]["candidates"] is None and manifest["config"]["candidates"] is None
     assert set(manifest["inputs"]) == {"candidates"}
-    assert [p.name for p in (places["--build-dir"] / "rerank").glob("*.ipynb")] == ["r1.ipynb"]
-    assert not (places["--build-dir"] / "data").exists()
+    assert [p.name for p in (build / "cands" / "rerank").glob("*.ipynb")] == ["r1.ipynb"]
+    assert not (build / "cands" / "data").exists()

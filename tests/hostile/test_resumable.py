@@ -125,8 +125,8 @@ GRID_PHASES = [
 def _grid(tmp_path: Path, results: Path) -> list[str]:
     grid = tmp_path / "g.yaml"
     grid.write_text(GRID, encoding="utf-8")
-    work, build = results.parent / "work", results.parent / "build"
-    args = ["grid", grid, "--results-dir", results, "--work-dir", work, "--build-dir", build, "--compute-only"]
+    work = results.parent / "work"
+    args = ["grid", grid, "--results-dir", results, "--work-dir", work]
     return [*map(str, args), "--shard-queries", "1"]
 
 
@@ -166,38 +166,33 @@ def _papermill(fail: BaseException | None):
     return execute_notebook
 
 
-NOTEBOOK_PHASES = [
-    ("kernel-gone", lambda mp: mp.setattr("papermill.execute_notebook", _papermill(RuntimeError("No such kernel"))), 1),
+PAGE_PHASES = [
+    ("kernel-gone", lambda mp: mp.setattr("papermill.execute_notebook", _papermill(RuntimeError("No such kernel")))),
     (
         "page-disk-full",
         lambda mp: (
             mp.setattr("papermill.execute_notebook", _papermill(None)),
-            full_disk(mp, lambda p: p.suffix == ".ipynb" and p.parent.name == "rerank"),
+            full_disk(mp, lambda p: p.suffix == ".ipynb" and p.parent.name == "pages"),
         ),
-        2,
     ),
 ]
 
 
-@pytest.mark.parametrize("case,inject,code", NOTEBOOK_PHASES, ids=[c[0] for c in NOTEBOOK_PHASES])
-def test_a_grid_whose_notebook_fails_after_its_runs_is_resumed_by_the_same_command(
-    tmp_path, capsys, monkeypatch, case, inject, code
-):
-    """The runs are published before any page executes; the same command reuses them and executes the pages."""
-    results = tmp_path / "failed" / "results"
-    argv = [a for a in _grid(tmp_path, results) if a != "--compute-only"]
-    capsys.readouterr()
+@pytest.mark.parametrize("case,inject", PAGE_PHASES, ids=[c[0] for c in PAGE_PHASES])
+def test_a_page_that_fails_leaves_no_hidden_file_and_is_executed_again(tmp_path, monkeypatch, case, inject):
+    """A book page (executed after the runs it shows are published): a failure is one error naming the page, never
+    its hidden temporary notebook, and leaves no hidden file; the same call then writes the page."""
+    from invarirank.errors import RunFailed
+    from invarirank.grid.notebooks import execute_notebook
+    from tests.support import ROOT
+
+    page = tmp_path / "pages" / "rerank.ipynb"
     with monkeypatch.context() as mp:
         inject(mp)
-        assert main(argv) == code
-    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("invarirank:")]
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    assert "/." not in err[0].replace("/.work/", "/"), err[0]
-    published = sorted(p.name for p in (results / "g" / "tiny").iterdir())
-    assert published == sorted([*PUBLISHED, "run.json"])
-    build = tmp_path / "failed" / "build"
-    assert not [p for p in build.rglob(".*")], list(build.rglob(".*"))
+        with pytest.raises((RunFailed, InvariRankError)) as err:
+            execute_notebook(ROOT / "notebooks" / "rerank.ipynb", page, {}, failed_dir=tmp_path / "failed")
+    assert "/." not in str(err.value), str(err.value)
+    assert not page.exists() and not [p for p in (tmp_path / "pages").rglob(".*")]
     monkeypatch.setattr("papermill.execute_notebook", _papermill(None))
-    assert main(argv) == 0
-    assert "(0 computed, 1 reused)" in capsys.readouterr().err
-    assert list(build.rglob("*.ipynb"))
+    assert execute_notebook(ROOT / "notebooks" / "rerank.ipynb", page, {}, failed_dir=tmp_path / "failed")
+    assert page.is_file()

@@ -76,8 +76,6 @@ def _grid_args(tmp_path: Path, text: str | bytes, *extra: Any) -> list[Any]:
         tmp_path / "results",
         "--work-dir",
         tmp_path / "work",
-        "--build-dir",
-        tmp_path / "build",
         *extra,
     ]
 
@@ -411,7 +409,7 @@ def test_f11_config_file_duplicates_and_octal(tmp_path, capsys):
 
 
 def test_f11_yaml_12_numbers_are_read_as_12():
-    from invarirank.io import load_yaml
+    from invarirank.yaml_reader import load_yaml
 
     assert load_yaml("a: 1e-3\nb: 0o17\nc: 0x1F\nd: 10\ne: true\nf: -2.5\n", "t.yaml") == {
         "a": 0.001,

@@ -149,7 +149,7 @@ def test_qwen_matches_tiktoken(models):
     from tiktoken.load import load_tiktoken_bpe
 
     from invarirank.assets import paper_tokenizer_files
-    from invarirank.llm.paper_models import _QWEN2_PATTERN
+    from invarirank.llm.paper_tokenizers import _QWEN2_PATTERN
 
     enc = tiktoken.Encoding(
         "qwen",

@@ -11,7 +11,7 @@ from invarirank.errors import InvariRankError
 from invarirank.llm.simulated import SimulatedScorer
 from invarirank.llm.testing import toy_query, toy_split_queries
 from invarirank.methods import METHODS, QueryPassCache, drive_many, method_steps, run_method
-from invarirank.methods.stella import calibration_counts
+from invarirank.methods.stella_calibration import calibration_counts
 from invarirank.orders import presented_orders
 from invarirank.types import ScorerBase
 

@@ -12,15 +12,14 @@ from invarirank.errors import InvariRankError
 from invarirank.llm.simulated import SimulatedScorer
 from invarirank.methods import run_method
 from invarirank.methods._common import as_batch_scorer
-from invarirank.methods.stella import (
+from invarirank.methods.stella import entropy, posterior_update
+from invarirank.methods.stella_calibration import (
     calibrate,
     calibration_counts,
     calibration_key,
     calibration_need,
     calibration_pass_count,
-    entropy,
     load_or_calibrate,
-    posterior_update,
     select_calibration_queries,
 )
 from invarirank.types import Item, Query, ScoreResult

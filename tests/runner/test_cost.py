@@ -13,8 +13,8 @@ from invarirank.candidates import query_to_json
 from invarirank.cli import main
 from invarirank.data.synthetic import synthetic_queries
 from invarirank.llm.testing import toy_split_queries
-from invarirank.runner import RunConfig, plan
-from invarirank.runner.plan import cost_notice
+from invarirank.runner import RunConfig, cost_line
+from invarirank.runner.cost_line import cost_notice
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -43,7 +43,7 @@ def test_calibration_dominated_real_model_gets_the_line():
 
 
 def test_cached_calibration_is_not_counted(private_cache):
-    from invarirank.methods.stella import calibration_key, select_calibration_queries
+    from invarirank.methods.stella_calibration import calibration_key, select_calibration_queries
 
     test, validation = _split(2, 200, 10)
     config = RunConfig(scorer="span", K=10, M=4, n_queries=2, methods=ALL)
@@ -61,7 +61,7 @@ def test_a_calibration_recorded_with_the_shards_is_not_counted(private_cache):
 
     import numpy as np
 
-    from invarirank.methods.stella import CALIBRATION_VERSION, probes_sha256, select_calibration_queries
+    from invarirank.methods.stella_calibration import CALIBRATION_VERSION, probes_sha256, select_calibration_queries
 
     test, validation = _split(2, 200, 10)
     config = RunConfig(scorer="span", K=10, M=4, n_queries=2, methods=ALL)
@@ -149,9 +149,9 @@ def test_rerank_prints_the_line_only_when_the_estimate_is_long(tmp_path, capsys,
     assert _rerank(tmp_path, capsys, "small") == []  # 3 x 2 x 3 passes at 3e-4 s
     # the same run priced at 10 s per simulated pass: 3 queries x M=2 x (1 + 0 + 2) = 18 passes = 180 s, below
     # the threshold; at 20 s = 360 s above it
-    monkeypatch.setattr(plan, "SIMULATED_SECONDS_PER_PASS", 10.0)
+    monkeypatch.setattr(cost_line, "SIMULATED_SECONDS_PER_PASS", 10.0)
     assert _rerank(tmp_path, capsys, "ten") == []
-    monkeypatch.setattr(plan, "SIMULATED_SECONDS_PER_PASS", 20.0)
+    monkeypatch.setattr(cost_line, "SIMULATED_SECONDS_PER_PASS", 20.0)
     lines = _rerank(tmp_path, capsys, "twenty")
     assert len(lines) == 1 and "18 passes at 20 s per pass" in lines[0] and "~6.0 min" in lines[0]
     assert "reranking: 3 queries x M=2 orders" in lines[0]

@@ -20,7 +20,7 @@ from invarirank.grid.book_build import compute_runs  # noqa: E402
 from invarirank.io import read_json  # noqa: E402
 from invarirank.llm.testing import toy_split_queries  # noqa: E402
 from invarirank.runner import RunConfig, run_experiment  # noqa: E402
-from invarirank.runner.executors import RayExecutor  # noqa: E402
+from invarirank.runner.ray_executor import RayExecutor  # noqa: E402
 from tests.support.runner import Killed, kill_after  # noqa: E402
 
 ray = pytest.importorskip("ray")
@@ -52,8 +52,8 @@ def config(cands: Path, tmp_path: Path, **kw) -> RunConfig:
     base = dict(
         candidates=str(cands),
         scorer="simulated",
-        k=6,
-        m=4,
+        K=6,
+        M=4,
         calibration_queries=3,
         calibration_repeats=2,
         n_bootstrap=20,
@@ -68,7 +68,7 @@ def config(cands: Path, tmp_path: Path, **kw) -> RunConfig:
 def test_grid_of_two_runs_in_six_shards_equals_the_local_executor(cands, tmp_path):
     runs = [
         config(cands, tmp_path, name="k6", shard_queries=2),
-        config(cands, tmp_path, name="k4", k=4, exposure_k=2, shard_queries=1),
+        config(cands, tmp_path, name="k4", K=4, exposure_k=2, shard_queries=1),
     ]
     compute_runs(runs, tmp_path / "local", tmp_path / "work-local")
     with RayExecutor(workers=2) as ex:
@@ -153,9 +153,9 @@ def test_real_smollm2_run_through_ray_equals_the_local_run_at_equal_threads(tmp_
     settings = dict(
         dataset="ml-100k",
         retriever="als",
-        k=5,
-        m=2,
-        queries=2,
+        K=5,
+        M=2,
+        n_queries=2,
         scorer="span",
         model="smollm2-135m",
         methods=["zero_shot", "bootstrapping"],
@@ -173,7 +173,7 @@ def test_real_smollm2_run_through_ray_equals_the_local_run_at_equal_threads(tmp_
         )
     for name in ("observations.jsonl", "metrics.json", "manifest.json"):
         assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "ray" / name).read_bytes(), name
-    assert local.rows == res.rows
+    assert local.rows() == res.rows()
     vol = res.volatile
     assert vol["model_loads"] == 2 == len(vol["shards"]) and vol["execution"]["threads_per_worker"] == 1
     assert {s["worker"]["slot"] for s in vol["shards"]} == {0, 1}  # each worker computed one shard, own pass cache

@@ -23,9 +23,9 @@ def _config(base, name, **kw) -> RunConfig:
     settings = dict(
         dataset="ml-100k",
         retriever="als",
-        k=5,
-        m=2,
-        queries=2,
+        K=5,
+        M=2,
+        n_queries=2,
         scorer="span",
         model="smollm2-135m",
         calibration_queries=1,
@@ -115,13 +115,13 @@ def test_a_cache_off_rescore_gives_the_same_rows(real):
         for r in read_observations(real["base"] / "a" / "observations.jsonl")
         if r["query_id"] == qid and r["method"] in methods
     ]
-    assert len(mine) == 4 and res.rows == mine
+    assert len(mine) == 4 and res.rows() == mine
 
 
 def test_noise_floor_on_the_cpu(real):
     # one query, M = 2 copies of one order; STELLA is left out to keep the CPU time small (its shuffles are
     # seeded like the others', so it adds no new source of nondeterminism)
-    cfg = _config(real["base"], "nf", noise_floor=True, queries=1, methods=["zero_shot", "bootstrapping", "sgs"])
+    cfg = _config(real["base"], "nf", noise_floor=True, n_queries=1, methods=["zero_shot", "bootstrapping", "sgs"])
     scorer = make_run_scorer(cfg)  # pass cache off: every copy is recomputed
     assert scorer.pass_cache is None
     res = run_experiment(cfg, progress=False, scorer=scorer)

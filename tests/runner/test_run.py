@@ -110,7 +110,7 @@ def test_killed_and_resumed_run_equals_uninterrupted(cands, tmp_path, capsys):
     (torn / "records.jsonl").write_text('{"query_id": "u2", "rows": [{"schema_ver')
     # a changed configuration may not reuse the unfinished work
     with pytest.raises(InvariRankError, match="shard of another configuration"):
-        run_experiment(config(cands, part, m=5), progress=False)
+        run_experiment(config(cands, part, M=5), progress=False)
     calls = []
     res = run_experiment(config(cands, part), progress=False, on_shard_done=calls.append)
     assert calls == [1, 2, 3, 4]  # only the 4 missing queries (of 6) were reranked
@@ -141,7 +141,7 @@ def test_bias_knob_moves_exposure_in_the_run(cands, tmp_path):
                 cands,
                 tmp_path / shape,
                 methods="zero_shot",
-                m=12,
+                M=12,
                 exposure_k=2,
                 scorer_options={"bias_shape": shape, "bias_strength": 3.0},
             ),
@@ -155,28 +155,28 @@ def test_bias_knob_moves_exposure_in_the_run(cands, tmp_path):
 
 
 def test_queries_are_sampled_from_those_kept_at_the_smallest_k(cands, tmp_path):
-    small = load_queries(config(cands, tmp_path / "x", k=3, queries=2, k_sweep=[3, 6], exposure_k=3))
-    large = load_queries(config(cands, tmp_path / "y", k=6, queries=2, k_sweep=[3, 6]))
+    small = load_queries(config(cands, tmp_path / "x", K=3, n_queries=2, k_sweep=[3, 6], exposure_k=3))
+    large = load_queries(config(cands, tmp_path / "y", K=6, n_queries=2, k_sweep=[3, 6]))
     ids = [q.query_id for q in small.test]
     assert ids == [q.query_id for q in large.test] and len(ids) == 2
     assert all(q.k == 3 for q in small.test) and all(q.k == 6 for q in large.test)
-    kept_at_3 = [q.query_id for q in load_queries(config(cands, tmp_path / "z", k=3, exposure_k=3)).test]
+    kept_at_3 = [q.query_id for q in load_queries(config(cands, tmp_path / "z", K=3, exposure_k=3)).test]
     assert kept_at_3 == ["u0", "u3", "u6"] and set(ids) <= set(kept_at_3)
-    assert len(load_queries(config(cands, tmp_path / "v", k=6)).test) == 6
-    other_seed = load_queries(config(cands, tmp_path / "w", k=6, queries=2, k_sweep=[3, 6], seed=99))
+    assert len(load_queries(config(cands, tmp_path / "v", K=6)).test) == 6
+    other_seed = load_queries(config(cands, tmp_path / "w", K=6, n_queries=2, k_sweep=[3, 6], seed=99))
     assert other_seed.info["pool_queries"] == len(kept_at_3)
 
 
 def test_first_queries_keeps_a_prefix_of_the_sample(cands, tmp_path):
     """A smaller run reranks the first users of a larger one's sample (not a new sample of that size), and its
     identity says so while a run without it keeps its identity."""
-    larger = load_queries(config(cands, tmp_path / "a", k=6, queries=5)).test
-    smaller = config(cands, tmp_path / "b", k=6, queries=5, first_queries=3)
+    larger = load_queries(config(cands, tmp_path / "a", K=6, n_queries=5)).test
+    smaller = config(cands, tmp_path / "b", K=6, n_queries=5, first_queries=3)
     assert [q.query_id for q in load_queries(smaller).test] == [q.query_id for q in larger[:3]]
     assert smaller.planned_queries == 3 and smaller.identity()["first_queries"] == 3
-    assert "first_queries" not in config(cands, tmp_path / "c", k=6, queries=5).identity()
+    assert "first_queries" not in config(cands, tmp_path / "c", K=6, n_queries=5).identity()
     with pytest.raises(InvariRankError, match="first_queries"):
-        config(cands, tmp_path / "d", k=6, queries=2, first_queries=3)
+        config(cands, tmp_path / "d", K=6, n_queries=2, first_queries=3)
 
 
 def test_dry_run_counts_passes_without_running(cands, tmp_path):
@@ -212,8 +212,8 @@ def test_config_errors_name_the_setting(tmp_path):
         RunConfig.from_mapping({"mm": 3})
     with pytest.raises(InvariRankError, match="unknown method 'rrf'"):
         RunConfig.from_mapping({"methods": "zero_shot,rrf"})
-    with pytest.raises(InvariRankError, match="'m'"):
-        RunConfig.from_mapping({"m": 0})
+    with pytest.raises(InvariRankError, match="'M'"):
+        RunConfig.from_mapping({"M": 0})
     bad = tmp_path / "bad.yaml"
     bad.write_text("m: [1,\n")
     with pytest.raises(InvariRankError, match="bad.yaml"):

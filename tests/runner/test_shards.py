@@ -54,7 +54,7 @@ def test_a_shard_of_another_configuration_is_refused(cands, tmp_path, capsys):
     with pytest.raises(Killed):
         run_experiment(config(cands, out, shard_queries=2), progress=False, on_shard_done=kill_after(1))
     with pytest.raises(InvariRankError, match=r"shard of another configuration \(differs in: settings\)"):
-        run_experiment(config(cands, out, shard_queries=2, m=5), progress=False)
+        run_experiment(config(cands, out, shard_queries=2, M=5), progress=False)
     rc = cli_main(
         [
             "rerank",

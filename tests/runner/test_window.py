@@ -30,7 +30,7 @@ def test_window_with_a_token_budget_on_a_tiny_llama(tiny_llama):
 
     queries = [toy_query(6, history=3 + 2 * i, seed=i, query_id=f"u{i}") for i in range(3)]  # prefixes differ
     config = RunConfig.from_mapping(
-        dict(scorer="span", k=6, m=2, methods=["zero_shot", "bootstrapping", "sgs"], seed=2)
+        dict(scorer="span", K=6, M=2, methods=["zero_shot", "bootstrapping", "sgs"], seed=2)
     )
     alone = SpanScorer(tiny_llama, pass_cache=False, batch_size=8)
     packed = SpanScorer(tiny_llama, pass_cache=False, batch_size=8, max_batch_tokens=4096)

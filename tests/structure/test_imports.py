@@ -1,8 +1,9 @@
 """The house's import rules, read from the source with ``ast`` (module-level AND function-level imports; the
 ``if __name__ == "__main__":`` alias blocks of entry points are not imports of the package):
 
-* core = ``types``, ``orders``, ``io``, ``errors``, ``locks``, ``candidates`` (the candidates file format every stage
-  hands on) and ``assets`` (cache locations of the embedded data and models): they import only the core;
+* core = ``types``, ``orders``, ``io`` (with ``yaml_reader``), ``errors``, ``locks``, ``candidates`` (the candidates
+  file format every stage hands on) and ``assets`` (cache locations of the embedded data and models): they import
+  only the core;
 * ``data``, ``llm``, ``methods``, ``evaluation`` import only the core; ``retrieval`` also ``data``;
 * ``store`` imports the core and ``evaluation``; ``runner`` every layer below plus ``store``;
 * ``audit`` (adapters for outside rerankers, importers) imports the core, ``methods``, ``evaluation``, ``store`` and
@@ -29,7 +30,19 @@ import pytest
 from tests.support import ROOT
 
 PKG = ROOT / "invarirank"
-CORE = {"types", "orders", "io", "errors", "deprecation", "candidates", "assets", "locks", "limits", "__init__"}
+CORE = {
+    "types",
+    "orders",
+    "io",
+    "yaml_reader",
+    "errors",
+    "deprecation",
+    "candidates",
+    "assets",
+    "locks",
+    "limits",
+    "__init__",
+}
 #: modules that other layers may import on their own, without their layer: module → its layer
 PARTS = {"invarirank.methods.registry": "methods", "invarirank.llm.prompts": "llm"}
 ALLOWED = {
@@ -254,19 +267,16 @@ def test_torch_free_parts_import_without_torch(module):
     assert res.returncode == 0, res.stderr[-2000:]
 
 
-MAX_LINES = 500
+MAX_LINES = 400
 #: TEMPORARY: the modules over the limit while they are being split by job; the list only shrinks, and the test
 #: below fails both when another module crosses the limit and when a listed one no longer needs its place
 STILL_TO_SPLIT: set[str] = {
-    # over the limit after `ruff format` (which spreads call arguments one per line), to be split by job
-    "invarirank/data/preparation.py",
-    "invarirank/llm/paper_models.py",
-    "invarirank/runner/plan.py",
-    "invarirank/store.py",
+    # split by job on another branch of this session (observations: the speed work)
+    "invarirank/evaluation/observations.py",
 }
 
 
-def test_no_module_over_500_lines():
+def test_no_module_over_400_lines():
     lines = {
         str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
         for p in sorted(PKG.rglob("*.py"))

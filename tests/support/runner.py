@@ -25,8 +25,8 @@ def simulated_config(cands: Path, out: Path, **kw: Any) -> RunConfig:
     base = dict(
         candidates=str(cands),
         scorer="simulated",
-        k=6,
-        m=4,
+        K=6,
+        M=4,
         calibration_queries=3,
         calibration_repeats=2,
         n_bootstrap=20,
