@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvariRankError
-from .io import atomic_write_text, loads_json, path_argument
+from .io import atomic_write_text, existing_file, loads_json, path_argument
 from .types import HistoryEntry, Item, Query
 
 __all__ = ["read_candidates"]
@@ -269,6 +269,29 @@ def query_from_json(d: dict, where: str = "") -> Query:
         raise InvariRankError(f"{where}: {exc}") from None
 
 
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python number or string it holds (``json.dumps``' fallback); anything else is refused."""
+    if hasattr(value, "item") and type(value).__module__ == "numpy":
+        return value.item()
+    raise TypeError(f"{type(value).__name__} {value!r} is not JSON data")
+
+
+def check_query(query: Query, where: str) -> None:
+    """Check a :class:`~invarirank.types.Query` built in Python by the candidates file's rules (the line it would
+    be written as, read back by :func:`query_from_json`): distinct non-empty ids, at least one candidate and one
+    relevant id, text that is valid Unicode, a score for every candidate or none, ``Item`` / ``HistoryEntry``
+    objects; numpy scalars count as the numbers and strings they hold. Raises :class:`InvariRankError` naming
+    ``where`` and the field; returns nothing (the query is used as given)."""
+    try:
+        line = json.loads(json.dumps(query_to_json(query), default=_plain))
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise InvariRankError(
+            f"{where}: cannot be read as a candidates-file line ({exc}); expected invarirank.types.Item candidates "
+            f"and HistoryEntry history entries"
+        ) from None
+    query_from_json(line, where)
+
+
 def write_candidates(path: str | os.PathLike, queries: Iterable[Query]) -> None:
     """Write queries as a candidates file, atomically."""
     lines = [json.dumps(query_to_json(q), ensure_ascii=False) for q in queries]
@@ -284,8 +307,7 @@ def _lines(fh: Any, p: Path) -> Iterator[bytes]:
 
 
 def _numbered_queries(p: Path) -> Iterator[tuple[int, Query]]:
-    if not p.is_file():
-        raise InvariRankError(f"{p}: no such candidates file")
+    existing_file(p, "candidates file")
     with open(p, "rb") as probe:
         gzipped = probe.read(2) == b"\x1f\x8b"
     with gzip.open(p, "rb") if gzipped else open(p, "rb") as fh:

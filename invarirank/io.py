@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -33,12 +34,15 @@ from .errors import InvariRankError
 
 __all__ = [
     "atomic_path",
+    "atomic_folder",
     "atomic_write_text",
     "atomic_write_json",
     "dumps_json",
     "read_json",
     "check_output_dir",
     "check_output_file",
+    "existing_file",
+    "existing_folder",
     "unwritable",
     "read_utf8",
     "special_file",
@@ -145,6 +149,36 @@ def special_file(path: str | os.PathLike) -> str | None:
     return None
 
 
+def _a(what: str) -> str:
+    return f"{'an' if what[:1].lower() in 'aeiou' else 'a'} {what}"
+
+
+def existing_file(path: str | os.PathLike, what: str = "file") -> Path:
+    """``path`` when it is an existing regular file (links followed), else one error naming it that says what is
+    there instead — nothing (``not found``), a folder or a special file — so that an input that exists is never
+    called "not found". ``what`` names the file expected (``"grid file"``)."""
+    p = Path(path)
+    if p.is_file():
+        return p
+    if p.is_dir():
+        raise InvariRankError(f"{p}: is a folder, expected {_a(what)}")
+    kind = special_file(p)
+    if kind:
+        raise InvariRankError(f"{p}: is a {kind}, expected a regular {what}")
+    raise InvariRankError(f"{p}: {what} not found")
+
+
+def existing_folder(path: str | os.PathLike, what: str = "folder") -> Path:
+    """``path`` when it is an existing folder (links followed), else one error naming it that says what is there
+    instead (nothing: ``not found``; a file); see :func:`existing_file`."""
+    p = Path(path)
+    if p.is_dir():
+        return p
+    if p.exists():
+        raise InvariRankError(f"{p}: is {_a(special_file(p) or 'file')}, expected {_a(what)}")
+    raise InvariRankError(f"{p}: {what} not found")
+
+
 def inside(root: str | os.PathLike, path: str | os.PathLike, what: str = "folder") -> Path:
     """``path``, checked to stay inside ``root`` once both are resolved (``..``, symbolic links); raise
     :class:`InvariRankError` naming both otherwise. Paths built from names (``results/<grid>/<run>``) use it."""
@@ -212,6 +246,32 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary folder beside ``path`` (hidden: ``.<name>.<random>.tmp``); on success it replaces
+    ``path`` (a folder there is removed first). On an exception the temporary folder is removed and ``path`` left as
+    it was; an ``OSError`` (a full disk) is one error naming ``path``, never the temporary folder, whose files the
+    body writes plainly (the rename makes them appear together)."""
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700 folders; give the usual permissions
+    except OSError as exc:
+        raise unwritable(target, _unnamed(exc) if target.parent.exists() else exc) from None
+    try:
+        yield tmp
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    except OSError as exc:
+        if exc.errno is None:
+            raise
+        raise unwritable(target, _unnamed(exc)) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, *, compress: bool = False) -> None:

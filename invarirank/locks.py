@@ -63,9 +63,10 @@ def folder_lock(folder: str | os.PathLike, what: str = "run folder") -> Iterator
 
     Raises :class:`InvariRankError` at once when another live process holds it, or when the lock file records a
     holder on another host whose run may still be going on. A folder this call created is removed again when the
-    body fails before writing anything into it, so rejected input leaves no trace."""
+    body fails before writing anything into it, so rejected input leaves no trace (nor do the empty folders above
+    it that this call created: a grid's ``runs/<grid>/``)."""
     d = Path(folder)
-    created = not d.exists()
+    created = [p for p in (d, *d.parents) if not p.exists()]  # the folders this call makes, deepest first
     failed = True
     try:
         with _held(d, what):
@@ -74,7 +75,11 @@ def folder_lock(folder: str | os.PathLike, what: str = "run folder") -> Iterator
     finally:
         if created and failed and d.is_dir() and [p.name for p in d.iterdir()] == [LOCK_NAME]:
             (d / LOCK_NAME).unlink(missing_ok=True)
-            d.rmdir()
+            for p in created:
+                try:
+                    p.rmdir()
+                except OSError:  # not empty: another writer uses it
+                    break
 
 
 @contextmanager

@@ -104,3 +104,17 @@ def test_the_lock_is_released_when_the_body_raises(tmp_path):
             raise ValueError("boom")
     with folder_lock(tmp_path / "run") as d:
         assert d == tmp_path / "run"
+
+
+def test_a_rejected_run_leaves_no_folder_it_created(tmp_path):
+    """Nothing written: the run folder and the empty folders above it that the lock made are removed (a grid's
+    runs/<grid>/ stayed behind); a folder that holds something else, or existed before, stays."""
+    with pytest.raises(ValueError):
+        with folder_lock(tmp_path / "runs" / "grid" / "run"):
+            raise ValueError("refused before the first pass")
+    assert not (tmp_path / "runs").exists()
+    (tmp_path / "runs" / "grid" / "other").mkdir(parents=True)
+    with pytest.raises(ValueError):
+        with folder_lock(tmp_path / "runs" / "grid" / "run"):
+            raise ValueError("refused")
+    assert sorted(p.name for p in (tmp_path / "runs" / "grid").iterdir()) == ["other"]

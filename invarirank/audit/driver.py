@@ -6,9 +6,12 @@ Stability: full (the package's front door: ``invarirank.audit(...)`` and ``invar
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
+from ..candidates import check_query
 from ..errors import InvariRankError
 from ..types import Item, Query
 from .designs import DEFAULT_LABELS, Design, design_orders
@@ -24,6 +27,8 @@ def _queries(queries: Any) -> list[Query]:
         queries = read_candidates(queries)
     if isinstance(queries, Query):
         queries = [queries]
+    if isinstance(queries, (str, bytes)) or not isinstance(queries, Iterable):
+        raise InvariRankError(f"audit: queries = {queries!r}; expected Query objects or a candidates file's path")
     out = list(queries)
     if not out:
         raise InvariRankError("audit: 'queries' is empty; expected at least one Query (or a candidates file)")
@@ -36,6 +41,7 @@ def _queries(queries: Any) -> list[Query]:
             raise InvariRankError(f"audit: query {q.query_id!r}: expected at least one candidate and distinct ids")
         if not q.ground_truth:
             raise InvariRankError(f"audit: query {q.query_id!r} has no ground truth (the observations need one)")
+        check_query(q, f"audit: query {q.query_id!r}")  # the candidates file's rules (lone surrogates, ...)
         if q.query_id in seen:
             raise InvariRankError(f"audit: query id {q.query_id!r} appears twice in 'queries'")
         seen.add(q.query_id)
@@ -173,9 +179,17 @@ def rerank(reranker: Any, query: Query, presented: Sequence[str | Item] | None =
 
     Stability: full (one ranking of the order you give)."""
     r = as_reranker(reranker, "rerank")
+    if not isinstance(query, Query):
+        raise InvariRankError(f"rerank: query = {type(query).__name__}; expected an invarirank.Query")
+    check_query(query, f"rerank: query {query.query_id!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvariRankError(f"rerank: seed = {seed!r}; expected an integer >= 0")
     by_id = {c.item_id: i for i, c in enumerate(query.candidates)}
     if presented is None:
         positions = list(range(query.k))
+    elif isinstance(presented, (str, bytes)) or not isinstance(presented, Iterable):
+        # a string is iterable: "0123" would present the candidates "0", "1", ...
+        raise InvariRankError(f"rerank: presented = {presented!r}; expected a list of item ids or Items")
     else:
         given = [x.item_id if isinstance(x, Item) else x for x in presented]
         unknown = [x for x in given if x not in by_id]

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..errors import InvariRankError
 from ..evaluation.observations import as_rows, read_text
+from ..io import existing_file
 from .rerankers import REPAIR_KINDS, complete_ranking
 from .trec import read_qrels
 
@@ -36,8 +37,7 @@ __all__ = ["read_rank_llm"]
 def read_records(path: str | os.PathLike) -> list[tuple[str, Any]]:
     """``(where, record)`` of a JSON Lines file or of one JSON array (``where`` = ``FILE:LINE`` or ``FILE[i]``)."""
     p = Path(path)
-    if not p.is_file():
-        raise InvariRankError(f"{p}: file not found")
+    existing_file(p)
     text = read_text(p)
     if text.lstrip().startswith("["):
         try:

@@ -42,6 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import InvariRankError
+from ..methods._common import finite_scores
 from ..methods.registry import BASELINE_METHOD
 from ..types import Item, Query, Scorer, rank_by_scores
 
@@ -131,8 +132,8 @@ def _where(query: Query, presented: Presentation) -> str:
 
 
 def _as_id(x: Any, who: str) -> str:
-    if type(x) is str:
-        return x
+    if isinstance(x, str):  # numpy and pandas strings are strings
+        return str(x)
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return str(int(x))
     raise InvariRankError(f"{who}: returned {x!r} ({type(x).__name__}) as an item id; expected a string id")
@@ -168,15 +169,15 @@ def _check_on_invalid(on_invalid: str) -> str:
 
 
 def _scores(values: Any, k: int, who: str, higher_is_better: bool) -> list[float]:
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvariRankError(f"{who}: returned {type(values).__name__}; expected {k} numbers") from None
-    if arr.ndim != 1 or arr.shape[0] != k:
-        raise InvariRankError(f"{who}: returned {arr.size} scores for {k} presented candidates; expected {k}")
-    bad = np.flatnonzero(~np.isfinite(arr))
-    if bad.size:
-        raise InvariRankError(f"{who}: score {arr[bad[0]]} at presented position {int(bad[0])} is not finite")
+    """The scores of one presented order by the project's one rule for scores (:func:`invarirank.methods.
+    _common.finite_scores`: ``k`` finite real numbers; strings, booleans, NaN or a wrong shape are refused)."""
+
+    def bad(what: str) -> InvariRankError:
+        return InvariRankError(
+            f"{who}: returned {what}; expected {k} finite real numbers (one per presented candidate)"
+        )
+
+    arr = finite_scores(values, k, bad)
     return [float(s) if higher_is_better else -float(s) for s in arr]
 
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from ..errors import InvariRankError
 from ..evaluation.observations import as_rows, read_text
-from ..io import atomic_write_text
+from ..io import atomic_write_text, existing_file
 from .rerankers import REPAIR_KINDS, complete_ranking
 
 __all__ = ["write_trec_run", "read_trec_run"]
@@ -88,8 +88,7 @@ def write_trec_run(path: str | os.PathLike, rows: Any) -> Path:
 
 
 def _lines(path: Path, columns: int, what: str) -> Iterable[tuple[int, list[str]]]:
-    if not path.is_file():
-        raise InvariRankError(f"{path}: {what} not found")
+    existing_file(path, f"{what.split(':')[0]} file")
     for n, line in enumerate(read_text(path).split("\n"), 1):
         if not line.strip():
             continue
@@ -173,10 +172,11 @@ def read_trec_run(
             truth[qid] = list(by_query[qid].ground_truth)
     else:
         side = Path(presented) if presented is not None else presented_path(p)
-        if not side.is_file():
+        if not side.exists():
             raise InvariRankError(
                 f"{side}: presented-order file not found; give presented= (RUN.presented.jsonl) or candidates="
             )
+        existing_file(side, "presented-order file")
         inputs = _presented(side)
     if qrels is not None or candidates is None:
         truth = read_qrels(qrels if qrels is not None else qrels_path(p), min_relevance)

@@ -104,7 +104,8 @@ def load_callable(spec: str) -> Any:
     if where.endswith(".py"):
         path = Path(where)
         if not path.is_file():
-            raise InvariRankError(f"--callable {spec!r}: file {where} not found")
+            what = "is a folder" if path.is_dir() else "not found"
+            raise InvariRankError(f"--callable {spec!r}: file {where} {what}; expected a Python file")
         module_spec = importlib.util.spec_from_file_location(path.stem, path)
         if module_spec is None or module_spec.loader is None:
             raise InvariRankError(f"--callable {spec!r}: cannot load {where}")
@@ -132,6 +133,41 @@ def _frame(tokenizer: str | None) -> dict[str, Any]:
         raise InvariRankError(f"--tokenizer {tokenizer}: not a folder (a local tokenizer folder with a chat template)")
     frame, name = served_frame(tokenizer)
     return {"frame": frame, "frame_name": name}
+
+
+#: flags that apply to one kind of reranker or design: (dest, its flag, its default, who it applies to, when)
+_APPLIES = (
+    ("returns", "--returns", None, "--callable", lambda a: a.callable),
+    ("batched", "--batched", False, "--callable", lambda a: a.callable),
+    ("batch_size", "--batch-size", 32, "--callable --batched", lambda a: a.callable and a.batched),
+    ("lower_is_better", "--lower-is-better", False, "--returns scores", lambda a: a.returns == "scores"),
+    ("on_invalid", "--on-invalid", "repair", "--returns order", lambda a: a.returns == "order"),
+    ("uses_labels", "--uses-labels", False, "--callable", lambda a: a.callable),
+    ("method", "--method", BASELINE_METHOD, "--scorer", lambda a: a.scorer),
+    ("model", "--model", None, "--scorer or --server", lambda a: a.scorer or a.server),
+    ("mode", "--mode", None, "--server", lambda a: a.server),
+    ("concurrency", "--concurrency", 4, "--server", lambda a: a.server),
+    ("timeout", "--timeout", 120.0, "--server", lambda a: a.server),
+    ("retries", "--retries", 4, "--server", lambda a: a.server),
+    ("max_tokens", "--max-tokens", None, "--server --mode generate", lambda a: a.server and a.mode == "generate"),
+    ("top_logprobs", "--top-logprobs", 20, "--server --mode logprobs", lambda a: a.server and a.mode == "logprobs"),
+    ("tokenizer", "--tokenizer", None, "--server --mode logprobs", lambda a: a.server and a.mode == "logprobs"),
+    ("M", "--m", 20, "--design random, pinned or label-swap", lambda a: a.design != "sweep"),
+    ("repeats", "--repeats", 1, "--design sweep", lambda a: a.design == "sweep"),
+    ("pin_item", "--pin-item", 0, "--design pinned", lambda a: a.design == "pinned"),
+    ("pin_position", "--pin-position", 0, "--design pinned", lambda a: a.design == "pinned"),
+)
+
+
+def check_flags_apply(args: argparse.Namespace) -> None:
+    """A flag given (not its default) where it does nothing is refused, naming the flag and what it belongs to: an
+    ignored ``--m 3`` beside ``--design sweep`` (which makes K x repeats orders) or ``--method`` beside
+    ``--callable`` would leave the user believing it was used."""
+    for dest, flag, default, owner, applies in _APPLIES:
+        value = getattr(args, dest, default)
+        if value != default and not applies(args):
+            given = flag if isinstance(value, bool) else f"{flag} {value!r}"
+            raise InvariRankError(f"{given} does nothing here: it applies to {owner} only")
 
 
 def build_reranker(args: argparse.Namespace) -> Any:
@@ -206,6 +242,7 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation import sister_measures
     from ..evaluation.report import format_table
 
+    check_flags_apply(args)
     check_audit_folder(args.out)
     design = Design(args.design, args.M, args.repeats, args.pin_item, args.pin_position)
     reranker = build_reranker(args)

@@ -50,6 +50,13 @@ def run_import(args: argparse.Namespace) -> int:
 
     out = check_output_file(args.out, "--out")
     inputs = [getattr(args, name, None) for name in ("file", "presented", "qrels", "candidates", "requests")]
+    if args.layout == "trec":  # the side files read beside RUN when not named (RUN.presented.jsonl, RUN.qrels)
+        from ..audit.trec import presented_path, qrels_path
+
+        if args.presented is None and args.candidates is None:
+            inputs.append(presented_path(args.file))
+        if args.qrels is None and args.candidates is None:
+            inputs.append(qrels_path(args.file))
     if any(x and Path(x).resolve() == out.resolve() for x in inputs):
         raise InvariRankError(f"--out {out} is one of the input files; expected a new observations file")
     if args.layout == "trec":

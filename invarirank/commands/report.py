@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
+from ..io import existing_folder
 
 __all__ = ["register", "run", "report", "draw_figures", "FIGURE_EXPOSURE", "FIGURE_METRIC_VS_K"]
 
@@ -55,8 +56,7 @@ def _load(run_dir: str | Path) -> Any:
     from ..io import loads_json, read_utf8
 
     d = Path(run_dir)
-    if not d.is_dir():
-        raise InvariRankError(f"{d}: no such run folder")
+    existing_folder(d, "run folder")
     if not (d / "metrics.json").is_file():
         raise InvariRankError(f"{d}: no metrics.json (is the run finished? rerun `invarirank rerank` to resume it)")
     read = {}

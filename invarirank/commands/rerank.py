@@ -85,7 +85,12 @@ def register(subparsers: Any) -> None:
     )
     a("--device", help="device of a real scorer: auto (default), cpu, cuda, mps, ... (never part of the identity)")
     a("--m", type=int, help="presented orders per query (default 20)")
-    a("--queries", type=int, metavar="N", help="number of test queries, sampled with the seed (default all)")
+    a(
+        "--queries",
+        type=int,
+        metavar="N",
+        help="number of test queries, sampled with the seed (default all; above what the data holds: all, with a note)",
+    )
     a("--methods", help=f"comma-separated subset of {','.join(METHODS)} (default all; they always run in this order)")
     a("--seed", type=int, help="seed of orders, query sampling, shuffles and calibration (default 42)")
     a(
@@ -192,7 +197,7 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
 def check_executor_flags(args: argparse.Namespace) -> None:
     """Bad executor flags are an error naming the flag, before anything is read or started."""
     from ..limits import check_threads
-    from ..runner.executors import EXECUTORS
+    from ..runner.executors import EXECUTORS, check_executor_options
 
     if args.executor not in EXECUTORS:
         raise InvariRankError(f"--executor {args.executor!r}: expected one of {', '.join(EXECUTORS)}")
@@ -213,6 +218,15 @@ def check_executor_flags(args: argparse.Namespace) -> None:
         raise InvariRankError(
             f"--connect-timeout {args.connect_timeout:g}: expected a finite number of seconds above 0"
         )
+    check_executor_options(
+        args.executor,
+        address=args.address,
+        gpus_per_shard=args.gpus_per_shard,
+        workers=args.workers,
+        cpus_per_worker=args.cpus_per_worker,
+        threads_per_worker=args.threads_per_worker,
+        connect_timeout=args.connect_timeout,
+    )
 
 
 def executor_from_args(args: argparse.Namespace) -> Any:

@@ -52,7 +52,7 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from ..errors import InvariRankError
-from ..io import atomic_write_json, sha256_file
+from ..io import atomic_write_json, sha256_file, unwritable
 from .filtering import clean_interactions
 from .ids import sort_order
 from .output_folder import check_target, install_folder, prepared_key
@@ -345,6 +345,11 @@ def prepare_data(
                 shutil.rmtree(tmp, ignore_errors=True)
                 return target, True
             raise
+    except OSError as exc:  # a full disk: name the prepared folder, not its hidden temporary one
+        shutil.rmtree(tmp, ignore_errors=True)
+        if exc.errno is None:
+            raise
+        raise unwritable(target, type(exc)(exc.errno, exc.strerror)) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InvariRankError
-from ..io import read_json
+from ..io import existing_file, existing_folder, read_json
 from ..types import Item
 
 __all__ = ["Prepared", "load_prepared", "read_stats", "format_stats", "MANIFEST_KIND", "TABLES", "STATS_COUNTS"]
@@ -99,13 +99,15 @@ def _to_lists(frame: pd.DataFrame, columns: list[str]) -> None:
 def load_prepared(folder: str | os.PathLike) -> Prepared:
     """Load a prepared folder (from :func:`prepare` or ``invarirank data prepare --out``)."""
     folder = Path(folder)
-    if not folder.is_dir():
+    if not folder.exists():
         raise InvariRankError(
             f"{folder}: folder not found; expected a prepared-data folder (`invarirank data prepare --out DIR`)"
         )
+    existing_folder(folder, "prepared-data folder")
     for name in (*TABLES, "manifest.json"):
-        if not (folder / name).is_file():
+        if not (folder / name).exists():
             raise InvariRankError(f"{folder / name}: file not found; expected a complete prepared-data folder")
+        existing_file(folder / name, "file of a prepared-data folder")
     try:
         manifest = read_json(folder / "manifest.json")
     except (OSError, ValueError) as exc:

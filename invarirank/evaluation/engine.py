@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvariRankError
+from ..io import path_argument
 from . import bootstrap
 from .comparisons import PERMUTATIONS, PerQuery, compare_methods
 from .consistency import gpi_local_search, inverse_permutations, loc_from_wins, pair_statistics, win_matrix
@@ -123,7 +124,7 @@ def evaluate(
         reference_replicates=reference_replicates,
     )
     if first_stage is not None and not isinstance(first_stage, Mapping):
-        first_stage = read_first_stage(first_stage)
+        first_stage = read_first_stage(path_argument(first_stage, "evaluate: first_stage", "first-stage file's path"))
     rows = as_rows(data)
     given = {"exposure_k": exposure_k != 5, "buckets": buckets != 3}
     for note in check_against_lists(rows, settings, "the observations", given=given):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import atomic_path, atomic_write_text
+from ..io import atomic_path, atomic_write_text, path_argument
 from .observation_rows import REQUIRED_FIELDS, SCHEMA_VERSION, rows_in_memory
 
 __all__ = ["write_observations"]
@@ -58,8 +58,10 @@ def write_observations(path: str | os.PathLike, rows: Iterable[Mapping] | Any) -
     (deterministic: mtime 0); anything else → JSON Lines. Every row carries ``schema_version`` 1 first, then the
     required fields, then the optional ones in their given order. Same rows → byte-identical file.
     """
-    p = Path(path)
-    valid = rows_in_memory(rows if not isinstance(rows, (str, os.PathLike)) else [], where=f"{p} (rows to write)")
+    p = path_argument(path, "write_observations: path", "observations file's path")
+    if isinstance(rows, (str, os.PathLike)):
+        raise InvariRankError(f"write_observations: rows = {str(rows)!r}, expected the rows to write, not a path")
+    valid = rows_in_memory(rows, where=f"{p} (rows to write)")
     ordered = [_ordered(r) for r in valid]
     if p.suffix.lower() == ".parquet":
         import pyarrow as pa

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import path_argument
+from ..io import existing_file, path_argument
 from .observation_rows import fail_at, rows_in_memory, validate_rows
 from .observation_writer import write_observations
 
@@ -157,8 +157,7 @@ def read_observations(path: str | os.PathLike) -> list[dict]:
     Stability: full (the package's front door).
     """
     p = path_argument(path, "read_observations: path", "observations file's path")
-    if not p.is_file():
-        raise InvariRankError(f"{p}: observations file not found")
+    existing_file(p, "observations file")
     with gc_paused():
         if _is_parquet(p):
             records: Iterable[tuple[int, Any]] = _parquet_records(p)

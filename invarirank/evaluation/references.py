@@ -124,7 +124,21 @@ def first_stage_rows(inputs: Mapping[str, list[dict]], rankings: Mapping[str, Se
     for qid, rows in inputs.items():
         if qid not in rankings:
             raise InvariRankError(f"first-stage order: no ranking for query {qid!r}")
-        ranking = [str(x) for x in rankings[qid]]
+        given = rankings[qid]
+        # a string is iterable too: "0123" would read as the ids "0", "1", ... (ids are read as the observations'
+        # are: strings, or integers as their decimal string)
+        if (
+            isinstance(given, (str, bytes))
+            or not isinstance(given, Sequence)
+            or not all(
+                (isinstance(x, str) and x) or (isinstance(x, (int, np.integer)) and not isinstance(x, bool))
+                for x in given
+            )
+        ):
+            raise InvariRankError(
+                f"first-stage order of query {qid!r}: {str(given)[:40]!r}, expected a list of item ids (best first)"
+            )
+        ranking = [str(x) for x in given]
         if sorted(ranking) != sorted(rows[0]["input"]):
             raise InvariRankError(
                 f"first-stage order of query {qid!r}: expected a permutation of its "

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import read_json, read_utf8
+from ..io import existing_file, read_json, read_utf8
 from ..runner import RunConfig, run_folder, slug
 from ..store import RunFolder, complete_runs, project_root
 from ..yaml_reader import load_yaml
@@ -71,8 +71,9 @@ def load_book_config(path: str | os.PathLike | None = None, *, root: Path | None
     if root is None:
         root = project_root(grid_file=path) if path else project_root()
     p = Path(path) if path else root / BOOK_CONFIG
-    if not p.is_file():
+    if not p.exists():
         raise InvariRankError(f"{p}: book configuration not found (it lists the grids the book shows)")
+    existing_file(p, "book configuration")
     raw = load_yaml(read_utf8(p, "book configuration"), str(p))
     if not isinstance(raw, dict) or set(raw) != {"grids"}:
         raise InvariRankError(f"{p}: expected one field 'grids' (a list of {{file: GRID.yaml, main_K: K}})")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunFailed
+from ..io import unwritable
 
 __all__ = ["fingerprint", "package_files", "execute_notebook", "check_kernel"]
 
@@ -128,8 +129,12 @@ def execute_notebook(
         ) from None
     finally:
         tmp_in.unlink(missing_ok=True)
-    _hide_injected_parameters(tmp_out)
-    os.replace(tmp_out, out)
+    try:
+        _hide_injected_parameters(tmp_out)
+        os.replace(tmp_out, out)
+    except OSError as exc:  # a full disk: name the page, not its hidden temporary file
+        tmp_out.unlink(missing_ok=True)
+        raise unwritable(out, type(exc)(exc.errno, exc.strerror)) from None
     return True
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import read_utf8
+from ..io import existing_file, read_utf8
 from ..runner import RunConfig, simple_name
 from ..yaml_reader import load_yaml
 
@@ -73,8 +73,7 @@ class Grid:
 
 
 def _read_yaml(p: Path) -> Any:
-    if not p.is_file():
-        raise InvariRankError(f"{p}: grid file not found")
+    existing_file(p, "grid file")
     return load_yaml(read_utf8(p, "grid file"), str(p))
 
 
@@ -146,6 +145,12 @@ def load_grid(
         ks = merged.get("K")
         if isinstance(ks, list) and not ks:
             raise InvariRankError(f"{p}: runs[{i}]: field 'K' is an empty list; expected one K or a list of Ks")
+        if isinstance(ks, list) and len(ks) > 1 and merged.get("name") is not None:
+            # every K of the list would be a run of that one name: the second would read as a duplicate
+            raise InvariRankError(
+                f"{p}: runs[{i}]: field 'name' = {merged['name']!r} with 'K' = {ks!r} would name {len(ks)} runs "
+                f"alike; expected one K per named run (or no 'name': each K's run is named for its K)"
+            )
         for k in ks if isinstance(ks, list) else [ks]:  # "K: [5, 15]" expands to one run per K
             config = RunConfig.from_mapping(dict(merged, K=k), f"{p}: runs[{i}]", grid=name)
             if overrides:

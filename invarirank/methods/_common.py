@@ -34,6 +34,7 @@ from .result import MethodResult
 Steps = Generator[list[Item], np.ndarray, MethodResult]
 
 __all__ = [
+    "finite_scores",
     "shuffle_positions",
     "score_items",
     "score_results",
@@ -121,6 +122,12 @@ def checked_scores(scorer: Scorer, query: Query, raw: Any, n: int) -> np.ndarray
             f"numbers (one per candidate)"
         )
 
+    return finite_scores(raw, n, bad)
+
+
+def finite_scores(raw: Any, n: int, bad: Callable[[str], Exception]) -> np.ndarray:
+    """The rule of :func:`checked_scores` for any caller (the audit's score adapters too): ``raw`` as float64 when
+    it is a list or array of ``n`` finite real numbers, else ``bad(what was returned)`` raised."""
     if not isinstance(raw, (np.ndarray, list, tuple)):
         raise bad(_shown(raw))
     try:

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InvariRankError
+from ..io import existing_file
 from ..types import Item
 
 __all__ = ["RetrievalData", "load_retrieval_data", "canonical_order", "FILES"]
@@ -98,10 +99,11 @@ class RetrievalData:
 
 def _read(path: Path) -> pd.DataFrame:
     name = path.name
-    if not path.is_file():
+    if not path.exists():
         raise InvariRankError(
             f"{path}: missing; expected a prepared data folder with {', '.join(FILES)} (invarirank data prepare)"
         )
+    existing_file(path, "table file")
     try:
         df = pd.read_parquet(path)
     except Exception as exc:  # pyarrow raises several kinds

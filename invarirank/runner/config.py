@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import read_utf8
+from ..io import existing_file, read_utf8
 from ..limits import MAX_BOOTSTRAP
 from ..llm.factory import DEFAULT_MODEL
 from ..methods.registry import METHODS, calibrated_method
 from ..yaml_reader import load_yaml
-from .setting_checks import ALIASES, as_int, normalise_settings, simple_name
+from .setting_checks import ALIASES, as_int, check_text, normalise_settings, simple_name
 
 __all__ = ["RunConfig", "PATH_SETTINGS", "DEFAULT_K", "ALIASES", "MAX_BOOTSTRAP", "slug", "simple_name", "check_lists"]
 
@@ -71,9 +71,9 @@ class RunConfig:
     against the project root in a grid run, the working directory in a run with ``out``
     (:meth:`with_absolute_paths`).
     Reranking: ``K`` (None → 25 with the first stage, the file's own lists with ``candidates``), ``sample_k``
-    (sample among queries kept at this K; None → ``K``), ``n_queries`` (None → all kept), ``first_queries`` (keep
-    only the first N of the sampled queries, in run order, so that a smaller run reranks a prefix of a larger
-    one's users; None → all sampled), ``M``, ``methods``,
+    (sample among queries kept at this K; None → ``K``), ``n_queries`` (None → all kept; more than are kept: all
+    of them, with a note), ``first_queries`` (keep only the first N of the sampled queries, in run order, so that a
+    smaller run reranks a prefix of a larger one's users; None → all sampled), ``M``, ``methods``,
     ``seed``, STELLA_LW's ``calibration_queries``/``calibration_repeats`` (the protocol: 150 and 5), ``noise_floor``
     (M copies of one order). Scorer: ``scorer`` (a kind of :data:`invarirank.llm.factory.SCORER_KINDS`),
     ``model`` (None → the scorer's default), ``scorer_options`` (for ``invarirank.llm.make_scorer``), ``device``
@@ -174,8 +174,7 @@ class RunConfig:
     def from_yaml(cls, path: str | os.PathLike) -> RunConfig:
         """Read a ``--config`` YAML file (a mapping of settings)."""
         p = Path(path)
-        if not p.is_file():
-            raise InvariRankError(f"{p}: no such config file")
+        existing_file(p, "config file")
         data = load_yaml(read_utf8(p, "config file"), str(p), "malformed YAML")
         if data is None:
             data = {}
@@ -326,6 +325,7 @@ class RunConfig:
     # -- checks ----------------------------------------------------------------------------------
     def normalise(self, where: str = "config") -> None:
         """Coerce types (``"a,b"`` lists, sorted methods) and check ranges; raise :class:`InvariRankError`."""
+        check_text(self, where)
         normalise_settings(self, where)
 
     def check_k(self, where: str = "config", list_k: int | None = None, source: str = "") -> None:

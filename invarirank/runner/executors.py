@@ -27,7 +27,7 @@ from .executor_protocol import Executor, ExecutorBase, settings_key
 from .ray_executor import RayExecutor
 from .worker import ShardResult, ShardTask, ShardWorker, calibration_method, scorer_settings
 
-__all__ = ["EXECUTORS", "LocalExecutor", "make_executor"]
+__all__ = ["EXECUTORS", "LocalExecutor", "make_executor", "check_executor_options"]
 
 #: the executors' names (``--executor``)
 EXECUTORS = ("local", "ray")
@@ -96,6 +96,33 @@ class LocalExecutor(ExecutorBase):
         return {"executor": "local", "workers": 1}
 
 
+def check_executor_options(
+    name: str,
+    *,
+    address: str | None = None,
+    gpus_per_shard: float | None = None,
+    workers: int | None = None,
+    cpus_per_worker: float = 1,
+    threads_per_worker: int | None = None,
+    connect_timeout: float = 10.0,
+) -> None:
+    """The executor's name and the options that need another one: a Ray option (given, not its default) with the
+    local executor, or a connection timeout without an address, would be ignored without a word; each is an error
+    naming its flag (the command line checks this before a dry run too, so both refuse the same flags)."""
+    if name not in EXECUTORS:
+        raise InvariRankError(f"--executor {name!r}: expected one of {', '.join(EXECUTORS)}")
+    for flag, value, default, needs, applies in (
+        ("--address", address, None, "--executor ray", name == "ray"),
+        ("--gpus-per-shard", gpus_per_shard, None, "--executor ray", name == "ray"),
+        ("--workers", workers, None, "--executor ray", name == "ray"),
+        ("--cpus-per-worker", cpus_per_worker, 1, "--executor ray", name == "ray"),
+        ("--threads-per-worker", threads_per_worker, None, "--executor ray", name == "ray"),
+        ("--connect-timeout", connect_timeout, 10.0, "--address", bool(address)),
+    ):
+        if value != default and not applies:
+            raise InvariRankError(f"{flag} needs {needs} (it does nothing otherwise)")
+
+
 def make_executor(
     name: str,
     *,
@@ -106,17 +133,18 @@ def make_executor(
     threads_per_worker: int | None = None,
     connect_timeout: float = 10.0,
 ) -> Executor:
-    """The executor called ``name`` (:data:`EXECUTORS`); Ray options with ``local`` are an error."""
-    if name not in EXECUTORS:
-        raise InvariRankError(f"--executor {name!r}: expected one of {', '.join(EXECUTORS)}")
+    """The executor called ``name`` (:data:`EXECUTORS`); Ray options with ``local`` are an error
+    (:func:`check_executor_options`)."""
+    check_executor_options(
+        name,
+        address=address,
+        gpus_per_shard=gpus_per_shard,
+        workers=workers,
+        cpus_per_worker=cpus_per_worker,
+        threads_per_worker=threads_per_worker,
+        connect_timeout=connect_timeout,
+    )
     if name == "local":
-        given = [
-            flag
-            for flag, value in (("--address", address), ("--gpus-per-shard", gpus_per_shard), ("--workers", workers))
-            if value is not None
-        ]
-        if given:
-            raise InvariRankError(f"{given[0]} needs --executor ray")
         return LocalExecutor()
     return RayExecutor(
         address,

@@ -26,6 +26,7 @@ from .executor_protocol import Executor
 from .inputs import input_hashes, stored_inputs
 from .manifest import build_manifest, git_info
 from .queries import QuerySet, load_queries, synthetic_candidates_for
+from .setting_checks import check_lists_for_evaluation
 from .shards import run_fingerprint
 from .worker import calibration_method
 
@@ -120,6 +121,7 @@ def prepare_run(
     timings: dict[str, float] = {}
     t_start = t = time.perf_counter()
     qs = queries or load_queries(config, progress)
+    check_lists_for_evaluation(config, qs.test)
     timings["data_seconds"] = round(time.perf_counter() - t, 3)
     facts = executor.describe(config)
     timings["scorer_load_seconds"] = float(facts["worker"].get("load_seconds", 0.0))

@@ -18,6 +18,7 @@ from .config import RunConfig
 from .cost_line import format_duration
 from .passes import calibration_need, passes_per_presented_order, rerank_passes
 from .queries import QuerySet, load_queries
+from .setting_checks import check_lists_for_evaluation
 
 __all__ = ["RunPlan", "plan_run", "format_plan"]
 
@@ -79,6 +80,7 @@ def plan_run(
     from .worker import make_run_scorer, scorer_key_identity
 
     qs = queries or load_queries(config)
+    check_lists_for_evaluation(config, qs.test)  # what the real run refuses before its first pass
     scorer = scorer or make_run_scorer(config)
     m = config.M
     ks = sorted({q.k for q in qs.test})

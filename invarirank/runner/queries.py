@@ -1,8 +1,9 @@
 """Query selection: a run's test queries (in run order), its validation queries and their provenance.
 
 ``n_queries = N`` samples N test queries with the seed from those kept at ``sample_k`` (the smallest K of a
-sweep; default K), so a sweep over K compares the same users; ``first_queries = F`` then keeps the first F
-of them (in run order), so a smaller run reranks the first users of a larger one. With ``candidates`` (a
+sweep; default K), so a sweep over K compares the same users (data holding fewer: all of them, with a note on
+stderr); ``first_queries = F`` then keeps the first F of them (in run order), so a smaller run reranks the first
+users of a larger one. With ``candidates`` (a
 candidates file), its ``split = "test"`` lines are the queries and its ``split = "validation"`` lines calibrate
 STELLA_LW; given ``K``, longer candidate lists are cut to their first K; without ``K`` each list is used as is
 (its length is its K).
@@ -15,6 +16,7 @@ first: ``n_queries`` (default 40) test and ``calibration_queries`` validation ca
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,13 +162,15 @@ def load_queries(config: RunConfig, progress: bool = True) -> QuerySet:
         else:
             pool = test
     pool_ids = [q.query_id for q in pool]
-    # a user's data (a first stage or a candidates file) holds fewer queries than asked for: refused, not clamped;
-    # the synthetic set is *generated* with n_queries queries, of which those kept at sample_k are the pool
+    # a user's data (a first stage or a candidates file) holds fewer queries than asked for: all of them are taken
+    # (as "default all" reads), with a note saying how many; the synthetic set is *generated* with n_queries queries,
+    # of which those kept at sample_k are the pool
     if config.n_queries is not None and config.n_queries > len(pool_ids) and config.dataset != "synthetic":
         kept = f" kept at K = {k_min}" if k_min else ""
-        raise InvariRankError(
-            f"n_queries {config.n_queries}: only {len(pool_ids)} test queries are available"
-            f"{kept}; ask for at most {len(pool_ids)} (or leave it unset for all)"
+        print(
+            f"{config.run_name}: n_queries {config.n_queries}: only {len(pool_ids)} test queries are available"
+            f"{kept}; taking all {len(pool_ids)}",
+            file=sys.stderr,
         )
     chosen = _sample(pool_ids, config.n_queries, config.seed)
     if config.first_queries is not None:  # a prefix of the sample: the same users as the larger run's first

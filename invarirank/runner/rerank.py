@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..candidates import check_query
 from ..errors import InvariRankError
 from ..methods import METHODS, QueryPassCache, batch_size_of, drive, drive_many, drive_window, method_steps
 from ..methods._common import check_scorer
@@ -67,11 +68,28 @@ def _matrix(name: str, calibrations: Mapping[int, Any] | None, k: int) -> np.nda
     return matrix
 
 
-def _door(fn: str, scorer: Any, queries: Sequence[Any], seed: Any, noise_floor: Any) -> None:
+def _door(
+    fn: str,
+    scorer: Any,
+    queries: Sequence[Any],
+    seed: Any,
+    noise_floor: Any,
+    model: Any = None,
+    dataset: Any = "",
+    on_order: Any = None,
+) -> None:
     """The arguments of :func:`rerank_query` / :func:`rerank_window` checked at the door, with the run schema's
-    rules (:func:`invarirank.runner.config.check_arguments`: the checks of ``invarirank rerank``'s flags), so a
-    wrong object or a float seed is one error naming the argument, never an ``AttributeError`` inside a method or
-    a truncated seed."""
+    rules (:func:`invarirank.runner.config.check_arguments`: the checks of ``invarirank rerank``'s flags) and each
+    query with the candidates file's (:func:`invarirank.candidates.check_query`), so a wrong object, a float seed,
+    a query with repeated candidates or a lone surrogate is one error naming the argument, never an
+    ``AttributeError`` inside a method, a truncated seed, silently wrong rows or a ``UnicodeEncodeError`` when the
+    rows are written."""
+    if model is not None and (not isinstance(model, str) or not model):
+        raise InvariRankError(f"{fn}: model = {model!r}, expected a non-empty string (or None: the scorer's)")
+    if not isinstance(dataset, str):
+        raise InvariRankError(f"{fn}: dataset = {dataset!r}, expected a string")
+    if on_order is not None and not callable(on_order):
+        raise InvariRankError(f"{fn}: on_order = {on_order!r}, expected a function of the order t (or None)")
     check_scorer(scorer, fn)
     for q in queries:
         if not isinstance(q, Query):
@@ -79,6 +97,7 @@ def _door(fn: str, scorer: Any, queries: Sequence[Any], seed: Any, noise_floor: 
                 f"{fn}: query = {type(q).__name__} {str(q)[:40]!r}, expected an invarirank.types.Query "
                 f"(e.g. from invarirank.read_candidates)"
             )
+        check_query(q, f"{fn}: query {q.query_id!r}")
     check_arguments(fn, seed=seed, noise_floor=noise_floor)
 
 
@@ -178,7 +197,7 @@ def rerank_query(
     otherwise order by order, method by method. Both request the same passes and, with a deterministic scorer,
     give the same rows; the noise floor always goes order by order, each copy scored afresh.
     """
-    _door("rerank_query", scorer, [query], seed, noise_floor)
+    _door("rerank_query", scorer, [query], seed, noise_floor, model, dataset, on_order)
     cache = scorer if isinstance(scorer, QueryPassCache) else QueryPassCache(scorer)
     names = _methods(methods, calibrations)
     work = _QueryRows(
@@ -222,7 +241,7 @@ def rerank_window(
 
     Stability: caller (many queries through one scorer window, rows equal to ``rerank_query``'s: the runner's
     ``query_window``)."""
-    _door("rerank_window", scorer, queries, seed, False)
+    _door("rerank_window", scorer, queries, seed, False, model, dataset)
     ids = [q.query_id for q in queries]
     if len(set(ids)) != len(ids):  # the pass cache is keyed by query id: a repeat would reuse another's passes
         repeated = next(x for x in ids if ids.count(x) > 1)

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import atomic_write_json, dumps_json
+from ..io import atomic_folder, dumps_json
 from ..store import RunFolder
 from .manifest import sha256_json
 from .provenance import QUERY_PARTS
@@ -192,27 +191,22 @@ class ShardFolders:
     def write(self, shard_id: str, records: Sequence[Mapping[str, Any]], volatile: Mapping[str, Any]) -> Path:
         """Write one computed shard's folder atomically (a temporary folder renamed into place)."""
         target = self.root / shard_id
-        tmp = self.root / f".{shard_id}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        (tmp / "records.jsonl").write_text(
-            "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records), encoding="utf-8"
-        )
-        atomic_write_json(tmp / "volatile.json", dict(volatile))
-        (tmp / "shard.json").write_text(
-            dumps_json(
-                {
-                    "shard_version": SHARD_VERSION,
-                    "run": self.run,
-                    "id": shard_id,
-                    "query_ids": [r["query_id"] for r in records],
-                    "fingerprint": self.fingerprint,
-                    "parts": self.parts,
-                }
-            ),
-            encoding="utf-8",
-        )
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
+        with atomic_folder(target) as tmp:
+            (tmp / "records.jsonl").write_text(
+                "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records), encoding="utf-8"
+            )
+            (tmp / "volatile.json").write_text(dumps_json(dict(volatile)), encoding="utf-8")
+            (tmp / "shard.json").write_text(
+                dumps_json(
+                    {
+                        "shard_version": SHARD_VERSION,
+                        "run": self.run,
+                        "id": shard_id,
+                        "query_ids": [r["query_id"] for r in records],
+                        "fingerprint": self.fingerprint,
+                        "parts": self.parts,
+                    }
+                ),
+                encoding="utf-8",
+            )
         return target

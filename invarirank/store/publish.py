@@ -16,6 +16,7 @@ from ..evaluation.observations import read_text
 from ..evaluation.references import FIRST_STAGE_FILE
 from ..io import atomic_write_json, atomic_write_text, read_json
 from .layout import VOLATILE_FILE, RunFolder, find_observations
+from .shards import copy_file
 
 __all__ = ["publish_run", "refresh_metrics"]
 
@@ -67,11 +68,9 @@ def publish_run(work_dir: str | os.PathLike, target: str | os.PathLike, grid_run
             raise InvariRankError(f"{work}: {needed} missing; the run is not finished")
     target.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target / "observations.jsonl.gz", read_text(obs), compress=True)
-    shutil.copyfile(work / "metrics.json", target / ".metrics.json.tmp")
-    os.replace(target / ".metrics.json.tmp", target / "metrics.json")
+    copy_file(work / "metrics.json", target / "metrics.json")
     if (work / FIRST_STAGE_FILE).is_file():
-        shutil.copyfile(work / FIRST_STAGE_FILE, target / f".{FIRST_STAGE_FILE}.tmp")
-        os.replace(target / f".{FIRST_STAGE_FILE}.tmp", target / FIRST_STAGE_FILE)
+        copy_file(work / FIRST_STAGE_FILE, target / FIRST_STAGE_FILE)
     else:
         (target / FIRST_STAGE_FILE).unlink(missing_ok=True)
     if (work / VOLATILE_FILE).is_file():  # the machine's own paths stay in the work folder

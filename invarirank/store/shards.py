@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..io import atomic_path, read_json
+from ..io import atomic_folder, atomic_path, read_json
 from .layout import CALIBRATIONS_FILE, SHARD_FILES, RunFolder
 
 __all__ = [
@@ -43,15 +43,9 @@ def _copy_shards(source: Path, dest: Path) -> list[str]:
     for name, folder in _finished_shards(source).items():
         if name in theirs and all((folder / f).read_bytes() == (theirs[name] / f).read_bytes() for f in SHARD_FILES):
             continue
-        dest.mkdir(parents=True, exist_ok=True)
-        tmp = dest / f".{name}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        for f in SHARD_FILES:
-            shutil.copyfile(folder / f, tmp / f)
-        if (dest / name).exists():
-            shutil.rmtree(dest / name)
-        os.replace(tmp, dest / name)
+        with atomic_folder(dest / name) as tmp:
+            for f in SHARD_FILES:
+                shutil.copyfile(folder / f, tmp / f)
         copied.append(name)
     return copied
 
@@ -78,7 +72,7 @@ def shard_query_ids(folder: str | os.PathLike) -> set[str]:
     return out
 
 
-def _copy_file(source: Path, dest: Path) -> None:
+def copy_file(source: Path, dest: Path) -> None:
     """Copy ``source`` over ``dest`` atomically when it exists and ``dest`` lacks its bytes."""
     if source.is_file() and not (dest.is_file() and dest.read_bytes() == source.read_bytes()):
         with atomic_path(dest) as tmp:
@@ -94,7 +88,7 @@ def export_shards(work_dir: str | os.PathLike, target: str | os.PathLike) -> lis
         return []
     copied = _copy_shards(RunFolder(work_dir).shards, RunFolder(target).committed)
     if committed_shards(target):
-        _copy_file(RunFolder(work_dir).work / CALIBRATIONS_FILE, RunFolder(target).committed / CALIBRATIONS_FILE)
+        copy_file(RunFolder(work_dir).work / CALIBRATIONS_FILE, RunFolder(target).committed / CALIBRATIONS_FILE)
     return copied
 
 
@@ -103,7 +97,7 @@ def import_shards(target: str | os.PathLike, work_dir: str | os.PathLike) -> lis
     (``<work>/.work/shards/``) so that a resumed run computes only the others, with their STELLA_LW calibrations
     (:data:`CALIBRATIONS_FILE`, into ``<work>/.work/``); returns the shard names copied."""
     copied = _copy_shards(RunFolder(target).committed, RunFolder(work_dir).shards)
-    _copy_file(RunFolder(target).committed / CALIBRATIONS_FILE, RunFolder(work_dir).work / CALIBRATIONS_FILE)
+    copy_file(RunFolder(target).committed / CALIBRATIONS_FILE, RunFolder(work_dir).work / CALIBRATIONS_FILE)
     return copied
 
 

@@ -133,8 +133,8 @@ def test_invalid_orders_follow_the_stated_rule_and_are_counted(queries):
 @pytest.mark.parametrize(
     "answer, message",
     [
-        (lambda q, p: [1.0] * (len(p) - 1), "scores for"),
-        (lambda q, p: [float("nan")] * len(p), "not finite"),
+        (lambda q, p: [1.0] * (len(p) - 1), r"7 scores of shape \(7,\); expected 8"),
+        (lambda q, p: [float("nan")] * len(p), "returned nan for candidate 0"),
         (lambda q, p: "abc", "expected"),
     ],
 )

@@ -60,7 +60,7 @@ def test_audit_sweep_with_a_score_callable_and_a_project_scorer(work, capsys):
          str(work / "candidates.jsonl"), "--design", "sweep", "--repeats", "2", "--out", str(work / "sweep")]
     ) == 2  # fmt: skip
     # score(query, presented) called as a batched callable sees a list of queries: refused, not guessed
-    assert "returned 1 scores for 6 presented candidates" in capsys.readouterr().err
+    assert "returned int 32; expected 6 finite real numbers" in capsys.readouterr().err
     assert cli.main(
         ["audit", "--callable", f"{work / 'hidden.py'}:score", "--returns", "scores", "--candidates",
          str(work / "candidates.jsonl"), "--design", "sweep", "--repeats", "2", "--out", str(work / "sweep")]

@@ -66,10 +66,21 @@ CASES = [
     (["audit", "--candidates", "{w}/none.jsonl", *RANK[3:]], ["none.jsonl"], "run"),
     (["import", "trec", "{w}/bad.run"], ["bad.run:1", "6 whitespace-separated columns"], "o.jsonl"),
     (["import", "trec", "{w}/bad.run"], ["one of the input files"], "bad.run"),
+    # issue 39 F9: the side files read beside RUN when not named are inputs too (RUN.qrels was overwritten)
+    (["import", "trec", "{w}/bad.run"], ["one of the input files"], "bad.run.qrels"),
+    (["import", "trec", "{w}/bad.run"], ["one of the input files"], "bad.run.presented.jsonl"),
     ([*LLM, "--qrels", "{w}/none"], ["none", "not found"], "o.jsonl"),
     (["import", "authors", "{w}/obs.jsonl"], ["obs.jsonl:1", "neither a harness result"], "o.jsonl"),
     (["export", "trec", "{w}/obs.jsonl"], ["is the observations file"], "obs.jsonl"),
     (["export", "trec", "{w}/c.jsonl"], ["c.jsonl:1"], "x.run"),
+    # issue 39 F6: a flag where it does nothing is refused, naming it and what it belongs to (it was ignored)
+    ([*RANK, "--design", "sweep", "--m", "3"], ["--m 3", "--design random"], "run"),
+    ([*RANK, "--repeats", "3"], ["--repeats 3", "--design sweep"], "run"),
+    ([*RANK, "--pin-item", "2"], ["--pin-item 2", "--design pinned"], "run"),
+    ([*RANK, "--method", "sgs"], ["--method 'sgs'", "--scorer"], "run"),
+    ([*RANK, "--lower-is-better"], ["--lower-is-better does nothing", "--returns scores"], "run"),
+    ([*AUDIT, "--scorer", "simulated", "--returns", "order"], ["--returns 'order'", "--callable"], "run"),
+    ([*AUDIT, "--scorer", "simulated", "--concurrency", "8"], ["--concurrency 8", "--server"], "run"),
 ]
 
 

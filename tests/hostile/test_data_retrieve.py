@@ -10,7 +10,7 @@ import pytest
 
 from tests.retrieval.test_helpers import synthetic_interactions, write_prepared
 from tests.support.data import write_csv_layout
-from tests.support.hostile import expect_rejected, read_only
+from tests.support.hostile import expect_rejected, full_disk, read_only
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -51,6 +51,11 @@ DATA_CASES = [
     ("min-interactions-2", lambda t, m: (["--min-interactions", "2"], t / "prep"), ["integer >= 3"]),
     ("split-unknown", lambda t, m: (["--split", "random"], t / "prep"), ["--split", "invalid choice"]),
     ("raw-dir-missing", lambda t, m: (["--raw-dir", str(t / "nowhere")], t / "prep"), ["nowhere: folder not found"]),
+    (  # the prepared folder, never its hidden temporary one, which is removed
+        "disk-full",
+        lambda t, m: (full_disk(m, lambda p: p.name == "prep"), ([], t / "prep"))[1],
+        ["prep: cannot write (no space left"],
+    ),
 ]
 
 
@@ -60,6 +65,7 @@ def test_data_prepare(name, setup, needles, tmp_path, capsys, monkeypatch):
     extra, out = setup(tmp_path, monkeypatch)
     argv = ["data", "prepare", "--dataset", "movielens", "--raw-dir", raw, "--out", out, *extra]
     expect_rejected(capsys, argv, needles, out)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
 RETRIEVE_CASES = [

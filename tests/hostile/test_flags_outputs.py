@@ -50,16 +50,19 @@ def test_an_empty_eval_ks_in_a_config_file_is_refused_before_the_first_pass(tmp_
     assert main([str(a) for a in _rerank(_cands(tmp_path), out)]) == 0
 
 
-def test_an_empty_eval_ks_in_a_grid_is_refused_before_anything_runs(tmp_path, capsys):
+def _grid(tmp_path: Path, fields: str = "") -> list:
+    """``invarirank grid`` of a one-run synthetic grid (``fields`` added to its entry) into ``tmp_path``."""
     grid = tmp_path / "g.yaml"
     grid.write_text(
-        "grid: g\nruns:\n  - {dataset: synthetic, scorer: simulated, retriever: none, M: 2, n_queries: 2, K: 6, "
-        "eval_ks: []}\n",
+        "grid: g\nruns:\n  - {dataset: synthetic, scorer: simulated, retriever: none, M: 2, n_queries: 2, K: 6"
+        f"{fields}}}\n",
         encoding="utf-8",
     )
-    results = tmp_path / "results"
-    argv = ["grid", grid, "--results-dir", results, "--work-dir", tmp_path / "work"]
-    expect_rejected(capsys, argv, ["'eval_ks'"], out=results)
+    return ["grid", grid, "--results-dir", tmp_path / "results", "--work-dir", tmp_path / "work"]
+
+
+def test_an_empty_eval_ks_in_a_grid_is_refused_before_anything_runs(tmp_path, capsys):
+    expect_rejected(capsys, _grid(tmp_path, ", eval_ks: []"), ["'eval_ks'"], out=tmp_path / "results")
     assert not (tmp_path / "work").exists() or not any((tmp_path / "work").rglob("observations*"))
 
 
@@ -71,12 +74,30 @@ def test_a_missing_jupyter_kernel_is_found_before_the_book_executes_a_page(tmp_p
     assert not (tmp_path / "b").exists() or not any((tmp_path / "b").rglob("*.ipynb"))
 
 
+@pytest.mark.parametrize("dry", [False, True], ids=["run", "dry-run"])
+def test_an_exposure_cut_off_at_the_files_own_k_is_refused_before_the_first_pass(tmp_path, capsys, dry):
+    """A candidates file's lists set K only when read (no --k): the merge's evaluate refused exposure_k = K after
+    every pass, leaving a half-run; now the run and its dry run refuse it before any."""
+    out = tmp_path / "run"
+    argv = _rerank(_cands(tmp_path), out, "--exposure-k", "6", *(["--dry-run"] if dry else []))
+    expect_rejected(capsys, argv, ["setting 'exposure_k' 6", "K = 6"], out=out)
+    assert not out.exists()
+
+
 # ------------------------------------------------------------------------------- F6 contradictory flags
 CONTRADICTIONS = [
     ("candidates-and-raw-dir", ["--raw-dir", "raw"], ["'candidates'", "'raw_dir'", "contradict"]),
     ("candidates-and-data-dir", ["--data-dir", "prepared"], ["'candidates'", "'data_dir'"]),
     ("candidates-and-retriever", ["--retriever", "als"], ["'retriever' = 'als'", "'candidates'"]),
     ("bench-without-dry-run", ["--bench", "b.json"], ["--bench", "--dry-run"]),
+    ("candidates-and-retrieval-seed", ["--retrieval-seed", "5"], ["'retrieval_seed' = 5", "'candidates'"]),
+    # a Ray executor's flags on the local executor were ignored without a word
+    ("address-without-ray", ["--address", "10.0.0.1:6379"], ["--address needs --executor ray"]),
+    ("workers-without-ray", ["--workers", "2"], ["--workers needs --executor ray"]),
+    ("cpus-per-worker-without-ray", ["--cpus-per-worker", "2"], ["--cpus-per-worker needs --executor ray"]),
+    ("threads-without-ray", ["--threads-per-worker", "2"], ["--threads-per-worker needs --executor ray"]),
+    ("connect-timeout-without-address", ["--executor", "ray", "--connect-timeout", "3"], ["--connect-timeout needs"]),
+    ("dry-run-workers-without-ray", ["--dry-run", "--workers", "2"], ["--workers needs --executor ray"]),
 ]
 
 
@@ -195,3 +216,23 @@ def test_a_relative_cache_dir_gives_the_same_manifest(tmp_path, monkeypatch):
     assert main([str(a) for a in _rerank(cands, tmp_path / "a", "--cache-dir", "cache")]) == 0
     assert main([str(a) for a in _rerank(cands, tmp_path / "b", "--cache-dir", tmp_path / "cache")]) == 0
     assert (tmp_path / "a" / "manifest.json").read_bytes() == (tmp_path / "b" / "manifest.json").read_bytes()
+
+
+# ------------------------------------------------------------------------------- F7 settings that are not Unicode
+def test_a_lone_surrogate_in_a_config_file_is_refused_before_the_first_pass(tmp_path, capsys):
+    """A YAML "\\ud800" escape in a setting ended in a UnicodeEncodeError traceback when the fingerprint or the
+    manifest was written; a flag that is not UTF-8 reaches Python as surrogates too."""
+    config = tmp_path / "run.yaml"
+    config.write_text('model: "a\\ud800"\n', encoding="utf-8")
+    out = tmp_path / "run"
+    expect_rejected(capsys, _rerank(_cands(tmp_path), out, "--config", config), [str(config), "'model'", "Unicode"])
+    assert not out.exists()
+    expect_rejected(capsys, _rerank(_cands(tmp_path), out, "--dataset", "\udced\udca0"), ["'dataset'", "Unicode"])
+    assert not out.exists()
+
+
+def test_a_lone_surrogate_in_a_grid_is_refused_before_anything_runs(tmp_path, capsys):
+    """The grid's run computed in full and failed writing its manifest."""
+    argv = _grid(tmp_path, ', label: "x\\ud800"')
+    expect_rejected(capsys, argv, ["runs[0]", "'label'", "Unicode"], out=tmp_path / "results")
+    assert not (tmp_path / "work").exists()

@@ -54,6 +54,11 @@ CASES = [
     ("lab-not-mapping", f"grid: g\nruns:\n  - {RUN}\nlab: [1]\n".encode(), ["lab: must be a mapping"]),
     ("lab-bad-setting", f"grid: g\nruns:\n  - {RUN}\nlab: {{M: 0}}\n".encode(), ["lab:", "'M' ('m') = 0"]),
     ("not-utf8", b"grid: g\n# \xff\nruns: []\n", ["g.yaml:2: not UTF-8"]),
+    (  # issue 39 F4: every K of the list would be a run of that name ("duplicate run 's'" blamed the user's name)
+        "k-list-one-name",
+        b"grid: g\nruns:\n  - {dataset: synthetic, scorer: simulated, K: [6, 8], name: s}\n",
+        ["runs[0]: field 'name' = 's'", "'K' = [6, 8]"],
+    ),
     (
         "trust-remote-code",
         b"grid: g\ndefaults: {scorer_options: {trust_remote_code: true}}\nruns:\n  - {K: 10}\n",

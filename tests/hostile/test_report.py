@@ -58,7 +58,7 @@ def _run(tmp_path: Path, finished: Path) -> Path:
 
 
 def _missing(tmp_path, finished, monkeypatch):
-    return [tmp_path / "nope"], tmp_path / "nope", ["nope: no such run folder"]
+    return [tmp_path / "nope"], tmp_path / "nope", ["nope: run folder not found"]
 
 
 def _no_metrics(tmp_path, finished, monkeypatch):

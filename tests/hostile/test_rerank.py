@@ -153,10 +153,13 @@ def test_missing_candidates_file_or_folder(tmp_path, capsys):
     expect_rejected(
         capsys,
         _base(tmp_path / "nope.jsonl", tmp_path / "run"),
-        ["nope.jsonl: no such candidates file"],
+        ["nope.jsonl: candidates file not found"],
         tmp_path / "run",
     )
-    expect_rejected(capsys, _base(tmp_path, tmp_path / "run"), ["no such candidates file"], tmp_path / "run")
+    # a folder exists: it is named as what it is, not "not found" (issue 39 F11)
+    expect_rejected(
+        capsys, _base(tmp_path, tmp_path / "run"), ["is a folder, expected a candidates file"], tmp_path / "run"
+    )
 
 
 # (id, extra flags, fragments): the good file has lists of K = 6

@@ -18,9 +18,11 @@ def test_bad_thread_counts_are_refused(value, monkeypatch):
         set_threads()
 
 
-def test_more_queries_than_the_pool_is_refused(tmp_path, capsys, monkeypatch):
-    """Issue 21 F14: ``--queries 1000`` on a candidates file of 4 test queries is refused, not clamped to 4 (the
-    synthetic data set, which generates its n_queries queries, keeps those kept at sample_k)."""
+def test_more_queries_than_the_pool_takes_all_with_a_note(tmp_path, capsys, monkeypatch):
+    """Issue 21 F14 / issue 39 F6: ``--queries 1000`` on a candidates file of 4 test queries takes all 4, as the
+    documented "default all" reads, never without a word: one note names the setting and the count, and the rows
+    are those of the run that leaves it unset (the synthetic data set, which generates its n_queries queries,
+    keeps those kept at sample_k)."""
     from invarirank.candidates import query_to_json
     from invarirank.cli import main
     from invarirank.data.synthetic import synthetic_queries
@@ -46,11 +48,13 @@ def test_more_queries_than_the_pool_is_refused(tmp_path, capsys, monkeypatch):
         "--n-bootstrap",
         "0",
         "--no-progress",
-        "--out",
-        str(tmp_path / "out"),
     ]
-    assert main([*args, "--queries", "1000"]) == 2
+    assert main([*args, "--out", str(tmp_path / "many"), "--queries", "1000"]) == 0
     err = capsys.readouterr().err
-    assert "n_queries 1000: only 4 test queries are available" in err and "Traceback" not in err
-    assert not (tmp_path / "out" / "observations.jsonl").exists()
-    assert main([*args, "--queries", "4"]) == 0  # all of them: fine
+    assert "n_queries 1000: only 4 test queries are available" in err and "taking all 4" in err
+    assert main([*args, "--out", str(tmp_path / "all")]) == 0
+    assert "taking all" not in capsys.readouterr().err  # the note is for a count above the data only
+    obs = "observations.jsonl"
+    assert (tmp_path / "many" / obs).read_bytes() == (tmp_path / "all" / obs).read_bytes()
+    assert main([*args, "--out", str(tmp_path / "dry"), "--queries", "1000", "--dry-run"]) == 0
+    assert "taking all 4" in capsys.readouterr().err  # the dry run says the same

@@ -267,7 +267,7 @@ def test_cli_bad_input_is_one_line_exit_2(cands, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("invarirank: error:") and "'mm'" in err[0]
     assert cli_main(["report", str(tmp_path / "nowhere")]) == 2
-    assert "no such run folder" in capsys.readouterr().err
+    assert "run folder not found" in capsys.readouterr().err
     assert (
         cli_main(
             [

@@ -4,8 +4,9 @@ entry point lives in ``tests/hostile/test_<entry>.py``; each case is one row."""
 
 from __future__ import annotations
 
+import errno
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +89,18 @@ def rerank_argv(cands: Path, out: Path, *extra: Any) -> list[Any]:
         "--no-progress",
         *extra,
     ]
+
+
+def full_disk(monkeypatch, hit: Callable[[Path], bool], nth: int = 1) -> None:
+    """The disk fills when the ``nth`` file ``hit`` accepts is put in place: ``os.replace`` raises ``ENOSPC``
+    naming the temporary source, as a write cut short does (every writer ends in a rename)."""
+    real, seen = os.replace, [0]
+
+    def replace(src, dst, *args, **kwargs):
+        if hit(Path(dst)):
+            seen[0] += 1
+            if seen[0] == nth:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(src), None, os.fspath(dst))
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
