@@ -64,7 +64,7 @@ system:
 	@bash scripts/setup_system.sh
 
 # vLLM's CPU build pins transformers below the main venv's: it gets a venv of its own, driven through a worker
-# process (invarirank/llm/vllm_backend.py); idempotent (a stamp holds the pins)
+# process (invarirank/llm/_vllm_backend.py); idempotent (a stamp holds the pins)
 vllm-venv:
 	@bash scripts/setup_vllm_venv.sh $(VLLM_VENV) $(PYTHON)
 

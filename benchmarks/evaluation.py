@@ -116,7 +116,9 @@ def time_cli(path: Path, out: Path) -> tuple[float, float]:
 def reference_cost(path: Path, repeats: int = 3) -> tuple[float, float]:
     """(CPU seconds of one method's evaluation, CPU seconds of the random-order reference) on the same rows, each
     the best of ``repeats`` with the reference's caches cleared (no bootstrap: the metrics themselves)."""
-    from invarirank.evaluation import engine, random_reference, references
+    from invarirank.evaluation import _random_reference as random_reference
+    from invarirank.evaluation import _references as references
+    from invarirank.evaluation import engine
     from invarirank.evaluation.observations import as_rows
 
     rows = as_rows(path)

@@ -2,13 +2,13 @@
 
     python -m benchmarks.exposure_intervals [--draws 300] [--bootstrap 1000] [--json book/data/exposure_intervals.json]
 
-The exposure MAD and maximum deviation (:mod:`invarirank.evaluation.positional_exposure`) measure how far a pooled
+The exposure MAD and maximum deviation (:mod:`invarirank.evaluation._positional_exposure`) measure how far a pooled
 curve E_5(p) lies from the flat line min(5, K)/K. Estimated from Q queries they are biased upward (noise only adds
 deviation), and a bootstrap resample adds the noise once more, so the replicates sit above the estimate. This
 script measures what that does to a 95% interval: the **percentile** interval (schema 3 of ``metrics.json``) and
-the **basic** (pivotal) interval clipped at 0 (:func:`invarirank.evaluation.bootstrap.basic_interval`, schema 4),
-through the very functions ``metrics.json`` is computed with (:func:`~invarirank.evaluation.bootstrap.collect`,
-:func:`~invarirank.evaluation.positional_exposure.deviation_statistics`).
+the **basic** (pivotal) interval clipped at 0 (:func:`invarirank.evaluation._bootstrap.basic_interval`, schema 4),
+through the very functions ``metrics.json`` is computed with (:func:`~invarirank.evaluation._bootstrap.collect`,
+:func:`~invarirank.evaluation._positional_exposure.deviation_statistics`).
 
 **The simulated ranker.** A query has K items with utilities u ~ N(0, 1) (the queries differ); each of its M
 presented orders is a uniformly random permutation; the ranker scores the item at 0-based presented position p with
@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from invarirank.evaluation.bootstrap import basic_interval, collect, percentile_interval
-from invarirank.evaluation.positional_exposure import deviation_statistics
-from invarirank.io import atomic_write_text
+from invarirank._io import atomic_write_text
+from invarirank.evaluation._bootstrap import basic_interval, collect, percentile_interval
+from invarirank.evaluation._positional_exposure import deviation_statistics
 
 BETAS = (0.0, 0.1, 0.25, 0.5, 1.0, 2.0)
 #: the pair of rankers (beta_a, beta_b) whose paired MAD difference is checked

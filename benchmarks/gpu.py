@@ -13,7 +13,7 @@ What it does, in one run:
    ``--candidate-tokens`` (25) per candidate — and records the four methods' real request stream for each K
    (which presented orders are scored in which round, after the shared pass cache) from runs with the simulated
    scorer;
-4. replays that stream through the project's own span scorer (:class:`invarirank.llm.span.SpanScorer`, pass cache
+4. replays that stream through the project's own span scorer (:class:`invarirank.llm._span.SpanScorer`, pass cache
    off) in three configurations: (a) no prefix reuse (every pass a full forward), (b) today's path (the history
    prefix computed once per query, the rounds of one query batched by ``--batch-size``), (c) batches across
    queries (``--window`` queries in lockstep, each round's requests packed by ``--max-batch-tokens``);
@@ -187,7 +187,7 @@ def first_stage(scale: float, steps: int, seed: int = 0) -> dict[str, Any]:
     import torch
     import torch.nn.functional as F
 
-    from invarirank.retrieval.lightgcn import LightGCNConfig, build_norm_adj, propagate
+    from invarirank.retrieval._lightgcn import LightGCNConfig, build_norm_adj, propagate
 
     cfg = LightGCNConfig()
     rng = np.random.default_rng(seed)
@@ -234,8 +234,8 @@ def make_queries(tokenizer: Any, n: int, k: int, history_tokens: int, candidate_
     candidates and ``candidate_tokens`` per candidate (title lengths and history size found by measuring)."""
     import numpy as np
 
-    from invarirank.llm.span import SpanScorer
-    from invarirank.llm.testing import tiny_model
+    from invarirank.llm._span import SpanScorer
+    from invarirank.llm._testing import tiny_model
     from invarirank.types import HistoryEntry, Item, Query
 
     probe = SpanScorer(tiny_model("llama", tokenizer, seed=0), pass_cache=False)
@@ -272,10 +272,10 @@ def request_stream(queries: list, m: int, seed: int) -> list[list[list[tuple[str
     calibration matrix)."""
     import numpy as np
 
-    from invarirank.llm.simulated import SimulatedScorer
+    from invarirank._orders import presented_orders
+    from invarirank.llm._simulated import SimulatedScorer
     from invarirank.methods import QueryPassCache, drive_many, method_steps
     from invarirank.methods.registry import METHODS
-    from invarirank.orders import presented_orders
     from invarirank.types import ScorerBase
 
     class Recorder(ScorerBase):  # batches one query's orders: score_requests goes through score_batch
@@ -366,7 +366,7 @@ def measure(
     """One configuration (a, b or c) on one architecture and K."""
     import torch
 
-    from invarirank.llm.span import SpanScorer
+    from invarirank.llm._span import SpanScorer
 
     options = {"a": {"prefix_reuse": False}, "b": {}, "c": {"max_batch_tokens": args.max_batch_tokens}}[config]
     scorer = SpanScorer(lm, pass_cache=False, batch_size=args.batch_size, prefix_cache_size=args.window, **options)
@@ -438,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import transformers
 
-    from invarirank.llm.testing import train_tokenizer
+    from invarirank.llm._testing import train_tokenizer
 
     t_start = time.perf_counter()
     device = (

@@ -9,7 +9,7 @@ quantisation of every ``nn.Linear`` of the decoder with ``torch.ao.quantization.
 
 Prompts: MovieLens-100K test queries with their LightGCN top-K candidates (the embedded setting, through the data
 layer's and first stage's caches), ``--queries`` of them sampled with seed 0, each under ``--orders`` seeded
-presented orders (``invarirank.orders.presented_orders``, seed 42): 200 prompts by default. Every prompt is scored
+presented orders (``invarirank._orders.presented_orders``, seed 42): 200 prompts by default. Every prompt is scored
 once by each precision, the precisions taking turns prompt by prompt (so that all meet the same machine
 conditions), with the span scorer (no pass cache, prefix reuse on as in a run).
 
@@ -54,8 +54,8 @@ PRECISIONS = ("float32", "bfloat16", "int8")
 
 def _queries(k: int, n: int, seed: int = 0) -> tuple[list[Any], list[Any]]:
     """``n`` sampled ML-100K test queries with their LightGCN top-``k`` candidates, and the validation queries."""
+    from invarirank._orders import rng_for
     from invarirank.data import prepare
-    from invarirank.orders import rng_for
     from invarirank.retrieval import retrieve
 
     res = retrieve(str(prepare("ml-100k")), retriever="lightgcn", k=k, seed=42, progress=False)
@@ -93,7 +93,7 @@ def _scorer(model: str, precision: str) -> Any:
 
 def _tau(a: np.ndarray, b: np.ndarray) -> float:
     """Kendall's tau between the rankings two score vectors give (ties to the earlier presented position)."""
-    from invarirank.evaluation.agreement import kendall_tau
+    from invarirank.evaluation._agreement import kendall_tau
     from invarirank.types import rank_by_scores
 
     return float(kendall_tau(rank_by_scores(a), rank_by_scores(b)))
@@ -103,7 +103,7 @@ def agreement(model: str, queries: list[Any], orders: int) -> dict[str, Any]:
     """Score every (query, order) prompt with each precision in turn; timings, τ and score differences."""
     from tqdm import tqdm
 
-    from invarirank.orders import presented_orders
+    from invarirank._orders import presented_orders
 
     scorers = {p: _scorer(model, p) for p in PRECISIONS}
     seconds = {p: [] for p in PRECISIONS}
@@ -135,10 +135,10 @@ def small_run(model: str, queries: list[Any], validation: list[Any], k: int, ord
     """PPI and LOC of each method on a small run, per precision (same queries, orders and seeds)."""
     from tqdm import tqdm
 
+    from invarirank._orders import presented_orders
     from invarirank.evaluation import evaluate
     from invarirank.methods import METHODS, QueryPassCache, run_method
     from invarirank.methods.stella import calibrate
-    from invarirank.orders import presented_orders
 
     out: dict[str, Any] = {}
     for p in PRECISIONS:
@@ -249,7 +249,7 @@ def _cpu_flags() -> list[str]:
 
 def _write(path: Path | None, result: dict[str, Any]) -> None:
     if path is not None:
-        from invarirank.io import atomic_write_json
+        from invarirank._io import atomic_write_json
 
         atomic_write_json(path, result)
 

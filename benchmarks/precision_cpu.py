@@ -35,9 +35,9 @@ from typing import Any
 
 
 def cpu_flags() -> dict[str, Any]:
-    """The CPU's model name and its bf16-related flags (:mod:`invarirank.llm.precision`)."""
-    from invarirank.llm.precision import BF16_CPU_FLAGS, cpu_supports_bf16
-    from invarirank.llm.precision import cpu_flags as flags_of
+    """The CPU's model name and its bf16-related flags (:mod:`invarirank.llm._precision`)."""
+    from invarirank.llm._precision import BF16_CPU_FLAGS, cpu_supports_bf16
+    from invarirank.llm._precision import cpu_flags as flags_of
 
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout

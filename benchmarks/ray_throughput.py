@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     from invarirank.runner import RunConfig, run_experiment
-    from invarirank.runner.ray_executor import RayExecutor
+    from invarirank.runner._ray_executor import RayExecutor
 
     base = Path(tempfile.mkdtemp(prefix="ray-throughput-"))
     os.environ["INVARIRANK_CACHE"] = str(base / "cache")

@@ -49,7 +49,7 @@ def _time_pyg_inner(data, epochs: int, seed: int) -> dict:
     from torch_geometric.nn.models import LightGCN
     from torch_geometric.utils import to_torch_csr_tensor
 
-    from invarirank.retrieval.lightgcn import LightGCNConfig, sample_negatives
+    from invarirank.retrieval._lightgcn import LightGCNConfig, sample_negatives
 
     cfg = LightGCNConfig()
     nu, ni = data.n_users, data.n_items
@@ -95,10 +95,10 @@ def _time_pyg_inner(data, epochs: int, seed: int) -> dict:
 def run(args: argparse.Namespace) -> dict:
     import torch
 
-    from invarirank.retrieval.data import load_retrieval_data
-    from invarirank.retrieval.lightgcn import LightGCNConfig, train_lightgcn
-    from invarirank.retrieval.query_ranking import evaluate_embeddings
-    from invarirank.retrieval.training import train_retriever
+    from invarirank.retrieval._data import load_retrieval_data
+    from invarirank.retrieval._lightgcn import LightGCNConfig, train_lightgcn
+    from invarirank.retrieval._query_ranking import evaluate_embeddings
+    from invarirank.retrieval._training import train_retriever
 
     data_dir = Path(args.data) if args.data else _prepared_ml100k()
     data = load_retrieval_data(data_dir)

@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from invarirank.llm.accounting import model_flops
+from invarirank.llm._accounting import model_flops
 
 K = 25
 HISTORY = 20
@@ -110,7 +110,7 @@ def build_query(user: str | None = None) -> Any:
 
 def workload(query: Any, orders: int, seed: int = 0) -> list[tuple[str, int, list[int]]]:
     """The pass sequence: (method, t, presented indices into query.candidates) per pass, in call order."""
-    from invarirank.orders import rng_for
+    from invarirank._orders import rng_for
 
     k = len(query.candidates)
     passes: list[tuple[str, int, list[int]]] = []
@@ -193,8 +193,8 @@ def measure(
 ) -> dict[str, Any]:
     import torch
 
+    from invarirank.llm._span import SpanScorer
     from invarirank.llm.models import load_model, set_threads
-    from invarirank.llm.span import SpanScorer
 
     n_threads = set_threads(threads)
     load_start = os.getloadavg()[0]
@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{res['diagnostic_pass_gflops_best']} GFLOP/s; matmul at start {res['matmul_gflops_at_start']})"
     )
     if args.json:
-        from invarirank.io import atomic_write_json
+        from invarirank._io import atomic_write_json
 
         atomic_write_json(args.json, res)
         print(f"  written to {args.json}")

@@ -1,6 +1,6 @@
 """Both scorer backends on the same request stream (issue 38): passes per second of ``backend="hf"`` (transformers
 in this process, the history prefix computed once per query) and ``backend="vllm"`` (vLLM in its own venv, driven
-through :mod:`invarirank.llm.vllm_backend`), for the span and the choice scorer.
+through :mod:`invarirank.llm._vllm_backend`), for the span and the choice scorer.
 
     python -m benchmarks.vllm_backend [--json FILE] [--model smollm2-135m] [--k 25] [--queries 2] [--m 2]
     python -m benchmarks.vllm_backend --arch llama-3.2-3b-instruct --dtype bfloat16 ...   # on a GPU machine
@@ -59,7 +59,7 @@ def _folder_for_arch(name: str, dtype: str, seed: int) -> tuple[str, Any, Path]:
     import transformers as tf
 
     from benchmarks.gpu import _config
-    from invarirank.llm.testing import train_tokenizer
+    from invarirank.llm._testing import train_tokenizer
 
     tokenizer = train_tokenizer("bytelevel")
     model_id, fields = architecture(name)
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from invarirank.errors import InvariRankError
-    from invarirank.llm import vllm_backend
+    from invarirank.llm import _vllm_backend as vllm_backend
 
     try:
         python = vllm_backend.vllm_python()

@@ -19,8 +19,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._io import sha256_file
 from .errors import InvariRankError
-from .io import sha256_file
 
 
 class AssetError(InvariRankError):
@@ -239,7 +239,7 @@ def qwen25_coder_gguf() -> Path:
 
 
 #: The tokenizer files of the paper's three models, carried as data by three pip packages (see
-#: :mod:`invarirank.llm.paper_models` for how each becomes a model folder and how faithful it is):
+#: :mod:`invarirank.llm._paper_models` for how each becomes a model folder and how faithful it is):
 #: Llama 3's ``tokenizer.json`` (the Llama 3.2 vocabulary), Mistral v0.3's SentencePiece model, and the Qwen2/2.5
 #: BPE ranks. Only these members are extracted; no code of the packages is installed or run.
 PAPER_TOKENIZERS: dict[str, WheelMember] = {
@@ -297,8 +297,8 @@ def fetch(names: list[str] | None = None) -> dict[str, Path]:
 
 
 if __name__ == "__main__":  # ``python -m invarirank.assets`` = ``invarirank assets`` (a deprecated alias)
+    from ._deprecation import deprecated_command
     from .cli import main
-    from .deprecation import deprecated_command
 
     deprecated_command(
         "python -m invarirank.assets", "invarirank assets (or python -m invarirank assets)", removed_in="0.3.0"

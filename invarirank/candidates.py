@@ -37,8 +37,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ._io import atomic_write_text, existing_file, loads_json, path_argument
 from .errors import InvariRankError
-from .io import atomic_write_text, existing_file, loads_json, path_argument
 from .types import HistoryEntry, Item, Query
 
 __all__ = ["read_candidates"]

@@ -5,7 +5,7 @@
 ``register(subparsers)``, which adds its parser and sets ``func`` (called with the parsed arguments). The old module
 forms (``python -m invarirank.grid``, ``python -m invarirank.llm.models``, ``python -m invarirank.assets``,
 ``python -m invarirank.cli``) are deprecated aliases that call :func:`main` after a warning
-(:mod:`invarirank.deprecation`; removed in 0.3.0).
+(:mod:`invarirank._deprecation`; removed in 0.3.0).
 
 One exit-code rule, here only: **0** success; **2** bad input (a usage error, or
 :class:`~invarirank.errors.InvariRankError`: one line ``invarirank: error: ...`` naming the file, field or
@@ -39,7 +39,7 @@ COMMANDS = [
     "models",
     "assets",
 ]
-#: the module of a verb that is a Python keyword (``invarirank/commands/imports.py`` for ``import``)
+#: the module of a verb that is a Python keyword (``invarirank/commands/_imports.py`` for ``import``)
 _MODULE = {"import": "imports"}
 
 #: exit statuses (the one rule)
@@ -69,7 +69,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"invarirank {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS if only is None else [only]:
-        path = f"invarirank.commands.{_MODULE.get(name, name)}"
+        path = f"invarirank.commands._{_MODULE.get(name, name)}"
         try:
             module = importlib.import_module(path)
         except ModuleNotFoundError as exc:
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # ``python -m invarirank.cli`` = ``python -m invarirank`` (a deprecated alias)
-    from invarirank.deprecation import deprecated_command
+    from invarirank._deprecation import deprecated_command
 
     deprecated_command("python -m invarirank.cli", "invarirank (or python -m invarirank)", removed_in="0.3.0")
     raise SystemExit(main())

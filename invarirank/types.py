@@ -122,7 +122,7 @@ class BatchScorer(Scorer, Protocol):
     * ``stats``: its work counters (calls, forward passes, tokens, ...; possibly empty).
 
     The results equal those of calling ``score`` on each request alone (the contract checks of
-    :mod:`invarirank.llm.testing` test it).
+    :mod:`invarirank.llm._testing` test it).
     """
 
     batch_size: int

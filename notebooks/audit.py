@@ -37,8 +37,8 @@ run_dir = None  # None: the checkout's results/paper-cpu/smollm2-span-k15 (the p
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from invarirank.compendium import audit_tables
-from invarirank.grid.parameters import check_parameters
+from invarirank.compendium import _audit_tables as audit_tables
+from invarirank.grid._parameters import check_parameters
 
 check_parameters(globals(), "audit")  # what papermill injected: known names, right types
 

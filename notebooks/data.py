@@ -35,7 +35,7 @@ from myst_nb import glue
 
 from invarirank import compendium
 from invarirank.data import load_prepared, prepare
-from invarirank.grid.parameters import check_parameters
+from invarirank.grid._parameters import check_parameters
 from invarirank.retrieval import retrieve
 
 check_parameters(globals(), "data")  # what papermill injected: known names, right types

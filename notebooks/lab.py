@@ -66,10 +66,10 @@ n_queries = 20
 # %%
 # %matplotlib inline
 from invarirank import compendium
-from invarirank.compendium import lab
-from invarirank.grid.lab import sweep_results
-from invarirank.grid.parameters import check_parameters
-from invarirank.runner.lab import live_run
+from invarirank.compendium import _lab as lab
+from invarirank.grid._lab import sweep_results
+from invarirank.grid._parameters import check_parameters
+from invarirank.runner._lab import live_run
 
 check_parameters(globals(), "lab")  # what papermill injected: known names, right types
 
@@ -112,7 +112,7 @@ lab.slide_panel(sweep, "ppi", "primacy")
 #
 # The cell below runs all four methods live with the parameters above (`shape`, `strength`, `K`, `M`,
 # `n_queries`): change them and run it again. It takes a few seconds. `live_run` writes synthetic candidate sets
-# (`invarirank.data.synthetic`) and runs them through the same runner as every other run; the tables and figures
+# (`invarirank.data._synthetic`) and runs them through the same runner as every other run; the tables and figures
 # below only read the finished run (`invarirank.compendium`).
 
 # %%

@@ -79,7 +79,7 @@ work_dir = None  # None: <project>/runs
 from IPython.display import Markdown, display
 
 from invarirank import compendium
-from invarirank.grid.parameters import check_parameters
+from invarirank.grid._parameters import check_parameters
 from invarirank.runner import RunConfig, ensure_run
 
 check_parameters(globals(), "rerank")  # what papermill injected: known names, right types

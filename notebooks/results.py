@@ -33,12 +33,14 @@ from IPython.display import HTML, Markdown, display
 from myst_nb import glue
 
 from invarirank import compendium
-from invarirank.compendium import figure_sentences, section5, section5_page
-from invarirank.compendium.run_summary import runs_summary
+from invarirank.compendium import _figure_sentences as figure_sentences
+from invarirank.compendium import _section5 as section5
+from invarirank.compendium import _section5_page as section5_page
+from invarirank.compendium._run_summary import runs_summary
 from invarirank.evaluation import read_observations
 from invarirank.grid import project_root
-from invarirank.grid.book import load_book_config
-from invarirank.grid.parameters import check_parameters
+from invarirank.grid._book import load_book_config
+from invarirank.grid._parameters import check_parameters
 
 check_parameters(globals(), "results")  # what papermill injected: known names, right types
 

@@ -23,10 +23,10 @@ from pathlib import Path
 
 
 def check_reproduces(folder: Path, test: list, config) -> None:
-    """Every observation row is reproduced by the loaded queries (:func:`invarirank.runner.provenance.
+    """Every observation row is reproduced by the loaded queries (:func:`invarirank.runner._provenance.
     rows_reproduce`); exits naming the first row that is not."""
     from invarirank.evaluation import read_observations
-    from invarirank.runner.provenance import rows_reproduce
+    from invarirank.runner._provenance import rows_reproduce
     from invarirank.store import find_observations
 
     why = rows_reproduce(
@@ -41,9 +41,9 @@ def check_reproduces(folder: Path, test: list, config) -> None:
 
 
 def add_references(folder: Path) -> str:
-    from invarirank.evaluation.references import FIRST_STAGE_FILE, write_first_stage
+    from invarirank.evaluation._references import FIRST_STAGE_FILE, write_first_stage
     from invarirank.runner import RunConfig, load_queries
-    from invarirank.runner.phases import first_stage_rankings
+    from invarirank.runner._phases import first_stage_rankings
     from invarirank.store import refresh_metrics
 
     manifest = json.loads((folder / "manifest.json").read_text())

@@ -86,8 +86,8 @@ def check_model(
 ) -> dict[str, Any]:
     import torch
 
-    from invarirank.llm.choice import ChoiceScorer
-    from invarirank.llm.span import SpanScorer
+    from invarirank.llm._choice import ChoiceScorer
+    from invarirank.llm._span import SpanScorer
 
     report: dict[str, Any] = {"model": lm_cpu.name, "orders": len(jobs), "checks": {}}
     ok = True
@@ -157,8 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    from invarirank.llm.testing import ARCHS, tiny_model, toy_query, train_tokenizer
-    from invarirank.orders import rng_for
+    from invarirank._orders import rng_for
+    from invarirank.llm._testing import ARCHS, tiny_model, toy_query, train_tokenizer
 
     summary: dict[str, Any] = {"script": "gpu_check", "device": args.device, "torch": torch.__version__}
     if args.device.startswith("cuda"):

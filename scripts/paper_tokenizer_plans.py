@@ -21,11 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
     from invarirank.errors import InvariRankError
-    from invarirank.llm import paper_models
-    from invarirank.llm.choice import ChoiceScorer
+    from invarirank.llm import _paper_models as paper_models
+    from invarirank.llm._choice import ChoiceScorer
+    from invarirank.llm._span import SpanScorer
+    from invarirank.llm._testing import tiny_model
     from invarirank.llm.models import load_model, load_tokenizer
-    from invarirank.llm.span import SpanScorer
-    from invarirank.llm.testing import tiny_model
     from tests.support.ml100k import ml100k_queries
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

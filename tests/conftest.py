@@ -1,4 +1,4 @@
-"""Shared fixtures. Query builders live in :mod:`invarirank.llm.testing` (``toy_query``, ``toy_split_queries``);
+"""Shared fixtures. Query builders live in :mod:`invarirank.llm._testing` (``toy_query``, ``toy_split_queries``);
 the data layer's raw-file writers in ``tests/support/data.py``."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def simulated_run(tmp_path_factory):
     """A small finished run read back by the compendium (one per test module): the four methods on five synthetic
     queries with the simulated scorer (K = 6, M = 4, primacy bias 2.0), in seconds and without torch."""
     from invarirank import compendium
-    from invarirank.runner.lab import live_run
+    from invarirank.runner._lab import live_run
 
     run = live_run(
         "primacy",

@@ -72,7 +72,7 @@ def test_paper_tokenizer_files_are_fetched_and_verified():
 
 
 def test_spm_pieces_are_read_without_sentencepiece():
-    from invarirank.llm.paper_tokenizers import read_spm_pieces
+    from invarirank.llm._paper_tokenizers import read_spm_pieces
 
     pieces = read_spm_pieces(assets.paper_tokenizer_files()["mistral"])
     assert len(pieces) == 32768

@@ -10,12 +10,12 @@ import re
 import pytest
 
 import invarirank
+from invarirank._io import read_json
 from invarirank.cli import main
 from invarirank.grid import load_grid
-from invarirank.io import read_json
-from invarirank.runner.manifest import sha256_json
-from invarirank.runner.provenance import QUERY_PARTS
-from invarirank.runner.shards import RECORD_VERSION, ShardFolders, run_fingerprint
+from invarirank.runner._manifest import sha256_json
+from invarirank.runner._provenance import QUERY_PARTS
+from invarirank.runner._shards import RECORD_VERSION, ShardFolders, run_fingerprint
 from tests.support import ROOT  # noqa: E402
 
 
@@ -88,7 +88,7 @@ def test_a_resumed_run_accepts_the_committed_shards(grid, run, tmp_path):
     The queries' part hashes the candidates file, first-stage scores included; a machine whose LightGCN training
     gives other floating-point scores (the same candidates) has another one. Such shards are then accepted by
     content: every row's presented order and ground truth is checked against this machine's queries
-    (:func:`invarirank.runner.provenance.rows_reproduce`), and a doctored row is refused."""
+    (:func:`invarirank.runner._provenance.rows_reproduce`), and a doctored row is refused."""
     pytest.importorskip("torch")
     from invarirank.candidates import queries_sha256
     from invarirank.grid import run_folder
@@ -112,7 +112,7 @@ def test_a_resumed_run_accepts_the_committed_shards(grid, run, tmp_path):
         }
         assert set(head["query_ids"]) < {q.query_id for q in qs.test}
     from invarirank.errors import InvariRankError
-    from invarirank.runner.provenance import rows_reproduce
+    from invarirank.runner._provenance import rows_reproduce
 
     by_id = {q.query_id: q for q in qs.test}
 

@@ -17,8 +17,8 @@ import pytest
 
 import invarirank as ir
 from invarirank.candidates import write_candidates
-from invarirank.llm.simulated import SimulatedScorer
-from invarirank.llm.testing import toy_split_queries
+from invarirank.llm._simulated import SimulatedScorer
+from invarirank.llm._testing import toy_split_queries
 from invarirank.methods import QueryPassCache
 from invarirank.methods.stella import calibrate
 from tests.support import ROOT  # noqa: E402
@@ -207,7 +207,7 @@ def test_evaluate_names_the_row_that_is_not_a_row():
 
 
 def test_no_package_hides_a_module_behind_a_name_of_the_same_name():
-    """``invarirank.methods.sgs`` is the module, not a function re-exported over it; no package re-exports a name
+    """``invarirank.methods._sgs`` is the module, not a function re-exported over it; no package re-exports a name
     over one of its own modules (``evaluation.positional_exposure`` holds ``exposure``, ``grid.book_build`` holds
     ``build``, ...)."""
     import ast
@@ -229,7 +229,7 @@ def test_no_package_hides_a_module_behind_a_name_of_the_same_name():
                 found.setdefault(str(init.relative_to(ROOT)), set()).update(hidden)
     assert found == {}
     import invarirank.methods
-    import invarirank.methods.sgs
+    import invarirank.methods._sgs
 
-    assert type(invarirank.methods.sgs).__name__ == "module"
-    assert invarirank.methods.method("sgs").steps is invarirank.methods.sgs.sgs_steps  # the registry still works
+    assert type(invarirank.methods._sgs).__name__ == "module"
+    assert invarirank.methods.method("sgs").steps is invarirank.methods._sgs.sgs_steps  # the registry still works

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from invarirank.io import atomic_path, atomic_write_json, atomic_write_text, read_json
+from invarirank._io import atomic_path, atomic_write_json, atomic_write_text, read_json
 
 
 def test_atomic_write_is_complete_or_absent(tmp_path):

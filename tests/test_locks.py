@@ -1,4 +1,4 @@
-"""The folder lock (:mod:`invarirank.locks`): two writers on one folder — exactly one runs, the other exits at once
+"""The folder lock (:mod:`invarirank._locks`): two writers on one folder — exactly one runs, the other exits at once
 with one line naming the holder; a killed writer's stale lock is taken over; another host's lock is reported."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from invarirank._locks import LOCK_NAME, folder_lock, lock_holder
 from invarirank.errors import InvariRankError
-from invarirank.locks import LOCK_NAME, folder_lock, lock_holder
 from tests.support import ROOT  # noqa: E402
 
 # a writer: takes the lock, appends its pid to FOLDER/writers, holds the lock HOLD seconds (or until killed)
 WRITER = """
 import os, sys, time
 from invarirank.errors import InvariRankError
-from invarirank.locks import folder_lock
+from invarirank._locks import folder_lock
 folder, hold = sys.argv[1], float(sys.argv[2])
 try:
     with folder_lock(folder):

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from invarirank._io import atomic_write_json, read_json
 from invarirank.errors import InvariRankError
 from invarirank.grid import lab_runs, load_grid
-from invarirank.io import atomic_write_json, read_json
 from invarirank.runner import RunConfig, run_status
 from invarirank.store import complete_runs, identity_difference, refresh_metrics
 from tests.support import ROOT  # noqa: E402

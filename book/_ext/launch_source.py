@@ -14,7 +14,7 @@ built without one: never a link to a placeholder.
 
 **The students' lab.** After an HTML build, ``_static/lab-student.ipynb`` holds the teaching lab without its worked
 answers, carrying what it needs outside a clone (the one-line install, the sweep's settings; see
-:func:`invarirank.compendium.lab.student_notebook`); the lab page's download button and its link serve it.
+:func:`invarirank.compendium._lab.student_notebook`); the lab page's download button and its link serve it.
 
 **Launch buttons of generated pages.**
 
@@ -210,7 +210,7 @@ def hide_injected_parameters(app: Any) -> None:
 
 def write_student_lab(app: Any, exception: Exception | None) -> None:
     """``_static/lab-student.ipynb``: the teaching lab without its worked answers
-    (:func:`invarirank.compendium.lab.student_notebook`), served by the lab page's download button and link; it
+    (:func:`invarirank.compendium._lab.student_notebook`), served by the lab page's download button and link; it
     carries the one-line install from this book's repository, the "get the code" box and the ``lab:`` section of
     the grid file that made the sweep, so it runs outside a clone."""
     source = Path(app.srcdir, f"{LAB_PAGE}.ipynb")
@@ -218,7 +218,7 @@ def write_student_lab(app: Any, exception: Exception | None) -> None:
         return
     import yaml
 
-    from invarirank.compendium.lab import student_notebook
+    from invarirank.compendium._lab import student_notebook
 
     url = repository_url(app.config.html_theme_options or {})
     settings = yaml.safe_load(Path(app.srcdir, LAB_GRID_FILE).read_text(encoding="utf-8")).get("lab")

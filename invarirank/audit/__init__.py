@@ -56,14 +56,14 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from ._run_folder import write_audit_run
     from .authors import read_authors
     from .rank_llm import read_rank_llm
-    from .run_folder import write_audit_run
     from .served_model import served
     from .trec import read_trec_run, write_trec_run
 
 _LAZY = {
-    "write_audit_run": ("invarirank.audit.run_folder", "write_audit_run"),
+    "write_audit_run": ("invarirank.audit._run_folder", "write_audit_run"),
     "write_trec_run": ("invarirank.audit.trec", "write_trec_run"),
     "read_trec_run": ("invarirank.audit.trec", "read_trec_run"),
     "read_rank_llm": ("invarirank.audit.rank_llm", "read_rank_llm"),

@@ -1,12 +1,12 @@
 """Permutation designs: which presented orders an audit shows a reranker, seeded and identity-preserving.
 
-Stability: full. Conventions (:mod:`invarirank.orders`): an order is a tuple of 0-based indices into
+Stability: full. Conventions (:mod:`invarirank._orders`): an order is a tuple of 0-based indices into
 ``query.candidates`` (the retrieval order) — ``order[i]`` is the candidate shown at presented position ``i`` — so
 a candidate keeps its identity whatever position it takes. Every random choice comes from a generator seeded by
-``(seed, query_id, design, ...)`` through :func:`invarirank.orders.rng_for`: the same arguments give the same
+``(seed, query_id, design, ...)`` through :func:`invarirank._orders.rng_for`: the same arguments give the same
 orders on any machine, whatever else the audit holds.
 
-* ``random`` — the study's M orders: exactly :func:`invarirank.orders.presented_orders` (never the retrieval
+* ``random`` — the study's M orders: exactly :func:`invarirank._orders.presented_orders` (never the retrieval
   order when K >= 2), so an audit reproduces the presented orders of every run of the same seed.
 * ``pinned`` — candidate ``pin_item`` (0-based retrieval index) held at presented position ``pin_position``, the
   others shuffled: M orders. What a reranker does to one candidate when only its neighbours move.
@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from .._orders import presented_orders, rng_for
 from ..errors import InvariRankError
-from ..orders import presented_orders, rng_for
 
 __all__ = ["Design", "DESIGNS"]
 

@@ -25,9 +25,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .._io import existing_file
 from ..errors import InvariRankError
 from ..evaluation.observations import as_rows, read_text
-from ..io import existing_file
 from .rerankers import REPAIR_KINDS, complete_ranking
 from .trec import read_qrels
 

@@ -58,7 +58,7 @@ class Presentation(tuple):
     * ``labels``: the label written before each position (``labels[i]`` labels ``self[i]``): A, B, C, ... by
       position, except in the ``label-swap`` design, which permutes them (``()`` when K exceeds the alphabet);
     * ``t``: the row's index (the observations' ``permutation``); ``key``: the index the order was drawn with and
-      the one method-internal shuffles are seeded from (:class:`invarirank.orders.PresentedOrder`);
+      the one method-internal shuffles are seeded from (:class:`invarirank._orders.PresentedOrder`);
     * ``seed``: the audit's seed; ``positions``: indices into ``query.candidates`` (retrieval order).
 
     It compares and hashes as the plain tuple of items.

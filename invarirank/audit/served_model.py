@@ -2,14 +2,14 @@
 
 Stability: full (``invarirank.audit.served(...)`` and ``invarirank audit --server URL --model NAME --mode ...``).
 
-Both modes write the project's choice prompt (:mod:`invarirank.llm.prompts`: instruction, the user's history,
+Both modes write the project's choice prompt (:mod:`invarirank.llm._prompts`: instruction, the user's history,
 the candidates labelled ``[A]``, ``[B]``, ... in the presented order — ``presented.labels``, so the ``label-swap``
 design works) and differ in the question and in what is read:
 
 * ``logprobs`` (``/v1/completions``): the prompt is the choice message in a *frame* — the plain turn
   ``User: <message>\\n\\nAssistant: `` (default; the choice scorer's frame for a model without a chat template)
   or a given ``frame=(before, after)`` — e.g. a chat template rendered as the choice scorer renders it
-  (:func:`invarirank.llm.frames.served_frame`; ``--tokenizer FOLDER`` on the command line) — followed by ``[``;
+  (:func:`invarirank.llm._frames.served_frame`; ``--tokenizer FOLDER`` on the command line) — followed by ``[``;
   the score of presented position ``i`` is the next-token log-probability of label ``i``'s token. The label
   tokens are found with the server's ``/tokenize`` (``tokenize(prompt + L)`` must be ``tokenize(prompt)`` plus one
   token; else the label is refused by name), and their log-probabilities asked by
@@ -30,7 +30,7 @@ design works) and differ in the question and in what is read:
 is refused when the reranker is built (the next token would be the block's, not a label).
 
 **Reproducibility.** Sampling is fixed (``temperature`` 0, ``top_p`` 1, ``seed``) and recorded in
-:meth:`identity`; every request and answer goes to the journal (:mod:`invarirank.audit.served_http`), so a rerun
+:meth:`identity`; every request and answer goes to the journal (:mod:`invarirank.audit._served_http`), so a rerun
 of an interrupted audit with the same journal re-sends only the unanswered requests and gives identical rows.
 The server's URL is not part of the identity (the manifest holds what equal runs share, never a machine's address).
 """
@@ -44,10 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
-from ..llm.prompts import ChoiceTemplate, choice_message
+from ..llm._prompts import ChoiceTemplate, choice_message
 from ..types import Query, rank_by_scores
+from ._served_http import Journal, ServerClient, ServerRejected
 from .rerankers import Presentation, Ranking, complete_ranking
-from .served_http import Journal, ServerClient, ServerRejected
 
 __all__ = ["served"]
 
@@ -318,8 +318,8 @@ def served(server: str, model: str, mode: str = "logprobs", **options: Any) -> S
     (generate; default 6K + 16), ``top_logprobs`` (the top-k fallback, default 20), ``logprob_source``
     (``auto``: fixed ids where the server has them, else top-k; ``fixed``; ``top-k``), ``frame`` (the text before
     and after the log-prob prompt's message, generation prompt included:
-    :func:`invarirank.llm.frames.served_frame`) and its ``frame_name`` (recorded), ``template`` (a
-    :class:`~invarirank.llm.prompts.ChoiceTemplate`).
+    :func:`invarirank.llm._frames.served_frame`) and its ``frame_name`` (recorded), ``template`` (a
+    :class:`~invarirank.llm._prompts.ChoiceTemplate`).
 
     Stability: full (a model behind an OpenAI-compatible server, by label log-probs or a generated ranking)."""
     return ServedReranker(server, model, mode, **options)

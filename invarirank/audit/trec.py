@@ -34,9 +34,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .._io import atomic_write_text, existing_file
 from ..errors import InvariRankError
 from ..evaluation.observations import as_rows, read_text
-from ..io import atomic_write_text, existing_file
 from .rerankers import REPAIR_KINDS, complete_ranking
 
 __all__ = ["write_trec_run", "read_trec_run"]

@@ -8,22 +8,22 @@ number comes from a run's ``metrics.json`` (written by :func:`invarirank.evaluat
 
 Modules, in the order they build on each other:
 
-- :mod:`.labels` — display names (methods from the method registry; the one list of metric labels and of which
+- :mod:`._labels` — display names (methods from the method registry; the one list of metric labels and of which
   direction is better; models, data sets) and a run's setting as a phrase;
-- :mod:`.select` — which runs a page shows: all finished runs, the main run, its K sweep, groups, other grids;
-- :mod:`.verdicts` — the paper's claims on a run (resolved or not), their sentences and Table 1's marks;
-- :mod:`.tables` — a run's metrics, Table 1 (ours, with the claims' marks, and beside the paper's), the scorer
+- :mod:`._select` — which runs a page shows: all finished runs, the main run, its K sweep, groups, other grids;
+- :mod:`._verdicts` — the paper's claims on a run (resolved or not), their sentences and Table 1's marks;
+- :mod:`._tables` — a run's metrics, Table 1 (ours, with the claims' marks, and beside the paper's), the scorer
   comparison;
-- :mod:`.setup_tables` — what the runs used and cost; the data set and first stage;
-- :mod:`.method_orderings` — methods best first per metric, and the agreement between two metrics' orderings;
-- :mod:`.claim_tables` — the verdict of each claim per run, and one run's claimed pairs with their comparisons;
-- :mod:`.section5` — every claim of the paper's §5 on our runs (reproduced / by construction / tested in part /
+- :mod:`._setup_tables` — what the runs used and cost; the data set and first stage;
+- :mod:`._method_orderings` — methods best first per metric, and the agreement between two metrics' orderings;
+- :mod:`._claim_tables` — the verdict of each claim per run, and one run's claimed pairs with their comparisons;
+- :mod:`._section5` — every claim of the paper's §5 on our runs (reproduced / by construction / tested in part /
   unresolved / contradicted / not testable here) and the headline that counts them;
-- :mod:`.figure_sentences` — the sentences that interpret Figures 1 and 2, the choice scorer and the first input
+- :mod:`._figure_sentences` — the sentences that interpret Figures 1 and 2, the choice scorer and the first input
   position;
-- :mod:`.prose` — generated sentences (does a run show the paper's ordering? which grid is shown?);
-- :mod:`.figures` — exposure by position (Figure 1), metrics against K (Figure 2), training loss;
-- :mod:`.lab` — the teaching lab's precomputed sweep (tables, figure, slide panels) and its students' notebook.
+- :mod:`._prose` — generated sentences (does a run show the paper's ordering? which grid is shown?);
+- :mod:`._figures` — exposure by position (Figure 1), metrics against K (Figure 2), training loss;
+- :mod:`._lab` — the teaching lab's precomputed sweep (tables, figure, slide panels) and its students' notebook.
 
 Conventions: methods in the paper's order (zero-shot, bootstrapping, STELLA_LW, SGS); "better" is higher for
 HR@k, nDCG@k and LOC, lower for PPI, GPI and the exposure deviation (an ordering lists methods best first);
@@ -35,10 +35,11 @@ never the runner, the language models or torch.
 """
 
 from ..store import Run
-from . import figure_sentences, section5
-from .claim_tables import claims_table, pairwise_table
-from .figures import exposure_bands, figure_exposure, figure_k_sweep, figure_training_loss, method_colors
-from .labels import (
+from . import _figure_sentences as figure_sentences
+from . import _section5 as section5
+from ._claim_tables import claims_table, pairwise_table
+from ._figures import exposure_bands, figure_exposure, figure_k_sweep, figure_training_loss, method_colors
+from ._labels import (
     HIGHER_IS_BETTER,
     METHOD_LABELS,
     METHODS,
@@ -52,8 +53,8 @@ from .labels import (
     run_setting,
     setting_caption,
 )
-from .method_orderings import ordering_agreement, orderings
-from .prose import (
+from ._method_orderings import ordering_agreement, orderings
+from ._prose import (
     list_length_bullets,
     paper_ordering_sentence,
     reference_sentence,
@@ -61,8 +62,8 @@ from .prose import (
     summary_sentence,
     table_models_sentence,
 )
-from .scorer_pairs import choice_and_span, scorer_comparison, scorer_pair_grid
-from .select import (
+from ._scorer_pairs import choice_and_span, scorer_comparison, scorer_pair_grid
+from ._select import (
     GridChoice,
     choice_runs,
     collect_runs,
@@ -77,6 +78,6 @@ from .select import (
     shard_progress,
     sweep_runs,
 )
-from .setup_tables import cost_table, coverage_table, data_stats_table, run_settings_table, scale_table
-from .tables import beside_paper, format_ci, metrics_frame, paper_table, run_table, table1
-from .verdicts import claim_marks, resolution_sentence, run_claims, smallest_p, verdict_sentence, verdicts_html
+from ._setup_tables import cost_table, coverage_table, data_stats_table, run_settings_table, scale_table
+from ._tables import beside_paper, format_ci, metrics_frame, paper_table, run_table, table1
+from ._verdicts import claim_marks, resolution_sentence, run_claims, smallest_p, verdict_sentence, verdicts_html

@@ -6,12 +6,12 @@ Public API::
     folder = prepare("ml-100k")            # cached under cache_dir()/prepared/ml-100k-<key>
     data = load_prepared(folder)           # .interactions, .items, .queries (DataFrames), .stats (dict)
 
-Modules: :mod:`.movielens` (raw layouts), :mod:`.amazon` (streaming JSONL reader), :mod:`.titles`
-(title/genre clean-up), :mod:`.filtering` (duplicates, minimum per user), :mod:`.split` (temporal /
-leave-one-out), :mod:`.queries` (test and validation queries), :mod:`.ids` (canonical id order),
-:mod:`.preparation` (orchestration, caching, atomic output), :mod:`.prepared` (reading a prepared folder).
+Modules: :mod:`._movielens` (raw layouts), :mod:`._amazon` (streaming JSONL reader), :mod:`._titles`
+(title/genre clean-up), :mod:`._filtering` (duplicates, minimum per user), :mod:`._split` (temporal /
+leave-one-out), :mod:`._queries` (test and validation queries), :mod:`._ids` (canonical id order),
+:mod:`._preparation` (orchestration, caching, atomic output), :mod:`._prepared` (reading a prepared folder).
 """
 
-from .ids import canonical_argsort, canonical_sorted
-from .preparation import DATASETS, Prepared, Settings, format_stats, load_prepared, prepare, prepare_data
-from .split import split_sizes
+from ._ids import canonical_argsort, canonical_sorted
+from ._preparation import DATASETS, Prepared, Settings, format_stats, load_prepared, prepare, prepare_data
+from ._split import split_sizes

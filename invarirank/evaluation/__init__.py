@@ -11,10 +11,10 @@ Public API:
   (shape in :mod:`invarirank.evaluation.engine`).
 - :func:`format_table` — a readable table of that dictionary; :func:`format_comparisons` — its paired comparisons
   and claim verdicts.
-- paired comparisons of methods (:mod:`.comparisons`): :func:`compare_methods` on :class:`PerQuery` values (one
+- paired comparisons of methods (:mod:`._comparisons`): :func:`compare_methods` on :class:`PerQuery` values (one
   per method; :func:`per_query_from_block` makes them from a ``metrics.json`` method block), :func:`comparison`
   (one pair, either orientation), :func:`sign_flip_p`, :func:`queries_for_power`.
-- the paper's claims (:mod:`.claims`): :data:`PAPER_CLAIMS`, :class:`Claim`, :func:`judge_claim`,
+- the paper's claims (:mod:`._claims`): :data:`PAPER_CLAIMS`, :class:`Claim`, :func:`judge_claim`,
   :func:`judge_claims`, :func:`holm`.
 - per-metric functions on plain lists (and on rows as dicts / a DataFrame with ``input``/``output``):
   :func:`hit_rate`, :func:`ndcg`, :func:`recall`, :func:`reciprocal_rank` (one ranking);
@@ -25,15 +25,15 @@ Public API:
   not part of ``metrics.json``.
 """
 
-from .claims import PAPER_CLAIMS, Claim, holm, judge_claim, judge_claims
-from .comparisons import PerQuery, compare_methods, comparison, per_query_from_block, queries_for_power, sign_flip_p
-from .consistency import gpi, loc, ppi, win_counts
-from .effectiveness import hit_rate, ndcg, recall, reciprocal_rank
+from ._claims import PAPER_CLAIMS, Claim, holm, judge_claim, judge_claims
+from ._comparisons import PerQuery, compare_methods, comparison, per_query_from_block, queries_for_power, sign_flip_p
+from ._consistency import gpi, loc, ppi, win_counts
+from ._effectiveness import hit_rate, ndcg, recall, reciprocal_rank
+from ._kemeny import gpi_exact
+from ._observation_rows import SCHEMA_VERSION
+from ._positional_exposure import exposure
 from .engine import METRICS_SCHEMA_VERSION, check_metrics_version, evaluate
-from .kemeny import gpi_exact
-from .observation_rows import SCHEMA_VERSION
 from .observations import read_observations, write_observations
-from .positional_exposure import exposure
 from .report import format_comparisons, format_table
 from .sister import sister_measures
 

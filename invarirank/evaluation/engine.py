@@ -27,17 +27,17 @@ no pair of the query was seen in two position cells; GPI and LOC when the query 
 (and ``gpi_suboptimal_queries``, the queries where the local search missed the optimum) is null unless **every**
 query with a GPI was solved exactly; ``exposure_mad@E`` and ``exposure_maxdev@E`` when no list is longer than E
 (every item reaches the top-E: no position can be favoured). ``expected_exposure@E`` is always a list, aligned with
-``exposure@E``. ``ci`` holds 95% bootstrap intervals over queries (see :mod:`.bootstrap`) for every scalar metric
+``exposure@E``. ``ci`` holds 95% bootstrap intervals over queries (see :mod:`._bootstrap`) for every scalar metric
 that has a value (empty when ``n_bootstrap`` = 0): percentile intervals, except the basic (pivotal) interval,
 clipped at 0, for ``exposure_mad@E`` and ``exposure_maxdev@E``, deviations whose percentile interval sits above the
 value by about its upward bias. ``comparisons`` compares every two methods paired
 over their shared queries on every per-query metric and ``exposure_mad@E`` (A before B in method order, differences
-A - B; :mod:`.comparisons`); it is empty with one method or ``n_permutations`` = 0. No claim of the paper is
+A - B; :mod:`._comparisons`); it is empty with one method or ``n_permutations`` = 0. No claim of the paper is
 judged here: the input may be any reranker's observations, and the paper's claims are judged by the one judge,
-:func:`.claims.judge_pairs`, where a run is read as the paper's methods (the book, ``invarirank report``). There is
+:func:`._claims.judge_pairs`, where a run is read as the paper's methods (the book, ``invarirank report``). There is
 no NaN anywhere, and the same input and settings give the same dictionary (so byte-identical JSON).
 
-``references`` holds the reference rows of :mod:`.references`, so that a method's numbers can be read against what
+``references`` holds the reference rows of :mod:`._references`, so that a method's numbers can be read against what
 no reranking and no model would give: the first stage's own order (only when its rankings are given) and a
 uniformly random order (exact effectiveness, PPI and LOC; GPI from seeded draws at each K and M, about as precise as
 ``settings["reference_replicates"]`` draws per query; absent when that is 0), each compared with every method.
@@ -57,16 +57,15 @@ from typing import Any
 
 import numpy as np
 
+from .._io import path_argument
 from ..errors import InvariRankError
-from ..io import path_argument
-from . import bootstrap
-from .comparisons import PERMUTATIONS, PerQuery, compare_methods
-from .consistency import gpi_local_search, inverse_permutations, loc_from_wins, pair_statistics, win_matrix
-from .effectiveness import effectiveness_from_ranks
-from .kemeny import kemeny_mass
-from .observations import as_rows, gc_paused
-from .positional_exposure import deviation_statistics, exposure_summary, position_hits
-from .references import (
+from . import _bootstrap as bootstrap
+from ._comparisons import PERMUTATIONS, PerQuery, compare_methods
+from ._consistency import gpi_local_search, inverse_permutations, loc_from_wins, pair_statistics, win_matrix
+from ._effectiveness import effectiveness_from_ranks
+from ._kemeny import kemeny_mass
+from ._positional_exposure import deviation_statistics, exposure_summary, position_hits
+from ._references import (
     FIRST_STAGE,
     RANDOM,
     REFERENCE_REPLICATES,
@@ -76,7 +75,8 @@ from .references import (
     reference_comparisons,
     reference_inputs,
 )
-from .settings import CI_LEVEL, check_against_lists, check_settings
+from ._settings import CI_LEVEL, check_against_lists, check_settings
+from .observations import as_rows, gc_paused
 
 __all__ = ["evaluate"]
 
@@ -111,7 +111,7 @@ def evaluate(
     ``seed`` seeds the bootstrap and the permutations, so equal arguments give an equal dictionary.
     ``first_stage`` (query id -> the first stage's ranking, or the path of a ``first_stage.jsonl.gz``) adds the
     first-stage-order reference; ``reference_replicates`` sets the precision of the random order's GPI (its other
-    metrics are exact; 0: no random reference). See :mod:`.references`.
+    metrics are exact; 0: no random reference). See :mod:`._references`.
     """
     settings = check_settings(
         ks,
@@ -172,7 +172,7 @@ def _references(
     first_stage: Mapping[str, Sequence[str]] | None,
 ) -> dict:
     """The ``references`` section: the first-stage order (when its rankings are given) and the random order (when
-    ``reference_replicates`` > 0), each with its comparisons against every method (:mod:`.references`)."""
+    ``reference_replicates`` > 0), each with its comparisons against every method (:mod:`._references`)."""
     if not grouped:
         return {}
     inputs = reference_inputs(grouped)

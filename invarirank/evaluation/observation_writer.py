@@ -1,7 +1,7 @@
 """Writing an observations file: rows validated by the reader's rules, then written atomically.
 
 The format and its schema are stated in :mod:`invarirank.evaluation.observations`; the rows are checked with
-:func:`~invarirank.evaluation.observation_rows.rows_in_memory` (the rules the reader applies), so a file written
+:func:`~invarirank.evaluation._observation_rows.rows_in_memory` (the rules the reader applies), so a file written
 here reads back to the same rows.
 """
 
@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .._io import atomic_path, atomic_write_text, path_argument
 from ..errors import InvariRankError
-from ..io import atomic_path, atomic_write_text, path_argument
-from .observation_rows import REQUIRED_FIELDS, SCHEMA_VERSION, rows_in_memory
+from ._observation_rows import REQUIRED_FIELDS, SCHEMA_VERSION, rows_in_memory
 
 __all__ = ["write_observations"]
 
@@ -52,7 +52,7 @@ def write_observations(path: str | os.PathLike, rows: Iterable[Mapping] | Any) -
     """Validate ``rows`` (dicts, row objects such as :func:`invarirank.rerank_query`'s, or a pandas DataFrame) and
     write them atomically as an observations file.
 
-    Stability: full (the package's front door).
+    Stability: full (the observations file).
 
     The format follows the suffix: ``.parquet`` → Parquet; ``.gz`` → gzip-compressed JSON Lines
     (deterministic: mtime 0); anything else → JSON Lines. Every row carries ``schema_version`` 1 first, then the

@@ -26,7 +26,7 @@ string (``17`` → ``"17"``), so ``7`` in ``input`` and ``"7"`` in ``output`` ar
 Parquet files and in-memory rows, the 1-based row number), which the CLI prints as one line before exiting 2.
 
 This module reads the file (:func:`read_observations`); the checks live in
-:mod:`~invarirank.evaluation.observation_rows` (shared with rows given in memory) and the writer in
+:mod:`~invarirank.evaluation._observation_rows` (shared with rows given in memory) and the writer in
 :mod:`~invarirank.evaluation.observation_writer`; all three public functions are importable from here.
 """
 
@@ -42,9 +42,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .._io import existing_file, path_argument
 from ..errors import InvariRankError
-from ..io import existing_file, path_argument
-from .observation_rows import fail_at, rows_in_memory, validate_rows
+from ._observation_rows import fail_at, rows_in_memory, validate_rows
 from .observation_writer import write_observations
 
 __all__ = ["read_observations", "write_observations"]
@@ -154,7 +154,7 @@ def read_observations(path: str | os.PathLike) -> list[dict]:
     MB), on rows of K = 25; shorter rows take more for their size (``book/reference/benchmarks.md``). A larger
     file is split by query into files evaluated apart, or evaluated on a larger machine.
 
-    Stability: full (the package's front door).
+    Stability: full (the observations file).
     """
     p = path_argument(path, "read_observations: path", "observations file's path")
     existing_file(p, "observations file")
@@ -171,7 +171,7 @@ def read_observations(path: str | os.PathLike) -> list[dict]:
 
 def as_rows(data: Any, where: str | None = None) -> list[dict]:
     """Validated rows from an observations file's path (:func:`read_observations`), a pandas DataFrame, or an
-    iterable of rows: dicts or row objects (:func:`~invarirank.evaluation.observation_rows.rows_in_memory`);
+    iterable of rows: dicts or row objects (:func:`~invarirank.evaluation._observation_rows.rows_in_memory`);
     1-based row numbers in errors."""
     if isinstance(data, (str, os.PathLike)):
         return read_observations(data)

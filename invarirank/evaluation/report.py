@@ -141,7 +141,7 @@ def format_comparisons(metrics: dict, digits: int = 4, claims: bool = False) -> 
           loc_order: reproduced (loc: sgs > bootstrapping > zero_shot > stella)
             sgs vs bootstrapping  +0.0712  p 1.0e-04  Holm 3.0e-04  resolved, as claimed
     """
-    from .comparisons import ALPHA, EXACT_MAX_QUERIES
+    from ._comparisons import ALPHA, EXACT_MAX_QUERIES
 
     comparisons = metrics.get("comparisons") or {}
     rows = [
@@ -172,7 +172,7 @@ def format_comparisons(metrics: dict, digits: int = 4, claims: bool = False) -> 
             f"{_fmt(rec['mean_diff'], digits, '+'):>{digits + 4}}  {ci_text:<{2 * digits + 10}}  "
             f"{_fmt_p(rec['p']):>7}  {'-' if q80 is None else q80:>7}"
         )
-    from .claims import judge_claims
+    from ._claims import judge_claims
 
     judged = judge_claims(comparisons) if claims else {}  # the one judge, never a verdict stored in the file
     if judged:

@@ -4,7 +4,7 @@ and evaluation libraries report, computed from the same rows as PPI, GPI and LOC
 Computed on request — :func:`sister_measures` — and never part of ``metrics.json`` (whose schema, and the committed
 runs' files, they leave as they are). Conventions: one query's M rows rank the same K candidates; ``R[t, i]`` is
 the 0-based output rank of candidate i in row t (1-based where a name says so); ``W[i, j]`` counts the rows that
-rank i above j (:mod:`.consistency`). Per query, then the plain mean over the queries where a measure is defined
+rank i above j (:mod:`._consistency`). Per query, then the plain mean over the queries where a measure is defined
 (``null`` where none is). Each is one numpy expression over the query's M × K ranks:
 
 * ``spearman`` — the mean over the C(M, 2) pairs of rows of Spearman's ρ between their rankings,

@@ -1,6 +1,6 @@
 """Model loading: the embedded GGUF models, local folders and Hugging Face ids (the registry and the GGUF
-conversion live in :mod:`invarirank.llm.gguf`, the weight checks and identity hashes in
-:mod:`invarirank.llm.weights`, device, dtype and threads in :mod:`invarirank.llm.devices`; their public names are
+conversion live in :mod:`invarirank.llm._gguf`, the weight checks and identity hashes in
+:mod:`invarirank.llm._weights`, device, dtype and threads in :mod:`invarirank.llm._devices`; their public names are
 importable from here too).
 
 Names that :func:`load_model` accepts
@@ -10,7 +10,7 @@ Names that :func:`load_model` accepts
   later loads read that folder in seconds. Instruct model with a ChatML chat template.
 * ``"gemma3-270m"``: ``gemma-3-270m-q4_k_m.gguf`` from :func:`invarirank.assets.gemma3_gguf`, converted the same
   way into ``cache_dir()/models/gemma3-270m/hf-fp32`` (≈ 105 s once). A *base* model without a chat template
-  (the choice prompt then uses the documented plain turn format of :mod:`invarirank.llm.prompts`).
+  (the choice prompt then uses the documented plain turn format of :mod:`invarirank.llm._prompts`).
 * a local folder holding a Hugging Face model (``config.json`` + weights + tokenizer);
 * a Hugging Face Hub id ``org/name`` (e.g. ``meta-llama/Llama-3.2-3B-Instruct``). This is the only case in which a
   download may happen, and only because the user named the model; gated models take the usual ``HF_TOKEN``. With
@@ -34,7 +34,7 @@ Command line (for ``make setup``)::
 converts the GGUFs once (idempotent: a prepared folder is left alone).
 
 Every prepared folder carries ``invarirank-model.json`` with the GGUF's and the weights' sha256, so the pass cache
-key (:mod:`invarirank.llm.persistent_cache`) never has to re-hash the weights at load time.
+key (:mod:`invarirank.llm._persistent_cache`) never has to re-hash the weights at load time.
 """
 
 from __future__ import annotations
@@ -49,9 +49,9 @@ from typing import Any
 
 from invarirank.errors import InvariRankError
 
-from .devices import resolve_device, resolve_dtype, set_threads
-from .gguf import REGISTRY, is_prepared, prepare, prepared_dir  # noqa: F401  (re-exported)
-from .weights import check_weights, hash_tokenizer, weights_sha256
+from ._devices import resolve_device, resolve_dtype, set_threads
+from ._gguf import REGISTRY, is_prepared, prepare, prepared_dir  # noqa: F401  (re-exported)
+from ._weights import check_weights, hash_tokenizer, weights_sha256
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -319,8 +319,8 @@ def load_tokenizer(name: str = "smollm2-135m", *, trust_remote_code: bool = Fals
 
 
 if __name__ == "__main__":  # ``python -m invarirank.llm.models`` = ``invarirank models`` (a deprecated alias)
+    from invarirank._deprecation import deprecated_command
     from invarirank.cli import main
-    from invarirank.deprecation import deprecated_command
 
     deprecated_command(
         "python -m invarirank.llm.models", "invarirank models (or python -m invarirank models)", removed_in="0.3.0"

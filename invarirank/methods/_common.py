@@ -1,7 +1,7 @@
 """Helpers shared by the methods: seeded shuffles, scorer calls and the drivers of method steps.
 
 Every method-internal random choice is seeded from ``(seed, query_id, t)`` (``t`` = the presented
-order's key, see :mod:`invarirank.orders`) plus a purpose string, through stable hashes. Shuffle ``j``
+order's key, see :mod:`invarirank._orders`) plus a purpose string, through stable hashes. Shuffle ``j``
 of a presented order (``j >= 1``) is one shared stream: bootstrapping's shuffles 1 and 2 are STELLA's
 updates 1 and 2, so a shared pass cache serves them once (methods remain independent: each one is a
 deterministic function of its own input and the seed).
@@ -25,31 +25,13 @@ from typing import Any
 
 import numpy as np
 
+from .._orders import rng_for
 from ..errors import InvariRankError
-from ..orders import rng_for
 from ..types import BatchScorer, Item, Query, Scorer, ScorerBase, ScoreResult
-from .result import MethodResult
+from ._result import MethodResult
 
 #: A method's steps: yields the items to score next, receives their scores, returns the result.
 Steps = Generator[list[Item], np.ndarray, MethodResult]
-
-__all__ = [
-    "finite_scores",
-    "shuffle_positions",
-    "score_items",
-    "score_results",
-    "score_items_batch",
-    "batch_size_of",
-    "Steps",
-    "drive",
-    "drive_many",
-    "drive_window",
-    "score_request_results",
-    "as_batch_scorer",
-    "ScoreOnly",
-    "checked_scores",
-    "check_scorer",
-]
 
 
 def shuffle_positions(k: int, seed: int, query_id: str, t: int, j: int) -> list[int]:

@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import stella, stella_calibration
+from . import _stella_calibration as stella_calibration
+from . import stella
+from ._bootstrapping import bootstrapping_steps
 from ._common import Steps
-from .bootstrapping import bootstrapping_steps
-from .sgs import sgs_steps
-from .zero_shot import zero_shot_steps
+from ._sgs import sgs_steps
+from ._zero_shot import zero_shot_steps
 
 __all__ = ["METHODS"]
 

@@ -1,5 +1,5 @@
 """STELLA_LW: Bayesian listwise inference with a position-transition calibration (the protocol chapter); the
-calibration itself (:func:`calibrate`, :func:`load_or_calibrate`) is :mod:`invarirank.methods.stella_calibration`.
+calibration itself (:func:`calibrate`, :func:`load_or_calibrate`) is :mod:`invarirank.methods._stella_calibration`.
 
 Inference (:func:`stella`)
     A uniform prior over the candidates; up to ``max_updates`` (10) updates. Update ``u`` presents the
@@ -25,8 +25,8 @@ import numpy as np
 from ..errors import InvariRankError
 from ..types import Item, Query, Scorer, rank_by_scores
 from ._common import Steps, drive, shuffle_positions
-from .result import MethodResult
-from .stella_calibration import calibration_counts, normalise_counts, select_calibration_queries
+from ._result import MethodResult
+from ._stella_calibration import calibration_counts, normalise_counts, select_calibration_queries
 
 __all__ = ["calibrate"]
 
@@ -181,7 +181,7 @@ def calibrate(
 ) -> np.ndarray:
     """The row-normalised K×K transition matrix (float64) of ``scorer`` on lists of ``k``: row = the input
     position (0-based) a relevant candidate was placed at, column = the input position the scorer ranked first. No
-    disk cache (the runner uses :func:`invarirank.methods.stella_calibration.load_or_calibrate`). With no usable
+    disk cache (the runner uses :func:`invarirank.methods._stella_calibration.load_or_calibrate`). With no usable
     validation query it is uniform (STELLA then falls back to raw rankings).
 
     Stability: caller (STELLA_LW's calibration matrix for lists of K)."""

@@ -6,6 +6,6 @@ ground-truth item and writes ``candidates.jsonl`` (see :mod:`invarirank.candidat
 Importing this package does not import torch or implicit (the trainers import them when called).
 """
 
-from .first_stage import RetrievalResult, format_stats, retrieve
-from .metrics import DEFAULT_KS, retrieval_metrics
-from .training import RETRIEVERS, train_retriever
+from ._first_stage import RetrievalResult, format_stats, retrieve
+from ._metrics import DEFAULT_KS, retrieval_metrics
+from ._training import RETRIEVERS, train_retriever

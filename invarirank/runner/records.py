@@ -1,5 +1,5 @@
 """The records a run hands on, as small dataclasses: one observation row, one checkpointed query, and the
-manifest's sections. :mod:`invarirank.runner.rerank` makes the first two; :mod:`invarirank.runner.manifest`
+manifest's sections. :mod:`invarirank.runner.rerank` makes the first two; :mod:`invarirank.runner._manifest`
 writes the manifest from the others. ``to_json()`` gives exactly the dict written to disk (field order = key
 order, so equal runs give byte-identical files).
 """
@@ -118,7 +118,7 @@ class Manifest(_Record):
     packages: dict[str, Any]
     invarirank_version: str = ""
     manifest_version: int = 2
-    #: content hashes of the user's input files (:mod:`invarirank.runner.inputs`); written only when there are any
+    #: content hashes of the user's input files (:mod:`invarirank.runner._inputs`); written only when there are any
     inputs: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

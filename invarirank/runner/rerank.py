@@ -2,7 +2,7 @@
 
 :func:`rerank_query` is the one function that reranks a query, for a user at the package top
 (``invarirank.rerank_query(scorer, query)``) and for the runner alike: the query's M presented orders are drawn
-from the seed (:func:`invarirank.orders.presented_orders`), each method turns each presented order into one
+from the seed (:func:`invarirank._orders.presented_orders`), each method turns each presented order into one
 complete ranking through the scorer, and every (method, order) becomes one :class:`ObservationRow`.
 :func:`rerank_window` is the same for several queries in lockstep (the runner's ``query_window``).
 """
@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from .._orders import PresentedOrder, presented_orders
 from ..candidates import check_query
 from ..errors import InvariRankError
 from ..methods import METHODS, QueryPassCache, batch_size_of, drive, drive_many, drive_window, method_steps
 from ..methods._common import check_scorer
 from ..methods.registry import calibrated_method, method, uncalibrated
-from ..orders import PresentedOrder, presented_orders
 from ..types import Query, Scorer
-from .arguments import check_arguments
+from ._arguments import check_arguments
 from .records import ObservationRow
 
 __all__ = ["rerank_query", "rerank_window"]
@@ -79,7 +79,7 @@ def _door(
     on_order: Any = None,
 ) -> None:
     """The arguments of :func:`rerank_query` / :func:`rerank_window` checked at the door, with the run schema's
-    rules (:func:`invarirank.runner.config.check_arguments`: the checks of ``invarirank rerank``'s flags) and each
+    rules (:func:`invarirank.runner._config.check_arguments`: the checks of ``invarirank rerank``'s flags) and each
     query with the candidates file's (:func:`invarirank.candidates.check_query`), so a wrong object, a float seed,
     a query with repeated candidates or a lone surrogate is one error naming the argument, never an
     ``AttributeError`` inside a method, a truncated seed, silently wrong rows or a ``UnicodeEncodeError`` when the
@@ -180,12 +180,12 @@ def rerank_query(
     ``name``, ``score`` and ``identity``). Passes are shared between the methods of the query through a pass cache
     (:class:`~invarirank.methods.QueryPassCache`) that is emptied before and after the query; one given as
     ``scorer`` is used as it is (the runner keeps one per run, for its counters), any other scorer is wrapped in a
-    new one. The presented orders are drawn from ``seed`` (:func:`invarirank.orders.presented_orders`) and never
+    new one. The presented orders are drawn from ``seed`` (:func:`invarirank._orders.presented_orders`) and never
     include the retrieval order; every method-internal shuffle is seeded from ``(seed, query, t)``, so equal
     arguments give equal rows.
 
     ``calibrations[K]`` is STELLA_LW's calibration for lists of K (a
-    :class:`~invarirank.methods.stella_calibration.Calibration` or its K×K matrix, e.g. from
+    :class:`~invarirank.methods._stella_calibration.Calibration` or its K×K matrix, e.g. from
     :func:`invarirank.methods.stella.calibrate`); when calibrations are given STELLA_LW runs too. ``noise_floor``
     presents the first order M times, each copy scored afresh (the scorer's own noise). ``model`` and ``dataset``
     are written into every row (``model`` defaults to the scorer's identity). ``on_order(t)`` is called after

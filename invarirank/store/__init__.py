@@ -12,7 +12,7 @@ published beside them as the record of how long it took and where, and is never 
 
 A work folder (``runs/<grid>/<run>/``, or any ``invarirank rerank --out`` folder) holds the same files with the
 observations uncompressed (``observations.jsonl``) while the run is computed, plus ``.work/`` until it finishes
-(``.work/shards/<shard>/``: the finished shards, the one resume record, see :mod:`invarirank.runner.shards`), plus
+(``.work/shards/<shard>/``: the finished shards, the one resume record, see :mod:`invarirank.runner._shards`), plus
 the **volatile file** ``run.json``. :class:`RunFolder` owns this layout: every other module asks it for the paths.
 
 **Deterministic and volatile** (defined here, once): ``manifest.json`` holds only what equal runs share, so two
@@ -31,7 +31,7 @@ folder before computing (:func:`import_shards`), so only the missing shards are 
 *only* ``shards/``; it is never a finished run (:func:`complete_runs` skips it) and :func:`publish_run` removes
 ``shards/`` once the run's files are written. A shard holds ``shard.json`` (run, id, query ids, the run's
 fingerprint), ``records.jsonl`` and ``volatile.json`` (its worker and timings; no machine path); a shard of
-another configuration is refused when the run resumes (:class:`invarirank.runner.shards.ShardFolders`). Beside
+another configuration is refused when the run resumes (:class:`invarirank.runner._shards.ShardFolders`). Beside
 them, ``shards/calibrations.json`` (:data:`CALIBRATIONS_FILE`) holds the STELLA_LW calibrations the shards were
 computed with, so that a fresh machine takes them instead of computing them again.
 
@@ -44,14 +44,14 @@ computed (``invarirank.runner``) or shown (``invarirank.compendium``). It import
 returns it, the commands, the grid, the compendium and the lab read it. :class:`RunFolder` is not a result: it names
 a folder's files and answers the reuse check, whether or not the run in it is finished.
 
-The modules, by job: :mod:`.layout` (the file names, :class:`RunFolder`), :mod:`.runs` (:class:`Run`, the finished
-runs of a results folder), :mod:`.project` (where the checkout and its ``results/`` are), :mod:`.publish`
-(:func:`publish_run`, :func:`refresh_metrics`), :mod:`.shards` (committed shards and their calibrations).
+The modules, by job: :mod:`._layout` (the file names, :class:`RunFolder`), :mod:`._runs` (:class:`Run`, the finished
+runs of a results folder), :mod:`._project` (where the checkout and its ``results/`` are), :mod:`._publish`
+(:func:`publish_run`, :func:`refresh_metrics`), :mod:`._shards` (committed shards and their calibrations).
 """
 
 from __future__ import annotations
 
-from .layout import (
+from ._layout import (
     CALIBRATIONS_FILE,
     OPTIONAL_RESULT_FILES,
     RESULT_FILES,
@@ -65,10 +65,10 @@ from .layout import (
     identity_difference,
     read_volatile,
 )
-from .project import checkout_root, project_root
-from .publish import publish_run, refresh_metrics
-from .runs import Run, complete_runs, load_run
-from .shards import (
+from ._project import checkout_root, project_root
+from ._publish import publish_run, refresh_metrics
+from ._runs import Run, complete_runs, load_run
+from ._shards import (
     committed_queries,
     committed_shards,
     export_shards,
@@ -77,32 +77,3 @@ from .shards import (
     recorded_calibrations,
     shard_query_ids,
 )
-
-__all__ = [
-    "RESULT_FILES",
-    "OPTIONAL_RESULT_FILES",
-    "RUN_FILES",
-    "VOLATILE_FILE",
-    "read_volatile",
-    "Run",
-    "load_run",
-    "complete_runs",
-    "publish_run",
-    "find_observations",
-    "RunFolder",
-    "identity_difference",
-    "project_root",
-    "checkout_root",
-    "RunStatus",
-    "refresh_metrics",
-    "SHARDS_DIR",
-    "SHARD_FILES",
-    "CALIBRATIONS_FILE",
-    "export_shards",
-    "import_shards",
-    "committed_shards",
-    "committed_queries",
-    "recorded_calibrations",
-    "has_committed_calibrations",
-    "shard_query_ids",
-]

@@ -1,6 +1,6 @@
 """``invarirank.audit``: a hidden reranker handed over as an order callable and as a score callable gives the PPI,
 GPI, LOC and exposure that the literal evaluator computes from the same presented orders (drawn here straight
-from ``invarirank.orders``), and ``from_scorer`` reproduces ``rerank_query``'s rows."""
+from ``invarirank._orders``), and ``from_scorer`` reproduces ``rerank_query``'s rows."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import math
 import pytest
 
 import invarirank as ir
-from invarirank.llm.simulated import SimulatedScorer
-from invarirank.llm.testing import toy_split_queries
-from invarirank.orders import presented_orders, stable_seed
+from invarirank._orders import presented_orders, stable_seed
+from invarirank.llm._simulated import SimulatedScorer
+from invarirank.llm._testing import toy_split_queries
 from tests.support.literal_evaluator import literal_evaluate
 
 M, SEED = 12, 7

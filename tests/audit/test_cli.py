@@ -10,9 +10,9 @@ import pytest
 
 import invarirank as ir
 from invarirank import cli
+from invarirank._io import read_json
 from invarirank.candidates import write_candidates
-from invarirank.io import read_json
-from invarirank.llm.testing import toy_split_queries
+from invarirank.llm._testing import toy_split_queries
 
 RERANKER = textwrap.dedent(
     """

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import invarirank as ir
+from invarirank._orders import presented_orders
 from invarirank.audit import Design, design_orders
-from invarirank.llm.testing import toy_split_queries
-from invarirank.orders import presented_orders
+from invarirank.llm._testing import toy_split_queries
 
 
 def test_random_is_the_studys_presented_orders():

@@ -12,8 +12,8 @@ from invarirank.audit.authors import read_authors
 from invarirank.audit.rank_llm import read_rank_llm
 from invarirank.audit.trec import qrels_path, read_trec_run, write_trec_run
 from invarirank.candidates import write_candidates
-from invarirank.llm.simulated import SimulatedScorer
-from invarirank.llm.testing import toy_split_queries
+from invarirank.llm._simulated import SimulatedScorer
+from invarirank.llm._testing import toy_split_queries
 
 REQUIRED = ("query_id", "method", "permutation", "input", "output", "relevant")
 

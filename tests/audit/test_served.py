@@ -13,7 +13,7 @@ from invarirank import cli
 from invarirank.audit.served_model import parse_ranking, served, strip_reasoning
 from invarirank.candidates import write_candidates
 from invarirank.errors import InvariRankError
-from invarirank.llm.testing import toy_query
+from invarirank.llm._testing import toy_query
 from tests.support.fake_openai import FakeServer, hidden_order
 
 QUERIES = [toy_query(k=6, history=3, seed=s, query_id=f"q{s}") for s in range(3)]

@@ -17,7 +17,7 @@ import pytest
 import invarirank as ir
 from invarirank import cli
 from invarirank.candidates import write_candidates
-from invarirank.llm.testing import toy_query
+from invarirank.llm._testing import toy_query
 from tests.conftest import REQUIRE_ALL
 from tests.support import ROOT
 from tests.support.vllm_server import SERVED_NAME, VLLMServer, vllm_python
@@ -34,7 +34,7 @@ def server(tmp_path_factory):
         if REQUIRE_ALL:
             pytest.fail(f"make test (INVARIRANK_REQUIRE_ALL=1): {why}; run `make setup` or set INVARIRANK_VLLM_PYTHON")
         pytest.skip(why)
-    from invarirank.llm.gguf import prepare
+    from invarirank.llm._gguf import prepare
 
     folder = prepare("smollm2-135m", quiet=True)
     srv = VLLMServer(python, folder, tmp_path_factory.mktemp("vllm") / "server.log")
@@ -69,8 +69,8 @@ def test_audit_by_label_logprobs_end_to_end(server, candidates, tmp_path, capsys
 
 
 def test_label_logprobs_equal_the_choice_scorer_on_the_same_prompt(server):
-    from invarirank.llm.choice import ChoiceScorer
-    from invarirank.llm.frames import served_frame
+    from invarirank.llm._choice import ChoiceScorer
+    from invarirank.llm._frames import served_frame
 
     folder = server.folder
     for chat in (False, True):

@@ -85,7 +85,7 @@ def test_cpu_run_with_a_tiny_config_writes_every_field(tmp_path):
 
 
 def test_the_cost_model_reads_the_benchmark_file(tmp_path):
-    from invarirank.runner.bench_files import load_bench
+    from invarirank.runner._bench_files import load_bench
 
     path = tmp_path / "b.json"
     path.write_text(
@@ -119,8 +119,8 @@ def test_the_paper_grid_priced_from_a_benchmark_file(tmp_path, capsys, monkeypat
 
     from invarirank.cli import main
     from invarirank.grid import load_grid
-    from invarirank.runner.bench_files import load_bench
-    from invarirank.runner.grid_estimate import format_grid_cost, grid_cost_table
+    from invarirank.runner._bench_files import load_bench
+    from invarirank.runner._grid_estimate import format_grid_cost, grid_cost_table
 
     root = ROOT
     grid = load_grid(root / "configs" / "grid-paper.yaml")
@@ -194,7 +194,7 @@ def test_runs_go_k_by_k_so_a_cut_short_run_covers_every_model(tmp_path):
 def test_the_projects_benchmark_files_are_merged_per_device(tmp_path):
     import os
 
-    from invarirank.runner.bench_files import find_bench
+    from invarirank.runner._bench_files import find_bench
 
     folder = tmp_path / "results" / "bench"
     folder.mkdir(parents=True)
@@ -227,8 +227,8 @@ def test_a_k_the_benchmark_did_not_measure_is_priced_as_scaled_not_measured(tmp_
     Qwen: a row priced from another K says so, and the total line counts it apart."""
 
     from invarirank.grid import load_grid
-    from invarirank.runner.bench_files import load_bench
-    from invarirank.runner.grid_estimate import format_grid_cost, grid_cost_table
+    from invarirank.runner._bench_files import load_bench
+    from invarirank.runner._grid_estimate import format_grid_cost, grid_cost_table
 
     root = ROOT
     grid = load_grid(root / "configs" / "grid-paper.yaml")

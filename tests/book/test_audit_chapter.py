@@ -15,9 +15,9 @@ import pytest
 import invarirank as ir
 from invarirank import cli
 from invarirank.candidates import write_candidates
-from invarirank.compendium import audit_tables
+from invarirank.compendium import _audit_tables as audit_tables
 from invarirank.evaluation import evaluate
-from invarirank.llm.testing import toy_query
+from invarirank.llm._testing import toy_query
 from tests.book.test_results import AUDIT_FILES
 from tests.support import ROOT
 

@@ -20,7 +20,7 @@ def _excluded(path: Path, patterns: list[str]) -> bool:
 
 
 def test_papermill_pages_are_not_executed_again_by_jupyter_book():
-    from invarirank.grid.book import load_book_config
+    from invarirank.grid._book import load_book_config
 
     patterns = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["execute"]["exclude_patterns"]
     grids = [g.grid.name for g in load_book_config(root=ROOT).grids]

@@ -13,8 +13,8 @@ import pytest
 
 from invarirank.evaluation import evaluate
 from invarirank.grid import RESULT_FILES, complete_runs, lab_runs, load_grid, run_folder, run_status
-from invarirank.runner.provenance import QUERY_PARTS
-from invarirank.runner.shards import Shard
+from invarirank.runner._provenance import QUERY_PARTS
+from invarirank.runner._shards import Shard
 from invarirank.store import CALIBRATIONS_FILE, OPTIONAL_RESULT_FILES, SHARD_FILES, SHARDS_DIR
 from tests.support import ROOT
 
@@ -147,7 +147,7 @@ def test_run_page_titles_use_display_names_and_label_smoke_runs():
     grids together (the evidence and paper-cpu grids both have a K = 15 run; their queries differ), and
     "Smoke run" exactly on the runs too small to resolve a claim (the default grid's 5 queries; not the evidence
     grid's 40 or 20)."""
-    from invarirank.compendium.titles import run_page_title as page_title
+    from invarirank.compendium._titles import run_page_title as page_title
 
     every: list[str] = []
     for name, smoke in (("default", True), ("evidence", False), ("paper-cpu", False)):
@@ -157,8 +157,8 @@ def test_run_page_titles_use_display_names_and_label_smoke_runs():
         assert all("MovieLens-100K" in t and "ml-100k" not in t and "smollm2-135m" not in t for t in titles), titles
     assert len(set(every)) == len(every), every
     assert "SmolLM2-135M at K = 15, span scorer (MovieLens-100K, 40 queries kept at K = 5, M = 20)" in every
-    from invarirank.compendium.labels import dataset_label
-    from invarirank.grid.book_build import data_page_title
+    from invarirank.compendium._labels import dataset_label
+    from invarirank.grid._book_build import data_page_title
 
     assert (
         data_page_title(dataset_label("ml-100k"), [25, 5, 15, 10])

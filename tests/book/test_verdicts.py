@@ -261,7 +261,7 @@ def test_the_results_page_prefers_the_paper_cpu_grid_then_the_evidence_grid():
     run): the paper-cpu grid (Table 1 at K = 25, the sweep at 15/25/50) once its main run and K sweep are complete,
     else the evidence grid (K = 10)."""
     from invarirank import compendium
-    from invarirank.grid.book import load_book_config
+    from invarirank.grid._book import load_book_config
 
     book = {g.grid.name: g for g in load_book_config(root=ROOT).grids}
     paper, evidence = (compendium.grid_choice(book[n].grid, book[n].sweep()) for n in ("paper-cpu", "evidence"))

@@ -8,11 +8,11 @@ import json
 import pytest
 
 import invarirank as ir
+from invarirank.audit._run_folder import write_audit_run
 from invarirank.audit.designs import Design
-from invarirank.audit.run_folder import write_audit_run
-from invarirank.compendium import audit_tables
+from invarirank.compendium import _audit_tables as audit_tables
 from invarirank.errors import InvariRankError
-from invarirank.llm.testing import toy_query
+from invarirank.llm._testing import toy_query
 
 QUERIES = [toy_query(k=6, history=3, seed=s, query_id=f"u{s}") for s in range(4)]
 

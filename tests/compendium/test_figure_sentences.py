@@ -1,4 +1,4 @@
-"""The sentences under the figures (invarirank.compendium.figure_sentences) quote the numbers of the committed runs,
+"""The sentences under the figures (invarirank.compendium._figure_sentences) quote the numbers of the committed runs,
 and the first-position diagnostic says what the observations show."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from invarirank import compendium as C
-from invarirank.compendium import figure_sentences as F
+from invarirank.compendium import _figure_sentences as F
 from invarirank.evaluation import read_observations
-from invarirank.evaluation.position_effects import first_position_effect
+from invarirank.evaluation._position_effects import first_position_effect
 from tests.support import ROOT
 
 EVIDENCE = ROOT / "results" / "evidence"

@@ -1,4 +1,4 @@
-"""The one figure module (invarirank.compendium.figures), for the book and ``invarirank report``: the exposure
+"""The one figure module (invarirank.compendium._figures), for the book and ``invarirank report``: the exposure
 bands agree with metrics.json and are drawn as computed; metrics against K get one line style per setting; the
 report writes both figures with it."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from invarirank import compendium as C
-from invarirank.commands.report import FIGURE_EXPOSURE, FIGURE_METRIC_VS_K, report
+from invarirank.commands._report import FIGURE_EXPOSURE, FIGURE_METRIC_VS_K, report
 
 
 def test_exposure_bands_agree_with_metrics(simulated_run):
@@ -70,7 +70,7 @@ def test_k_sweep_gives_each_setting_its_own_line_style(simulated_run):
 def test_methods_get_colour_blind_safe_colours_and_distinct_markers(simulated_run):
     import seaborn as sns
 
-    colors, markers = C.method_colors(), C.figures.method_markers()
+    colors, markers = C.method_colors(), C._figures.method_markers()
     assert len(set(map(tuple, colors.values()))) == len(colors) == len(set(markers.values()))
     assert all(tuple(c) in {tuple(x) for x in sns.color_palette("colorblind", 10)} for c in colors.values())
     ax = C.figure_exposure([simulated_run], n_bootstrap=20).axes[0]
@@ -80,7 +80,7 @@ def test_methods_get_colour_blind_safe_colours_and_distinct_markers(simulated_ru
 
 
 def test_figures_fit_the_page_and_slides_are_single_panels(simulated_run):
-    from invarirank.compendium.figures import PAGE_WIDTH, slide_figure
+    from invarirank.compendium._figures import PAGE_WIDTH, slide_figure
 
     for fig in (C.figure_exposure([simulated_run] * 3, n_bootstrap=10), C.figure_k_sweep([simulated_run])):
         assert fig.get_size_inches()[0] <= PAGE_WIDTH + 1e-9
@@ -107,8 +107,8 @@ def test_each_exposure_panel_is_scaled_to_its_own_curves(simulated_run):
     low, high = ax.get_ylim()
     assert low == 0 and high == pytest.approx(min(1.02, max(bands.high.max(), bands.expected.max()) * 1.12 + 0.01))
     flat = bands.assign(exposure=0.1, low=0.08, high=0.12, expected=0.1)
-    assert C.figures.exposure_ylim(flat) == pytest.approx((0.0, 0.12 * 1.12 + 0.01))
-    assert C.figures.exposure_ylim(bands.assign(high=1.0))[1] == 1.02
+    assert C._figures.exposure_ylim(flat) == pytest.approx((0.0, 0.12 * 1.12 + 0.01))
+    assert C._figures.exposure_ylim(bands.assign(high=1.0))[1] == 1.02
     wide = copy.deepcopy(simulated_run)
     wide.K = 12
     fig = C.figure_exposure([simulated_run, wide], n_bootstrap=30, seed=1)

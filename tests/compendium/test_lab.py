@@ -15,7 +15,7 @@ import jupytext
 import pytest
 
 from invarirank import compendium as C
-from invarirank.compendium.labels import p_value
+from invarirank.compendium._labels import p_value
 from tests.support import ROOT
 
 BLOCKER = textwrap.dedent("""
@@ -45,7 +45,7 @@ def _script(results_dir: Path) -> str:
 def test_observed_versus_resolved_helpers(simulated_run):
     """The lab's exercise 5: the planned size is the pilot's 80%-power estimate, never below the 6 queries the exact
     test needs, never above the cap; the table reads each run's own comparison."""
-    from invarirank.compendium import lab
+    from invarirank.compendium import _lab as lab
     from invarirank.evaluation import comparison
 
     record = comparison(simulated_run.metrics["comparisons"], "loc", "sgs", "zero_shot")
@@ -97,7 +97,7 @@ def test_lab_notebook_runs_without_torch(tmp_path: Path):
 def test_student_notebook_has_no_worked_answers():
     import json
 
-    from invarirank.compendium import lab
+    from invarirank.compendium import _lab as lab
 
     nb = json.loads((ROOT / "notebooks" / "lab.ipynb").read_text(encoding="utf-8"))
     student = lab.student_notebook(nb)
@@ -118,7 +118,7 @@ def test_student_notebook_carries_what_it_needs_outside_a_clone(monkeypatch):
 
     import yaml
 
-    from invarirank.compendium import lab
+    from invarirank.compendium import _lab as lab
 
     nb = json.loads((ROOT / "notebooks" / "lab.ipynb").read_text(encoding="utf-8"))
     settings = yaml.safe_load((ROOT / "configs" / "grid-default.yaml").read_text())["lab"]
@@ -142,7 +142,7 @@ def test_exercise_5_has_a_scaffold_cell_in_both_versions():
     """Exercise 5 asks the students to run zero-shot and SGS on five queries: a visible code cell starts it."""
     import json
 
-    from invarirank.compendium import lab
+    from invarirank.compendium import _lab as lab
 
     nb = json.loads((ROOT / "notebooks" / "lab.ipynb").read_text(encoding="utf-8"))
     for version in (nb, lab.student_notebook(nb)):
@@ -155,7 +155,7 @@ def test_exercise_5_has_a_scaffold_cell_in_both_versions():
 
 def test_sweep_settings_and_the_inversion_table():
     """σ and r are read from the committed sweep's runs; the inversion table compares their bootstrapping and SGS."""
-    from invarirank.compendium import lab
+    from invarirank.compendium import _lab as lab
 
     runs = C.collect_runs(ROOT / "results", grids=["lab"], exclude=())
     if not runs:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import copy
 
 from invarirank import compendium as C
-from invarirank.compendium import labels, section5
+from invarirank.compendium import _labels as labels
+from invarirank.compendium import _section5 as section5
 from tests.support import ROOT
 
 
@@ -75,7 +76,7 @@ def test_a_smoke_runs_resolution_sentence_points_to_what_its_pages_show(simulate
 
 
 def test_cost_table_counts_whole_passes_as_whole_numbers(simulated_run):
-    from invarirank.compendium.setup_tables import _per_order
+    from invarirank.compendium._setup_tables import _per_order
 
     assert [_per_order(v) for v in (1.0, 3.0, 10.0, 9.45, 9.5)] == ["1", "3", "10", "9.45", "9.5"]
     html = C.cost_table([simulated_run]).to_html()
@@ -89,7 +90,7 @@ def test_pairwise_table_states_a_constant_query_count_once(simulated_run):
 
 
 def test_scale_table_says_what_each_scorer_is_for():
-    from invarirank.compendium.setup_tables import _scorers
+    from invarirank.compendium._setup_tables import _scorers
 
     assert _scorers({"choice", "span"}) == "span (Table 1 and the figures), choice (the scorer comparison)"
     assert _scorers({"span"}) == "span" and _scorers({"simulated"}) == "simulated"
@@ -105,7 +106,7 @@ def test_a_simulated_runs_figure_title_reads_as_prose(simulated_run):
 
 
 def test_pairwise_table_lists_the_claims_in_the_section5_tables_order(simulated_run):
-    from invarirank.compendium.claim_tables import SECTION5_ORDER
+    from invarirank.compendium._claim_tables import SECTION5_ORDER
 
     claims = list(dict.fromkeys(C.pairwise_table(simulated_run, styled=False).index.get_level_values("claim")))
     assert [c.split(":")[0] for c in claims] == ["HR@5", "PPI", "GPI", "LOC", "exposure MAD"], claims

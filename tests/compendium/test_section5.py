@@ -1,4 +1,4 @@
-"""Every claim of the paper's §5 on our runs (invarirank.compendium.section5): verdicts come from the one judge,
+"""Every claim of the paper's §5 on our runs (invarirank.compendium._section5): verdicts come from the one judge,
 combined claims take Holm's correction over all their pairs, every row falls in one headline category, the headline
 counts them, and a contradiction (resolved or not) is said in words without a power figure."""
 
@@ -9,10 +9,10 @@ import re
 import pytest
 
 from invarirank import compendium as C
-from invarirank.compendium import section5 as S
-from invarirank.compendium import section5_page as P
-from invarirank.evaluation.claims import holm, judge_pairs
-from invarirank.evaluation.comparisons import comparison
+from invarirank.compendium import _section5 as S
+from invarirank.compendium import _section5_page as P
+from invarirank.evaluation._claims import holm, judge_pairs
+from invarirank.evaluation._comparisons import comparison
 from tests.support import ROOT
 
 PAPER_CPU = ROOT / "results" / "paper-cpu"
@@ -40,16 +40,16 @@ def test_every_paragraph_of_section5_has_a_row(simulated_run):
 def test_claim_rows_carry_the_evaluations_verdicts(simulated_run):
     rows = {r["tested here (better ≻ worse)"]: r for r in S.section5_rows(simulated_run, [simulated_run])}
     for verdict in C.run_claims(simulated_run).values():
-        row = rows[C.verdicts.claim_label(verdict)]
+        row = rows[C._verdicts.claim_label(verdict)]
         assert row["verdict"].startswith(verdict["verdict"])
         assert row["category"] in S.CATEGORIES
-        assert row["evidence"].count(C.verdicts.MARKS["resolved"]) + row["evidence"].count(
-            C.verdicts.MARKS["unresolved"]
-        ) + row["evidence"].count(C.verdicts.MARKS["against"]) == len(verdict["pairs"])
+        assert row["evidence"].count(C._verdicts.MARKS["resolved"]) + row["evidence"].count(
+            C._verdicts.MARKS["unresolved"]
+        ) + row["evidence"].count(C._verdicts.MARKS["against"]) == len(verdict["pairs"])
 
 
 def test_the_ordering_notation_is_better_before_worse(simulated_run):
-    labels = [C.verdicts.claim_label(v) for v in C.run_claims(simulated_run).values()]
+    labels = [C._verdicts.claim_label(v) for v in C.run_claims(simulated_run).values()]
     assert "LOC: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW" in labels
     assert "PPI: SGS ≻ bootstrapping ≻ zero-shot ≻ STELLA_LW" in labels  # lower is better: the same order
     assert "HR@5: STELLA_LW ≻ zero-shot, bootstrapping, SGS" in labels
@@ -100,11 +100,11 @@ def test_a_difference_of_the_wrong_sign_contradicts_with_no_power_figure(simulat
     verdict = C.run_claims(run)["hr5_stella_best"]
     assert verdict["verdict"] == "contradicted" and not verdict["resolved_against"]
     wrong = [p for p in verdict["pairs"] if p["direction"] == "reversed"]
-    assert wrong and all(p["queries_80"] is None and C.verdicts.queries_needed(p, 3) is None for p in wrong)
+    assert wrong and all(p["queries_80"] is None and C._verdicts.queries_needed(p, 3) is None for p in wrong)
     row = next(r for r in S.section5_rows(run, [run]) if r["short"] == "STELLA_LW best on HR@5")
     assert row["category"] == "contradicted" and "not resolved" in row["verdict"]
     assert "the other way" in row["evidence"]
-    assert "80% power" not in C.verdicts.verdict_sentence(verdict).split("unresolved:")[-1].split(";")[0] or all(
+    assert "80% power" not in C._verdicts.verdict_sentence(verdict).split("unresolved:")[-1].split(";")[0] or all(
         p["direction"] != "reversed" for p in verdict["pairs"] if not p["resolved"]
     )
 

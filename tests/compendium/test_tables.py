@@ -152,7 +152,7 @@ def test_scale_table_and_run_table_read_the_run(simulated_run):
 
 
 def test_metric_labels_and_directions_are_one_list():
-    from invarirank.compendium import labels
+    from invarirank.compendium import _labels as labels
 
     assert set(labels.METRIC_LABELS) == set(labels.HIGHER_IS_BETTER) == set(labels.METRICS)
     assert all(m in labels.METRICS for m in (*labels.RUN_METRICS, *labels.TABLE1_METRICS, *labels.ORDERING_METRICS))
@@ -173,7 +173,7 @@ def test_a_run_table_with_the_exposure_mad_says_why_its_interval_can_exclude_the
     low, high = ov["ci"]["exposure_mad@5"]
     assert 0 < low < high < ov["exposure_mad@5"]
     caption = C.run_table(run).caption
-    assert caption.endswith(C.tables.EXPOSURE_INTERVAL_NOTE) and "can lie below it" in caption
+    assert caption.endswith(C._tables.EXPOSURE_INTERVAL_NOTE) and "can lie below it" in caption
     assert "exposure MAD" not in C.run_table(run, metrics=("hr@5", "ppi", "loc")).caption
 
 

@@ -1,4 +1,4 @@
-"""The paper's claims on a run as the book shows them (invarirank.compendium.verdicts and .claim_tables): read from
+"""The paper's claims on a run as the book shows them (invarirank.compendium._verdicts and .claim_tables): read from
 metrics.json (or judged from its comparisons), never typed; Table 1's marks follow each pair's state; the sentence
 that says why five queries cannot resolve anything is computed from the run; the switch between grids only takes
 complete runs."""
@@ -14,7 +14,7 @@ import pytest
 
 from invarirank import compendium as C
 from invarirank.evaluation import judge_claims
-from invarirank.evaluation.claims import paper_claim
+from invarirank.evaluation._claims import paper_claim
 
 
 def _resolve(run: C.Run, claim: str, direction: str) -> C.Run:
@@ -47,8 +47,8 @@ def test_claims_are_judged_from_the_comparisons_never_read_from_the_file(simulat
 
 def test_five_queries_cannot_resolve_and_the_page_says_why(simulated_run):
     assert simulated_run.n_queries == 5
-    assert C.verdicts.smallest_p(5) == pytest.approx(0.0625)
-    assert C.verdicts.smallest_p(40, 10_000) == pytest.approx(1 / 10_001)
+    assert C._verdicts.smallest_p(5) == pytest.approx(0.0625)
+    assert C._verdicts.smallest_p(40, 10_000) == pytest.approx(1 / 10_001)
     claims = C.run_claims(simulated_run).values()
     assert not any(p["resolved"] for v in claims for p in v["pairs"])  # nothing resolved, nothing reproduced
     assert "reproduced" not in {v["verdict"] for v in claims} and not any(v["resolved_against"] for v in claims)
@@ -64,7 +64,7 @@ def test_verdict_sentences_follow_the_pairs(simulated_run):
     reversed_ = [p for p in verdict["pairs"] if p["direction"] == "reversed"]
     assert (verdict["verdict"] == "contradicted") == bool(reversed_)
     for p in reversed_:  # named "the other way", with no queries for 80% power
-        part = sentence.split(f"{C.labels.method_label(p['better'])} vs {C.labels.method_label(p['worse'])} (", 1)[1]
+        part = sentence.split(f"{C._labels.method_label(p['better'])} vs {C._labels.method_label(p['worse'])} (", 1)[1]
         assert part.startswith("the other way") and "80% power" not in part.split(")")[0]
     good = C.run_claims(_resolve(simulated_run, "loc_order", "as claimed"))["loc_order"]
     assert "— reproduced: 3 of 3 pairs resolved in the paper's direction (SGS vs bootstrapping" in C.verdict_sentence(
@@ -82,7 +82,7 @@ def test_table1_marks_each_claimed_pair_on_the_better_methods_row(simulated_run)
 
     def mark(claim: str, worse: str) -> str:  # "○ vs X", with "other way" for an unresolved wrong-sign pair
         p = next(p for p in claims[claim]["pairs"] if p["worse"] == worse)
-        return f"○ vs {C.labels.method_label(worse)}" + (", other way" if p["direction"] == "reversed" else "")
+        return f"○ vs {C._labels.method_label(worse)}" + (", other way" if p["direction"] == "reversed" else "")
 
     assert plain.loc["SGS", "LOC"].endswith(f"({mark('loc_order', 'bootstrapping')})")
     assert plain.loc["STELLA_LW", "HR@5"].endswith(
@@ -117,7 +117,7 @@ def test_claim_tables_hold_the_stored_verdicts_and_pairs(simulated_run):
         assert row["queries for 80% power"] == "–"
     else:  # never below what 3 pairs need
         assert row["queries for 80% power"] == f"{max(first['queries_80'], 7):,}"
-    assert [C.verdicts.fewest_queries(m) for m in (1, 2, 3)] == [6, 7, 7]
+    assert [C._verdicts.fewest_queries(m) for m in (1, 2, 3)] == [6, 7, 7]
     html = C.verdicts_html([simulated_run])
     for name, v in claims.items():
         assert f'data-claim="{name}" data-verdict="{v["verdict"]}"' in html
@@ -203,7 +203,7 @@ def test_a_run_without_the_claims_methods_says_why_it_has_no_verdict(simulated_r
 )
 def test_every_p_value_is_written_with_one_precision(p, value, sentence):
     """... and with non-breaking spaces, so that "Holm p <" never ends a line."""
-    assert C.labels.p_value(p) == value and C.labels.p_equals(p, "Holm p") == sentence
+    assert C._labels.p_value(p) == value and C._labels.p_equals(p, "Holm p") == sentence
 
 
 def test_no_page_text_writes_a_p_value_in_another_precision(simulated_run):
@@ -214,7 +214,7 @@ def test_no_page_text_writes_a_p_value_in_another_precision(simulated_run):
     pairs = C.pairwise_table(simulated_run, styled=False)
     for column in ("p", "Holm p"):
         assert all(re.fullmatch(r"\d\.\d{3}|< 0\.001", v) for v in pairs[column]), list(pairs[column])
-    text = " ".join(C.section5._pair_text(p) for v in C.run_claims(simulated_run).values() for p in v["pairs"])
-    text = text.replace(C.labels.NBSP, " ")
+    text = " ".join(C._section5._pair_text(p) for v in C.run_claims(simulated_run).values() for p in v["pairs"])
+    text = text.replace(C._labels.NBSP, " ")
     found = re.findall(r"Holm p( = | < |\s)(\S+?)[;)]", text)
     assert found and all(re.fullmatch(r"( = \d\.\d{3})|( < 0\.001)", sep + v) for sep, v in found), found

@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from invarirank.data import load_prepared, prepare
-from invarirank.data.amazon import convert_reviews, read_metadata
-from invarirank.data.amazon_files import find_amazon_files
+from invarirank.data._amazon import convert_reviews, read_metadata
+from invarirank.data._amazon_files import find_amazon_files
 from invarirank.errors import InvariRankError
 from tests.support.data import amazon_metadata, amazon_reviews, write_jsonl
 

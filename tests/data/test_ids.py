@@ -7,7 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from invarirank.data.ids import all_integer_ids, canonical_argsort, canonical_sorted, encode, sort_order
+from invarirank.data._ids import all_integer_ids, canonical_argsort, canonical_sorted, encode, sort_order
 
 
 def test_integer_ids_sort_numerically():

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from invarirank.data import load_prepared, prepare
-from invarirank.data.movielens import detect_layout, read_movielens
-from invarirank.data.titles import parse_genres, split_title_year
+from invarirank.data._movielens import detect_layout, read_movielens
+from invarirank.data._titles import parse_genres, split_title_year
 from invarirank.errors import InvariRankError
 from tests.support.data import EXPECTED_TITLES, ITEMS, LAYOUT_WRITERS, make_ratings, write_csv_layout
 

@@ -12,7 +12,7 @@ import pytest
 from invarirank.assets import ml100k_dir
 from invarirank.cli import main
 from invarirank.data import load_prepared, prepare
-from invarirank.data.preparation import prepare_data
+from invarirank.data._preparation import prepare_data
 from invarirank.errors import InvariRankError
 from tests.support.data import ITEMS, make_ratings, write_csv_layout
 

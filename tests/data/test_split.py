@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from invarirank.data.split import TEST, TRAIN, VALIDATION, assign_segments, split_sizes
+from invarirank.data._split import TEST, TRAIN, VALIDATION, assign_segments, split_sizes
 from invarirank.errors import InvariRankError
 
 TABLE = {

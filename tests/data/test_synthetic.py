@@ -1,4 +1,4 @@
-"""Synthetic candidate sets (invarirank.data.synthetic): seeded, byte-identical for the same arguments, with
+"""Synthetic candidate sets (invarirank.data._synthetic): seeded, byte-identical for the same arguments, with
 the promised shape (k distinct candidates, ``relevant`` of them ground truth, a history outside the candidates)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from invarirank.candidates import read_candidates
-from invarirank.data.synthetic import GENRES, synthetic_queries, write_synthetic_candidates
+from invarirank.data._synthetic import GENRES, synthetic_queries, write_synthetic_candidates
 
 
 def test_shape_of_the_queries():

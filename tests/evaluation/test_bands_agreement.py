@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from invarirank._orders import rng_for
 from invarirank.evaluation import exposure
-from invarirank.evaluation.agreement import kendall_tau
-from invarirank.evaluation.positional_exposure import exposure_band, query_position_sums
-from invarirank.orders import rng_for
+from invarirank.evaluation._agreement import kendall_tau
+from invarirank.evaluation._positional_exposure import exposure_band, query_position_sums
 
 
 def _rows(n_queries: int = 12, K: int = 6, M: int = 5, seed: int = 0) -> list[dict]:

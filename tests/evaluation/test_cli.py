@@ -238,7 +238,7 @@ def test_whole_process_exit_code_and_no_heavy_imports(tmp_path):
             "-X",
             "importtime",
             "-c",
-            "import invarirank.evaluation, invarirank.commands.evaluate, invarirank.evaluation.engine",
+            "import invarirank.evaluation, invarirank.commands._evaluate, invarirank.evaluation.engine",
         ],
         capture_output=True,
         text=True,

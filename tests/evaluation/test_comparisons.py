@@ -28,7 +28,7 @@ from invarirank.evaluation import (
     sign_flip_p,
     write_observations,
 )
-from invarirank.evaluation.claims import Claim, ordering_claim
+from invarirank.evaluation._claims import Claim, ordering_claim
 from invarirank.evaluation.engine import METRICS_SCHEMA_VERSION, dumps_metrics
 from tests.support.literal_evaluator import literal_evaluate
 

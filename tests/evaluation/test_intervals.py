@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from benchmarks import exposure_intervals as sim
-from invarirank.evaluation.bootstrap import (
+from invarirank.evaluation._bootstrap import (
     basic_interval,
     collect,
     percentile_interval,

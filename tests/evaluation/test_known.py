@@ -305,7 +305,7 @@ def test_write_refuses_invalid_rows(tmp_path):
 
 
 def test_percentile_interval_matches_numpy():
-    from invarirank.evaluation.bootstrap import percentile_interval
+    from invarirank.evaluation._bootstrap import percentile_interval
 
     rng = np.random.default_rng(0)
     for n in (1, 2, 3, 7, 40, 999, 1000):

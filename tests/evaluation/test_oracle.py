@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from invarirank.evaluation import evaluate, gpi, gpi_exact, loc, win_counts
-from invarirank.evaluation.consistency import contradiction_mass, gpi_local_search, swap_deltas
+from invarirank.evaluation._consistency import contradiction_mass, gpi_local_search, swap_deltas
+from invarirank.evaluation._kemeny import kemeny_mass
 from invarirank.evaluation.engine import check_settings, evaluate_rows
-from invarirank.evaluation.kemeny import kemeny_mass
 from invarirank.evaluation.observations import validate_rows
 from tests.support.evaluation_families import families
 from tests.support.literal_evaluator import literal_evaluate, literal_local_search, loc_identity

@@ -1,4 +1,4 @@
-"""Position effects from observations (invarirank.evaluation.position_effects): the exposure skew is the per-query
+"""Position effects from observations (invarirank.evaluation._position_effects): the exposure skew is the per-query
 tail-minus-head share, and the first-position diagnostic finds a first-slot step where one was planted."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from invarirank.evaluation.comparisons import sign_flip_p
-from invarirank.evaluation.position_effects import exposure_skew, first_position_effect
+from invarirank.evaluation._comparisons import sign_flip_p
+from invarirank.evaluation._position_effects import exposure_skew, first_position_effect
 
 
 def _row(q, t, order, output=None, scores=None):

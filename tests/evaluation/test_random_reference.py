@@ -1,4 +1,4 @@
-"""The random order's PPI, GPI and LOC (invarirank.evaluation.random_reference): exact against the average over every
+"""The random order's PPI, GPI and LOC (invarirank.evaluation._random_reference): exact against the average over every
 possible output, and within Monte-Carlo error of the estimator it replaced (M random outputs per query and replicate,
 evaluated like a method's rows)."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from invarirank.evaluation import evaluate
-from invarirank.evaluation.random_reference import expected_gpi, expected_range, gpi_bound_expectation
+from invarirank.evaluation._random_reference import expected_gpi, expected_range, gpi_bound_expectation
 
 
 def _rows(query, inputs, outputs, method="m"):

@@ -12,7 +12,7 @@ import pytest
 
 from invarirank.errors import InvariRankError
 from invarirank.evaluation import evaluate, hit_rate, ndcg, recall, reciprocal_rank
-from invarirank.evaluation.references import random_expectations, read_first_stage, write_first_stage
+from invarirank.evaluation._references import random_expectations, read_first_stage, write_first_stage
 from tests.support import ROOT
 
 

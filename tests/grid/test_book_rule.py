@@ -1,4 +1,4 @@
-"""The book's one rule (``configs/book.yaml``, :mod:`invarirank.grid.book`): which grid sets the main results, and
+"""The book's one rule (``configs/book.yaml``, :mod:`invarirank.grid._book`): which grid sets the main results, and
 which runs get pages.
 
 A stand-in for the paper's grid (named ``paper``, simulated scorer, synthetic data, computed here into a temporary
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from invarirank import compendium
-from invarirank.compendium.run_summary import runs_summary
+from invarirank.compendium._run_summary import runs_summary
 from invarirank.errors import InvariRankError
 from invarirank.grid import ensure_run, load_grid, run_folder
-from invarirank.grid.book import book_runs, load_book_config
+from invarirank.grid._book import book_runs, load_book_config
 from invarirank.runner import RunConfig, run_status
 from tests.support import ROOT
 
@@ -167,7 +167,7 @@ def test_build_book_writes_a_page_per_complete_run_of_every_grid_and_computes_no
     """``invarirank book``'s page plan, with papermill replaced by a stand-in that records each page: a page per
     complete run under ``<build>/<grid>/rerank/`` (none for a run in shards, none for a grid without runs), the
     results page once with the rule, and stale pages removed; the results folder is left as it was."""
-    import invarirank.grid.book as book_module
+    import invarirank.grid._book as book_module
 
     rule = _rule(tmp_path)
     results, work, build = tmp_path / "results", tmp_path / "work", tmp_path / "build"
@@ -198,7 +198,7 @@ def test_the_committed_rules_page_plan_is_the_declared_runs_and_their_data_sets(
     """`invarirank book` with configs/book.yaml on the committed results (papermill replaced by a recorder): a page
     per run each grid file declares, a data page per data set that has one (none for the paper's grid, which declares
     no page yet: its raw files are not here), the results page once."""
-    import invarirank.grid.book as book_module
+    import invarirank.grid._book as book_module
 
     executed: list[str] = []
     monkeypatch.setattr(

@@ -15,9 +15,9 @@ import pytest
 from invarirank.cli import main
 from invarirank.errors import InvariRankError
 from invarirank.grid import RESULT_FILES, complete_runs, ensure_run, load_grid, run_folder, run_status
-from invarirank.grid.notebooks import execute_notebook
+from invarirank.grid._notebooks import execute_notebook
 from invarirank.runner import RunConfig
-from invarirank.runner.grid_estimate import estimate_run, format_grid_cost, format_grid_estimate
+from invarirank.runner._grid_estimate import estimate_run, format_grid_cost, format_grid_estimate
 from invarirank.store import publish_run
 from tests.support import ROOT
 from tests.support.runner import Killed
@@ -215,7 +215,7 @@ def test_incomplete_folder_is_recomputed(tmp_path, monkeypatch):
 def _die_after_each_export(monkeypatch, exported: list | None = None):
     """Every session ends (raises :class:`Killed`) right after it commits its first shard into the results folder;
     ``exported`` collects what each commit copied. Returns the real ``export_shards``, to put back."""
-    import invarirank.runner.run as run_module
+    import invarirank.runner._run as run_module
 
     real_export = run_module.export_shards
 
@@ -233,7 +233,7 @@ def test_shards_are_committed_as_they_finish_and_a_fresh_clone_resumes_from_them
     """A run in shards copies each finished shard into results/<grid>/<run>/shards/ (the part to commit); a
     session on a fresh clone (no work folder) computes only the other shards, whatever its shard setting, and
     publishes the same files as an uninterrupted run, without the shards folder."""
-    import invarirank.runner.run as run_module
+    import invarirank.runner._run as run_module
     from invarirank.store import SHARD_FILES, committed_shards
 
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
@@ -269,8 +269,8 @@ def test_a_fresh_machine_resumes_with_the_calibration_committed_beside_the_shard
     other counts stops the run before any shard (the committed shards' STELLA_LW rows came from the other one)."""
     import json
 
-    import invarirank.methods.stella_calibration as stella_calibration
-    import invarirank.runner.run as run_module
+    import invarirank.methods._stella_calibration as stella_calibration
+    import invarirank.runner._run as run_module
     from invarirank.store import CALIBRATIONS_FILE, committed_shards
 
     spec = _tiny(shard_queries=1, methods=["zero_shot", "stella"])
@@ -333,7 +333,7 @@ def test_a_session_on_another_machine_leaves_the_committed_calibration_record_as
     shard without rewriting the record: ``shards/calibrations.json`` keeps its bytes."""
     import json
 
-    from invarirank.io import atomic_write_json
+    from invarirank._io import atomic_write_json
     from invarirank.store import CALIBRATIONS_FILE, committed_shards
 
     spec = _tiny(shard_queries=1, methods=["zero_shot", "stella"])
@@ -358,7 +358,7 @@ def test_a_session_on_another_machine_leaves_the_committed_calibration_record_as
 def test_a_committed_shard_of_another_configuration_is_refused(tmp_path, monkeypatch):
     """Shards committed by a run of other settings (here M = 4) under this run's name are never mixed in: the
     resumed run stops with one line naming the shard and the part that differs."""
-    import invarirank.runner.run as run_module
+    import invarirank.runner._run as run_module
 
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
     results, work = tmp_path / "results", tmp_path / "runs"

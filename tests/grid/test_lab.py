@@ -8,7 +8,7 @@ import json
 import pytest
 
 from invarirank.errors import InvariRankError
-from invarirank.grid.lab import sweep_results
+from invarirank.grid._lab import sweep_results
 from tests.support import ROOT
 
 SMALL = {
@@ -41,7 +41,7 @@ def test_outside_a_checkout_without_settings_is_one_clear_error(monkeypatch, tmp
 
 
 def test_outside_a_checkout_the_sweep_is_computed_once_into_the_cache(monkeypatch, tmp_path):
-    from invarirank.compendium.lab import sweep_frame
+    from invarirank.compendium._lab import sweep_frame
 
     monkeypatch.chdir(tmp_path)
     results = sweep_results(None, SMALL, cache=tmp_path / "cache")

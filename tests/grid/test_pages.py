@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import invarirank.grid.book as book_module
+import invarirank.grid._book as book_module
 from invarirank.cli import main
 from invarirank.grid import load_grid
 from tests.support import ROOT
@@ -43,7 +43,7 @@ def recorded(monkeypatch) -> list[str]:
         return True
 
     monkeypatch.setattr(book_module, "execute_notebook", record)
-    monkeypatch.setattr("invarirank.grid.notebooks.check_kernel", lambda name: None)
+    monkeypatch.setattr("invarirank.grid._notebooks.check_kernel", lambda name: None)
     return executed
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from invarirank.candidates import write_candidates
-from invarirank.llm.testing import toy_split_queries
+from invarirank.llm._testing import toy_split_queries
 from tests.support.hostile import expect_rejected
 
 RERANKERS = """

@@ -14,7 +14,7 @@ import pytest
 
 from invarirank.candidates import query_to_json
 from invarirank.cli import main
-from invarirank.data.synthetic import synthetic_queries
+from invarirank.data._synthetic import synthetic_queries
 from invarirank.errors import InvariRankError
 from tests.support import ROOT
 from tests.support.hostile import expect_rejected
@@ -179,7 +179,7 @@ def test_report_refuses_an_empty_out(tmp_path, capsys, monkeypatch):
 
 # ------------------------------------------------------------------------------- F10 resources
 def test_a_local_ray_never_gets_more_cpus_than_the_machine(capsys):
-    from invarirank.limits import local_ray_cpus
+    from invarirank._limits import local_ray_cpus
 
     assert local_ray_cpus(40, 1, machine=2) == (2, 2)  # 40 workers on 2 cores: 2 workers
     assert local_ray_cpus(1000, 0.5, machine=2) == (2, 4)

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from invarirank._io import read_json
 from invarirank.candidates import query_to_json
 from invarirank.cli import main
-from invarirank.data.synthetic import synthetic_queries
-from invarirank.io import read_json
+from invarirank.data._synthetic import synthetic_queries
 from invarirank.runner import RunConfig, run_status
-from invarirank.runner.inputs import input_hashes
+from invarirank.runner._inputs import input_hashes
 from tests.support import ROOT
 from tests.support.data import make_ratings, write_csv_layout
 from tests.support.hostile import expect_rejected, snapshot

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from invarirank.errors import InvariRankError
-from invarirank.runner.config import RunConfig
+from invarirank.runner._config import RunConfig
 
 
 @pytest.mark.parametrize("name", ["", "   "])
@@ -35,7 +35,7 @@ def test_a_folder_with_its_own_code_needs_trust_remote_code(tmp_path):
 
 def test_a_tokenizer_larger_than_the_embeddings_is_refused():
     pytest.importorskip("transformers")
-    from invarirank.llm.testing import tiny_model, train_tokenizer
+    from invarirank.llm._testing import tiny_model, train_tokenizer
 
     tokenizer = train_tokenizer(vocab_size=400)
     with pytest.raises(InvariRankError, match=r"its tokenizer has \d+ tokens, more than the 100 rows"):

@@ -1,5 +1,5 @@
 """Hostile input, round 4 (issue 39) F5: what papermill injects into a notebook is checked by its first cell after
-the parameters (:func:`invarirank.grid.parameters.check_parameters`), in one line naming the notebook and the
+the parameters (:func:`invarirank.grid._parameters.check_parameters`), in one line naming the notebook and the
 parameter; the notebooks' own defaults pass."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import types
 import pytest
 
 from invarirank.errors import InvariRankError
-from invarirank.grid.parameters import check_parameters, declared_parameters
+from invarirank.grid._parameters import check_parameters, declared_parameters
 from tests.support import ROOT
 
 NOTEBOOKS = ("rerank", "data", "results", "lab")

@@ -196,9 +196,9 @@ def test_f16_a_candidates_run_of_a_grid_is_computed_once_and_its_page_reads_it(t
     machine path."""
     import json
 
+    from invarirank._io import read_json
     from invarirank.candidates import query_to_json
-    from invarirank.data.synthetic import synthetic_queries
-    from invarirank.io import read_json
+    from invarirank.data._synthetic import synthetic_queries
 
     cands = tmp_path / "c.jsonl"
     cands.write_text(

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import invarirank as ir
-from invarirank.llm.testing import toy_split_queries
+from invarirank.llm._testing import toy_split_queries
 from invarirank.runner.rerank import rerank_window
 
 QUERY = next(q for q in toy_split_queries() if q.split == "test")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from invarirank.cli import main
-from invarirank.data.synthetic import write_synthetic_candidates
+from invarirank.data._synthetic import write_synthetic_candidates
 from tests.support.hostile import expect_rejected, read_only
 
 pytestmark = pytest.mark.usefixtures("private_cache")

@@ -85,7 +85,7 @@ def test_committed_scores_recomputed_here_agree_to_the_tolerance():
     pytest.importorskip("transformers")
     from invarirank.llm import make_scorer
     from invarirank.runner import RunConfig
-    from invarirank.runner.queries import load_queries
+    from invarirank.runner._queries import load_queries
 
     rows = _rows("smollm2-span-k5")[:3]
     config = RunConfig.from_manifest(json.loads((EVIDENCE / "smollm2-span-k5" / "manifest.json").read_text()))

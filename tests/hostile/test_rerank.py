@@ -14,7 +14,7 @@ import pytest
 
 from invarirank.candidates import query_to_json
 from invarirank.cli import main
-from invarirank.data.synthetic import synthetic_queries
+from invarirank.data._synthetic import synthetic_queries
 from tests.support.hostile import expect_rejected, read_only
 from tests.support.hostile import rerank_argv as _base
 
@@ -307,7 +307,7 @@ def test_unwritable_places(case, tmp_path, capsys, monkeypatch):
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory):
     pytest.importorskip("torch")
-    from invarirank.llm.testing import tiny_model, train_tokenizer
+    from invarirank.llm._testing import tiny_model, train_tokenizer
 
     tok = train_tokenizer("bytelevel")
     lm = tiny_model("llama", tok)
@@ -433,7 +433,7 @@ def test_a_second_writer_of_a_run_folder_stops_at_once(tmp_path, capsys):
     import os
     import socket
 
-    from invarirank.locks import folder_lock
+    from invarirank._locks import folder_lock
 
     cands = _write(tmp_path / "cands.jsonl", _good())
     out = tmp_path / "run"

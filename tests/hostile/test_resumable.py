@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from invarirank._locks import folder_lock
 from invarirank.cli import main
 from invarirank.errors import InvariRankError
-from invarirank.locks import folder_lock
 from tests.support.hostile import full_disk, rerank_argv
 from tests.support.runner import toy_candidates
 
@@ -183,7 +183,7 @@ def test_a_page_that_fails_leaves_no_hidden_file_and_is_executed_again(tmp_path,
     """A book page (executed after the runs it shows are published): a failure is one error naming the page, never
     its hidden temporary notebook, and leaves no hidden file; the same call then writes the page."""
     from invarirank.errors import RunFailed
-    from invarirank.grid.notebooks import execute_notebook
+    from invarirank.grid._notebooks import execute_notebook
     from tests.support import ROOT
 
     page = tmp_path / "pages" / "rerank.ipynb"

@@ -19,7 +19,7 @@ import pytest
 
 from invarirank.candidates import query_to_json
 from invarirank.cli import main
-from invarirank.data.synthetic import synthetic_queries
+from invarirank.data._synthetic import synthetic_queries
 from invarirank.errors import InvariRankError
 from invarirank.evaluation import METRICS_SCHEMA_VERSION
 from tests.support import ROOT
@@ -101,7 +101,7 @@ def _null_device(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("writer", ["evaluate", "library"])
 def test_f1_character_device_is_written_through(writer, tmp_path, capsys):
-    from invarirank.io import atomic_write_json
+    from invarirank._io import atomic_write_json
 
     obs = _jsonl(tmp_path / "obs.jsonl", _rows())
     dev = _null_device(tmp_path)
@@ -116,7 +116,7 @@ def test_f1_character_device_is_written_through(writer, tmp_path, capsys):
 
 
 def test_f1_library_writer_refuses_fifo_and_follows_links(tmp_path):
-    from invarirank.io import atomic_write_json, atomic_write_text
+    from invarirank._io import atomic_write_json, atomic_write_text
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -132,7 +132,7 @@ def test_f1_library_writer_refuses_fifo_and_follows_links(tmp_path):
 
 
 def test_t5_full_disk_names_the_file(tmp_path, monkeypatch):
-    from invarirank.io import atomic_write_text
+    from invarirank._io import atomic_write_text
 
     def full(self, *a, **kw):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -183,7 +183,7 @@ def test_f2_run_config_names():
 
 
 def test_f2_inside():
-    from invarirank.io import inside
+    from invarirank._io import inside
 
     assert inside("/tmp", "/tmp/a/b") == Path("/tmp/a/b")
     for bad in ("/tmp/..", "/tmp/a/../..", "/tmp"):
@@ -409,7 +409,7 @@ def test_f11_config_file_duplicates_and_octal(tmp_path, capsys):
 
 
 def test_f11_yaml_12_numbers_are_read_as_12():
-    from invarirank.yaml_reader import load_yaml
+    from invarirank._yaml_reader import load_yaml
 
     assert load_yaml("a: 1e-3\nb: 0o17\nc: 0x1F\nd: 10\ne: true\nf: -2.5\n", "t.yaml") == {
         "a": 0.001,
@@ -496,7 +496,7 @@ def test_evaluate(name, make, extra, needles, tmp_path, capsys):
 def test_h1_gpi_bound_in_the_library():
     import numpy as np
 
-    from invarirank.evaluation.consistency import MAX_GPI_K, gpi_local_search
+    from invarirank.evaluation._consistency import MAX_GPI_K, gpi_local_search
 
     with pytest.raises(InvariRankError, match=f"limit K <= {MAX_GPI_K}"):
         gpi_local_search(np.zeros((1, MAX_GPI_K + 1, MAX_GPI_K + 1), dtype=np.int64))
@@ -505,8 +505,8 @@ def test_h1_gpi_bound_in_the_library():
 
 
 def test_h1_bounds_agree():
-    from invarirank.commands import evaluate
-    from invarirank.runner.config import MAX_BOOTSTRAP
+    from invarirank._limits import MAX_BOOTSTRAP
+    from invarirank.commands import _evaluate as evaluate
 
     assert evaluate.MAX_BOOTSTRAP == MAX_BOOTSTRAP
 
@@ -654,7 +654,7 @@ def test_retrieve(name, setup, needles, tmp_path, capsys):
 
 def test_f12_first_stage_uses_the_prepared_threshold(tmp_path):
     from invarirank.retrieval import retrieve
-    from invarirank.retrieval.data import load_retrieval_data
+    from invarirank.retrieval._data import load_retrieval_data
 
     data = _prepared(tmp_path, STATS)
     result = retrieve(data, retriever="popularity", k=3, out=tmp_path / "cand", progress=False)

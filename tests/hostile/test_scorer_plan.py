@@ -16,7 +16,7 @@ import pytest
 
 from invarirank.candidates import query_to_json
 from invarirank.cli import main
-from invarirank.data.synthetic import synthetic_queries
+from invarirank.data._synthetic import synthetic_queries
 from tests.support.hostile import expect_rejected
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ import pytest
 
 import invarirank as ir
 from invarirank.candidates import query_to_json
-from invarirank.data.synthetic import synthetic_queries
+from invarirank.data._synthetic import synthetic_queries
 from invarirank.errors import InvariRankError
 from invarirank.methods.stella import calibrate
 from invarirank.runner.rerank import rerank_window

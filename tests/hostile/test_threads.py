@@ -25,7 +25,7 @@ def test_more_queries_than_the_pool_takes_all_with_a_note(tmp_path, capsys, monk
     keeps those kept at sample_k)."""
     from invarirank.candidates import query_to_json
     from invarirank.cli import main
-    from invarirank.data.synthetic import synthetic_queries
+    from invarirank.data._synthetic import synthetic_queries
 
     monkeypatch.setenv("INVARIRANK_CACHE", str(tmp_path / "cache"))
     cands = tmp_path / "cands.jsonl"

@@ -15,10 +15,11 @@ from invarirank.llm.factory import check_scorer_options
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from invarirank.llm import paper_models, vllm_backend  # noqa: E402
-from invarirank.llm.choice import ChoiceScorer  # noqa: E402
+from invarirank.llm import _paper_models as paper_models  # noqa: E402
+from invarirank.llm import _vllm_backend as vllm_backend  # noqa: E402
+from invarirank.llm._choice import ChoiceScorer  # noqa: E402
+from invarirank.llm._span import SpanScorer  # noqa: E402
 from invarirank.llm.models import load_model  # noqa: E402
-from invarirank.llm.span import SpanScorer  # noqa: E402
 from tests.support.ml100k import ml100k_queries  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""Batch schedules (:mod:`invarirank.llm.batching`) as pure logic: properties over random suffix lengths, prefixes,
+"""Batch schedules (:mod:`invarirank.llm._batching`) as pure logic: properties over random suffix lengths, prefixes,
 batch sizes and token budgets, no torch and no model."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import invarirank.llm.batching as batching
-from invarirank.llm.batching import computed_positions, group_by_prefix, packed_batches, per_prefix_batches
+import invarirank.llm._batching as batching
+from invarirank.llm._batching import computed_positions, group_by_prefix, packed_batches, per_prefix_batches
 
 SETTINGS = settings(max_examples=300, deadline=None, database=None)  # database=None: no .hypothesis/ folder
 

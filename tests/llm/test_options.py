@@ -1,4 +1,4 @@
-"""Scorer options are declared once (:mod:`invarirank.llm.options`): every option a config may give, of every
+"""Scorer options are declared once (:mod:`invarirank.llm._options`): every option a config may give, of every
 registered scorer kind, is accepted by the scorer's constructor, a ``RunConfig``, ``invarirank rerank
 --scorer-option`` and a grid file, and nothing else is; ``max_batch_tokens`` with ``--query-window`` runs end to end
 on a real model."""
@@ -13,13 +13,13 @@ import yaml
 
 from invarirank.candidates import write_candidates
 from invarirank.cli import main
-from invarirank.commands.rerank import config_from_args
-from invarirank.data.synthetic import synthetic_queries
+from invarirank.commands._rerank import config_from_args
+from invarirank.data._synthetic import synthetic_queries
 from invarirank.errors import InvariRankError
 from invarirank.evaluation.observations import read_observations
-from invarirank.grid.spec import load_grid
+from invarirank.grid._spec import load_grid
+from invarirank.llm._options import config_examples
 from invarirank.llm.factory import SCORER_KINDS, SCORER_OPTIONS, check_scorer_options, make_scorer
-from invarirank.llm.options import config_examples
 from invarirank.runner import RunConfig
 
 KINDS = list(SCORER_KINDS)
@@ -124,7 +124,7 @@ def test_every_option_is_accepted_by_the_real_constructors(kind):
     and each option's own effect shows where the scorer reports it."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from invarirank.llm.testing import tiny_model, toy_query, train_tokenizer
+    from invarirank.llm._testing import tiny_model, toy_query, train_tokenizer
 
     lm = tiny_model("llama", train_tokenizer("bytelevel"), seed=5)
     examples = config_examples(SCORER_OPTIONS[kind])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from invarirank.errors import InvariRankError
-from invarirank.llm.precision import check_cpu_precision, cpu_flags, cpu_supports_bf16
+from invarirank.llm._precision import check_cpu_precision, cpu_flags, cpu_supports_bf16
 
 ZEN3 = frozenset("fpu sse sse2 avx avx2 fma f16c".split())
 SAPPHIRE = frozenset("fpu sse avx2 avx512f avx512_bf16 amx_bf16 amx_tile".split())
@@ -51,7 +51,8 @@ def test_flags_are_read_from_cpuinfo(tmp_path):
 
 def test_model_loading_refuses_emulated_bf16(monkeypatch):
     torch = pytest.importorskip("torch")
-    from invarirank.llm import models, precision
+    from invarirank.llm import _precision as precision
+    from invarirank.llm import models
 
     monkeypatch.delenv("INVARIRANK_ALLOW_EMULATED_BF16", raising=False)
     monkeypatch.setattr(precision, "cpu_flags", lambda: ZEN3)

@@ -9,7 +9,7 @@ import pytest
 
 from invarirank.errors import InvariRankError
 from invarirank.llm import make_scorer
-from invarirank.llm.prompts import (
+from invarirank.llm._prompts import (
     TEMPLATE_VERSION,
     ChoiceTemplate,
     SpanTemplate,
@@ -86,8 +86,8 @@ def test_choice_message_and_versions():
 
 def test_package_import_does_not_load_torch():
     code = (
-        "import sys, invarirank.llm, invarirank.llm.factory, invarirank.llm.prompts, "
-        "invarirank.llm.persistent_cache; "
+        "import sys, invarirank.llm, invarirank.llm.factory, invarirank.llm._prompts, "
+        "invarirank.llm._persistent_cache; "
         "s = invarirank.llm.make_scorer('simulated', seed=1); "
         "print('torch' in sys.modules, 'transformers' in sys.modules)"
     )

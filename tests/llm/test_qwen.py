@@ -18,12 +18,12 @@ pytest.importorskip("gguf")
 
 from invarirank.cli import main  # noqa: E402
 from invarirank.evaluation import read_observations  # noqa: E402
-from invarirank.llm import paper_models  # noqa: E402
-from invarirank.llm.choice import ChoiceScorer  # noqa: E402
+from invarirank.llm import _paper_models as paper_models  # noqa: E402
+from invarirank.llm._choice import ChoiceScorer  # noqa: E402
+from invarirank.llm._prompts import render_item  # noqa: E402
+from invarirank.llm._span import SpanScorer  # noqa: E402
+from invarirank.llm._testing import reference_logits, toy_query  # noqa: E402
 from invarirank.llm.models import load_model  # noqa: E402
-from invarirank.llm.prompts import render_item  # noqa: E402
-from invarirank.llm.span import SpanScorer  # noqa: E402
-from invarirank.llm.testing import reference_logits, toy_query  # noqa: E402
 from invarirank.types import rank_by_scores  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -14,11 +14,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("gguf")
 
-from invarirank.llm.choice import ChoiceScorer  # noqa: E402
+from invarirank.llm._choice import ChoiceScorer  # noqa: E402
+from invarirank.llm._prompts import render_item  # noqa: E402
+from invarirank.llm._span import SpanScorer  # noqa: E402
+from invarirank.llm._testing import reference_logits, toy_query  # noqa: E402
 from invarirank.llm.models import load_model  # noqa: E402
-from invarirank.llm.prompts import render_item  # noqa: E402
-from invarirank.llm.span import SpanScorer  # noqa: E402
-from invarirank.llm.testing import reference_logits, toy_query  # noqa: E402
 from invarirank.types import rank_by_scores  # noqa: E402
 
 pytestmark = pytest.mark.slow

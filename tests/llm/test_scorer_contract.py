@@ -1,7 +1,7 @@
 """The scorer contract, run against every registered scorer kind (``SCORER_KINDS``: span and choice on tiny random
-models from ``invarirank.llm.testing``, the simulated one) and both pass caches (the persistent on-disk one inside
+models from ``invarirank.llm._testing``, the simulated one) and both pass caches (the persistent on-disk one inside
 a real scorer, the per-query in-memory one of the runner around any scorer), with the checks shipped in
-:mod:`invarirank.llm.testing`.
+:mod:`invarirank.llm._testing`.
 
 A scorer scores one presented order of a query: ``score(query, presented).scores[i]`` belongs to ``presented[i]``
 (0-based input position; higher = preferred); it is deterministic, declares the ``BatchScorer`` members, and
@@ -13,8 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from invarirank.llm.factory import SCORER_KINDS, make_scorer
-from invarirank.llm.testing import (
+from invarirank.llm._testing import (
     check_aligned_under_permutation,
     check_declares_batching,
     check_deterministic,
@@ -23,6 +22,7 @@ from invarirank.llm.testing import (
     check_scorer,
     toy_query,
 )
+from invarirank.llm.factory import SCORER_KINDS, make_scorer
 from invarirank.methods import QueryPassCache, ScoreOnly, as_batch_scorer, batch_size_of
 from invarirank.types import ScoreResult
 
@@ -45,7 +45,7 @@ def other_query():
 def tiny_lm():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from invarirank.llm.testing import tiny_model, train_tokenizer
+    from invarirank.llm._testing import tiny_model, train_tokenizer
 
     return tiny_model("llama", train_tokenizer("bytelevel"), seed=5)
 

@@ -16,10 +16,10 @@ pytest.importorskip("transformers")
 
 from invarirank.errors import InvariRankError  # noqa: E402
 from invarirank.llm import make_scorer  # noqa: E402
-from invarirank.llm.choice import ChoiceScorer  # noqa: E402
+from invarirank.llm._choice import ChoiceScorer  # noqa: E402
+from invarirank.llm._span import SpanScorer  # noqa: E402
+from invarirank.llm._testing import ARCHS, reference_logits, tiny_model, toy_items, toy_query, train_tokenizer  # noqa: E402
 from invarirank.llm.models import load_model  # noqa: E402
-from invarirank.llm.span import SpanScorer  # noqa: E402
-from invarirank.llm.testing import ARCHS, reference_logits, tiny_model, toy_items, toy_query, train_tokenizer  # noqa: E402
 from invarirank.types import HistoryEntry, Item, Query, rank_by_scores  # noqa: E402
 
 TOL = 1e-4
@@ -97,7 +97,7 @@ def test_scored_span_decodes_to_exactly_the_candidate_text(kind, tok, sp_tok):
         Item("x3", "Das Boot (The Boat)", 1981, ("War",)),
     ]
     q = Query("u9", "9", (HistoryEntry(items[0], 4.0),), tuple(items), ("x1",))
-    from invarirank.llm.prompts import render_item
+    from invarirank.llm._prompts import render_item
 
     assert sc.scored_texts(q, items) == [render_item(it) for it in items]
     ex = sc.explain(q, items)
@@ -253,7 +253,7 @@ def test_special_delimiters_variant(tok, query):
     assert emb.shape[0] == n_vocab + 4
     torch.testing.assert_close(emb[-1], lm.model.get_input_embeddings().weight.mean(0))
     assert len(sc.encoder.tokenize("[ITEM]").ids) == 1
-    from invarirank.llm.prompts import render_item
+    from invarirank.llm._prompts import render_item
 
     assert sc.scored_texts(query, query.candidates) == [render_item(it) for it in query.candidates]
     naive = SpanScorer(sc.loaded, naive=True)
@@ -286,7 +286,7 @@ def test_local_folder_and_unknown_models(models, tok, query, tmp_path, monkeypat
 
 
 def test_unforkable_cache_falls_back_to_full_forwards(models, query, monkeypatch):
-    import invarirank.llm.prefix as prefix
+    import invarirank.llm._prefix as prefix
 
     monkeypatch.setattr(prefix, "_forkable_types", lambda: ())
     sc = SpanScorer(models["llama"], pass_cache=False)
@@ -302,12 +302,12 @@ def test_pass_cache_key_is_stable_across_processes(tok):
     import subprocess
     import sys
 
-    from invarirank.llm.persistent_cache import pass_key
+    from invarirank.llm._persistent_cache import pass_key
 
     code = (
-        "from invarirank.llm.testing import tiny_model, train_tokenizer\n"
-        "from invarirank.llm.span import SpanScorer\n"
-        "from invarirank.llm.persistent_cache import pass_key\n"
+        "from invarirank.llm._testing import tiny_model, train_tokenizer\n"
+        "from invarirank.llm._span import SpanScorer\n"
+        "from invarirank.llm._persistent_cache import pass_key\n"
         "sc = SpanScorer(tiny_model('llama', train_tokenizer('bytelevel'), seed=7), pass_cache=False)\n"
         "print(pass_key(sc.key_identity(), 'prompt'))\n"
     )

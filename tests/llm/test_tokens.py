@@ -15,12 +15,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from invarirank.errors import InvariRankError  # noqa: E402
-from invarirank.llm.choice import ChoiceScorer  # noqa: E402
+from invarirank.llm._choice import ChoiceScorer  # noqa: E402
+from invarirank.llm._prompts import render_item  # noqa: E402
+from invarirank.llm._span import SpanScorer  # noqa: E402
+from invarirank.llm._testing import tiny_model, train_tokenizer  # noqa: E402
+from invarirank.llm._tokens import PromptTokenizer  # noqa: E402
 from invarirank.llm.models import REGISTRY, load_tokenizer  # noqa: E402
-from invarirank.llm.prompts import render_item  # noqa: E402
-from invarirank.llm.span import SpanScorer  # noqa: E402
-from invarirank.llm.testing import tiny_model, train_tokenizer  # noqa: E402
-from invarirank.llm.tokens import PromptTokenizer  # noqa: E402
 from invarirank.types import HistoryEntry, Item, Query  # noqa: E402
 
 MODELS = sorted(REGISTRY)

@@ -1,7 +1,7 @@
 """The ``vllm`` scorer backend against the default ``hf`` one (issue 38), on vLLM's CPU build in its own venv
 (``make vllm-venv``): real ML-100K prompts at K = 10 and 25, SmolLM2's float32 folder and the paper's three
 tokenizers around tiny random models (the merged label scheme of Llama 3 / Qwen 2.5, Mistral's answer lead). Every score
-within :data:`invarirank.llm.vllm_backend.TOLERANCE` of the ``hf`` score and every ranking identical; the backend in
+within :data:`invarirank.llm._vllm_backend.TOLERANCE` of the ``hf`` score and every ranking identical; the backend in
 the pass-cache key for ``vllm`` and absent for ``hf``.
 
 Marked ``vllm`` (and ``slow``): without the vLLM venv they skip, saying so; under ``INVARIRANK_REQUIRE_ALL=1``
@@ -25,9 +25,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from invarirank.llm import paper_models, vllm_backend  # noqa: E402
-from invarirank.llm.choice import ChoiceScorer  # noqa: E402
-from invarirank.llm.span import SpanScorer  # noqa: E402
+from invarirank.llm import _paper_models as paper_models  # noqa: E402
+from invarirank.llm import _vllm_backend as vllm_backend  # noqa: E402
+from invarirank.llm._choice import ChoiceScorer  # noqa: E402
+from invarirank.llm._span import SpanScorer  # noqa: E402
 
 MODELS = ["smollm2-135m", *paper_models.PAPER_MODELS]
 KS = (10, 25)

@@ -9,13 +9,13 @@ import sys
 import numpy as np
 import pytest
 
+from invarirank._orders import draw_order, presented_orders, stable_seed
 from invarirank.errors import InvariRankError
-from invarirank.llm.simulated import SimulatedScorer
+from invarirank.llm._simulated import SimulatedScorer
 from invarirank.methods import METHODS, QueryPassCache, run_method
+from invarirank.methods._borda import borda
 from invarirank.methods._common import shuffle_positions
-from invarirank.methods.borda import borda
 from invarirank.methods.stella import posterior_update
-from invarirank.orders import draw_order, presented_orders, stable_seed
 from invarirank.types import Item, Query, ScoreResult, rank_by_scores
 from tests.support import ROOT
 
@@ -184,7 +184,7 @@ def test_stable_seed_is_not_python_hash():
         PYTHONHASHSEED="123" if os.environ.get("PYTHONHASHSEED") != "123" else "7",
         PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
     )
-    code = "from invarirank.orders import stable_seed; print(stable_seed(1, 'u1', 2))"
+    code = "from invarirank._orders import stable_seed; print(stable_seed(1, 'u1', 2))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert int(out.stdout) == stable_seed(1, "u1", 2)
 
@@ -275,7 +275,7 @@ def test_simulated_bad_options_are_clear_errors():
 
 def test_simulated_scorer_does_not_import_torch():
     code = (
-        "import sys, invarirank.llm.simulated, invarirank.methods, invarirank.runner; "
+        "import sys, invarirank.llm._simulated, invarirank.methods, invarirank.runner; "
         "print('torch' in sys.modules, 'transformers' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

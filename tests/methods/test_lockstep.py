@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from invarirank._orders import presented_orders
 from invarirank.errors import InvariRankError
-from invarirank.llm.simulated import SimulatedScorer
-from invarirank.llm.testing import toy_query, toy_split_queries
+from invarirank.llm._simulated import SimulatedScorer
+from invarirank.llm._testing import toy_query, toy_split_queries
 from invarirank.methods import METHODS, QueryPassCache, drive_many, method_steps, run_method
-from invarirank.methods.stella_calibration import calibration_counts
-from invarirank.orders import presented_orders
+from invarirank.methods._stella_calibration import calibration_counts
 from invarirank.types import ScorerBase
 
 

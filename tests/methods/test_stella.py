@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 
 from invarirank.errors import InvariRankError
-from invarirank.llm.simulated import SimulatedScorer
+from invarirank.llm._simulated import SimulatedScorer
 from invarirank.methods import run_method
 from invarirank.methods._common import as_batch_scorer
-from invarirank.methods.stella import calibrate, entropy, posterior_update
-from invarirank.methods.stella_calibration import (
+from invarirank.methods._stella_calibration import (
     calibration_counts,
     calibration_key,
     calibration_need,
@@ -21,6 +20,7 @@ from invarirank.methods.stella_calibration import (
     load_or_calibrate,
     select_calibration_queries,
 )
+from invarirank.methods.stella import calibrate, entropy, posterior_update
 from invarirank.types import Item, Query, ScoreResult
 
 T_HAND = np.array([[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.1, 0.1, 0.8]])

@@ -11,7 +11,7 @@ import pytest
 
 from invarirank.candidates import read_candidates
 from invarirank.retrieval import retrieval_metrics, retrieve
-from invarirank.retrieval.candidates import top_k_row, top_k_unseen
+from invarirank.retrieval._candidates import top_k_row, top_k_unseen
 from tests.retrieval.test_helpers import synthetic_interactions, write_prepared
 
 

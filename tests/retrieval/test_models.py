@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from invarirank.retrieval import retrieve  # noqa: E402
-from invarirank.retrieval.data import load_retrieval_data  # noqa: E402
-from invarirank.retrieval.lightgcn import LightGCNConfig, build_norm_adj, propagate, sample_negatives, train_lightgcn  # noqa: E402
+from invarirank.retrieval._data import load_retrieval_data  # noqa: E402
+from invarirank.retrieval._lightgcn import LightGCNConfig, build_norm_adj, propagate, sample_negatives, train_lightgcn  # noqa: E402
 from tests.retrieval.test_helpers import synthetic_interactions, write_prepared  # noqa: E402
 
 
@@ -99,7 +99,7 @@ def test_lightgcn_loss_decreases(data):
 
 def test_als_is_deterministic_for_a_seed(data):
     pytest.importorskip("implicit")
-    from invarirank.retrieval.als import ALSConfig, train_als
+    from invarirank.retrieval._als import ALSConfig, train_als
 
     cfg = ALSConfig(factors=8, iterations=3)
     args = (data.n_users, data.n_items, data.pos_user, data.pos_item)

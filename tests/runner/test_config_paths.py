@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from invarirank.runner import RunConfig
-from invarirank.runner.inputs import input_hashes
+from invarirank.runner._inputs import input_hashes
 
 
 def test_relative_paths_are_taken_against_the_root_and_absolute_ones_kept(tmp_path, monkeypatch):
@@ -43,7 +43,7 @@ def test_a_run_s_inputs_are_hashed_where_it_reads_them(tmp_path, monkeypatch):
 
 def _toy_candidates(path: Path) -> None:
     from invarirank.candidates import write_candidates
-    from invarirank.llm.testing import toy_split_queries
+    from invarirank.llm._testing import toy_split_queries
 
     write_candidates(path, toy_split_queries(n_test=2, k=4))
 

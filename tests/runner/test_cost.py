@@ -11,10 +11,11 @@ import pytest
 
 from invarirank.candidates import query_to_json
 from invarirank.cli import main
-from invarirank.data.synthetic import synthetic_queries
-from invarirank.llm.testing import toy_split_queries
-from invarirank.runner import RunConfig, cost_line
-from invarirank.runner.cost_line import cost_notice
+from invarirank.data._synthetic import synthetic_queries
+from invarirank.llm._testing import toy_split_queries
+from invarirank.runner import RunConfig
+from invarirank.runner import _cost_line as cost_line
+from invarirank.runner._cost_line import cost_notice
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 
@@ -43,7 +44,7 @@ def test_calibration_dominated_real_model_gets_the_line():
 
 
 def test_cached_calibration_is_not_counted(private_cache):
-    from invarirank.methods.stella_calibration import calibration_key, select_calibration_queries
+    from invarirank.methods._stella_calibration import calibration_key, select_calibration_queries
 
     test, validation = _split(2, 200, 10)
     config = RunConfig(scorer="span", K=10, M=4, n_queries=2, methods=ALL)
@@ -61,7 +62,7 @@ def test_a_calibration_recorded_with_the_shards_is_not_counted(private_cache):
 
     import numpy as np
 
-    from invarirank.methods.stella_calibration import CALIBRATION_VERSION, probes_sha256, select_calibration_queries
+    from invarirank.methods._stella_calibration import CALIBRATION_VERSION, probes_sha256, select_calibration_queries
 
     test, validation = _split(2, 200, 10)
     config = RunConfig(scorer="span", K=10, M=4, n_queries=2, methods=ALL)
@@ -161,9 +162,9 @@ def test_queries_in_finished_shards_are_not_priced(tmp_path, capsys):
     """A resumed run is priced for the queries it still has to compute: with 3 of 8 queries in finished shards of
     its folder, the line counts five queries' passes (K = 10, M = 20, zero-shot + SGS: 1 + 9 = 10 distinct passes
     per order, 200 per query: 1,000 passes at the assumed 1 s each) and says how many it left out."""
-    from invarirank.io import atomic_write_json
-    from invarirank.runner.phases import print_cost_notice
-    from invarirank.runner.queries import QuerySet
+    from invarirank._io import atomic_write_json
+    from invarirank.runner._phases import print_cost_notice
+    from invarirank.runner._queries import QuerySet
     from invarirank.store import RunFolder, shard_query_ids
 
     test, validation = _split(8, 0, 10)

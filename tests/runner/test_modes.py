@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from invarirank.io import read_json
-from invarirank.llm.simulated import SimulatedScorer
+from invarirank._io import read_json
+from invarirank.llm._simulated import SimulatedScorer
 from invarirank.runner import run_experiment
 from tests.methods.test_lockstep import Batching
 from tests.support.runner import simulated_config as config

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from invarirank.orders import presented_orders
-from invarirank.runner.provenance import rows_reproduce
+from invarirank._orders import presented_orders
+from invarirank.runner._provenance import rows_reproduce
 from invarirank.types import Item, Query
 
 

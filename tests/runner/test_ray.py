@@ -13,14 +13,14 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
+from invarirank._io import read_json  # noqa: E402
 from invarirank.candidates import write_candidates  # noqa: E402
 from invarirank.cli import main as cli_main  # noqa: E402
 from invarirank.errors import InvariRankError  # noqa: E402
-from invarirank.grid.book_build import compute_runs  # noqa: E402
-from invarirank.io import read_json  # noqa: E402
-from invarirank.llm.testing import toy_split_queries  # noqa: E402
+from invarirank.grid._book_build import compute_runs  # noqa: E402
+from invarirank.llm._testing import toy_split_queries  # noqa: E402
 from invarirank.runner import RunConfig, run_experiment  # noqa: E402
-from invarirank.runner.ray_executor import RayExecutor  # noqa: E402
+from invarirank.runner._ray_executor import RayExecutor  # noqa: E402
 from tests.support.runner import Killed, kill_after  # noqa: E402
 
 ray = pytest.importorskip("ray")

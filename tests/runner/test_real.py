@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
+from invarirank._io import read_json
 from invarirank.evaluation import read_observations
-from invarirank.io import read_json
 from invarirank.runner import RunConfig, load_queries, make_run_scorer, run_experiment
 
 pytestmark = pytest.mark.slow

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from invarirank._io import read_json
 from invarirank.candidates import write_candidates
 from invarirank.cli import main as cli_main
 from invarirank.errors import InvariRankError
 from invarirank.evaluation import read_observations
-from invarirank.io import read_json
-from invarirank.llm.testing import toy_split_queries
+from invarirank.llm._testing import toy_split_queries
 from invarirank.runner import RunConfig, format_plan, load_queries, plan_run, run_experiment
 from tests.support.runner import Killed, kill_after, toy_candidates
 from tests.support.runner import simulated_config as config
@@ -67,7 +67,7 @@ def test_run_folder_rows_and_pass_counts(cands, tmp_path):
     cal = read_json(run / "calibration.json")["calibrations"][str(K)]
     assert len(cal["matrix"]) == K and min(min(r) for r in cal["counts"]) >= 1
     # the reference rows: the candidates file's own order (ids ascend with rank) and the random order
-    from invarirank.evaluation.references import read_first_stage
+    from invarirank.evaluation._references import read_first_stage
 
     first = read_first_stage(run / "first_stage.jsonl.gz")
     assert set(first) == qids and all(r == sorted(r, key=int) for r in first.values())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from invarirank.llm.testing import toy_query
+from invarirank.llm._testing import toy_query
 from invarirank.methods import QueryPassCache
 from invarirank.runner import RunConfig
 from invarirank.runner.rerank import rerank_query, rerank_window
@@ -18,7 +18,7 @@ FILES = ("observations.jsonl", "metrics.json", "calibration.json", "manifest.jso
 @pytest.fixture(scope="module")
 def tiny_llama():
     pytest.importorskip("torch")
-    from invarirank.llm.testing import tiny_model, train_tokenizer
+    from invarirank.llm._testing import tiny_model, train_tokenizer
 
     tok = train_tokenizer("bytelevel")
     return tiny_model("llama", tok, seed=5)
@@ -26,7 +26,7 @@ def tiny_llama():
 
 @pytest.mark.slow  # the fixture trains a tokenizer and builds a model: 82 s, and the test 154 s, on 2 busy cores
 def test_window_with_a_token_budget_on_a_tiny_llama(tiny_llama):
-    from invarirank.llm.span import SpanScorer
+    from invarirank.llm._span import SpanScorer
 
     queries = [toy_query(6, history=3 + 2 * i, seed=i, query_id=f"u{i}") for i in range(3)]  # prefixes differ
     config = RunConfig.from_mapping(

@@ -69,7 +69,7 @@ def test_the_alias_still_works_and_warns(module, monkeypatch, capsys):
 
 
 def test_a_deprecated_name_warns_with_its_replacement_and_release():
-    from invarirank.deprecation import deprecated
+    from invarirank._deprecation import deprecated
 
     with pytest.warns(
         FutureWarning, match=r"^old_name is deprecated and will be removed in invarirank 9\.9\.9; use new"

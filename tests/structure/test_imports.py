@@ -44,7 +44,7 @@ CORE = {
     "__init__",
 }
 #: modules that other layers may import on their own, without their layer: module → its layer
-PARTS = {"invarirank.methods.registry": "methods", "invarirank.llm.prompts": "llm"}
+PARTS = {"invarirank.methods.registry": "methods", "invarirank.llm._prompts": "llm"}
 ALLOWED = {
     "core": {"core"},
     "data": {"core"},
@@ -83,7 +83,7 @@ def module_name(path: Path) -> str:
 
 
 def public_path(module: str) -> str:
-    """``module`` without the ``_`` of its internal parts (``invarirank.llm._prompts`` → ``invarirank.llm.prompts``):
+    """``module`` without the ``_`` of its internal parts (``invarirank.llm._prompts`` → ``invarirank.llm._prompts``):
     a layer is named by what its modules do, whether or not they are internal."""
     return ".".join(p[1:] if p.startswith("_") and not p.startswith("__") else p for p in module.split("."))
 
@@ -201,15 +201,15 @@ def test_no_import_cycle():
 
 
 def test_the_rules_are_checked_on_real_imports():
-    assert "invarirank.store" in GRAPH["invarirank.runner.run"]
-    assert "invarirank.runner" in GRAPH["invarirank.grid.spec"]
-    assert layer("invarirank.compendium.lab") == layer("invarirank.compendium") == "compendium"
-    assert layer("invarirank.runner.lab") == "runner"
+    assert "invarirank.store" in GRAPH["invarirank.runner._run"]
+    assert "invarirank.runner" in GRAPH["invarirank.grid._spec"]
+    assert layer("invarirank.compendium._lab") == layer("invarirank.compendium") == "compendium"
+    assert layer("invarirank.runner._lab") == "runner"
 
 
 def runner_names_imported(source: str, module: str) -> list[str]:
     """What the module ``module`` (source ``source``) imports from the runner that is not the runner's facade for
-    the layers above: a runner submodule (``from ..runner.run import x``, ``import invarirank.runner.shards``), or a
+    the layers above: a runner submodule (``from ..runner.run import x``, ``import invarirank.runner._shards``), or a
     name that ``invarirank/runner/__init__.py`` does not import (its ``__all__`` holds only the stable names)."""
     facade = {
         alias.asname or alias.name
@@ -243,7 +243,7 @@ def test_the_grid_imports_only_what_the_runner_exports():
     # the check itself catches what the grid used to do
     # (a runner module that does not exist: the example stays as it is when modules are renamed)
     old = "from ..runner.gone import reuse_or_prepare\nfrom ..runner import RunConfig, status_of\n"
-    assert runner_names_imported(old, "invarirank.grid.book_build") == [
+    assert runner_names_imported(old, "invarirank.grid._book_build") == [
         "invarirank.runner.gone.reuse_or_prepare",
         "invarirank.runner.status_of",
     ]
@@ -255,11 +255,11 @@ def test_the_grid_imports_only_what_the_runner_exports():
         "invarirank",
         "invarirank.evaluation",
         "invarirank.compendium",
-        "invarirank.compendium.lab",
-        "invarirank.runner.lab",
+        "invarirank.compendium._lab",
+        "invarirank.runner._lab",
         "invarirank.store",
         "invarirank.methods",
-        "invarirank.runner.config",
+        "invarirank.runner._config",
     ],
 )
 def test_torch_free_parts_import_without_torch(module):

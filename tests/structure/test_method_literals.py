@@ -1,6 +1,6 @@
 """No method is special-cased by name outside its registry: a string literal equal to a registered method's name
 appears only in ``invarirank/methods/`` (where the methods and their registry live) and in the home of the paper's
-claims about them (``invarirank/evaluation/claims.py`` and the book's §5 judge, ``invarirank/compendium/
+claims about them (``invarirank/evaluation/_claims.py`` and the book's §5 judge, ``invarirank/compendium/
 section5.py``: orderings such as SGS > bootstrapping are findings a run is checked against). Everything else asks
 the registry what a method needs (``calibrator``, ``options``, ``shares``), so that adding a calibrated method, or
 renaming one, touches one file."""
@@ -14,7 +14,7 @@ from invarirank.methods.registry import METHODS
 from tests.support import ROOT
 
 #: where a method's name may be written out (relative to the repository root)
-HOMES = ("invarirank/methods/", "invarirank/evaluation/claims.py", "invarirank/compendium/section5.py")
+HOMES = ("invarirank/methods/", "invarirank/evaluation/_claims.py", "invarirank/compendium/_section5.py")
 
 
 def method_literals(path: Path, names: set[str]) -> list[int]:
@@ -47,8 +47,8 @@ def test_the_count_finds_a_special_case(tmp_path):
     package = tmp_path / "invarirank"  # never written into the repository
     (package / "runner").mkdir(parents=True)
     (package / "methods").mkdir()
-    (package / "runner" / "phases.py").write_text(
+    (package / "runner" / "_phases.py").write_text(
         '"""Mentions stella in prose: not a literal."""\nif "stella" in methods:\n    opts = {"matrix": m}\n'
     )
     (package / "methods" / "registry.py").write_text('NAME = "stella"\n')
-    assert literals_outside_homes(package) == ["invarirank/runner/phases.py:2"]
+    assert literals_outside_homes(package) == ["invarirank/runner/_phases.py:2"]

@@ -1,6 +1,6 @@
 """One list each: methods live in ``invarirank/methods/registry.py``, scorer kinds in ``invarirank/llm/factory.py``.
 No other source literal (a tuple, list, set or dict of names, or a comma-joined string) names two or more of them.
-The one exception is the home of the paper's *findings* about its methods (``invarirank/evaluation/claims.py``:
+The one exception is the home of the paper's *findings* about its methods (``invarirank/evaluation/_claims.py``:
 orderings such as SGS > bootstrapping > zero-shot > STELLA_LW are results a run is checked against, not a list of
 methods); everything else reads those from there."""
 
@@ -15,7 +15,7 @@ from invarirank.methods.registry import METHODS
 from tests.support import ROOT
 
 HOMES = {
-    "methods": {ROOT / "invarirank" / "methods" / "registry.py", ROOT / "invarirank" / "evaluation" / "claims.py"},
+    "methods": {ROOT / "invarirank" / "methods" / "registry.py", ROOT / "invarirank" / "evaluation" / "_claims.py"},
     "scorers": {ROOT / "invarirank" / "llm" / "factory.py"},
 }
 NAMES = {"methods": set(METHODS), "scorers": set(SCORER_KINDS)}

@@ -11,7 +11,7 @@ import io
 import json
 from pathlib import Path
 
-from invarirank.data.movielens import ML100K_GENRES
+from invarirank.data._movielens import ML100K_GENRES
 
 # (item id, raw MovieLens title, genres) — covers a trailing year, a title without a year, a title
 # with a year in the middle, "(no genres listed)", a latin-1 character and a comma inside a title.
@@ -74,7 +74,7 @@ def make_ratings() -> list[tuple[str, str, float, int]]:
 
 
 def _items_with_year(items):
-    from invarirank.data.titles import split_title_year
+    from invarirank.data._titles import split_title_year
 
     return [(i, *split_title_year(t), g) for i, t, g in items]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from invarirank.candidates import write_candidates
-from invarirank.llm.testing import toy_split_queries
+from invarirank.llm._testing import toy_split_queries
 from invarirank.runner import RunConfig
 
 
