@@ -16,6 +16,8 @@ import pytest
 from benchmarks.vllm_committed_run import DEFAULT_RUN, compare, recompute
 from tests.support.vllm import vllm_or_skip
 
+pytestmark = pytest.mark.committed  # both read the committed run's observations
+
 #: the committed run's first queries the test recomputes (8 presented orders each): 2 of its 5, since a pass costs
 #: seconds on a busy 2-core machine; the whole run's comparison is results/bench/cpu/*-recomputed-vllm.json
 QUERIES = 2
