@@ -2,15 +2,17 @@
 in this process, the history prefix computed once per query) and ``backend="vllm"`` (vLLM in its own venv, driven
 through :mod:`invarirank.llm._vllm_backend`), for the span and the choice scorer.
 
-    python -m benchmarks.vllm_backend [--json FILE] [--model smollm2-135m] [--k 25] [--queries 2] [--m 2]
+    python -m benchmarks.vllm_backend [--json FILE] [--model smollm2-135m] [--k 10,25] [--queries 1] [--m 1]
     python -m benchmarks.vllm_backend --arch llama-3.2-3b-instruct --dtype bfloat16 ...   # on a GPU machine
 
 Stream: the four methods' real requests (``benchmarks.gpu.request_stream``: which presented orders reach the
 scorer in which round, after the shared pass cache) for ``--queries`` prompts of the paper's shape (about 450
 tokens of history, 25 per candidate; ``benchmarks.gpu.make_queries``), replayed with every query of a round in one
 ``score_requests`` call (vLLM batches them; the ``hf`` backend computes each query's prefix once). One spare query's
-first round warms each scorer up first (and starts vLLM's engine, whose start is not timed: it is reported apart).
-Scores of the two backends are compared pass by pass (``max_abs_diff``).
+first round warms each scorer up first (and starts vLLM's engine, whose start is not timed: it is reported apart,
+as the first ``vllm`` row's ``warm_up_seconds``; one engine serves every K and both scorers of the model). Scores of
+the two backends are compared pass by pass (``max_abs_diff``, per scorer and K). The file is rewritten after every
+row, so a run stopped by a time limit keeps the rows it finished.
 
 Model: ``--model`` (a registry name or a folder; default SmolLM2-135M's float32 folder on the CPU), or ``--arch``
 (one of ``benchmarks/configs``: random weights from the real configuration, saved to a temporary folder that vLLM
@@ -77,6 +79,27 @@ def _folder_for_arch(name: str, dtype: str, seed: int) -> tuple[str, Any, Path]:
     return model_id, tokenizer, folder
 
 
+def vllm_info(prog: str) -> dict[str, str] | None:
+    """``{"version", "device_type"}`` of the vLLM the worker would run (no engine started); None, saying why on
+    stderr, when there is none."""
+    from invarirank.errors import InvariRankError
+    from invarirank.llm import _vllm_backend as vllm_backend
+
+    try:
+        return vllm_backend.probe(vllm_backend.vllm_python())
+    except InvariRankError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return None
+
+
+def write_json(out: Path, report: dict[str, Any]) -> None:
+    """``report`` as JSON at ``out`` (a temporary file renamed: never half-written)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, out)
+
+
 def measure(scorer_kind: str, backend: str, model: str, queries: list, stream: list, args: Any) -> dict[str, Any]:
     """One (scorer, backend): engine start (vLLM), warm-up, then the timed replay."""
     from invarirank.llm.factory import make_scorer
@@ -117,22 +140,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arch", default=None, help="a benchmarks/configs architecture with random weights instead")
     p.add_argument("--dtype", default="float32", help="float32 (default, the CPU) or bfloat16 (a GPU)")
     p.add_argument("--device", default="auto", help="where the hf backend runs (auto: cuda when available)")
-    p.add_argument("--k", type=int, default=25, help="candidates per query (default 25)")
-    p.add_argument("--queries", type=int, default=2, help="timed queries (default 2; one more warms up)")
-    p.add_argument("--m", type=int, default=2, help="presented orders per query (default 2 on 2 CPU cores)")
+    p.add_argument("--k", default="10,25", help="candidates per query, comma-separated (default 10,25)")
+    p.add_argument("--queries", type=int, default=1, help="timed queries (default 1; one more warms up)")
+    p.add_argument("--m", type=int, default=1, help="presented orders per query (default 1 on 2 CPU cores)")
     p.add_argument("--scorers", default="span,choice")
     p.add_argument("--backends", default="hf,vllm")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
+    try:
+        args.ks = [int(k) for k in str(args.k).split(",") if k.strip()]
+    except ValueError:
+        p.error(f"--k {args.k!r}: expected comma-separated integers, e.g. 10,25")
 
-    from invarirank.errors import InvariRankError
     from invarirank.llm import _vllm_backend as vllm_backend
 
-    try:
-        python = vllm_backend.vllm_python()
-        info = vllm_backend.probe(python)
-    except InvariRankError as exc:
-        print(f"benchmarks.vllm_backend: {exc}", file=sys.stderr)
+    info = vllm_info("benchmarks.vllm_backend")
+    if info is None:
         return 1
     args.model_id = None
     if args.arch:
@@ -142,8 +165,6 @@ def main(argv: list[str] | None = None) -> int:
         from invarirank.llm.models import load_tokenizer
 
         model, tokenizer = args.model, load_tokenizer(args.model)
-    queries = make_queries(tokenizer, args.queries + 1, args.k, 450, 25, args.seed)
-    stream = request_stream(queries, args.m, args.seed)
     report: dict[str, Any] = {
         "schema_version": 1,
         "device": f"{info['device_type']} ({platform.machine()}, {len(os.sched_getaffinity(0))} CPUs)",
@@ -153,28 +174,29 @@ def main(argv: list[str] | None = None) -> int:
         "results": [],
     }
     out = Path(args.json)
-    for kind in [s.strip() for s in args.scorers.split(",") if s.strip()]:
-        got = {}
-        for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
-            m = measure(kind, backend, model, queries, stream, args)
-            got[backend] = m["scores"]
-            report["results"].append(m["row"])
-            m["scorer"].close()
-            r = m["row"]
-            print(
-                f"{kind} {backend}: {r['passes']} passes in {r['seconds']:.1f} s = {r['passes_per_s']:.2f} passes/s "
-                f"(warm-up {r['warm_up_seconds']:.0f} s)",
-                flush=True,
-            )
-        if len(got) == 2:
-            a, b = got.values()
-            diff = max(float(np.max(np.abs(x.astype(np.float64) - y))) for x, y in zip(a, b))
-            report.setdefault("max_abs_diff", {})[kind] = diff
-            print(f"{kind}: max |hf - vllm| = {diff:.2e} over {len(a)} passes", flush=True)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, out)
+    for k in args.ks:
+        queries = make_queries(tokenizer, args.queries + 1, k, 450, 25, args.seed)
+        stream = request_stream(queries, args.m, args.seed)
+        for kind in [s.strip() for s in args.scorers.split(",") if s.strip()]:
+            got = {}
+            for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
+                m = measure(kind, backend, model, queries, stream, args)
+                got[backend] = m["scores"]
+                report["results"].append(m["row"])
+                if backend != "vllm":  # vLLM's engine serves every K and scorer of this model: stopped at the end
+                    m["scorer"].close()
+                r = m["row"]
+                print(
+                    f"K={k} {kind} {backend}: {r['passes']} passes in {r['seconds']:.1f} s = "
+                    f"{r['passes_per_s']:.3f} passes/s (warm-up {r['warm_up_seconds']:.0f} s)",
+                    flush=True,
+                )
+                if len(got) == 2:
+                    a, b = got.values()
+                    diff = max(float(np.max(np.abs(x.astype(np.float64) - y))) for x, y in zip(a, b))
+                    report.setdefault("max_abs_diff", {}).setdefault(kind, {})[str(k)] = diff
+                    print(f"K={k} {kind}: max |hf - vllm| = {diff:.2e} over {len(a)} passes", flush=True)
+                write_json(out, report)  # after every row: a run cut short by a time limit keeps what it measured
     vllm_backend.close_all()
     print(f"written: {out}")
     return 0

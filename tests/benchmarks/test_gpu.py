@@ -108,6 +108,11 @@ def test_the_cost_model_reads_the_benchmark_file(tmp_path):
     assert bench.seconds_per_pass("m/b", 25) == pytest.approx(0.2)  # the faster backend
     assert bench.seconds_per_pass("m/a", 50) == pytest.approx(0.1)  # scaled by the candidates
     assert bench.seconds_per_pass("m/other", 25) is None
+    # each backend's own price: a grid computed on that backend (the choice row prices no span run)
+    assert bench.only("hf").seconds_per_pass("m/b", 25) == pytest.approx(0.25)
+    assert bench.only("vllm").seconds_per_pass("m/b", 25) == pytest.approx(0.2)
+    assert bench.only("vllm").seconds_per_pass("m/a", 25) is None
+    assert bench.only("hf").seconds_per_pass("m/a", 25) == pytest.approx(0.05)  # rows without a backend are hf's
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
     with pytest.raises(Exception, match="bad.json: not a benchmark file"):
@@ -220,6 +225,19 @@ def test_the_projects_benchmark_files_are_merged_per_device(tmp_path):
     assert bench.seconds_per_pass("m/a", 50) == pytest.approx(1 / 4.0)
     assert bench.seconds_per_pass("m/b", 25) is None  # measured on another device only
     assert find_bench(None, root=tmp_path / "elsewhere") is None
+    # the CPU folder: both backends merged per backend; another benchmark's evidence file beside them is not a bench
+    cpu = folder / "cpu"
+    cpu.mkdir()
+    rows = [
+        {"model": "m/a", "K": 10, "scorer": "span", "backend": b, "passes_per_s": r}
+        for b, r in (("hf", 2.0), ("vllm", 1.0))
+    ]
+    (cpu / "2026-12-03-a.json").write_text(json.dumps({"device": "cpu", "results": rows}))
+    (cpu / "2026-12-03-recomputed.json").write_text(json.dumps({"rows_compared": 40, "rankings_identical": 40}))
+    got = find_bench(None, root=tmp_path, folder="results/bench/cpu")
+    assert got.source == "results/bench/cpu/2026-12-03-a.json" and got.seconds_per_pass("m/a", 10) == pytest.approx(0.5)
+    assert got.only("vllm").seconds_per_pass("m/a", 10) == pytest.approx(1.0)
+    assert got.only("hf").seconds_per_pass("m/a", 10) == pytest.approx(0.5)
 
 
 def test_a_k_the_benchmark_did_not_measure_is_priced_as_scaled_not_measured(tmp_path):

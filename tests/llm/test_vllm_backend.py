@@ -10,15 +10,14 @@ Marked ``vllm`` (and ``slow``): without the vLLM venv they skip, saying so; unde
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import numpy as np
 import pytest
 
-from invarirank.errors import InvariRankError
 from invarirank.types import rank_by_scores
 from tests.support.ml100k import ml100k_queries
+from tests.support.vllm import vllm_or_skip
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
@@ -37,21 +36,9 @@ KS = (10, 25)
 N_SHUFFLES = 1
 
 
-def _vllm_or_skip() -> str:
-    try:
-        python = vllm_backend.vllm_python()
-        vllm_backend.probe(python)
-    except InvariRankError as exc:
-        why = f"the vLLM backend cannot run here: {exc}"
-        if os.environ.get("INVARIRANK_REQUIRE_ALL") == "1":
-            pytest.fail(f"make test (INVARIRANK_REQUIRE_ALL=1): {why}; run `make vllm-venv`", pytrace=False)
-        pytest.skip(why)
-    return python
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _engines():
-    _vllm_or_skip()
+    vllm_or_skip()
     yield
     vllm_backend.close_all()
 
