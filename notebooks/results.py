@@ -33,7 +33,7 @@ from IPython.display import HTML, Markdown, display
 from myst_nb import glue
 
 from invarirank import compendium
-from invarirank.compendium import figure_sentences, section5
+from invarirank.compendium import figure_sentences, label_prior, section5
 from invarirank.compendium.run_summary import runs_summary
 from invarirank.evaluation import read_observations
 from invarirank.grid import project_root
@@ -270,6 +270,42 @@ else:
     display(compendium.scorer_comparison(pair_runs))
 choice, span = compendium.choice_and_span(pair_runs, main.K)
 display(Markdown(figure_sentences.choice_sentence(choice, span)))
+
+# %% [markdown]
+# ### Label letter or place: what the choice scorer measures
+#
+# The choice scorer writes a label before every candidate, `[A]`, `[B]`, `[C]`, … in the presented order, and ranks
+# the candidates by the log-probability of their label as the model's next token. With these fixed labels a
+# preference for the letter A and a preference for the first place cannot be told apart: the label prior (the
+# share of lists whose first place carries each label) and the first place by presented position are the same
+# numbers. The table below gives them for every committed choice run, beside top-5 exposure by position; $1/K$ is
+# what a reranker that reads only the candidates would give every label.
+
+# %% tags=["remove-input"]
+display(label_prior.label_prior_summary(runs))
+
+# %% [markdown]
+# A label-swap audit separates the two: the same users and the same presented orders, with the labels written
+# before the positions permuted independently of them (each row records its labels). A model that answers with a
+# favourite letter keeps ranking that letter first wherever it is written, and first place by position flattens;
+# a model with a habit of place keeps its favourite position whatever letter it carries; a model that reads the
+# candidates' content is flat in both. The total variation from uniform (0: flat; $1 - 1/K$: always the same one)
+# measures each.
+
+# %% tags=["remove-input"]
+swap_pairs = label_prior.label_swap_pairs(results_dir, runs)
+if not swap_pairs:
+    display(Markdown("No label-swap audit of a choice scorer is committed under `results/` beside its fixed run."))
+for title, swap_rows, fixed_rows in swap_pairs:
+    display(Markdown(f"**{title}**"))
+    display(label_prior.label_swap_comparison(swap_rows, fixed_rows))
+    display(Markdown(label_prior.label_swap_sentence(swap_rows, fixed_rows)))
+
+# %% [markdown]
+# So, on these small models, the choice scorer's ranking says little about the candidates: it measures which label
+# the model is inclined to answer (and, where the label-swap audit says so, which place it is inclined to pick),
+# and the position bias of a choice run at fixed labels is that inclination written onto the positions. The span
+# scorer, which reads each candidate's own text, is the one whose rankings carry the candidates' content here.
 
 # %% [markdown]
 # ## Cost per method
