@@ -302,10 +302,11 @@ for title, swap_rows, fixed_rows in swap_pairs:
     display(Markdown(label_prior.label_swap_sentence(swap_rows, fixed_rows)))
 
 # %% [markdown]
-# So, on these small models, the choice scorer's ranking says little about the candidates: it measures which label
-# the model is inclined to answer (and, where the label-swap audit says so, which place it is inclined to pick),
-# and the position bias of a choice run at fixed labels is that inclination written onto the positions. The span
-# scorer, which reads each candidate's own text, is the one whose rankings carry the candidates' content here.
+# What the choice scorer measures on these small models, then: with the fixed labels one label, always written at
+# the same place, takes first place in (nearly) every list, so a choice run's position bias at fixed labels is the
+# model's inclination to answer that label, written onto the positions, rather than a judgement of the candidates;
+# the label-swap audit's sentence says whether the inclination belongs to the letter or to the place. The span
+# scorer, which reads each candidate's own text, is the one whose rankings can carry the candidates' content here.
 
 # %% [markdown]
 # ## Cost per method
