@@ -235,7 +235,8 @@ def drive_window(
     queries = [q for q, _ in work]
 
     def labelled(i: int, items: list[Item]) -> Sequence[Item]:
-        return items if labels is None or labels[i] is None else LabelledOrder(items, labels[i])
+        given = None if labels is None else labels[i]
+        return items if given is None else LabelledOrder(items, given)
 
     def answer(requests: list[list[Item]], idx: list[int]) -> list[np.ndarray]:
         results = score_request_results(scorer, [(queries[i], labelled(i, items)) for i, items in zip(idx, requests)])
