@@ -75,6 +75,29 @@ class Query:
         return len(self.candidates)
 
 
+class LabelledOrder(tuple):
+    """A presented order (a tuple of :class:`Item`, index = 0-based presented position) that says which label a
+    labelling scorer writes before each position: ``labels[i]`` labels ``self[i]``. A plain sequence means the
+    scorer's own labels in presented order (A, B, C, ... for the choice scorer); this type exists so that a
+    design that permutes the labels independently of the positions (the audit's ``label-swap``) can reach the
+    scorer through the methods and the pass caches, which pass it along unchanged and key on its labels."""
+
+    labels: tuple[str, ...]
+
+    def __new__(cls, items: Sequence[Item], labels: Sequence[str]) -> LabelledOrder:
+        obj = super().__new__(cls, items)
+        obj.labels = tuple(str(x) for x in labels)
+        return obj
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (LabelledOrder, (tuple(self), self.labels))
+
+
+def labels_of(presented: Sequence[Item]) -> tuple[str, ...] | None:
+    """The labels a :class:`LabelledOrder` carries, ``None`` for any other sequence (the scorer's own labels)."""
+    return presented.labels if isinstance(presented, LabelledOrder) else None
+
+
 @dataclass(frozen=True)
 class ScoreResult:
     """What a scorer returns for one presented order.

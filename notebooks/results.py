@@ -34,6 +34,7 @@ from myst_nb import glue
 
 from invarirank import compendium
 from invarirank.compendium import _figure_sentences as figure_sentences
+from invarirank.compendium import _label_prior as label_prior
 from invarirank.compendium import _section5 as section5
 from invarirank.compendium import _section5_page as section5_page
 from invarirank.compendium._run_summary import runs_summary
@@ -272,6 +273,43 @@ else:
     display(compendium.scorer_comparison(pair_runs))
 choice, span = compendium.choice_and_span(pair_runs, main.K)
 display(Markdown(figure_sentences.choice_sentence(choice, span)))
+
+# %% [markdown]
+# ### Label letter or place: what the choice scorer measures
+#
+# The choice scorer writes a label before every candidate, `[A]`, `[B]`, `[C]`, … in the presented order, and ranks
+# the candidates by the log-probability of their label as the model's next token. With these fixed labels a
+# preference for the letter A and a preference for the first place cannot be told apart: the label prior (the
+# share of lists whose first place carries each label) and the first place by presented position are the same
+# numbers. The table below gives them for every committed choice run, beside top-5 exposure by position; $1/K$ is
+# what a reranker that reads only the candidates would give every label.
+
+# %% tags=["remove-input"]
+display(label_prior.label_prior_summary(runs))
+
+# %% [markdown]
+# A label-swap audit separates the two: the same users and the same presented orders, with the labels written
+# before the positions permuted independently of them (each row records its labels). A model that answers with a
+# favourite letter keeps ranking that letter first wherever it is written, and first place by position flattens;
+# a model with a habit of place keeps its favourite position whatever letter it carries; a model that reads the
+# candidates' content is flat in both. The total variation from uniform (0: flat; $1 - 1/K$: always the same one)
+# measures each.
+
+# %% tags=["remove-input"]
+swap_pairs = label_prior.label_swap_pairs(results_dir, runs)
+if not swap_pairs:
+    display(Markdown("No label-swap audit of a choice scorer is committed under `results/` beside its fixed run."))
+for title, swap_rows, fixed_rows in swap_pairs:
+    display(Markdown(f"**{title}**"))
+    display(label_prior.label_swap_comparison(swap_rows, fixed_rows))
+    display(Markdown(label_prior.label_swap_sentence(swap_rows, fixed_rows)))
+
+# %% [markdown]
+# What the choice scorer measures on these small models, then: with the fixed labels one label, always written at
+# the same place, takes first place in (nearly) every list, so a choice run's position bias at fixed labels is the
+# model's inclination to answer that label, written onto the positions, rather than a judgement of the candidates;
+# the label-swap audit's sentence says whether the inclination belongs to the letter or to the place. The span
+# scorer, which reads each candidate's own text, is the one whose rankings can carry the candidates' content here.
 
 # %% [markdown]
 # ## Cost per method

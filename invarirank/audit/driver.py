@@ -101,7 +101,8 @@ def audit(
         if blind:
             raise InvariRankError(
                 f"audit: design 'label-swap' permutes the labels, but reranker {blind[0]!r} does not read them "
-                f"(declare uses_labels=True on a callable that uses presented.labels)"
+                f"(of the project's scorers only the choice scorer writes labels; declare uses_labels=True on a "
+                f"callable that uses presented.labels)"
             )
     plan: list[tuple[Query, Presentation, dict[str, Any]]] = []
     for q in qs:

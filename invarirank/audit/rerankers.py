@@ -45,6 +45,7 @@ from ..errors import InvariRankError
 from ..methods._common import finite_scores
 from ..methods.registry import BASELINE_METHOD
 from ..types import Item, Query, Scorer, rank_by_scores
+from .designs import DEFAULT_LABELS
 
 __all__ = ["Reranker", "Presentation", "Ranking", "from_order", "from_scores", "from_scorer"]
 
@@ -308,7 +309,12 @@ class _ScorerMethod:
         cache = self.scorer if isinstance(self.scorer, QueryPassCache) else QueryPassCache(self.scorer)
         cache.clear()
         plan = [(q, method_steps(self.method, q, list(p), seed=p.seed, t=p.key, **self.options)) for q, p in requests]
-        results = drive_window(plan, cache) if plan else []
+        # a labelling scorer gets the presentation's labels where they are not its own (A, B, C, ... by position)
+        labels = [
+            p.labels if self.uses_labels and p.labels and p.labels != DEFAULT_LABELS[: len(p)] else None
+            for _, p in requests
+        ]
+        results = drive_window(plan, cache, labels if any(x is not None for x in labels) else None) if plan else []
         cache.clear()
         return [Ranking(list(r.output), [float(s) for s in r.scores], passes=r.passes) for r in results]
 
@@ -318,6 +324,12 @@ def from_scorer(scorer: Scorer, method: str = BASELINE_METHOD, *, name: str | No
     method (:data:`invarirank.METHODS`; STELLA_LW needs ``matrix=``) as a :class:`Reranker`: each presented order is
     reranked exactly as :func:`invarirank.rerank_query` does (method-internal shuffles seeded from the audit's seed
     and the order's key), so an audit with the ``random`` design gives that function's rows for the method.
+
+    A scorer that writes labels before the candidates (the choice scorer: its class says ``uses_labels = True``)
+    makes a reranker that reads :attr:`Presentation.labels`, so it can run the ``label-swap`` design: every pass
+    the method makes writes ``labels[i]`` before presented position ``i`` (a method that reorders the candidates
+    keeps the position's label, as the fixed A, B, C, ... do). Other scorers (span, simulated) are label-blind
+    and the design refuses them.
 
     Stability: full (a reranker from a project scorer and a registered method)."""
     from ..methods import METHODS
@@ -332,7 +344,9 @@ def from_scorer(scorer: Scorer, method: str = BASELINE_METHOD, *, name: str | No
     if missing:
         wanted = ", ".join(f"{key}=" for key in missing)
         raise InvariRankError(f"from_scorer: method {method!r} needs {wanted} ({needed.label}'s K×K calibration)")
-    return _ScorerMethod(scorer, method, dict(options), name or method)
+    inner = getattr(scorer, "scorer", scorer)  # a QueryPassCache wraps the scorer it caches
+    reads_labels = bool(getattr(scorer, "uses_labels", False) or getattr(inner, "uses_labels", False))
+    return _ScorerMethod(scorer, method, dict(options), name or method, reads_labels)
 
 
 def as_reranker(obj: Any, who: str = "audit") -> Reranker:

@@ -1,7 +1,8 @@
 """``invarirank audit``: any reranker over a seeded permutation design → a run folder (see :mod:`invarirank.audit`).
 
 The reranker is a Python callable (``--callable module:function`` or ``path/to/file.py:function``, with
-``--returns order|scores``), a project scorer with a registered method (``--scorer KIND --method NAME``) or a
+``--returns order|scores``), a project scorer with a registered method (``--scorer KIND --method NAME``; audited a
+query at a time, so the same command after a crash finds the finished queries' passes in the pass cache) or a
 model behind an OpenAI-compatible server (``--server URL --model NAME --mode logprobs|generate``:
 :mod:`invarirank.audit.served_model`; its requests and answers go to ``RUN/journal.jsonl``, so the same command after a
 crash resumes and gives identical rows). The run folder holds the same files as every run
@@ -248,7 +249,13 @@ def run(args: argparse.Namespace) -> int:
     reranker = build_reranker(args)
     queries = read_candidates(args.candidates)
     t = time.perf_counter()
-    rows = audit(reranker, queries, design=design, seed=args.seed)
+    if args.scorer:  # a query at a time: its passes reach the disk pass cache before the next, so a rerun resumes
+        rows = []
+        for n, query in enumerate(queries, 1):
+            rows += audit(reranker, [query], design=design, seed=args.seed)
+            print(f"query {n}/{len(queries)} ({query.query_id}): {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    else:
+        rows = audit(reranker, queries, design=design, seed=args.seed)
     seconds = time.perf_counter() - t
     metrics = write_audit_run(
         args.out, rows, rerankers=[reranker.identity()], design=design.to_json(), seed=args.seed, seconds=seconds

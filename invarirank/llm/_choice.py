@@ -7,7 +7,9 @@ rendered with the model's chat template (generation prompt added, fixed template
 ``User: <message>\n\nAssistant: `` after its BOS. The prompt then ends where the model writes its answer: the
 template's own text before an assistant answer (the *lead*: ``""`` for ChatML, Llama 3 and Qwen 2.5, ``" "`` for
 Mistral v0.3) and, in the ``bracket`` label scheme, the label's opening ``[``. The score of the candidate at
-presented position ``i`` is the log-probability, in float32, of label ``i``'s answer tokens:
+presented position ``i`` is the log-probability, in float32, of label ``i``'s answer tokens (a
+:class:`~invarirank.types.LabelledOrder` names the label at each position instead: the audit's ``label-swap``
+design; the prompt then writes, and the scorer reads, those labels):
 
 * ``bracket`` scheme (the bracket is its own token: SmolLM2, Gemma 3, Mistral): ``log_softmax(last logits)[id(L)]``;
 * ``merged`` scheme (Llama 3, Qwen 2.5 write ``[A`` as one token): ``log_softmax(last logits)[id("[L")]``, and for a
@@ -38,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from invarirank.errors import InvariRankError
-from invarirank.types import HistoryEntry, Item, Query
+from invarirank.types import HistoryEntry, Item, Query, labels_of
 
 from ._engine import CausalLMScorer
 from ._frames import Frame, LabelScheme, chat_frame, label_scheme
@@ -63,6 +65,9 @@ class ChoiceScorer(CausalLMScorer):
     """Label log-prob scorer; see the module docstring and :class:`CausalLMScorer` for the options."""
 
     kind = "choice"
+    #: it writes a label before each candidate and reads the labels' log-probabilities, so the audit's
+    #: ``label-swap`` design can permute them (a :class:`~invarirank.types.LabelledOrder`)
+    uses_labels = True
     OPTIONS = CHOICE_OPTIONS
     VERSION = "1"
 
@@ -127,8 +132,20 @@ class ChoiceScorer(CausalLMScorer):
     def _end_text(self) -> str:
         return f"\n{self.template.question}" + self._after
 
-    def _labels_for(self, query: Query, k: int) -> list[str]:
+    def _labels_for(self, query: Query, k: int, given: Sequence[str] | None = None) -> list[str]:
+        """The label written before each presented position: the alphabet's first ``k`` in order, or ``given``
+        (a :class:`~invarirank.types.LabelledOrder`'s labels: ``k`` distinct labels the scheme can read)."""
         alphabet = self.template.label_alphabet()
+        if given is not None:
+            usable = alphabet[: self.max_k]
+            bad = [x for x in given if x not in usable]
+            if len(given) != k or len(set(given)) != k or bad:
+                why = f"label {bad[0]!r} is not one of {''.join(usable)!r}" if bad else "expected distinct labels"
+                raise InvariRankError(
+                    f"query {query.query_id}: the choice scorer got labels {list(given)} for {k} presented candidates "
+                    f"({why}; the label scheme {self.scheme.name!r} of {self.loaded.name} reads {len(usable)})"
+                )
+            return list(given)
         if k > self.max_k:
             shown = (
                 f"{alphabet[0]}..{alphabet[k - 1]}"
@@ -159,8 +176,10 @@ class ChoiceScorer(CausalLMScorer):
                     f"query {query.query_id}: the candidate at position {i + 1} (item "
                     f"{it.item_id}) renders as an empty line (no title, year or genres)"
                 )
-        labels = self._labels_for(query, len(presented))
-        reads = self.scheme.reads[: len(presented)]
+        labels = self._labels_for(query, len(presented), labels_of(presented))
+        alphabet = self.template.label_alphabet()
+        at = [alphabet.index(lab) for lab in labels]  # 0..k-1 in presented order unless the labels are given
+        reads = [self.scheme.reads[j] for j in at]
         split = any(r.split for r in reads)
         msg = choice_message(history, presented, labels, self.template)
         opening = self.template.label_format[: self.template.label_format.index("{}")]
@@ -186,7 +205,7 @@ class ChoiceScorer(CausalLMScorer):
             bos=tuple(self._bos_ids),
             segments=tuple(segments),
             extra={
-                "label_ids": self.label_ids[: len(presented)],
+                "label_ids": [self.label_ids[j] for j in at],
                 "reads": [r.ids for r in reads],
                 "label_scheme": self.scheme.name,
             },
@@ -259,6 +278,6 @@ class ChoiceScorer(CausalLMScorer):
             "label_ids": plan.extra["label_ids"],
             "reads": plan.extra["reads"],
             "label_scheme": self.scheme.name,
-            "labels": self._labels_for(query, len(presented)),
+            "labels": self._labels_for(query, len(presented), labels_of(presented)),
             "history_used": plan.extra["history_used"],
         }

@@ -27,7 +27,7 @@ import numpy as np
 
 from .._orders import rng_for
 from ..errors import InvariRankError
-from ..types import BatchScorer, Item, Query, Scorer, ScorerBase, ScoreResult
+from ..types import BatchScorer, Item, LabelledOrder, Query, Scorer, ScorerBase, ScoreResult
 from ._result import MethodResult
 
 #: A method's steps: yields the items to score next, receives their scores, returns the result.
@@ -186,7 +186,9 @@ def score_results(scorer: Scorer, query: Query, requests: Sequence[Sequence[Item
 def score_request_results(scorer: Scorer, requests: Sequence[tuple[Query, Sequence[Item]]]) -> list[ScoreResult]:
     """Scorer calls for (query, presented order) requests of several queries, as one
     :meth:`BatchScorer.score_requests` call; results in order."""
-    results = as_batch_scorer(scorer).score_requests([(q, list(items)) for q, items in requests])
+    results = as_batch_scorer(scorer).score_requests(
+        [(q, items if isinstance(items, LabelledOrder) else list(items)) for q, items in requests]
+    )
     return _answered(scorer, results, requests)
 
 
@@ -212,14 +214,21 @@ def drive_many(all_steps: Sequence[Steps], scorer: Scorer, query: Query) -> list
     return _lockstep(all_steps, lambda requests, _idx: score_items_batch(scorer, query, requests))
 
 
-def drive_window(work: Sequence[tuple[Query, Steps]], scorer: Scorer) -> list[MethodResult]:
+def drive_window(
+    work: Sequence[tuple[Query, Steps]], scorer: Scorer, labels: Sequence[Sequence[str] | None] | None = None
+) -> list[MethodResult]:
     """Run the steps of several queries' methods/orders in lockstep (``work``: (query, steps) pairs): each round
     sends every pending request of every query as one :func:`score_request_results` call. Returns the results
-    in the order of ``work``."""
+    in the order of ``work``. ``labels`` (one entry per work item, ``None`` = the scorer's own): every pass of
+    that item writes ``labels[i]`` before presented position ``i`` (a :class:`~invarirank.types.LabelledOrder`)."""
     queries = [q for q, _ in work]
 
+    def labelled(i: int, items: list[Item]) -> Sequence[Item]:
+        given = None if labels is None else labels[i]
+        return items if given is None else LabelledOrder(items, given)
+
     def answer(requests: list[list[Item]], idx: list[int]) -> list[np.ndarray]:
-        results = score_request_results(scorer, [(queries[i], items) for i, items in zip(idx, requests)])
+        results = score_request_results(scorer, [(queries[i], labelled(i, items)) for i, items in zip(idx, requests)])
         return [np.asarray(res.scores, dtype=np.float64) for res in results]
 
     return _lockstep([s for _, s in work], answer)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..types import Item, Query, Scorer, ScorerBase, ScoreResult
+from ..types import Item, Query, Scorer, ScorerBase, ScoreResult, labels_of
 from ._common import as_batch_scorer, score_request_results
 
 
@@ -31,7 +31,7 @@ class QueryPassCache(ScorerBase):
         self.scorer = scorer
         self._inner = as_batch_scorer(scorer)
         self.name = scorer.name
-        self._store: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}
+        self._store: dict[tuple[str, tuple[str, ...], tuple[str, ...] | None], np.ndarray] = {}
         self.requests = 0
         self.hits = 0
         self.misses = 0
@@ -85,9 +85,9 @@ class QueryPassCache(ScorerBase):
         """:meth:`score_batch` for requests of one or several queries: the distinct new ones go to the wrapped
         scorer's ``score_requests`` in one call (a window of queries batched together)."""
         out: list[ScoreResult | None] = [None] * len(requests)
-        todo: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        todo: dict[tuple[str, tuple[str, ...], tuple[str, ...] | None], list[int]] = {}
         for i, (query, presented) in enumerate(requests):
-            key = (query.query_id, tuple(it.item_id for it in presented))
+            key = (query.query_id, tuple(it.item_id for it in presented), labels_of(presented))
             self._count(query.query_id, "requests")
             got = self._store.get(key)
             if got is not None:

@@ -18,7 +18,7 @@ from invarirank.candidates import write_candidates
 from invarirank.compendium import _audit_tables as audit_tables
 from invarirank.evaluation import evaluate
 from invarirank.llm._testing import toy_query
-from tests.book.test_results import AUDIT_FILES
+from tests.book.test_results import SERVED_AUDIT_FILES
 from tests.support import ROOT
 
 AUDIT = ROOT / audit_tables.COMMITTED_AUDIT
@@ -35,7 +35,7 @@ def _snippets(language: str) -> list[str]:
 
 @pytest.mark.committed
 def test_the_committed_audit_is_whole_and_its_metrics_are_its_observations():
-    assert sorted(p.name for p in AUDIT.iterdir()) == AUDIT_FILES
+    assert sorted(p.name for p in AUDIT.iterdir()) == SERVED_AUDIT_FILES
     manifest = json.loads((AUDIT / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["kind"] == "audit" and manifest["design"] == {"name": "random", "M": 20}
     raw = (AUDIT / "observations.jsonl").read_bytes()

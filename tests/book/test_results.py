@@ -32,19 +32,41 @@ def _run_folders() -> list[Path]:
 
 
 SHARDED = [run for run in _run_folders() if (run / SHARDS_DIR).is_dir()]
-#: ``results/audits/<name>/``: an audit's folder as ``invarirank audit --out`` writes it (its journal holds every
-#: request and answer of a served reranker); tests/book/test_audit_chapter.py checks its contents
-AUDITS = "audits"
-AUDIT_FILES = sorted(("journal.jsonl", "manifest.json", "metrics.json", "observations.jsonl", "run.json"))
+#: the files of a committed audit (``invarirank audit --out``: :mod:`invarirank.audit._run_folder`); an audit of a
+#: served reranker also keeps its journal (every request and answer: tests/book/test_audit_chapter.py checks it)
+AUDIT_FILES = sorted(("observations.jsonl", "metrics.json", "manifest.json", "run.json"))
+SERVED_AUDIT_FILES = sorted((*AUDIT_FILES, "journal.jsonl"))
+
+
+def _is_audit(run: Path) -> bool:
+    manifest = run / "manifest.json"
+    return manifest.is_file() and json.loads(manifest.read_text(encoding="utf-8")).get("kind") == "audit"
+
+
+AUDITS = [run for run in _run_folders() if _is_audit(run)]
 
 
 def test_results_folders_hold_only_finished_runs_or_committed_shards():
     for run in _run_folders():
         names = sorted(f.name for f in run.iterdir())
-        if run.parent.name == AUDITS:
-            assert names == AUDIT_FILES and json.loads((run / "manifest.json").read_text())["kind"] == "audit", run
+        if _is_audit(run):
+            assert names in (AUDIT_FILES, SERVED_AUDIT_FILES), run
             continue
         assert names in (sorted(RESULT_FILES), sorted((*RESULT_FILES, *OPTIONAL_RESULT_FILES)), [SHARDS_DIR]), run
+
+
+@pytest.mark.parametrize("run", AUDITS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_committed_audits_are_whole(run: Path):
+    """A committed audit: its observations are those the manifest hashes and counts, and its metrics are
+    ``evaluate`` of them with the settings the audit writes (cut-offs 1, 5, 10; top-5 exposure; its seed)."""
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    raw = (run / "observations.jsonl").read_bytes()
+    assert hashlib.sha256(raw).hexdigest() == manifest["files"]["observations_sha256"]
+    rows = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+    assert len(rows) == manifest["rows"] and len({r["query_id"] for r in rows}) == manifest["queries"]["count"]
+    assert {r["design"] for r in rows} == {manifest["design"]["name"]}
+    again = evaluate(run / "observations.jsonl", ks=(1, 5, 10), exposure_k=5, n_bootstrap=1000, seed=manifest["seed"])
+    assert json.loads(json.dumps(again)) == json.loads((run / "metrics.json").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("run", SHARDED, ids=lambda p: f"{p.parent.name}/{p.name}")
