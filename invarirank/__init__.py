@@ -33,7 +33,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 #: Stability: full (the package version).
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "read_candidates",
