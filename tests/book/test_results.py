@@ -97,7 +97,7 @@ def test_committed_shards_are_whole_and_of_one_run(run: Path):
         assert [r["query_id"] for r in records] == head["query_ids"]
         assert Shard(int(shard.name.split("-")[0]), tuple(head["query_ids"])).id == shard.name
         # the resume's rule: shards may differ only in the hashes of the queries (another CPU's first-stage
-        # scores), which a resume then checks by content (tests/test_committed_shards.py)
+        # scores), which a resume then checks by content (tests/store/test_committed_shards.py)
         configurations.add(json.dumps({k: v for k, v in head["parts"].items() if k not in QUERY_PARTS}, sort_keys=True))
         seen += head["query_ids"]
     assert len(configurations) == 1 and len(seen) == len(set(seen))
