@@ -159,14 +159,14 @@ def collect(
 
 
 #: resample counts kept between calls up to this many cells (8 bytes each); larger ones are drawn again per call
-_SHARED_CELLS = 1 << 23
+_SHARED_CELLS = 1 << 21
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=1)
 def _shared_counts(n_queries: int, n_boot: int, seed: int) -> tuple[np.ndarray, ...]:
     """:func:`resample_counts`' blocks, read-only and kept for the next call with the same arguments: one
     evaluation resamples the same queries for each method, each reference and the comparisons (8 MB for 1,000
-    replicates of 1,000 queries; at most :data:`_SHARED_CELLS` cells, two sets kept)."""
+    replicates of 1,000 queries; at most :data:`_SHARED_CELLS` cells, one set kept: 16 MB)."""
     blocks = tuple(resample_counts(n_queries, n_boot, seed))
     for b in blocks:
         b.flags.writeable = False
