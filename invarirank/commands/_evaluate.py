@@ -6,7 +6,10 @@ Imports nothing heavy at module level (the evaluation core needs numpy only, imp
 from __future__ import annotations
 
 import argparse
+import functools
+import gc
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from .._limits import MAX_BOOTSTRAP, MAX_PERMUTATIONS
@@ -161,6 +164,26 @@ _FLAGS = {
 }
 
 
+def _without_cyclic_gc(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``command`` with Python's cyclic garbage collector off while it runs (restored for a caller in the same
+    process). The rows hold no reference cycles (reference counting frees everything): the collector would only walk
+    the file's hundreds of thousands of rows and lists again and again (0.05-0.07 s of 1.5 s CPU for 1,000 queries
+    x K = 25 x M = 20)."""
+
+    @functools.wraps(command)
+    def wrapped(args: argparse.Namespace) -> int:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return command(args)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return wrapped
+
+
+@_without_cyclic_gc
 def run(args: argparse.Namespace) -> int:
     from .._io import atomic_write_text
     from ..evaluation.engine import check_against_lists, check_settings, dumps_metrics, evaluate_rows

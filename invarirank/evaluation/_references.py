@@ -146,10 +146,16 @@ def _presented_positions(queries: Sequence[list[dict]]) -> np.ndarray:
 
 
 def random_block(
-    inputs: Mapping[str, list[dict]], settings: Mapping[str, Any], *, replicates: int
+    inputs: Mapping[str, list[dict]],
+    settings: Mapping[str, Any],
+    *,
+    replicates: int,
+    presented: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[dict, PerQuery]:
     """The random order's block and its per-query values: exact effectiveness, PPI and LOC, and GPI at each (K, M)
-    from seeded draws (``settings["seed"]``; the module docstring says how many)."""
+    from seeded draws (``settings["seed"]``; the module docstring says how many). ``presented``: the queries'
+    presented positions (M x K, items labelled in the order of the query's first row) when already known (the
+    engine finds them while evaluating the methods); otherwise they are read from ``inputs``."""
     if replicates < 1:
         raise InvariRankError(f"reference replicates: expected an integer >= 1, got {replicates!r}")
     ks = settings["ks"]
@@ -158,7 +164,10 @@ def random_block(
     shapes = [(len(inputs[q][0]["input"]), len(inputs[q])) for q in qids]  # (K, M)
     for K, M in sorted(set(shapes)):
         group = [i for i, s in enumerate(shapes) if s == (K, M)]
-        positions = _presented_positions([inputs[qids[i]] for i in group])
+        if presented is not None and all(qids[i] in presented for i in group):
+            positions = np.stack([presented[qids[i]] for i in group])
+        else:
+            positions = _presented_positions([inputs[qids[i]] for i in group])
         consistency["ppi"][group] = expected_ppi(positions, settings["buckets"])
         if K >= 2 and M >= 2:
             draws = max(replicates, -(-replicates * len(group) // RANDOM_GPI_QUERIES_PER_DRAW))

@@ -142,9 +142,10 @@ def evaluate_rows(
             grouped.setdefault(r["method"], {}).setdefault(r["query_id"], []).append(r)
         methods: dict[str, dict] = {}
         values: dict[str, PerQuery] = {}
+        presented: dict[str, np.ndarray] = {}  # the random order's input, found while mapping ids (see below)
         for m, queries in grouped.items():
-            methods[m], values[m] = _evaluate_method(queries, settings)
-        references = _references(grouped, values, settings, first_stage)
+            methods[m], values[m] = _evaluate_method(queries, settings, presented)
+        references = _references(grouped, values, settings, first_stage, presented)
     comparisons = (
         compare_methods(
             values,
@@ -170,6 +171,7 @@ def _references(
     values: Mapping[str, PerQuery],
     settings: Mapping[str, Any],
     first_stage: Mapping[str, Sequence[str]] | None,
+    presented: Mapping[str, np.ndarray] | None = None,
 ) -> dict:
     """The ``references`` section: the first-stage order (when its rankings are given) and the random order (when
     ``reference_replicates`` > 0), each with its comparisons against every method (:mod:`._references`)."""
@@ -180,7 +182,9 @@ def _references(
     if first_stage is not None:
         blocks[FIRST_STAGE] = _evaluate_method(first_stage_rows(inputs, first_stage), dict(settings))
     if settings["reference_replicates"] > 0:
-        blocks[RANDOM] = random_block(inputs, settings, replicates=settings["reference_replicates"])
+        blocks[RANDOM] = random_block(
+            inputs, settings, replicates=settings["reference_replicates"], presented=presented
+        )
     out = {}
     for name, (block, pq) in blocks.items():
         out[name] = {**block, "comparisons": reference_comparisons(values, name, pq, settings)}
@@ -191,8 +195,15 @@ def _num(x: float) -> float | None:
     return None if x is None or x != x else float(x)
 
 
-def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tuple[dict, PerQuery]:
-    """One method's ``{"overall": ..., "per_query": ...}`` block and its per-query values for the comparisons."""
+def _evaluate_method(
+    queries: dict[str, list[dict]], st: dict[str, Any], presented: dict[str, np.ndarray] | None = None
+) -> tuple[dict, PerQuery]:
+    """One method's ``{"overall": ..., "per_query": ...}`` block and its per-query values for the comparisons.
+
+    ``presented``, when given, receives for each query not yet in it the presented positions of its rows (M x K,
+    items labelled in the order of the query's first row): the random order's input
+    (:func:`~invarirank.evaluation.references.random_block`), taken from the ids mapped here rather than mapped
+    again."""
     ks, E, B, exact_max = st["ks"], st["exposure_k"], st["buckets"], st["exact_kemeny_max_k"]
     qids = list(queries)
     Q = len(qids)
@@ -222,10 +233,15 @@ def _evaluate_method(queries: dict[str, list[dict]], st: dict[str, Any]) -> tupl
             rel[g, [index[x] for x in truth if x in index]] = True
         M = n_rows[qi]
         R = int(M.sum())
-        pos = inverse_permutations(np.array(inp_flat, dtype=np.int64).reshape(R, K))
+        inp = np.array(inp_flat, dtype=np.int64).reshape(R, K)
+        pos = inverse_permutations(inp)
         rank = inverse_permutations(np.array(out_flat, dtype=np.int64).reshape(R, K))
         starts = np.concatenate([[0], np.cumsum(M)])
         row_group = np.repeat(np.arange(len(qi)), M)
+        if presented is not None:  # position of item i of the first row = pos at that item's code-point index
+            first = np.take_along_axis(pos, inp[starts[:-1]][row_group], axis=1)
+            for g, q in enumerate(qi.tolist()):
+                presented.setdefault(qids[q], first[starts[g] : starts[g + 1]])
 
         for name, per_row in effectiveness_from_ranks(rank, rel[row_group], n_rel[row_group], ks).items():
             eff_sums[name][qi] = np.add.reduceat(per_row, starts[:-1])

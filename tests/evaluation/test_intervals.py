@@ -75,3 +75,22 @@ def test_replicate_totals_are_summed_in_query_order_not_by_a_blas_kernel():
     assert totals(c, v) == pytest.approx(c @ v, rel=1e-13)
     y = totals(np.vstack(list(resample_counts(40, 200, 7))), v)  # collect sums its resamples the same way
     assert collect(40, 200, 7, v, {"r": ratio(0, 1)})["r"].tolist() == (y[:, 0] / y[:, 1]).tolist()
+
+
+def test_whole_number_and_repeated_columns_get_the_bits_of_the_query_by_query_sum():
+    """Columns of whole numbers (hits, rows, 0/1 flags) are summed by one matrix product, exact in any order, and
+    a column equal to an earlier one reuses its totals: both must give the left-to-right loop's bits, zeros +0.0."""
+    rng = np.random.default_rng(1)
+    counts = np.vstack(list(resample_counts(60, 150, 2)))
+    n = rng.integers(1, 30, 60).astype(float)
+    columns = np.column_stack(
+        [n, rng.random((60, 3)), rng.integers(0, 20, (60, 4)).astype(float), n * 0.2, n * 0.2, -np.zeros(60), n * 0.2]
+        + [np.full(60, np.nan), np.round(rng.random(60) * 1e15), rng.random(60) * 1e17]
+    )
+    loop = np.zeros((counts.shape[0], columns.shape[1]))
+    for q in range(columns.shape[0]):
+        loop += counts[:, q : q + 1] * columns[q]
+    got = totals(counts, columns)
+    assert got.tobytes() == loop.tobytes()
+    assert not np.signbit(got[:, 10]).any()  # the column of -0.0: +0.0 totals, as the loop gives
+    assert totals(counts, columns[:, 4]).tobytes() == loop[:, 4].tobytes()

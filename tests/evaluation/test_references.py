@@ -145,3 +145,27 @@ def test_the_committed_k5_run_re_evaluates_to_its_own_metrics(tmp_path):
     shutil.copytree(run, copy)
     refresh_metrics(copy)
     assert (copy / "metrics.json").read_bytes() == (run / "metrics.json").read_bytes()
+
+
+def test_the_random_order_reads_the_same_positions_from_the_methods_as_from_its_rows():
+    """The engine hands the random order the presented positions it mapped for the methods (relabelled to each
+    query's first row); the block must be the one computed from the rows alone, to the bit, whatever the lists."""
+    from invarirank.evaluation.engine import _evaluate_method, check_settings
+    from invarirank.evaluation.references import random_block, reference_inputs
+
+    rows = _rows(n_queries=7, K=7, M=5, seed=3) + _rows(n_queries=3, K=4, M=3, seed=4)[:18]  # mixed K, M
+    for r in rows[-18:]:
+        r["query_id"] += "-short"
+    grouped: dict[str, dict[str, list[dict]]] = {}
+    for r in rows:
+        grouped.setdefault(r["method"], {}).setdefault(r["query_id"], []).append(r)
+    st = check_settings((1, 5), 3, 3, 8, 30, 5, 50)
+    presented: dict[str, np.ndarray] = {}
+    for queries in grouped.values():
+        _evaluate_method(queries, st, presented)
+    inputs = reference_inputs(grouped)
+    assert set(presented) == set(inputs)
+    with_positions = random_block(inputs, st, replicates=4, presented=presented)
+    from_rows = random_block(inputs, st, replicates=4)
+    assert json.dumps(with_positions[0]) == json.dumps(from_rows[0])
+    assert all(np.array_equal(with_positions[1].values[k], v, equal_nan=True) for k, v in from_rows[1].values.items())
