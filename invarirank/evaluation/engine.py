@@ -202,7 +202,7 @@ def _evaluate_method(
 
     ``presented``, when given, receives for each query not yet in it the presented positions of its rows (M x K,
     items labelled in the order of the query's first row): the random order's input
-    (:func:`~invarirank.evaluation.references.random_block`), taken from the ids mapped here rather than mapped
+    (:func:`~invarirank.evaluation._references.random_block`), taken from the ids mapped here rather than mapped
     again."""
     ks, E, B, exact_max = st["ks"], st["exposure_k"], st["buckets"], st["exact_kemeny_max_k"]
     qids = list(queries)

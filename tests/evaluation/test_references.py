@@ -150,8 +150,8 @@ def test_the_committed_k5_run_re_evaluates_to_its_own_metrics(tmp_path):
 def test_the_random_order_reads_the_same_positions_from_the_methods_as_from_its_rows():
     """The engine hands the random order the presented positions it mapped for the methods (relabelled to each
     query's first row); the block must be the one computed from the rows alone, to the bit, whatever the lists."""
+    from invarirank.evaluation._references import random_block, reference_inputs
     from invarirank.evaluation.engine import _evaluate_method, check_settings
-    from invarirank.evaluation.references import random_block, reference_inputs
 
     rows = _rows(n_queries=7, K=7, M=5, seed=3) + _rows(n_queries=3, K=4, M=3, seed=4)[:18]  # mixed K, M
     for r in rows[-18:]:
