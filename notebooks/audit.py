@@ -83,7 +83,7 @@ glue("audit_unparsable", f"{facts['unparsable_share']:.0%}", display=False)
 audit_tables.parse_table(cmp)
 
 # %% [markdown]
-# Columns: answers (`rows`); answers not read as a ranking (`unparsable`); answers stopped at the token limit
+# Rows: answers (`rows`); answers not read as a ranking (`unparsable`); answers stopped at the token limit
 # (`truncated`); reasoning blocks removed (`reasoning`); rows the order rule changed (`repaired_rows`) and the ids
 # it appended (`missing`) or dropped (`duplicate`, `unknown`: a label that names no candidate). The project's own
 # rerankers rank by scores, so their rankings are always complete and need no such table.
@@ -110,7 +110,7 @@ audit_tables.exposure_table(cmp)
 # What rank-stability studies and evaluation libraries report, from the same rows: agreement between the rankings of pairs of orders (Spearman's ρ, the top-5 Jaccard overlap, the share
 # of pairs that put the same candidate first), the relevant item's rank and its spread across orders, the share of
 # candidate pairs whose order ever flips, and the share of intransitive triads in the majority preferences. Each is
-# defined in [the metrics chapter](../book/metrics.md#sister-measures).
+# defined in {ref}`the metrics chapter <sister-measures>`.
 
 # %%
 audit_tables.sister_table(cmp)

@@ -192,12 +192,15 @@ def parse_table(cmp: AuditComparison) -> pd.DataFrame:
     """The served rerankers' parse-quality counts (the audit manifest's ``repairs``): answers, unparsable ones, those
     cut at ``max_tokens``, reasoning blocks removed, rankings the order rule changed and the ids it appended
     (missing), dropped as duplicates or dropped as unknown. Every project method's rows have zero repairs by
-    construction (a ranking by scores is always complete), so they are not listed."""
-    out = []
+    construction (a ranking by scores is always complete), so they are not listed. One row per count, one column
+    per served reranker (nine counts side by side would be wider than a book page)."""
+    out = {}
     for method in cmp.audit_methods:
         counts = cmp.manifest["repairs"][method]
-        out.append({"reranker": cmp.labels[method], **{k: int(counts.get(k, 0)) for k in _PARSE}})
-    return pd.DataFrame(out).set_index("reranker")
+        out[cmp.labels[method]] = {k: int(counts.get(k, 0)) for k in _PARSE}
+    table = pd.DataFrame(out, index=list(_PARSE))
+    table.index.name = "count"
+    return table
 
 
 def exposure_table(cmp: AuditComparison, digits: int = 2) -> pd.DataFrame:

@@ -223,12 +223,15 @@ def _paired_fixed(swap_rows: Sequence[Mapping[str, Any]], fixed_rows: Sequence[M
 
 
 def label_swap_comparison(
-    swap_rows: Sequence[Mapping[str, Any]], fixed_rows: Sequence[Mapping[str, Any]], method: str = BASELINE_METHOD
+    swap_rows: Sequence[Mapping[str, Any]],
+    fixed_rows: Sequence[Mapping[str, Any]],
+    method: str = BASELINE_METHOD,
+    digits: int = 2,
 ) -> pd.DataFrame:
     """The same presented orders with the labels fixed (label ``i`` at position ``i``) and permuted (a
     ``label-swap`` audit): for each, the label and the position most often ranked first with their shares and the
-    total variation of each distribution from uniform. Only the fixed rows whose query and presented order the
-    swap audit also shows are used (a paired comparison)."""
+    total variation of each distribution from uniform (shares and distances rounded to ``digits``). Only the fixed
+    rows whose query and presented order the swap audit also shows are used (a paired comparison)."""
     fixed = label_prior(_paired_fixed(swap_rows, fixed_rows, method)).get(method)
     swap = label_prior([r for r in swap_rows if r["method"] == method]).get(method)
     if swap is None or not swap.swapped:
@@ -243,11 +246,11 @@ def label_swap_comparison(
                 "labels": what,
                 "lists": p.lists,
                 "label most often first": lab,
-                "its share": lab_share,
+                "its share": round(lab_share, digits),
                 "position most often first": pos,
-                "its share ": pos_share,
-                "TV from uniform, by label": p.label_tv,
-                "TV from uniform, by position": p.position_tv,
+                "its share ": round(pos_share, digits),
+                "TV from uniform, by label": round(p.label_tv, digits),
+                "TV from uniform, by position": round(p.position_tv, digits),
             }
         )
     return pd.DataFrame(out).set_index("labels")

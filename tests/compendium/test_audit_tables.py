@@ -54,7 +54,7 @@ def test_tables_restrict_the_run_to_the_audits_users_and_evaluate_both_alike(fol
     sister = audit_tables.sister_table(cmp)
     assert sister.shape[0] == 2 and sister.loc["as-shown", "pairs ever flipped"] > 0
     parse = audit_tables.parse_table(cmp)
-    assert parse.loc["as-shown", "rows"] == 10 and parse.loc["as-shown", "repaired_rows"] == 0
+    assert parse.loc["rows", "as-shown"] == 10 and parse.loc["repaired_rows", "as-shown"] == 0
     facts = audit_tables.audit_facts(cmp)
     assert (facts["users"], facts["run_users"], facts["M"], facts["K"], facts["rows"]) == (2, 4, 5, 6, 10)
     assert facts["as_presented"] == 10  # the as-shown reranker's every row
