@@ -84,9 +84,9 @@ def recompute(run: Path, work: Path, backend: str = "vllm", first_queries: int |
     finally:
         vllm_backend.close_all()
     wall = time.perf_counter() - t0
-    recomputed = find_observations(result.out_dir)
+    recomputed = find_observations(result.path)
     if recomputed is None:
-        raise InvariRankError(f"{result.out_dir}: the recomputed run wrote no observations file")
+        raise InvariRankError(f"{result.path}: the recomputed run wrote no observations file")
     out = compare(run / "observations.jsonl.gz", recomputed)
     backend_id = result.manifest.get("model", {}).get("backend")
     return {

@@ -126,6 +126,10 @@ def book_runs(grid: Grid, results_dir: str | os.PathLike, root: Path | None = No
     for name in grid.pages:
         manifest = read_json(Path(results_dir) / grid.name / name / RunFolder.MANIFEST)
         config = RunConfig.from_manifest(manifest).replace(grid=grid.name, name=name)
+        if config.candidates is None and name in {c.run_name for c in grid.runs}:
+            # a published manifest records a candidates file by its content, not its (machine) path: the page
+            # reads the file the grid names, which the run's identity then checks by content
+            config = config.replace(candidates=grid.run(name).candidates)
         out.append(config.with_absolute_paths(root) if root is not None else config)
     return sorted(out, key=lambda c: (c.effective_k or 0, c.run_name))
 
