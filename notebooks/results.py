@@ -78,11 +78,15 @@ main_runs = [r for r in runs if r.grid == shown]
 if not main_runs:
     raise RuntimeError(f"no finished runs of grid {shown!r} under {results_dir}")
 main = compendium.main_run(main_runs, main_run)  # the Table 1 setting
-table_runs = [r for r in main_runs if r.scorer == main.scorer]  # span vs choice: further below
+# span vs choice: further below; the main run's model first (Table 1's rows, the claims' verdicts, Figure 1's rows)
+same_scorer = [r for r in main_runs if r.scorer == main.scorer]
+table_runs = [r for r in same_scorer if r.model == main.model] + [r for r in same_scorer if r.model != main.model]
 sweep = compendium.sweep_runs(main_runs, main)  # same data set, model and scorer at every K
 paper = compendium.paper_table(paper_table)
 observations = {r.name: read_observations(r.observations) for r in sweep}
-claim_rows = section5.section5_rows(main, sweep, [r for r in table_runs if r.K == main.K], observations)
+# each model is judged on its own runs: a second model with all four methods at the main K joins with its own sweep
+claim_rows = section5.section5_rows(main, sweep, table_runs, observations)
+model_mains = section5.model_runs(main, table_runs)  # the main run, then each other model's run at the main K
 headline = section5_page.headline_sentence(main, claim_rows)
 glue("headline", HTML(figure_sentences.markdown_to_html(headline)), display=False)  # the introduction quotes it
 
@@ -156,7 +160,7 @@ compendium.scale_table(main_runs)
 # order, in the paper's words; the headline above counts these categories.
 
 # %% tags=["remove-input"]
-section5_page.section5_table(main, sweep, [r for r in table_runs if r.K == main.K], observations)
+section5_page.section5_table(main, sweep, table_runs, observations)
 
 # %% [markdown]
 # ## Table 1
@@ -169,31 +173,39 @@ section5_page.section5_table(main, sweep, [r for r in table_runs if r.K == main.
 # %% tags=["remove-input"]
 display(compendium.table1(table_runs, K=main.K))
 display(Markdown(compendium.table_models_sentence(table_runs, runs, main.K)))
-if compendium.reference_sentence(main):
-    display(Markdown("**The reference rows.** " + compendium.reference_sentence(main)))
+for run in model_mains:  # each model's own reference rows
+    if compendium.reference_sentence(run):
+        whose = f", {compendium.model_label(run.model)}" if len(model_mains) > 1 else ""
+        display(Markdown(f"**The reference rows{whose}.** " + compendium.reference_sentence(run)))
 
 # %% [markdown]
 # Beside the paper's own Table 1 (its $K = 25$, its three 3–7 B models, MovieLens-32M): the absolute values are
 # not comparable with ours, the orderings of the methods are.
 
 # %% tags=["remove-input"]
-compendium.beside_paper(table_runs, paper, K=main.K)
+display(compendium.beside_paper(table_runs, paper, K=main.K))
+if len(model_mains) > 1:  # a second model in Table 1: what it can and cannot say about the paper's models
+    display(Markdown(compendium.second_model_paragraph(claim_rows, paper)))
 
 # %% [markdown]
 # ## Figure 1: top-5 exposure by input position
 
-# %% tags=["remove-input"] mystnb={"image": {"alt": "Line charts, one panel per list length K: the share of rows in which the candidate shown at each input position reaches the top 5, one line per method with a shaded 95% band, and a dashed position-blind line at 5/K.", "width": "100%"}}
-compendium.figure_exposure(sweep)
+# %% tags=["remove-input"] mystnb={"image": {"alt": "Line charts, one panel per list length K (and, when Table 1 shows a second model, a second row of panels for it at the list lengths it was run): the share of rows in which the candidate shown at each input position reaches the top 5, one line per method with a shaded 95% band, and a dashed position-blind line at 5/K.", "width": "100%"}}
+compendium.figure_exposure([*sweep, *(r for m in model_mains[1:] for r in compendium.sweep_runs(table_runs, m))])
 
 # %% [markdown]
 # **Figure 1.** Share of rows in which the candidate shown at input position $p$ (0-based) reaches the output
 # top 5, one line and marker per method with a 95% bootstrap band over queries, one panel per list length; the
-# dashed line is the position-blind value $5/K$. A list of at most 5 candidates has no panel: all its candidates
-# reach the top 5, whatever their position. The paper's Figure 1 shows the same curves for Llama-3.2-3B on
+# dashed line is the position-blind value $5/K$. When Table 1 shows a second model, its panels form a second row,
+# each under the first model's panel of the same list length and on the same vertical scale. A list of at most 5
+# candidates has no panel: all its candidates reach the top 5, whatever their position. The paper's Figure 1 shows the same curves for Llama-3.2-3B on
 # MovieLens-32M.
 
 # %% tags=["remove-input"]
 display(Markdown(figure_sentences.figure1_sentence(sweep)))
+for run in model_mains[1:]:  # a second model of Table 1, at the list lengths it was run
+    own = compendium.sweep_runs(table_runs, run)
+    display(Markdown(f"**{compendium.model_label(run.model)}.** " + figure_sentences.figure1_sentence(own)))
 
 # %% [markdown]
 # ### Why zero-shot's first input position gets (almost) no exposure

@@ -19,6 +19,7 @@ Modules, in the order they build on each other:
 - :mod:`._claim_tables` — the verdict of each claim per run, and one run's claimed pairs with their comparisons;
 - :mod:`._section5` — every claim of the paper's §5 on our runs (reproduced / by construction / tested in part /
   unresolved / contradicted / not testable here) and the headline that counts them;
+- :mod:`._second_model` — what a second, small model of Table 1 can and cannot say about the paper's 3–7 B models;
 - :mod:`._figure_sentences` — the sentences that interpret Figures 1 and 2, the choice scorer and the first input
   position;
 - :mod:`._prose` — generated sentences (does a run show the paper's ordering? which grid is shown?);
@@ -63,6 +64,7 @@ from ._prose import (
     table_models_sentence,
 )
 from ._scorer_pairs import choice_and_span, scorer_comparison, scorer_pair_grid
+from ._second_model import second_model_paragraph
 from ._select import (
     GridChoice,
     choice_runs,

@@ -162,12 +162,21 @@ def figure_exposure(runs: Sequence[Run], k: int = 5, n_bootstrap: int = 1000, se
     """Figure 1: top-k exposure by presented position, one panel per run (sorted by K), one line per method with
     its 95% bootstrap band, and the position-blind expectation min(k, K)/K dashed. Runs with K <= k (every
     candidate in the top k) are left out when others remain. Runs of one setting (model, data set, scorer) name it
-    in the title; otherwise each panel names its own."""
+    in the title. Runs of several settings, one run each per K and at most three list lengths in all (the results
+    page's Table 1 of two models), get one row of panels per setting, in the order given, and one column per K: a
+    setting's row has panels only at its own list lengths, and panels of one K share their y range, so that the
+    models compare at a glance; otherwise each panel names its own setting."""
+    given = list(dict.fromkeys(_setting(r) for r in runs))
     runs = sorted(runs, key=lambda r: r.K)
     if not runs:
         raise InvariRankError("figure_exposure: no runs")
     runs = [r for r in runs if r.K > k] or runs
-    one_setting = len({_setting(r) for r in runs}) == 1
+    settings = [s for s in given if any(_setting(r) == s for r in runs)]
+    ks = sorted({r.K for r in runs})
+    cells = {(_setting(r), r.K) for r in runs}
+    if len(settings) > 1 and len(cells) == len(runs) and len(ks) <= _MAX_COLUMNS:
+        return _exposure_grid(runs, settings, ks, k, n_bootstrap, seed)
+    one_setting = len(settings) == 1
     fig, axes = _panels(
         len(runs), 5.0 if len(runs) == 1 else PAGE_WIDTH / min(len(runs), _MAX_COLUMNS), 3.0, sharey=False
     )  # each K its own scale: 5/K is 0.33 at K = 15, 0.1 at K = 50
@@ -181,6 +190,46 @@ def figure_exposure(runs: Sequence[Run], k: int = 5, n_bootstrap: int = 1000, se
         ax.set_ylabel(f"top-{k} exposure $E_{k}(p)$")
     setting = f": {_setting_text(runs[0])}" if one_setting else ""
     return _finish(fig, axes, f"Top-{k} exposure by input position{setting}")
+
+
+def _exposure_grid(
+    runs: Sequence[Run], settings: Sequence[tuple[str, str, str]], ks: Sequence[int], k: int, n_bootstrap: int,
+    seed: int,
+) -> Any:  # fmt: skip
+    """Figure 1 of several settings: a row per setting, a column per K (see :func:`figure_exposure`)."""
+    import matplotlib.pyplot as plt
+
+    cols, rows = len(ks), len(settings)
+    with plt.rc_context(_RC):
+        fig, grid = plt.subplots(
+            rows, cols, figsize=(min(2.5 * cols, PAGE_WIDTH) if cols > 1 else 5.0, 3.0 * rows), squeeze=False,
+            dpi=DPI,
+        )  # fmt: skip
+    drawn, tops = [], {}
+    for i, setting in enumerate(settings):
+        for j, K in enumerate(ks):
+            ax = grid[i][j]
+            run = next((r for r in runs if _setting(r) == setting and r.K == K), None)
+            if run is None:
+                ax.set_visible(False)
+                continue
+            bands = exposure_bands(run, k=k, n_bootstrap=n_bootstrap, seed=seed)
+            _draw_exposure(ax, run, bands, k)
+            tops[K] = max(tops.get(K, 0.0), exposure_ylim(bands)[1])
+            ax.set_title(f"{_differing(setting, settings)}\nK = {run.K} (M = {run.M}, {run.n_queries} queries)")
+            if not any(a.get_visible() for a in grid[i][:j]):
+                ax.set_ylabel(f"top-{k} exposure $E_{k}(p)$")
+            _style_axes(ax)
+            drawn.append((ax, K))
+    for ax, K in drawn:  # one y range per list length: the models' panels at one K compare directly
+        ax.set_ylim(0.0, tops[K])
+    shared = [
+        text
+        for i, text in enumerate((None, dataset_label(settings[0][1]), f"{settings[0][2]} scorer"))
+        if text and len({s[i] for s in settings}) == 1
+    ]
+    title = f"Top-{k} exposure by input position" + (f": {', '.join(shared)}" if shared else "")
+    return _finish(fig, [ax for ax, _ in drawn], title)
 
 
 def _draw_exposure(ax: Any, run: Run, bands: pd.DataFrame, k: int) -> None:

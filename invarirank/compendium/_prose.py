@@ -275,6 +275,28 @@ def list_length_bullets(main: Run, sweep: Sequence[Run]) -> str:
     )
 
 
+def _query_ids(run: Run) -> list[str]:
+    return list((run.manifest.get("queries") or {}).get("ids") or [])
+
+
+def _query_sets(runs: Sequence[Run]) -> str:
+    """Each run's queries in words, the first run's as the reference: ``SmolLM2-135M: 40; Qwen2.5-Coder-0.5B: the
+    first 20 of the same 40 users`` (from the query ids of the manifests; a count alone when they are not a
+    prefix of the first run's)."""
+    first = _query_ids(runs[0])
+    parts = [f"{model_label(runs[0].model)}: {runs[0].n_queries}"]
+    for run in runs[1:]:
+        ids = _query_ids(run)
+        if ids and first and ids == first:
+            text = f"the same {len(ids)} users"
+        elif ids and first and ids == first[: len(ids)]:
+            text = f"the first {len(ids)} of the same {len(first)} users"
+        else:
+            text = str(run.n_queries)
+        parts.append(f"{model_label(run.model)}: {text}")
+    return "; ".join(parts)
+
+
 def table_models_sentence(table_runs: Sequence[Run], runs: Sequence[Run], K: int) -> str:
     """Which models Table 1 shows at list length ``K`` (``table_runs``: the grid shown), and, when it shows one, where
     a second model was run with all four methods (``runs``: every finished run; the one of another grid with the most
@@ -283,7 +305,11 @@ def table_models_sentence(table_runs: Sequence[Run], runs: Sequence[Run], K: int
     shown = [r for r in table_runs if r.K == K]
     models = list(dict.fromkeys(model_label(r.model) for r in shown))
     if len(models) > 1:
-        return f"Table 1 shows {len(models)} models side by side ({', '.join(models)}), each with its own queries."
+        return (
+            f"Table 1 shows {len(models)} models side by side ({', '.join(models)}), each with its own queries "
+            f"({_query_sets(shown)}) and its own reference rows (the first stage's order and a random order of its "
+            f"candidates) under its methods."
+        )
     grids = {r.grid for r in shown}
     elsewhere = sorted(
         (

@@ -11,135 +11,57 @@ test, and the row says what was not), **unresolved** (every difference in the pa
 resolved), **contradicted** (some observed difference in the opposite direction, resolved or not: the row says
 which), or not testable here (with the reason). Every value comes from the runs' ``metrics.json`` and, for the
 exposure skew, their observations; nothing is typed here but the paper's own wording.
+
+Each model is judged on its own runs (:func:`model_claims`): the main run and its K sweep, and for a second model
+with all four methods at the main K its run there and its own K sweep (a claim across K is not testable for a
+model run at one K). A row carries every model's judgement (``models``); its ``category`` is the main model's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..evaluation._claims import judge_pairs
-from ..evaluation._comparisons import comparison
 from ..evaluation._position_effects import exposure_skew
 from ..methods.registry import SWEEP_METHODS
 from ..store import Run
-from ._labels import HIGHER_IS_BETTER, method_label, metric_label, model_label, p_equals, signed
+from ._labels import method_label, metric_label, model_label, p_equals, signed
+from ._section5_parts import BETTER as BETTER
+from ._section5_parts import CATEGORIES as CATEGORIES
+from ._section5_parts import NOT_TESTABLE as NOT_TESTABLE
+from ._section5_parts import SEP as SEP
+from ._section5_parts import Pair as Pair
+from ._section5_parts import category, count_words, judge, model_runs, one_row, pair_text, untested, verdict_text
+from ._section5_parts import pair_records as pair_records
+from ._select import sweep_runs
 from ._verdicts import MARKS, claim_label, pair_state, run_claims
 
-#: the one ordering notation of the book: "A ≻ B" = A is better than B on the metric named
-BETTER = " ≻ "
-
-NOT_TESTABLE = "not testable here"
-#: the headline's categories of a testable claim, in the order it names them
-CATEGORIES = ("reproduced", "reproduced by construction", "tested in part", "unresolved", "contradicted")
-#: between the pieces of evidence of one claim (one pair per line in the table)
-SEP = "; "
-
-
-class Pair(NamedTuple):
-    """One claimed pair: on ``metric`` (of ``run``), ``better`` should beat ``worse``."""
-
-    run: Run
-    metric: str
-    better: str
-    worse: str
-
-
-def pair_records(pairs: Sequence[Pair]) -> list[dict] | None:
-    """The records of claimed ``pairs`` (possibly over several metrics and runs) for the one judge,
-    :func:`invarirank.evaluation._claims.judge_pairs`, each keeping its :class:`Pair` under ``"pair"``; ``None``
-    when some pair was not compared in its run."""
-    records = []
-    for pair in pairs:
-        rec = comparison(pair.run.metrics.get("comparisons") or {}, pair.metric, pair.better, pair.worse)
-        if rec is None:
-            return None
-        records.append(
-            {
-                "pair": pair,
-                "better": pair.better,
-                "worse": pair.worse,
-                "metric": pair.metric,
-                "higher_is_better": HIGHER_IS_BETTER.get(pair.metric, True),
-                **{key: rec[key] for key in ("mean_diff", "n", "p", "queries_80") if key in rec},
-            }
-        )
-    return records or None
-
-
-def _judge(pairs: Sequence[Pair]) -> dict | None:
-    records = pair_records(pairs)
-    return judge_pairs(records) if records else None
-
-
-def _count(n: int, noun: str) -> str:
-    """``one model``, ``two models``, ``12 models``: small counts in words, as the sentences around them."""
-    words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
-    return f"{words.get(n, str(n))} {noun}{'' if n == 1 else 's'}"
+#: a judged pair in words (kept under its older name for the pages and tests that read it)
+_pair_text = pair_text
 
 
 def _sweep_runs(sweep: Sequence[Run], methods: Sequence[str]) -> list[Run]:
     return [r for r in sweep if all(m in r.methods for m in methods)]
 
 
-def _pair_text(p: Mapping[str, Any], where: str = "") -> str:
-    """One judged pair: its mark, ``better ≻ worse``, Δ (better − worse) and Holm p; a difference of the wrong sign
-    that is not resolved says so in words (its mark alone, ○, would read as merely undecided)."""
-    other = ", the other way" if p["direction"] == "reversed" and not p["resolved"] else ""
-    return (
-        f"{MARKS[pair_state(p)]} {method_label(p['better'])}{BETTER}{method_label(p['worse'])}{where} "
-        f"(Δ {signed(p['mean_diff'])}{other}, {p_equals(p['p_holm'], 'Holm p')})"
-    )
-
-
-def _category(judged: Sequence[Mapping[str, Any]], in_part: bool = False) -> str:
-    """The headline category of a claim judged once per run (the worst of them): contradicted, unresolved, else
-    reproduced, or tested in part when only part of the claim could be tested."""
-    verdicts = {j["verdict"] for j in judged}
-    if "contradicted" in verdicts:
-        return "contradicted"
-    if "unresolved" in verdicts:
-        return "unresolved"
-    return "tested in part" if in_part else "reproduced"
-
-
-def _verdict_text(j: Mapping[str, Any]) -> str:
-    """A verdict in words: a contradiction says whether it is resolved."""
-    if j["verdict"] != "contradicted":
-        return j["verdict"]
-    if j["resolved_against"]:
-        return "contradicted (resolved against the paper)"
-    return "contradicted (observed the other way, not resolved)"
-
-
-def _of_claim(name: str, runs: Sequence[Run]) -> dict[str, Any]:
-    """The row fields of a named paper claim on each of ``runs`` that has it: ``tested``, ``verdict``, ``evidence``,
-    ``category`` and ``claims`` ([(run, claim name, verdict)], for the table's data attributes)."""
-    tested, verdicts, evidence, judged, found = "", [], [], [], []
-    for run in runs:
-        v = run_claims(run).get(name)
-        if v is None:
-            continue
-        tested = claim_label(v)
-        who = f"{model_label(run.model)}, {run.n_queries} queries" if len(runs) > 1 else ""
-        verdicts.append(_verdict_text(v) + (f" ({who})" if who else ""))
-        evidence.append((f"{who}: " if who else "") + SEP.join(_pair_text(p) for p in v["pairs"]))
-        judged.append(v)
-        found.append((run.name, name, v["verdict"]))
-    if not verdicts:
-        return {"tested": tested or "–", "verdict": NOT_TESTABLE, "evidence": "the runs shown lack one of the "
-                "claim's methods", "category": NOT_TESTABLE, "claims": []}  # fmt: skip
+def _of_claim(name: str, run: Run) -> dict[str, Any]:
+    """A model's judgement of a named paper claim on its run at the main K (:func:`run_claims`)."""
+    v = run_claims(run).get(name)
+    if v is None:
+        return untested("the runs shown lack one of the claim's methods")
     return {
-        "tested": tested,
-        "verdict": "; ".join(verdicts),
-        "evidence": SEP.join(evidence),
-        "category": _category(judged),
-        "claims": found,
+        "tested": claim_label(v),
+        "verdict": verdict_text(v),
+        "evidence": SEP.join(pair_text(p) for p in v["pairs"]),
+        "category": category([v]),
+        "note": "",
+        "claims": [(run.name, name, v["verdict"])],
     }
 
 
 def _contrast(main: Run) -> str:
-    """Where STELLA_LW stands on HR@5 and PPI among the main run's methods, against the paper's central contrast
+    """Where STELLA_LW stands on HR@5 and PPI among the run's methods, against the paper's central contrast
     (STELLA_LW the most effective and the least consistent)."""
     ov = {m: main.metrics["methods"][m]["overall"] for m in main.methods}
     if "stella" not in ov or len(ov) < 2:
@@ -159,113 +81,56 @@ def _contrast(main: Run) -> str:
     )
 
 
-def section5_rows(
-    main: Run,
-    sweep: Sequence[Run],
-    table_runs: Sequence[Run] = (),
-    exposure_rows: Mapping[str, list[dict]] | None = None,
-) -> list[dict[str, Any]]:
-    """The rows of :func:`~invarirank.compendium._section5_page.section5_table`: one per claim of the paper's §5, in
-    the paper's order, each with the paper's wording, the claim as tested here, the verdict, its evidence (or why
-    it cannot be tested) and its headline ``category`` (:data:`CATEGORIES`, or not testable). ``table_runs``: the
-    runs at the main run's K with all four methods (a second model joins the verdicts). ``exposure_rows``: each sweep
-    run's observation rows (read from its file when missing)."""
-    exposure_rows = exposure_rows or {}
-    claim_runs = [r for r in (table_runs or [main]) if r.K == main.K and run_claims(r)] or [main]
-    n_models = len({r.model for r in claim_runs})
-    rows: list[dict[str, Any]] = []
-
-    def add(paragraph: str, paper: str, short: str = "", **fields: Any) -> None:
-        category = fields.get("category") or (NOT_TESTABLE if fields["verdict"] == NOT_TESTABLE else "")
-        rows.append(
-            {
-                "§5": paragraph,
-                "the paper": paper,
-                "tested here (better ≻ worse)": fields["tested"],
-                "verdict": fields["verdict"],
-                "evidence": fields["evidence"],
-                "short": short or fields["tested"],
-                "category": category,
-                "note": fields.get("note", ""),
-                "claims": list(fields.get("claims", [])),
-            }
-        )
-
-    def untestable(paragraph: str, paper: str, why: str) -> None:
-        add(paragraph, paper, tested="–", verdict=NOT_TESTABLE, evidence=why)
-
-    hr5 = _of_claim("hr5_stella_best", claim_runs)
-    if hr5["category"] == "contradicted" and _contrast(main):
-        hr5["evidence"] += SEP + _contrast(main)
-        lowest = "lowest" if "the lowest" in _contrast(main) else "not the highest"
+def _hr5(run: Run) -> dict[str, Any]:
+    hr5 = _of_claim("hr5_stella_best", run)
+    contrast = _contrast(run)
+    if hr5["category"] == "contradicted" and contrast:
+        hr5["evidence"] += SEP + contrast
         hr5["note"] = (
-            f"our STELLA_LW has the {lowest} HR@5, so the paper's contrast of the most effective and least "
-            f"consistent method is not seen"
-            if lowest == "lowest"
+            "our STELLA_LW has the lowest HR@5, so the paper's contrast of the most effective and least "
+            "consistent method is not seen"
+            if "the lowest" in contrast
             else "our STELLA_LW is not the most effective"
         )
-    add(
-        "Effectiveness",
-        "“STELLA_LW obtains the highest HR@5 for all three models on both datasets.”",
-        short="STELLA_LW best on HR@5",
-        **hr5,
-    )
-    untestable(
-        "Effectiveness",
-        "“The best nDCG@5 varies across methods” (SGS, STELLA_LW or bootstrapping, by setting).",
-        f"a statement across six model–dataset settings, and we have one data set and {_count(n_models, 'model')} "
-        f"with all four methods: there is nothing to vary",
-    )
-    for name, metric in (("ppi_order", "PPI"), ("gpi_order", "GPI")):
-        add(
-            "Preference consistency",
-            f"“PPI and GPI exhibit the same method ordering … SGS produces the lowest PPI "
-            f"and GPI throughout … STELLA_LW produces the highest” ({metric}).",
-            short=f"the ordering on {metric}",
-            **_of_claim(name, claim_runs),
-        )
+    return hr5
+
+
+def _persists(run: Run, sweep: Sequence[Run], several: bool) -> dict[str, Any]:
+    """PPI and GPI: bootstrapping ≻ zero-shot at every K of the model's own sweep (the methods run at every K)."""
     persist = _sweep_runs(sweep, SWEEP_METHODS)
-    judged = _judge([Pair(r, m, "bootstrapping", "zero_shot") for r in persist for m in ("ppi", "gpi")])
-    ks = ", ".join(str(r.K) for r in persist)
-    persists = "“Figure 2 shows that this ordering also persists across K ∈ {15, 25, 50}.”"
+    judged = judge([Pair(r, m, "bootstrapping", "zero_shot") for r in persist for m in ("ppi", "gpi")])
     if judged is None or len(persist) < 2:
-        untestable("Preference consistency", persists, "the runs shown have no K sweep")
-    else:
-        everywhere = [m for m in main.methods if all(m in r.methods for r in persist)]
-        missing = [method_label(m) for m in main.methods if m not in everywhere]
-        part = (
-            f"Not tested: the rest of the ordering ({', '.join(missing)}) at every K, since "
-            f"{'they were' if len(missing) > 1 else 'it was'} run at K = {main.K} only."
-            if missing
-            else ""
+        ks = ", ".join(str(k) for k in sorted({r.K for r in sweep} | {run.K}))
+        return untested(
+            f"no K sweep of {model_label(run.model)}: it was run at K = {ks} only"
+            if several
+            else "the runs shown have no K sweep"
         )
-        add(
-            "Preference consistency",
-            persists,
-            short="the ordering persists across K",
-            tested=f"PPI and GPI: bootstrapping{BETTER}zero-shot at every K = {ks} (the only methods run at every K)",
-            verdict=_verdict_text(judged)
-            + (" on the part tested" if part and judged["verdict"] == "reproduced" else ""),
-            evidence=SEP.join(
-                _pair_text(p, f" ({metric_label(p['metric'])}, K = {p['pair'].run.K})") for p in judged["pairs"]
-            )
-            + (SEP + part if part else ""),
-            category=_category([judged], in_part=bool(part)),
-            note="only bootstrapping ≻ zero-shot is tested at every K" if part else "",
+    everywhere = [m for m in run.methods if all(m in r.methods for r in persist)]
+    missing = [method_label(m) for m in run.methods if m not in everywhere]
+    part = (
+        f"Not tested: the rest of the ordering ({', '.join(missing)}) at every K, since "
+        f"{'they were' if len(missing) > 1 else 'it was'} run at K = {run.K} only."
+        if missing
+        else ""
+    )
+    return {
+        "tested": f"PPI and GPI: bootstrapping{BETTER}zero-shot at every K = {', '.join(str(r.K) for r in persist)} "
+        f"(the only methods run at every K)",
+        "verdict": verdict_text(judged) + (" on the part tested" if part and judged["verdict"] == "reproduced" else ""),
+        "evidence": SEP.join(
+            pair_text(p, f" ({metric_label(p['metric'])}, K = {p['pair'].run.K})") for p in judged["pairs"]
         )
-    add(
-        "Output consistency",
-        "“LOC follows the same method ordering as PPI and GPI across all six model–dataset combinations.”",
-        short="the ordering on LOC",
-        **_of_claim("loc_order", claim_runs),
-    )
-    stella = main.metrics["methods"].get("stella", {}).get("overall", {}).get("loc")
-    untestable(
-        "Output consistency",
-        "“STELLA_LW produces the lowest LOC, with all values below 0.13.”",
-        f"an absolute level reached by 3–7 B models at K = 25, while {model_label(main.model)} has its own scale"
-        + (f" (ours at K = {main.K}: {stella:.3f})" if stella is not None else f" (no STELLA_LW run at K = {main.K})"),
-    )
+        + (SEP + part if part else ""),
+        "category": category([judged], in_part=bool(part)),
+        "note": "only bootstrapping ≻ zero-shot is tested at every K" if part else "",
+        "claims": [],
+    }
+
+
+def _skew(sweep: Sequence[Run], exposure_rows: Mapping[str, list[dict]]) -> dict[str, Any] | None:
+    """Zero-shot's top-5 exposure, last third of the input positions against the first, at every K of the model's
+    sweep (``None``: no zero-shot run with K > 5)."""
     skews = []
     for r in sweep:
         rows_r = exposure_rows.get(r.name)
@@ -279,29 +144,31 @@ def section5_rows(
             skews.append({"better": "last third", "worse": "first third", "metric": "exposure@5",
                           "higher_is_better": True, "K": r.K, "rest": rest, **s})  # fmt: skip
     skew = judge_pairs(skews) if skews else None
-    if skew is not None:
-        add(
-            "Marginal position exposure",
-            "“Zero-shot reranking exhibits substantial positional skew, with early "
-            "input positions receiving lower exposure than later positions.”",
-            short="zero-shot's early positions lose exposure",
-            tested="zero-shot top-5 exposure: last third of input positions ≻ first third, at every K = "
-            + ", ".join(str(p["K"]) for p in skew["pairs"]),
-            verdict=_verdict_text(skew),
-            evidence=SEP.join(
-                f"{MARKS[pair_state(p)]} K = {p['K']}: Δ {signed(p['mean_diff'])} ({p_equals(p['p_holm'], 'Holm p')})"
-                for p in skew["pairs"]
-            )
-            + SEP
-            + "without input position 0 (the span prompt's first slot, diagnosed under Figure 1), unadjusted: "
-            + ", ".join(
-                f"K = {p['K']}: Δ {signed(p['rest']['mean_diff'])} ({p_equals(p['rest']['p'])})"
-                for p in skew["pairs"]
-                if p.get("rest")
-            ),
-            category=_category([skew]),
+    if skew is None:
+        return None
+    return {
+        "tested": "zero-shot top-5 exposure: last third of input positions ≻ first third, at every K = "
+        + ", ".join(str(p["K"]) for p in skew["pairs"]),
+        "verdict": verdict_text(skew),
+        "evidence": SEP.join(
+            f"{MARKS[pair_state(p)]} K = {p['K']}: Δ {signed(p['mean_diff'])} ({p_equals(p['p_holm'], 'Holm p')})"
+            for p in skew["pairs"]
         )
-    flat = _of_claim("exposure_flattened", claim_runs)
+        + SEP
+        + "without input position 0 (the span prompt's first slot, diagnosed under Figure 1), unadjusted: "
+        + ", ".join(
+            f"K = {p['K']}: Δ {signed(p['rest']['mean_diff'])} ({p_equals(p['rest']['p'])})"
+            for p in skew["pairs"]
+            if p.get("rest")
+        ),
+        "category": category([skew]),
+        "note": "",
+        "claims": [],
+    }
+
+
+def _flattened(run: Run) -> dict[str, Any]:
+    flat = _of_claim("exposure_flattened", run)
     if flat["category"] == "reproduced":
         flat["category"] = "tested in part"
         flat["verdict"] += " on the part tested"
@@ -310,42 +177,193 @@ def section5_rows(
             "bootstrapping (each mitigation is tested against zero-shot only)."
         )
         flat["note"] = "each mitigation against zero-shot only; “does not eliminate it” untested"
+    return flat
+
+
+def _sgs(run: Run) -> dict[str, Any] | None:
+    sgs = judge([Pair(run, m, "sgs", "zero_shot") for m in ("exposure_mad@5", "ppi", "gpi", "loc")])
+    if sgs is None:
+        return None
+    return {
+        "tested": f"SGS{BETTER}zero-shot on exposure MAD, PPI, GPI and LOC",
+        "verdict": verdict_text(sgs),
+        "evidence": SEP.join(pair_text(p, f" ({metric_label(p['metric'])})") for p in sgs["pairs"]),
+        "category": category([sgs]),
+        "note": "",
+        "claims": [],
+    }
+
+
+def _passes(run: Run) -> dict[str, Any] | None:
+    passes = run.manifest.get("passes", {}).get("per_method", {})
+    if not passes:
+        return None
+    shown = "; ".join(
+        f"{method_label(m)} {v['per_order_min']}–{v['per_order_max']}".replace(
+            f"{v['per_order_min']}–{v['per_order_min']}", str(v["per_order_min"])
+        )
+        for m, v in passes.items()
+    )
+    return {
+        "tested": "scorer passes per presented order, counted in the run",
+        "verdict": "by construction (counted in the run, not a finding)",
+        "evidence": f"K = {run.K}: {shown}",
+        "category": "reproduced by construction",
+        "note": "",
+        "claims": [],
+    }
+
+
+#: why a model cannot test a claim that another model of the table tests (the claims a model may lack entirely)
+_ABSENT = {
+    "skew": "no zero-shot run of this model with K > 5",
+    "sgs": "its run lacks one of the claim's methods",
+    "passes": "its run's manifest does not count the passes",
+}
+
+
+def model_claims(
+    run: Run, sweep: Sequence[Run], exposure_rows: Mapping[str, list[dict]], several: bool = False
+) -> dict[str, dict[str, Any] | None]:
+    """One model's judgement of every claim it can be judged on (:mod:`._section5_parts`), on its own runs: ``run``
+    (its run at the main K) and ``sweep`` (its runs at every K, ``run`` among them). ``None``: a claim this model has
+    no data for at all (no zero-shot exposure, no SGS, no counted passes). ``several``: the table shows more than
+    one model (a reason then names the model)."""
+    return {
+        "hr5": _hr5(run),
+        "ppi": _of_claim("ppi_order", run),
+        "gpi": _of_claim("gpi_order", run),
+        "persists": _persists(run, sweep, several),
+        "loc": _of_claim("loc_order", run),
+        "skew": _skew(sweep, exposure_rows),
+        "flat": _flattened(run),
+        "sgs": _sgs(run),
+        "passes": _passes(run),
+    }
+
+
+def section5_rows(
+    main: Run,
+    sweep: Sequence[Run],
+    table_runs: Sequence[Run] = (),
+    exposure_rows: Mapping[str, list[dict]] | None = None,
+) -> list[dict[str, Any]]:
+    """The rows of :func:`~invarirank.compendium._section5_page.section5_table`: one per claim of the paper's §5, in
+    the paper's order, each with the paper's wording, the claim as tested here, the verdict, its evidence (or why
+    it cannot be tested), its headline ``category`` (:data:`CATEGORIES`, or not testable; the main model's), ``key``
+    (the claim's key in :func:`model_claims`; empty for a claim no model can test) and ``models``: each model's own
+    judgement (:mod:`._section5_parts`). ``sweep``: the main run's K sweep. ``table_runs``: the runs of the grid
+    shown with the main run's scorer; another model with all four methods at the main K is judged on its own runs
+    (its K sweep: :func:`~invarirank.compendium._select.sweep_runs` of ``table_runs``). ``exposure_rows``:
+    observation rows by run name (read from the run's file when missing)."""
+    exposure_rows = exposure_rows or {}
+    mains = model_runs(main, table_runs)
+    several = len(mains) > 1
+    judged = [(r, model_claims(r, sweep if r is main else sweep_runs(table_runs, r), exposure_rows, several))
+              for r in mains]  # fmt: skip
+    rows: list[dict[str, Any]] = []
+
+    def put(paragraph: str, paper: str, short: str, fields: Mapping[str, Any], key: str = "") -> None:
+        rows.append(
+            {
+                "key": key,
+                "§5": paragraph,
+                "the paper": paper,
+                "tested here (better ≻ worse)": fields["tested"],
+                "verdict": fields["verdict"],
+                "evidence": fields["evidence"],
+                "short": short or fields["tested"],
+                "category": fields["category"],
+                "note": fields.get("note", ""),
+                "claims": list(fields.get("claims", [])),
+                "models": fields["models"],
+            }
+        )
+
+    def add(paragraph: str, paper: str, short: str, key: str) -> None:
+        per = [(r, j[key]) for r, j in judged]
+        if all(j is None for _, j in per):
+            return
+        put(paragraph, paper, short, one_row([(r, untested(_ABSENT[key]) if j is None else j) for r, j in per]), key)
+
+    def untestable(paragraph: str, paper: str, why: str) -> None:
+        put(paragraph, paper, "", one_row([(r, untested(why)) for r in mains], shared=True))
+
+    add(
+        "Effectiveness",
+        "“STELLA_LW obtains the highest HR@5 for all three models on both datasets.”",
+        "STELLA_LW best on HR@5",
+        "hr5",
+    )
+    untestable(
+        "Effectiveness",
+        "“The best nDCG@5 varies across methods” (SGS, STELLA_LW or bootstrapping, by setting).",
+        f"a statement across six model–dataset settings, and we have one data set and "
+        f"{count_words(len(mains), 'model')} with all four methods: there is nothing to vary",
+    )
+    for key, metric in (("ppi", "PPI"), ("gpi", "GPI")):
+        add(
+            "Preference consistency",
+            f"“PPI and GPI exhibit the same method ordering … SGS produces the lowest PPI "
+            f"and GPI throughout … STELLA_LW produces the highest” ({metric}).",
+            f"the ordering on {metric}",
+            key,
+        )
+    add(
+        "Preference consistency",
+        "“Figure 2 shows that this ordering also persists across K ∈ {15, 25, 50}.”",
+        "the ordering persists across K",
+        "persists",
+    )
+    add(
+        "Output consistency",
+        "“LOC follows the same method ordering as PPI and GPI across all six model–dataset combinations.”",
+        "the ordering on LOC",
+        "loc",
+    )
+    loc = {r.model: r.metrics["methods"].get("stella", {}).get("overall", {}).get("loc") for r in mains}
+    ours = (
+        (f" (ours at K = {main.K}: {loc[main.model]:.3f})" if loc[main.model] is not None else "")
+        if not several
+        else f" (ours at K = {main.K}: "
+        + ", ".join(f"{model_label(m)} {v:.3f}" for m, v in loc.items() if v is not None)
+        + ")"
+    )
+    untestable(
+        "Output consistency",
+        "“STELLA_LW produces the lowest LOC, with all values below 0.13.”",
+        "an absolute level reached by 3–7 B models at K = 25, while "
+        + " and ".join(model_label(r.model) for r in mains)
+        + f" {'have their' if several else 'has its'} own scale"
+        + (ours if any(v is not None for v in loc.values()) else f" (no STELLA_LW run at K = {main.K})"),
+    )
+    add(
+        "Marginal position exposure",
+        "“Zero-shot reranking exhibits substantial positional skew, with early "
+        "input positions receiving lower exposure than later positions.”",
+        "zero-shot's early positions lose exposure",
+        "skew",
+    )
     add(
         "Marginal position exposure",
         "“Bootstrapping reduces this skew but does not eliminate it, while STELLA_LW "
         "and SGS produce flatter exposure curves.”",
-        short="the mitigations flatten exposure",
-        **flat,
+        "the mitigations flatten exposure",
+        "flat",
     )
-    sgs = _judge([Pair(main, m, "sgs", "zero_shot") for m in ("exposure_mad@5", "ppi", "gpi", "loc")])
-    if sgs is not None:
-        add(
-            "Marginal position exposure",
-            "“SGS improves both marginal exposure and all three consistency measures in the examined setting.”",
-            short="SGS improves exposure and consistency together",
-            tested=f"SGS{BETTER}zero-shot on exposure MAD, PPI, GPI and LOC",
-            verdict=_verdict_text(sgs),
-            evidence=SEP.join(_pair_text(p, f" ({metric_label(p['metric'])})") for p in sgs["pairs"]),
-            category=_category([sgs]),
-        )
-    passes = main.manifest.get("passes", {}).get("per_method", {})
-    if passes:
-        shown = "; ".join(
-            f"{method_label(m)} {v['per_order_min']}–{v['per_order_max']}".replace(
-                f"{v['per_order_min']}–{v['per_order_min']}", str(v["per_order_min"])
-            )
-            for m, v in passes.items()
-        )
-        add(
-            "Efficiency",
-            "“Zero-shot reranking requires one forward pass per candidate set, while bootstrapping "
-            "aggregates three shuffled passes … SGS requires K sequential passes … STELLA_LW performs up to ten.”",
-            short="the passes per order",
-            tested="scorer passes per presented order, counted in the run",
-            verdict="by construction (counted in the run, not a finding)",
-            evidence=f"K = {main.K}: {shown}",
-            category="reproduced by construction",
-        )
+    add(
+        "Marginal position exposure",
+        "“SGS improves both marginal exposure and all three consistency measures in the examined setting.”",
+        "SGS improves exposure and consistency together",
+        "sgs",
+    )
+    add(
+        "Efficiency",
+        "“Zero-shot reranking requires one forward pass per candidate set, while bootstrapping "
+        "aggregates three shuffled passes … SGS requires K sequential passes … STELLA_LW performs up to ten.”",
+        "the passes per order",
+        "passes",
+    )
     untestable(
         "Datasets",
         "Every result “on both datasets” (MovieLens-32M and Amazon Books).",
@@ -356,7 +374,7 @@ def section5_rows(
         "Models",
         "Every result “for all three models” (Llama-3.2-3B, Mistral-7B, Qwen2.5-7B).",
         "3–7 B models need a GPU (the paper-scale chapter), and the runs here use "
-        + " and ".join(dict.fromkeys(model_label(r.model) for r in claim_runs))
+        + " and ".join(dict.fromkeys(model_label(r.model) for r in mains))
         + " on a CPU",
     )
     untestable(

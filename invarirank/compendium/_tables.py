@@ -279,6 +279,13 @@ def table1(
         f"own ranking of the same candidates (consistent by construction) and the expectation of a uniformly "
         f"random ranking."
     )
+    models = list(dict.fromkeys((r.model, r.n_queries) for r in chosen))
+    if len({m for m, _ in models}) > 1:
+        caption += (
+            " Each model's rows are on its own queries ("
+            + ", ".join(f"{model_label(m)}: {n}" for m, n in models)
+            + "): its methods, then its own reference rows."
+        )
     if any_marks:
         caption += (
             f" Marks: the paper's claimed pairs, on the row of the method the paper finds better, against the "
@@ -302,44 +309,60 @@ def paper_table(path: str | Path) -> pd.DataFrame:
 def beside_paper(
     runs: Sequence[Run], paper: pd.DataFrame, *, K: int | None = None, digits: int = 3, styled: bool = True
 ) -> Any:
-    """Our Table 1 values beside the paper's: for each of our (dataset, model) at ``K`` and each method, one
-    row *ours* and one row per paper model on the closest paper dataset (only the same model when we ran
-    it), columns HR@5, nDCG@5, PPI, GPI, LOC. The paper's values are at K = 25, M = 20, 500 queries."""
+    """Our Table 1 values beside the paper's: for each method, one row *ours* per (dataset, model) of ours at ``K``,
+    then one row per paper model on the closest paper dataset (only the same model when we ran it), each paper row
+    once however many of our models stand beside it; columns HR@5, nDCG@5, PPI, GPI, LOC. The paper's values are at
+    K = 25, M = 20, 500 queries."""
     if K is None:
         K = main_k(runs)
     chosen = [r for r in runs if r.K == K]
     if not chosen:
         raise InvariRankError(f"beside_paper: no finished runs at K = {K}")
-    records = []
     pdsets_all = {paper_dataset(r.dataset) for r in chosen}
-    for run in chosen:
+    # our runs differ only in their model (the results page's Table 1 of two models): name the model alone
+    only_model = len({(r.dataset, r.scorer, r.K) for r in chosen}) == 1
+
+    def ours_label(run: Run) -> str:
+        if len(chosen) == 1:
+            return "ours"
+        if only_model:
+            return f"ours: {model_label(run.model)}"
+        return f"ours: {model_label(run.model)}, {dataset_label(run.dataset)}, {run.scorer}, K = {run.K}"
+
+    def paper_rows(run: Run) -> list[tuple[str, pd.DataFrame]]:
+        """(source label, the paper's rows of one model) beside ``run``."""
         pdset = paper_dataset(run.dataset)
         cells = paper[paper.dataset == pdset] if pdset else paper.iloc[0:0]
         same = cells[cells.model.map(model_label) == model_label(run.model)]
         models = [run.model] if not same.empty else list(dict.fromkeys(cells.model))
-        ours_label = (
-            "ours"
-            if len(chosen) == 1
-            else f"ours: {model_label(run.model)}, {dataset_label(run.dataset)}, {run.scorer}, K = {run.K}"
-        )
-        for method in run.methods:
+        suffix = "" if len(pdsets_all) == 1 else f", {dataset_label(pdset)}"
+        return [
+            (f"paper: {model_label(pm)}{suffix}", cells[cells.model.map(model_label) == model_label(pm)])
+            for pm in models
+        ]
+
+    methods = list(dict.fromkeys(m for r in chosen for m in r.methods))
+    records, seen = [], set()
+    for method in methods:
+        beside = []
+        for run in chosen:
+            if method not in run.methods:
+                continue
             ov = run.metrics["methods"][method]["overall"]
-            rec = {"method": method_label(method), "source": ours_label}
+            rec = {"method": method_label(method), "source": ours_label(run)}
             for m in TABLE1_METRICS:
                 rec[metric_label(m)] = "–" if ov.get(m) is None else f"{ov[m]:.{digits}f}"
             records.append(rec)
-            for pm in models:
-                hit = cells[(cells.model.map(model_label) == model_label(pm)) & (cells.method == method)]
-                if hit.empty:
-                    continue
-                rec = {
-                    "method": method_label(method),
-                    "source": f"paper: {model_label(pm)}"
-                    + ("" if len(pdsets_all) == 1 else f", {dataset_label(pdset)}"),
-                }
-                for m in TABLE1_METRICS:
-                    rec[metric_label(m)] = f"{float(hit.iloc[0][m]):.4f}"
-                records.append(rec)
+            beside += paper_rows(run)
+        for source, cells in beside:
+            hit = cells[cells.method == method]
+            if hit.empty or (method, source) in seen:
+                continue
+            seen.add((method, source))
+            rec = {"method": method_label(method), "source": source}
+            for m in TABLE1_METRICS:
+                rec[metric_label(m)] = f"{float(hit.iloc[0][m]):.4f}"
+            records.append(rec)
     df = pd.DataFrame.from_records(records).set_index(["method", "source"])
     pdsets = sorted({dataset_label(paper_dataset(r.dataset) or "?") for r in chosen})
     caption = (

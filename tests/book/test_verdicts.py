@@ -62,10 +62,15 @@ runs:
 
 
 def _execute(
-    results: Path, evidence_file: Path | str, out: Path, grid: str | None = "default", before: Path | None = None
+    results: Path,
+    evidence_file: Path | str,
+    out: Path,
+    grid: str | None = "default",
+    before: Path | None = None,
+    **more: str,
 ) -> str:
     """Execute notebooks/results.ipynb for ``grid`` on ``results`` with papermill (the book's rule: ``before``, then
-    ``evidence_file``, written beside ``out``) and return the page rendered to HTML."""
+    ``evidence_file``, written beside ``out``; ``more``: further parameters) and return the page rendered to HTML."""
     env = dict(
         os.environ,
         MPLBACKEND="Agg",
@@ -74,7 +79,7 @@ def _execute(
     )
     rule = out.with_suffix(".book.yaml")
     rule.write_text("grids:\n" + "".join(f"  - {{file: {f}}}\n" for f in (before, evidence_file) if f))
-    params = {"grid": grid, "results_dir": str(results), "include_simulated": True, "book_config": str(rule)}
+    params = {"grid": grid, "results_dir": str(results), "include_simulated": True, "book_config": str(rule), **more}
     args = [sys.executable, "-m", "papermill", "results.ipynb", str(out), "--no-progress-bar", "-y", json.dumps(params)]
     proc = subprocess.run(args, cwd=ROOT / "notebooks", env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -175,6 +180,33 @@ def test_the_evidence_grid_sets_table_1_once_its_main_run_and_sweep_are_complete
     assert _verdicts(page) == _stored(made["complete"] / "evidence" / "ev-main-k6")
     # ... and the default grid's run moves to "Other grids"
     assert "<strong>Grid default</strong>" in page or "**Grid default**" in page
+
+
+def test_a_second_models_run_at_the_main_k_is_judged_on_its_own_runs_on_the_page(made):
+    """The default grid with a second model's run beside the main run at the same K (a copy of the main run under
+    another model, two of its methods swapped and re-evaluated): the page shows each model's verdicts with its own
+    run, the headline counts each model apart, Table 1 has both models' rows and reference rows, Figure 1 has both,
+    and a paragraph says what the second model can and cannot say."""
+    results = made["base"] / "two-models"
+    shutil.copytree(made["honest"], results)
+    second = results / "default" / "qwen-k6"
+    shutil.copytree(results / "default" / "sim-k6", second)
+    manifest = json.loads((second / "manifest.json").read_text(encoding="utf-8"))
+    for key in ("grid_run", "config"):
+        manifest[key]["model"] = "qwen2.5-coder-0.5b"
+    (second / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    _swap_methods(second, "zero_shot", "stella")
+    page = _execute(results, made["evidence"], made["base"] / "two.ipynb", main_run="sim-k6")
+    shown = _verdicts(page)
+    assert shown == {**_stored(results / "default" / "sim-k6"), **_stored(second)}  # each model's own verdicts
+    assert shown[("qwen-k6", "exposure_flattened")] == "contradicted" != shown[("sim-k6", "exposure_flattened")]
+    assert re.search(r"On simulated \([^)]*\), of the \d+ claims", page)
+    assert re.search(r"On Qwen2\.5-Coder-0\.5B \([^)]*\), of the \d+ claims", page)
+    assert "Table 1 shows 2 models side by side (simulated, Qwen2.5-Coder-0.5B)" in page
+    assert page.count("random order (reference)") >= 2  # each model's own reference rows in Table 1
+    assert "The reference rows, Qwen2.5-Coder-0.5B." in page
+    assert "What Qwen2.5-Coder-0.5B can and cannot say about the paper's 3–7 B models." in page
+    assert "<strong>Qwen2.5-Coder-0.5B.</strong>" in page or "**Qwen2.5-Coder-0.5B.**" in page  # Figure 1's words
 
 
 #: the paper grid's stand-in: named like the paper's, its own M (3) and list lengths (5, 7)
