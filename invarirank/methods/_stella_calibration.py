@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -69,11 +69,56 @@ def calibration_pass_count(queries: Sequence[Query], k: int, repeats: int = 5) -
     return sum(len(_relevant(q)) for q in queries) * k * repeats
 
 
+def probe_top1(
+    scorer: Scorer,
+    query: Query,
+    k: int,
+    repeats: int = 5,
+    seed: int = 0,
+    on_passes: Callable[[int], Any] | None = None,
+) -> list[int]:
+    """One probing query's probes, scored: the presented position of the scorer's top-1 for each probe, in probe
+    order — its relevant candidates in candidate order, each put at positions ``p = 0..k-1``, each position
+    ``repeats`` times (the other candidates shuffled, seeded by ``(seed, query_id, rel, p, rep)`` alone, so that
+    a query's probes do not depend on the other queries). ``on_passes(n)`` is called after each batch of ``n``
+    passes (a progress bar). :func:`part_counts` turns the list into the query's counts."""
+    cands = list(query.candidates)
+    chunk = batch_size_of(scorer)  # a batching (GPU) scorer gets batches
+    top1: list[int] = []
+    for rel in _relevant(query):
+        target = next(c for c in cands if c.item_id == rel)
+        others = [c for c in cands if c.item_id != rel]
+        probes: list[list[Item]] = []
+        for p in range(k):
+            for rep in range(repeats):
+                perm = rng_for(seed, query.query_id, "stella-calibration", rel, p, rep).permutation(k - 1)
+                order = [others[int(i)] for i in perm]
+                order.insert(p, target)
+                probes.append(order)
+        for c in range(0, len(probes), chunk):
+            part = probes[c : c + chunk]
+            top1.extend(int(rank_by_scores(scores)[0]) for scores in score_items_batch(scorer, query, part))
+            if on_passes is not None:
+                on_passes(len(part))
+    return top1
+
+
+def part_counts(top1: Sequence[int], k: int, repeats: int) -> np.ndarray:
+    """One probing query's integer counts (int64, K×K, no smoothing) from its :func:`probe_top1`: probe ``i`` put
+    the relevant candidate at ``p = (i // repeats) % k`` and the scorer's top-1 landed at ``top1[i]``."""
+    counts = np.zeros((k, k), dtype=np.int64)
+    for i, j in enumerate(top1):
+        counts[(i // repeats) % k, int(j)] += 1
+    return counts
+
+
 def calibration_counts(
     scorer: Scorer, queries: Sequence[Query], k: int, repeats: int = 5, seed: int = 0, progress: bool = False
 ) -> np.ndarray:
     """The smoothed count matrix (int64, K×K, every cell starting at 1) over already selected,
-    already truncated probing ``queries`` (see :func:`select_calibration_queries`)."""
+    already truncated probing ``queries`` (see :func:`select_calibration_queries`): 1 plus the sum of each query's
+    :func:`part_counts`, which the runner computes one query at a time (:mod:`invarirank.methods._calibration_parts`;
+    integer sums: the same matrix in any order)."""
     counts = np.ones((k, k), dtype=np.int64)
     total = calibration_pass_count(queries, k, repeats)
     bar = None
@@ -81,26 +126,11 @@ def calibration_counts(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=total, desc=f"STELLA calibration K={k}", unit="pass", file=sys.stderr)
-    chunk = batch_size_of(scorer)  # a batching (GPU) scorer gets batches
     try:
         for q in queries:
-            cands = list(q.candidates)
-            for rel in _relevant(q):
-                target = next(c for c in cands if c.item_id == rel)
-                others = [c for c in cands if c.item_id != rel]
-                probes: list[tuple[int, list[Item]]] = []
-                for p in range(k):
-                    for rep in range(repeats):
-                        perm = rng_for(seed, q.query_id, "stella-calibration", rel, p, rep).permutation(k - 1)
-                        order = [others[int(i)] for i in perm]
-                        order.insert(p, target)
-                        probes.append((p, order))
-                for c in range(0, len(probes), chunk):
-                    part = probes[c : c + chunk]
-                    for (p, _), scores in zip(part, score_items_batch(scorer, q, [o for _, o in part])):
-                        counts[p, rank_by_scores(scores)[0]] += 1
-                    if bar is not None:
-                        bar.update(len(part))
+            counts += part_counts(
+                probe_top1(scorer, q, k, repeats, seed, None if bar is None else bar.update), k, repeats
+            )
     finally:
         if bar is not None:
             bar.close()
@@ -270,11 +300,34 @@ def load_or_calibrate(
     by content. Otherwise it is ignored and the calibration computed."""
     queries = select_calibration_queries(validation_queries, k, n_queries, seed)
     identity = dict(as_batch_scorer(scorer).key_identity())  # what determines the scores only
+    settings: dict[str, Any] = dict(n_queries=n_queries, repeats=repeats, seed=seed, cache_dir=cache_dir)
+    ready = ready_calibration(identity, k, queries, known=known, **settings)
+    if ready is not None:
+        return ready
+    return made_calibration(
+        identity, k, queries, calibration_counts(scorer, queries, k, repeats, seed, progress), **settings
+    )
+
+
+def ready_calibration(
+    identity: Mapping[str, Any],
+    k: int,
+    queries: Sequence[Query],
+    *,
+    n_queries: int,
+    repeats: int,
+    seed: int,
+    cache_dir: str | os.PathLike | None,
+    known: Mapping[str, Any] | None = None,
+) -> Calibration | None:
+    """The calibration of the probing ``queries`` (selected, truncated) with the scorer of key ``identity``, when
+    no pass is needed: from the cache (:func:`cache_file`; ``from_cache``), or ``known`` when it matches
+    (:func:`recorded_counts`; then cached under this machine's key); else ``None``."""
+    identity = dict(identity)
     key = calibration_key(identity, k, queries, n_queries, repeats, seed)
     path = cache_file(cache_dir, key)
     meta = _meta(n_queries, repeats, seed)
     probes = probes_sha256(queries)
-    passes = calibration_pass_count(queries, k, repeats)
     if path.is_file():
         try:
             got = read_json(path)
@@ -296,11 +349,44 @@ def load_or_calibrate(
         except (OSError, ValueError, KeyError, TypeError):
             pass  # unreadable cache entry: recompute and replace it
     counts_known = recorded_counts(known, identity, k, queries, n_queries, repeats, seed)
-    from_known = counts_known is not None
-    counts = (
-        counts_known if counts_known is not None else calibration_counts(scorer, queries, k, repeats, seed, progress)
-    )
+    if counts_known is None:
+        return None
+    return _cached(identity, k, queries, counts_known, True, n_queries, repeats, seed, cache_dir)
+
+
+def made_calibration(
+    identity: Mapping[str, Any],
+    k: int,
+    queries: Sequence[Query],
+    counts: np.ndarray,
+    *,
+    n_queries: int,
+    repeats: int,
+    seed: int,
+    cache_dir: str | os.PathLike | None,
+) -> Calibration:
+    """The calibration of computed smoothed ``counts`` (:func:`calibration_counts`, or the sum of the parts of
+    :mod:`invarirank.methods._calibration_parts`), written to the cache (:func:`cache_file`)."""
+    return _cached(dict(identity), k, queries, counts, False, n_queries, repeats, seed, cache_dir)
+
+
+def _cached(
+    identity: dict[str, Any],
+    k: int,
+    queries: Sequence[Query],
+    counts: np.ndarray,
+    from_cache: bool,
+    n_queries: int,
+    repeats: int,
+    seed: int,
+    cache_dir: str | os.PathLike | None,
+) -> Calibration:
+    key = calibration_key(identity, k, queries, n_queries, repeats, seed)
+    passes = calibration_pass_count(queries, k, repeats)
+    meta = _meta(n_queries, repeats, seed)
     query_ids = [q.query_id for q in queries]
-    cal = Calibration(k, counts, normalise_counts(counts), query_ids, passes, key, from_known, meta, identity, probes)
-    atomic_write_json(path, {**cal.to_json(), "identity": identity})
+    cal = Calibration(
+        k, counts, normalise_counts(counts), query_ids, passes, key, from_cache, meta, identity, probes_sha256(queries)
+    )
+    atomic_write_json(cache_file(cache_dir, key), {**cal.to_json(), "identity": identity})
     return cal

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import _calibration_parts as calibration_parts
 from . import _stella_calibration as stella_calibration
 from . import stella
 from ._bootstrapping import bootstrapping_steps
@@ -35,13 +36,22 @@ class Calibrator:
     to the run's ``calibration.json``).
 
     ``compute(scorer, validation, k, *, n_queries, repeats, seed, cache_dir, progress, known)`` returns the
-    calibration (an object with ``.matrix``, ``.counts``, ``.query_ids``, ``to_json()``, ``to_record()``), taken
-    from the cache or from ``known`` (a recorded one) when they match; ``need(validation, k, key_identity, *,
-    n_queries, repeats, seed, cache_dir, known)`` says what ``compute`` would still cost without scoring:
-    ``(passes, cached, probing queries)``."""
+    calibration in one piece (an object with ``.matrix``, ``.counts``, ``.query_ids``, ``to_json()``,
+    ``to_record()``), taken from the cache or from ``known`` (a recorded one) when they match.
+
+    The runner computes it in parts instead, one per probing query, spread over its workers and journaled
+    (:mod:`invarirank.methods._calibration_parts`): ``plan(validation, k, key_identity, *, method, n_queries,
+    repeats, seed, cache_dir, known)`` gives the probing queries, each part's head and the rule a part read back
+    is matched by, and ``done`` (the calibration, when the cache or ``known`` has it); ``part(scorer, query, k,
+    *, repeats, seed)`` computes one part on a worker; the plan's ``finish(parts)`` sums them into the very
+    calibration ``compute`` gives. ``need(validation, k, key_identity, *, method, n_queries, repeats, seed,
+    cache_dir, known, parts)`` says what is still to compute, without scoring: ``(passes, cached, probing
+    queries)``, the queries whose part is among ``parts`` not counted."""
 
     compute: Callable[..., Any]
     need: Callable[..., tuple[int, bool, int]]
+    plan: Callable[..., Any]
+    part: Callable[..., list[int]]
 
 
 def _no_options(matrix: Any) -> dict[str, Any]:
@@ -78,7 +88,12 @@ REGISTRY: tuple[Method, ...] = (
         stella.stella_steps,
         lambda k, u: u,
         "4-10",
-        calibrator=Calibrator(stella_calibration.load_or_calibrate, stella_calibration.calibration_need),
+        calibrator=Calibrator(
+            stella_calibration.load_or_calibrate,
+            calibration_parts.calibration_need,
+            calibration_parts.plan_calibration,
+            calibration_parts.compute_part,
+        ),
         options=lambda matrix: {"matrix": matrix},
         # its updates 1-2 present bootstrapping's two seeded shuffles (see invarirank.methods._common)
         shares=(("bootstrapping", 2),),
