@@ -52,13 +52,15 @@ def cost_notice(
     threshold: float = NOTICE_SECONDS,
     done: int = 0,
     recorded: Mapping[int, Mapping[str, Any]] | None = None,
+    parts: Mapping[int, Sequence[Any]] | None = None,
 ) -> str | None:
     """The one line printed before a run whose estimated duration exceeds ``threshold`` seconds (None below
     it): the estimate (distinct passes with STELLA_LW's 10 updates, plus calibration not yet cached), what
     dominates it and the flags (or grid settings) that shrink it. ``seconds_per_pass`` overrides
     :func:`assumed_seconds_per_pass`. ``test``: the queries still to compute; ``done``: how many more are in
     finished shards already (said, not counted); ``recorded``: the calibrations recorded with them (not counted
-    when this machine takes them, :func:`calibration_need`)."""
+    when this machine takes them, :func:`calibration_need`); ``parts``: the calibration parts journaled so far, by K
+    (their probing queries not counted)."""
     ks = sorted({q.k for q in test})
     if not ks:
         return None
@@ -67,7 +69,7 @@ def cost_notice(
     if seconds_per_pass is None:
         seconds_per_pass, source = assumed_seconds_per_pass(config, k_mean, on_gpu=on_gpu, bench=bench)
     rerank = rerank_passes(config, test, 10)
-    cal, _, probes = calibration_need(config, validation, ks, key_identity, recorded)
+    cal, _, probes = calibration_need(config, validation, ks, key_identity, recorded, parts)
     seconds = (rerank + cal) * seconds_per_pass
     if seconds <= threshold:
         return None

@@ -5,13 +5,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ..types import Query
 from ._config import RunConfig
 from ._shards import DEFAULT_SHARD_QUERIES
-from ._worker import ShardResult, ShardTask, scorer_settings
+from ._worker import CalibrationResult, CalibrationTask, ShardResult, ShardTask, scorer_settings
 
 _E = TypeVar("_E", bound="ExecutorBase")
 
@@ -41,18 +41,12 @@ class Executor(Protocol):
         (:meth:`~invarirank.runner._worker.ShardWorker.check_queries` on one worker), before any pass."""
         ...
 
-    def calibrate(
-        self,
-        config: RunConfig,
-        validation: Sequence[Query],
-        k: int,
-        progress: bool = False,
-        known: Mapping[str, Any] | None = None,
-    ) -> Any:
-        """STELLA_LW's calibration for lists of ``k`` (a :class:`~invarirank.methods._stella_calibration.Calibration`);
-        ``progress``: a progress bar over its passes (on standard error; a Ray worker's is forwarded by Ray);
-        ``known``: the calibration the run's committed shards were made with (:meth:`Calibration.to_record
-        <invarirank.methods._stella_calibration.Calibration.to_record>`), taken instead of computing when it matches."""
+    def map_calibration(
+        self, config: RunConfig, tasks: Sequence[CalibrationTask], on_result: Callable[[CalibrationResult], None]
+    ) -> None:
+        """Compute every calibration part (:class:`~invarirank.runner._worker.CalibrationTask`, one probing query
+        each) on the workers; hand each result to ``on_result`` in the driver's process as it arrives (it journals
+        the part, :mod:`invarirank.runner._calibration`)."""
         ...
 
     def map_shards(

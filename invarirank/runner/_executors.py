@@ -1,8 +1,8 @@
 """Executors: who computes a run's shards. ``local`` (this process) and ``ray`` (a Ray cluster, or a local Ray).
 
 Both are an :class:`Executor` (the protocol :func:`invarirank.runner.ensure_runs` computes runs with):
-``describe(config)`` (the scorer's identity, from a worker that loaded it), ``calibrate(config, validation, k)``
-(STELLA_LW's calibration: one unit of work), ``map_shards(config, tasks, on_result)`` (compute
+``describe(config)`` (the scorer's identity, from a worker that loaded it), ``map_calibration(config, tasks,
+on_result)`` (STELLA_LW's calibration parts, one probing query each), ``map_shards(config, tasks, on_result)`` (compute
 :class:`~invarirank.runner._worker.ShardTask` s, handing each :class:`~invarirank.runner._worker.ShardResult` to
 ``on_result`` in the driver as it arrives), ``default_shard_queries(config)`` (the shard size of a run that sets
 none), ``info()`` and ``worker_facts()`` (for ``run.json``) and ``close()``; each is a context manager. Workers
@@ -17,7 +17,7 @@ Executor, shard size and thread counts are never part of a run's identity (they 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import InvariRankError
@@ -25,7 +25,7 @@ from ..types import Query, Scorer
 from ._config import RunConfig
 from ._executor_protocol import Executor, ExecutorBase, settings_key
 from ._ray_executor import RayExecutor
-from ._worker import ShardResult, ShardTask, ShardWorker, calibration_method, scorer_settings
+from ._worker import CalibrationResult, CalibrationTask, ShardResult, ShardTask, ShardWorker, scorer_settings
 
 #: the executors' names (``--executor``)
 EXECUTORS = ("local", "ray")
@@ -57,25 +57,12 @@ class LocalExecutor(ExecutorBase):
     def check_queries(self, config: RunConfig, queries: Sequence[Query]) -> None:
         self.worker(config).check_queries(queries)
 
-    def calibrate(
-        self,
-        config: RunConfig,
-        validation: Sequence[Query],
-        k: int,
-        progress: bool = False,
-        known: Mapping[str, Any] | None = None,
-    ) -> Any:
-        return self.worker(config).calibrate(
-            validation,
-            k,
-            method=calibration_method(config),
-            n_queries=config.calibration_queries,
-            repeats=config.calibration_repeats,
-            seed=config.seed,
-            cache_dir=config.cache_dir,
-            progress=progress,
-            known=known,
-        )
+    def map_calibration(
+        self, config: RunConfig, tasks: Sequence[CalibrationTask], on_result: Callable[[CalibrationResult], None]
+    ) -> None:
+        worker = self.worker(config)
+        for task in tasks:
+            on_result(worker.calibration_part(task))
 
     def map_shards(
         self, config: RunConfig, tasks: Sequence[ShardTask], on_result: Callable[[ShardResult], None]

@@ -37,11 +37,13 @@ def calibration_need(
     ks: Sequence[int],
     key_identity: Mapping[str, Any],
     recorded: Mapping[int, Mapping[str, Any]] | None = None,
+    parts: Mapping[int, Sequence[Any]] | None = None,
 ) -> tuple[int, dict[int, bool], int]:
     """The calibration (STELLA_LW's) still to compute for lists of each K in ``ks``: ``(passes, cached, probes)``
     — passes of the K values whose calibration is neither in the cache (keyed by the scorer's ``key_identity``)
-    nor recorded with the run's shards in a form this machine takes (``recorded``, by K), ``cached`` per K, and the
-    number of probing validation queries of those K, as the calibrated method's
+    nor recorded with the run's shards in a form this machine takes (``recorded``, by K), less the probing queries
+    whose calibration part is among ``parts`` (journaled so far, by K), ``cached`` per K, and the number of probing
+    validation queries of those K still to compute, as the calibrated method's
     :class:`~invarirank.methods.registry.Calibrator` counts them (``need``). Nothing is scored; (0, {}, 0) when no
     method of the run needs a calibration."""
     calibrated = calibrated_method(config.methods)
@@ -59,6 +61,8 @@ def calibration_need(
             seed=config.seed,
             cache_dir=config.cache_dir or None,
             known=(recorded or {}).get(k),
+            method=calibrated.name,
+            parts=(parts or {}).get(k, ()),
         )
         passes += n
         probes = max(probes, p)

@@ -1,7 +1,7 @@
-"""A run's two phases around the reranking: :func:`prepare_run` (on the driver, once per run) and
-:func:`finish_run` (the merge: the run's files from its query records, in run order), plus :func:`run_status`,
-the one reuse check of a folder. Whoever reranks the queries in between — the driver's own process or workers on
-a cluster, in shards of any size (:mod:`invarirank.runner._sharded`) — the files are the same.
+"""A run's two phases around the reranking: :func:`prepare_run` and :func:`calibrate_run` (on the driver, once per
+run) and :func:`finish_run` (the merge: the run's files from its query records, in run order), plus
+:func:`run_status`, the one reuse check of a folder. Whoever reranks the queries in between — the driver's own
+process or workers on a cluster, in shards of any size (:mod:`invarirank.runner._sharded`) — the files are the same.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from ..evaluation._references import FIRST_STAGE_FILE, write_first_stage
 from ..llm.factory import scoring_versions
 from ..methods.registry import calibrated_method
 from ..store import CALIBRATIONS_FILE, VOLATILE_FILE, Run, RunFolder, RunStatus, recorded_calibrations
+from ._calibration import calibrate_in_parts, journal_parts
 from ._config import RunConfig
 from ._executor_protocol import Executor
 from ._inputs import input_hashes, stored_inputs
@@ -66,7 +67,8 @@ def print_cost_notice(
     model, else from the scorer's device type (``key_identity``) and the stated assumptions; the queries already
     in finished shards of the run folder ``out`` are not counted, nor a calibration of ``recorded`` (the STELLA_LW
     calibrations recorded with them, by K: :func:`invarirank.store.recorded_calibrations`) that this machine
-    takes. Loads and measures nothing."""
+    takes, nor the calibration parts journaled in ``out`` (:func:`invarirank.runner._calibration.journal_parts`).
+    Loads and measures nothing."""
     from ._bench_files import find_bench
     from ._cost_line import cost_notice
 
@@ -80,6 +82,7 @@ def print_cost_notice(
 
     done = shard_query_ids(out) if out is not None else set()
     left = [q for q in qs.test if q.query_id not in done]
+    journal = {k: [record for _, record in journal_parts(out, k)] for k in {q.k for q in qs.test}} if out else {}
     line = cost_notice(
         config,
         left,
@@ -89,6 +92,7 @@ def print_cost_notice(
         bench=bench,
         done=len(qs.test) - len(left),
         recorded=recorded or {},
+        parts=journal,
     )
     if line:
         print(f"{config.run_name}: {line}", file=sys.stderr)
@@ -101,9 +105,9 @@ def prepare_run(
     folder, checked by :func:`invarirank.runner.ensure_runs`): the data and the first stage
     (:func:`load_queries`), the scorer's identity (``executor.describe``: a worker loads the model), the
     fingerprint (:func:`invarirank.runner._shards.run_fingerprint`), the cost line of a long run
-    (:func:`print_cost_notice`), the scorer's check of every query before any pass (``executor.check_queries``:
-    an unscorable query is an error naming it, and nothing is computed) and STELLA_LW's calibration per K
-    (``executor.calibrate``: one unit of work each)."""
+    (:func:`print_cost_notice`) and the scorer's check of every query before any pass (``executor.check_queries``:
+    an unscorable query is an error naming it, and nothing is computed). The calibrations come next
+    (:func:`calibrate_run`), once the run's finished shards have been checked against the fingerprint."""
     out = Path(str(config.out))
     inputs = input_hashes(config)  # the user's files (not the generated synthetic candidates)
     config = synthetic_candidates_for(config, out)
@@ -126,22 +130,45 @@ def prepare_run(
     t = time.perf_counter()
     executor.check_queries(config, [*qs.test, *(qs.validation if calibrated else ())])
     timings["check_seconds"] = round(time.perf_counter() - t, 3)
+    return PreparedRun(
+        config, out, qs, facts, model, test_sha256, fingerprint, parts, {}, timings, t_start, inputs, known
+    )
+
+
+def calibrate_run(
+    p: PreparedRun,
+    executor: Executor,
+    *,
+    progress: bool = True,
+    on_calibration_part: Callable[[int], None] | None = None,
+) -> None:
+    """STELLA_LW's calibration per K of the prepared run ``p`` into ``p.calibrations`` (nothing without a
+    calibrated method): in parts spread over the workers and journaled in the run folder
+    (:func:`invarirank.runner._calibration.calibrate_in_parts`; ``on_calibration_part(n)`` after each part is
+    journaled), or taken from the cache or the run's recorded calibration. No probing query is an error."""
+    config, qs = p.config, p.qs
+    calibrated = calibrated_method(config.methods)
     t = time.perf_counter()
-    calibrations: dict[int, Any] = {}
     if calibrated:
         for k in sorted({q.k for q in qs.test}):
-            cal = executor.calibrate(config, qs.validation, k, progress=progress, known=known.get(k))
+            cal = calibrate_in_parts(
+                config,
+                executor,
+                qs.validation,
+                k,
+                p.scorer["key_identity"],
+                known=p.recorded_calibrations.get(k),
+                progress=progress,
+                on_part=on_calibration_part,
+            )
             if not cal.query_ids:
                 raise InvariRankError(
                     f"{calibrated.label} calibration for K={k}: none of the {len(qs.validation)} "
                     f"validation queries has a relevant item among its first {k} candidates; drop "
                     f"{calibrated.name!r} from --methods or provide validation queries"
                 )
-            calibrations[k] = cal
-    timings["calibration_seconds"] = round(time.perf_counter() - t, 3)
-    return PreparedRun(
-        config, out, qs, facts, model, test_sha256, fingerprint, parts, calibrations, timings, t_start, inputs, known
-    )
+            p.calibrations[k] = cal
+    p.timings["calibration_seconds"] = round(time.perf_counter() - t, 3)
 
 
 def record_calibrations(p: PreparedRun, resumed: bool) -> None:

@@ -8,7 +8,8 @@ after checking within ``connect_timeout`` seconds that something answers there. 
 GPUs (default 1 on a cluster with GPUs, for a real scorer) or per ``cpus_per_worker`` CPUs; ``workers`` caps their
 number. Each actor sets ``threads_per_worker`` torch threads (default ``cpus_per_worker``: Ray would otherwise leave
 one) and keeps its own pass cache on its machine. An actor that dies (a lost node, ``os._exit``, out of memory) is
-restarted and its shard computed again (``max_retries`` times); shards go to whichever actor is free.
+restarted and its shard computed again (``max_retries`` times); shards go to whichever actor is free, and so do
+STELLA_LW's calibration parts (one probing query each) before them.
 """
 
 from __future__ import annotations
@@ -18,14 +19,16 @@ import socket
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .._limits import local_ray_cpus
 from ..errors import InvariRankError, RunFailed
 from ..types import Query
 from ._config import RunConfig
 from ._executor_protocol import ExecutorBase, settings_key
-from ._worker import ShardResult, ShardTask, ShardWorker, calibration_method, scorer_settings
+from ._worker import CalibrationResult, CalibrationTask, ShardResult, ShardTask, ShardWorker, scorer_settings
+
+_T = TypeVar("_T")
 
 
 def check_address(address: str, timeout: float) -> None:
@@ -236,43 +239,49 @@ class RayExecutor(ExecutorBase):
         first = self.pool(config)[0]
         self._get(first.check_queries.remote(list(queries)), "the check of the queries")
 
-    def calibrate(
-        self,
-        config: RunConfig,
-        validation: Sequence[Query],
-        k: int,
-        progress: bool = False,
-        known: Mapping[str, Any] | None = None,
-    ) -> Any:
-        first = self.pool(config)[0]
-        return self._get(
-            first.calibrate.remote(
-                list(validation),
-                k,
-                method=calibration_method(config),
-                n_queries=config.calibration_queries,
-                repeats=config.calibration_repeats,
-                seed=config.seed,
-                cache_dir=config.cache_dir,
-                progress=progress,
-                known=None if known is None else dict(known),
-            ),
-            f"STELLA calibration at K={k}",
+    def map_calibration(
+        self, config: RunConfig, tasks: Sequence[CalibrationTask], on_result: Callable[[CalibrationResult], None]
+    ) -> None:
+        """Every calibration part on the first free actor; results handed to ``on_result`` as they finish."""
+        self._spread(
+            config,
+            tasks,
+            lambda actor, task: actor.calibration_part.remote(task),
+            lambda task: f"STELLA calibration at K={task.k} (probing query {task.query.query_id})",
+            on_result,
         )
 
     def map_shards(
         self, config: RunConfig, tasks: Sequence[ShardTask], on_result: Callable[[ShardResult], None]
     ) -> None:
         """Every task on the first free actor; results handed to ``on_result`` in the driver as they finish."""
+        self._spread(
+            config,
+            tasks,
+            lambda actor, task: actor.run_shard.remote(task),
+            lambda task: f"shard {task.shard} of {Path(task.run).name}",
+            on_result,
+        )
+
+    def _spread(
+        self,
+        config: RunConfig,
+        tasks: Sequence[_T],
+        submit: Callable[[Any, _T], Any],
+        what: Callable[[_T], str],
+        on_result: Callable[[Any], None],
+    ) -> None:
+        """Each task submitted to the first free actor of the pool (``submit(actor, task)`` → a Ray reference);
+        each result handed to ``on_result`` in the driver as it finishes (``what(task)`` names it in an error)."""
         idle = list(reversed(self.pool(config)))
         queue = deque(tasks)
-        pending: dict[Any, tuple[Any, ShardTask]] = {}
+        pending: dict[Any, tuple[Any, _T]] = {}
         while queue or pending:
             while idle and queue:
                 actor, task = idle.pop(), queue.popleft()
-                pending[actor.run_shard.remote(task)] = (actor, task)
+                pending[submit(actor, task)] = (actor, task)
             ready, _ = self._ray.wait(list(pending), num_returns=1)
             actor, task = pending.pop(ready[0])
-            result = self._get(ready[0], f"shard {task.shard} of {Path(task.run).name}")
+            result = self._get(ready[0], what(task))
             on_result(result)
             idle.append(actor)

@@ -24,7 +24,8 @@ one resume record), then merged in run order (:func:`~invarirank.runner._phases.
 Killed at any moment and rerun, a run gives the same observations, metrics, calibration and manifest bytes as an
 uninterrupted one, whichever executor, shard size or thread count computed it. A grid run copies each finished
 shard into ``results/<grid>/<run>/shards/`` as it lands (:func:`invarirank.store.export_shards`), to be committed
-before the run is finished; a later session — on a fresh clone too — resumes from them.
+before the run is finished, and so each part of STELLA_LW's calibration (``shards/calibration-parts/``,
+:mod:`invarirank.runner._calibration`); a later session — on a fresh clone too — resumes from them.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ from ..llm.factory import scoring_versions
 from ..store import (
     Run,
     RunFolder,
+    calibration_part_files,
     committed_shards,
+    export_calibration_parts,
     export_shards,
     identity_difference,
     import_shards,
@@ -182,6 +185,13 @@ def _resume_committed_shards(config: RunConfig, target: Path, work: Path) -> Run
             f"grid: resuming {config.run_name} from {len(copied)} committed shard(s) in {RunFolder(target).committed}",
             file=sys.stderr,
         )
+    parts = sum(len(f) for f in calibration_part_files(RunFolder(target).committed_calibration_parts).values())
+    if parts:
+        print(
+            f"grid: {config.run_name}: {parts} committed calibration part(s) in "
+            f"{RunFolder(target).committed_calibration_parts}",
+            file=sys.stderr,
+        )
     shards = committed_shards(target)
     if config.shard_queries is None and shards:
         size = len(read_json(shards[0] / "shard.json").get("query_ids") or []) or None
@@ -200,6 +210,7 @@ def ensure_runs(
     queries: QuerySet | None = None,
     scorer: Scorer | None = None,
     on_shard_done: Callable[[int], None] | None = None,
+    on_calibration_part: Callable[[int], None] | None = None,
 ) -> list[Path]:
     """The finished run folder of every config (:func:`run_folder`), in the order of ``configs``: reused when
     there, else computed (or resumed) and, for a grid's run, published (see the module docstring).
@@ -208,7 +219,8 @@ def ensure_runs(
     together (it is not closed here); without one a :class:`~invarirank.runner._executors.LocalExecutor` computes
     them in this process, with ``scorer`` when given instead of building one. ``allow_run=False`` makes a run that
     is not there an error. ``queries`` (tests) replaces query loading for a single run. ``on_shard_done(n)`` is
-    called after the n-th shard of this session is written (and, for a grid's run, copied for committing)."""
+    called after the n-th shard of this session is written (and, for a grid's run, copied for committing);
+    ``on_calibration_part(n)`` likewise after the n-th calibration part of a run is journaled (and copied)."""
     if executor is not None and scorer is not None:
         raise InvariRankError("ensure_runs: give a scorer (for the local executor) or an executor, not both")
     places = [_place(c, results_dir, work_dir, allow_run) for c in configs]
@@ -222,11 +234,23 @@ def ensure_runs(
             if on_shard_done is not None:
                 on_shard_done(n)
 
+        def part_done(n: int) -> None:  # so is every calibration part: a calibration may outlast a session
+            for pl in todo:
+                if pl.work is not None and pl.work != pl.target:
+                    export_calibration_parts(pl.work, pl.target)
+            if on_calibration_part is not None:
+                on_calibration_part(n)
+
         t0 = time.perf_counter()
         with ExitStack() as stack:
             ex = executor if executor is not None else stack.enter_context(LocalExecutor(scorer=scorer))
             compute_runs_in_shards(
-                [pl.config for pl in todo], ex, progress=progress, queries=queries, on_shard_done=shard_done
+                [pl.config for pl in todo],
+                ex,
+                progress=progress,
+                queries=queries,
+                on_shard_done=shard_done,
+                on_calibration_part=part_done,
             )
         grid_runs = [pl.given.run_name for pl in todo if pl.work != pl.target]
         if grid_runs:
@@ -262,12 +286,19 @@ def run_experiment(
     scorer: Scorer | None = None,
     executor: Executor | None = None,
     on_shard_done: Callable[[int], None] | None = None,
+    on_calibration_part: Callable[[int], None] | None = None,
 ) -> Run:
     """:func:`ensure_runs` of one run, read back as the one result type, :class:`invarirank.store.Run` (its rows:
     :meth:`~invarirank.store.Run.rows`; its ``run.json``: :attr:`~invarirank.store.Run.volatile`). ``queries`` and
-    ``scorer`` may be given to skip loading them; ``on_shard_done`` as in :func:`ensure_runs` (tests use it to
-    simulate a kill)."""
+    ``scorer`` may be given to skip loading them; ``on_shard_done`` and ``on_calibration_part`` as in
+    :func:`ensure_runs` (tests use them to simulate a kill)."""
     folder = ensure_runs(
-        [config], executor, progress=progress, queries=queries, scorer=scorer, on_shard_done=on_shard_done
+        [config],
+        executor,
+        progress=progress,
+        queries=queries,
+        scorer=scorer,
+        on_shard_done=on_shard_done,
+        on_calibration_part=on_calibration_part,
     )[0]
     return load_run(folder)

@@ -5,7 +5,8 @@ merge each run when all its queries are there. A one-process run is the same pat
 Order of the work units: runs are grouped by scorer settings (one pool of workers, one model load per worker,
 per group); within a group each run is prepared on the driver first — data preparation and the first stage
 (cached, computed once whatever shards need them), the scorer's identity and STELLA_LW's calibration per K (one
-unit each, on a worker) — then all shards of the group's runs are in flight together, so every worker stays busy
+unit per probing query, spread over the workers and journaled: :mod:`invarirank.runner._calibration`) — then all
+shards of the group's runs are in flight together, so every worker stays busy
 across runs. The one progress bar on the driver counts queries done / total with passes per second and an ETA.
 The finished shards are the one resume record (:mod:`invarirank.runner._shards`).
 """
@@ -23,7 +24,7 @@ from .._locks import folder_lock
 from ..store import Run
 from ._config import RunConfig
 from ._executor_protocol import Executor
-from ._phases import PreparedRun, finish_run, prepare_run, record_calibrations
+from ._phases import PreparedRun, calibrate_run, finish_run, prepare_run, record_calibrations
 from ._provenance import rows_reproduce
 from ._queries import QuerySet
 from ._shards import Shard, ShardFolders, plan_shards
@@ -61,12 +62,14 @@ def compute_runs_in_shards(
     progress: bool = True,
     queries: QuerySet | None = None,
     on_shard_done: Callable[[int], None] | None = None,
+    on_calibration_part: Callable[[int], None] | None = None,
 ) -> list[Run]:
     """Compute (or resume) every run of ``configs`` (each with its ``out`` folder, checked by the caller) on
     ``executor``; results in the order of ``configs``. Finished shards in a run folder are kept; a shard of
     another configuration there is an error (:class:`~invarirank.runner._shards.ShardFolders`). ``queries``
     (tests) replaces query loading for a single run; ``on_shard_done(n)`` is called after the n-th shard of this
-    session is written.
+    session is written, ``on_calibration_part(n)`` after the n-th calibration part of a run is journaled
+    (:func:`invarirank.runner._calibration.calibrate_in_parts`).
 
     Every run folder is locked (:func:`invarirank._locks.folder_lock`) from before its first shard until it is
     merged: a second process computing one of the same runs stops at once, naming the holder. The shards of a
@@ -81,7 +84,7 @@ def compute_runs_in_shards(
             runs: dict[str, _Run] = {}
             tasks: list[ShardTask] = []
             for config in group:
-                run, todo = _plan(config, executor, queries, progress, index=index[id(config)])
+                run, todo = _plan(config, executor, queries, progress, index[id(config)], on_calibration_part)
                 runs[str(run.prepared.out)] = run
                 tasks += todo
             _compute(group[0], executor, tasks, runs, progress, on_shard_done, written)
@@ -92,7 +95,12 @@ def compute_runs_in_shards(
 
 
 def _plan(
-    config: RunConfig, executor: Executor, queries: QuerySet | None, progress: bool, index: int
+    config: RunConfig,
+    executor: Executor,
+    queries: QuerySet | None,
+    progress: bool,
+    index: int,
+    on_calibration_part: Callable[[int], None] | None = None,
 ) -> tuple[_Run, list[ShardTask]]:
     """Prepare one run, read its finished shards and plan the shards that still miss queries."""
     p = prepare_run(config, executor, queries=queries, progress=progress)
@@ -111,6 +119,8 @@ def _plan(
             f"truth checked against this machine's queries",
             file=sys.stderr,
         )
+    # the calibration after the shards' check: a run whose shards are refused computes no part of it
+    calibrate_run(p, executor, progress=progress, on_calibration_part=on_calibration_part)
     record_calibrations(p, resumed=bool(done))
     size = p.config.shard_queries or executor.default_shard_queries(p.config)
     tasks = []

@@ -1,4 +1,5 @@
-"""The unit that computes: one scorer, loaded once and kept, that calibrates STELLA_LW and reranks shards.
+"""The unit that computes: one scorer, loaded once and kept, that computes STELLA_LW's calibration parts and reranks
+shards.
 
 :class:`ShardWorker` is the same object in every executor: in the driver's process for the ``local`` executor, as
 one Ray actor per GPU (or CPU slot) for the ``ray`` executor (:mod:`invarirank.runner._executors`). It never prepares
@@ -136,6 +137,34 @@ class ShardTask:
 
 
 @dataclass
+class CalibrationTask:
+    """One part of a calibration to compute (:mod:`invarirank.methods._calibration_parts`): ``run`` (the run's key
+    for the driver), the calibrated ``method``, ``k``, ``index`` (the probing query's place among the calibration's
+    probing queries) and the probing ``query`` (truncated to ``k``), the ``repeats`` and the ``seed``."""
+
+    run: str
+    method: str
+    k: int
+    index: int
+    query: Query
+    repeats: int
+    seed: int
+
+
+@dataclass
+class CalibrationResult:
+    """A computed calibration part: the task's ``run``, ``k`` and ``index``, ``top1`` (per probe, the position the
+    scorer ranked first), and the worker's facts and ``seconds`` (volatile: never in the part's file)."""
+
+    run: str
+    k: int
+    index: int
+    top1: list[int]
+    worker: dict[str, Any]
+    seconds: float
+
+
+@dataclass
 class ShardResult:
     """A computed shard: its records (in the task's query order) and what the worker reports about itself
     (``worker``: host, pid, slot, GPU ids, model loads of this process; ``seconds`` of the shard)."""
@@ -155,7 +184,8 @@ class ShardWorker:
     otherwise leave one thread per worker). ``slot``: the worker's number; with ``own_pass_cache`` its pass cache
     is ``<cache>/passes/worker-<slot>/passes.sqlite3`` on its machine. ``fault``: a test hook,
     ``{"marker": PATH, "after_queries": N}``: the first process to reach query N of a shard while ``PATH`` does not
-    exist creates it and dies with ``os._exit(1)`` (a worker lost in the middle of a shard).
+    exist creates it and dies with ``os._exit(1)`` (a worker lost in the middle of a shard); with
+    ``"after_parts": N`` instead, the first to finish its N-th calibration part does, before returning it.
     """
 
     def __init__(
@@ -190,6 +220,7 @@ class ShardWorker:
         self.cache = QueryPassCache(self.scorer)
         self.slot = slot
         self.fault = dict(fault) if fault else None
+        self.parts_done = 0
         if self.config.scorer != "simulated" and threads is None:  # the number in force ($INVARIRANK_THREADS
             import torch  # or the CPUs), recorded in run.json
 
@@ -229,37 +260,19 @@ class ShardWorker:
             self.scorer.check_query(query)
         return len(queries)
 
-    def calibrate(
-        self,
-        validation: Sequence[Query],
-        k: int,
-        *,
-        method: str,
-        n_queries: int,
-        repeats: int,
-        seed: int,
-        cache_dir: str | None,
-        progress: bool = False,
-        known: Mapping[str, Any] | None = None,
-    ) -> Any:
-        """The calibration of ``method`` (the run's calibrated method, :func:`calibration_method`) for lists of
-        ``k``: one unit of work, cached on this worker's machine, computed by the method's
-        :class:`~invarirank.methods.registry.Calibrator` (STELLA_LW's: :func:`invarirank.methods._stella_calibration.
-        load_or_calibrate`); ``progress``: a progress bar over its passes; ``known``: the run's recorded
-        calibration, taken when it matches."""
-        calibrator = registered_method(method).calibrator
+    def calibration_part(self, task: CalibrationTask) -> CalibrationResult:
+        """One part of the calibration of ``task.method`` (the run's calibrated method, :func:`calibration_method`):
+        the probes of one probing query, computed by the method's :class:`~invarirank.methods.registry.Calibrator`
+        (``part``). The driver journals it and sums the parts."""
+        calibrator = registered_method(task.method).calibrator
         if calibrator is None:
-            raise InvariRankError(f"calibrate: method {method!r} needs no calibration")
-        return calibrator.compute(
-            self.scorer,
-            validation,
-            k,
-            n_queries=n_queries,
-            repeats=repeats,
-            seed=seed,
-            cache_dir=cache_dir,
-            progress=progress,
-            known=known,
+            raise InvariRankError(f"calibrate: method {task.method!r} needs no calibration")
+        t0 = time.perf_counter()
+        top1 = calibrator.part(self.scorer, task.query, task.k, repeats=task.repeats, seed=task.seed)
+        self.parts_done += 1
+        self._maybe_die(self.parts_done, "after_parts")
+        return CalibrationResult(
+            task.run, task.k, task.index, list(top1), dict(self.info), round(time.perf_counter() - t0, 3)
         )
 
     def run_shard(self, task: ShardTask) -> ShardResult:
@@ -274,7 +287,7 @@ class ShardWorker:
             1,
         ):
             records.append(record)
-            self._maybe_die(n)
+            self._maybe_die(n, "after_queries")
         self.scorer_stats = dict(self.cache.stats)
         return ShardResult(
             task.run,
@@ -284,8 +297,15 @@ class ShardWorker:
             round(time.perf_counter() - t0, 3),
         )
 
-    def _maybe_die(self, n: int) -> None:
-        if not self.fault or n != int(self.fault.get("after_queries", 1)):
+    def _maybe_die(self, n: int, where: str) -> None:
+        """The test hook ``fault`` (see the class docstring) after the n-th query of a shard (``after_queries``) or
+        the n-th calibration part of this process (``after_parts``)."""
+        if not self.fault:
+            return
+        at = self.fault.get(where)
+        if at is None and where == "after_queries" and "after_parts" not in self.fault:
+            at = 1  # the hook's first form: {"marker": PATH} alone dies after a shard's first query
+        if at is None or n != int(at):
             return
         marker = Path(self.fault["marker"])
         try:

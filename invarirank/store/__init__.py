@@ -33,7 +33,11 @@ folder before computing (:func:`import_shards`), so only the missing shards are 
 fingerprint), ``records.jsonl`` and ``volatile.json`` (its worker and timings; no machine path); a shard of
 another configuration is refused when the run resumes (:class:`invarirank.runner._shards.ShardFolders`). Beside
 them, ``shards/calibrations.json`` (:data:`CALIBRATIONS_FILE`) holds the STELLA_LW calibrations the shards were
-computed with, so that a fresh machine takes them instead of computing them again.
+computed with, so that a fresh machine takes them instead of computing them again; and while that calibration is
+still being computed, ``shards/calibration-parts/k<K>/<query>.json`` (:data:`CALIBRATION_PARTS_DIR`): one part per
+probing query, written into ``.work/calibration-parts/`` and copied here as each is computed
+(:func:`export_calibration_parts`), so that a calibration longer than a session resumes with only the missing parts
+(:mod:`invarirank.methods._calibration_parts`).
 
 :meth:`RunFolder.status` is the one reuse check: a folder's status against a run's identity (the settings that change
 its results, :meth:`invarirank.runner.RunConfig.identity`). This module knows the folder, not how a run is
@@ -52,6 +56,7 @@ runs of a results folder), :mod:`._project` (where the checkout and its ``result
 from __future__ import annotations
 
 from ._layout import (
+    CALIBRATION_PARTS_DIR,
     CALIBRATIONS_FILE,
     OPTIONAL_RESULT_FILES,
     RESULT_FILES,
@@ -69,8 +74,11 @@ from ._project import checkout_root, project_root
 from ._publish import publish_run, refresh_metrics
 from ._runs import Run, complete_runs, load_run
 from ._shards import (
+    calibration_part_files,
+    committed_calibration_parts,
     committed_queries,
     committed_shards,
+    export_calibration_parts,
     export_shards,
     has_committed_calibrations,
     import_shards,

@@ -7,7 +7,9 @@ answers the one reuse check (:meth:`RunFolder.status`). It holds no result: a fi
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -37,6 +39,18 @@ SHARD_FILES = ("shard.json", "records.jsonl", "volatile.json")
 #: STELLA_LW rows were computed with, so that a later session on a fresh machine takes them instead of computing
 #: them again (:meth:`invarirank.methods.stella.Calibration.to_record`, by K)
 CALIBRATIONS_FILE = "calibrations.json"
+#: The folder of STELLA_LW's calibration parts beside a run's shards (``.work/`` and ``shards/``): one JSON file per
+#: probing query and K, ``calibration-parts/k<K>/<name>.json`` (:func:`calibration_part_name`), written as each
+#: part is computed, so that a calibration longer than a session resumes (:mod:`invarirank.methods._calibration_parts`)
+CALIBRATION_PARTS_DIR = "calibration-parts"
+
+
+def calibration_part_name(query_id: str) -> str:
+    """The file name of a probing query's calibration part: the query id with every character outside
+    ``[A-Za-z0-9_-]`` replaced by ``_`` (at most 60 of them), ``-`` and the first 10 hex digits of the id's sha256
+    (two ids never share a name), ``.json``."""
+    safe = re.sub(r"[^A-Za-z0-9_-]", "_", query_id)[:60]
+    return f"{safe}-{hashlib.sha256(query_id.encode('utf-8')).hexdigest()[:10]}.json"
 
 
 class RunFolder:
@@ -82,6 +96,21 @@ class RunFolder:
     def committed(self) -> Path:
         """``shards/``: shards committed in a results folder before the run is finished."""
         return self.path / SHARDS_DIR
+
+    @property
+    def calibration_parts(self) -> Path:
+        """``.work/calibration-parts/``: the calibration parts computed for the run in progress (the calibration's
+        journal, :data:`CALIBRATION_PARTS_DIR`)."""
+        return self.work / CALIBRATION_PARTS_DIR
+
+    @property
+    def committed_calibration_parts(self) -> Path:
+        """``shards/calibration-parts/``: the calibration parts committed in a results folder."""
+        return self.committed / CALIBRATION_PARTS_DIR
+
+    def calibration_part(self, k: int, query_id: str) -> Path:
+        """The journal file of the calibration part of probing query ``query_id`` at K = ``k``."""
+        return self.calibration_parts / f"k{k}" / calibration_part_name(query_id)
 
     @property
     def lock(self) -> Path:

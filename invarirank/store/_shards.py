@@ -1,6 +1,8 @@
 """Committed shards: the finished shards of a run still being computed, copied between its work folder
 (``.work/shards/``) and its results folder (``shards/``), with the STELLA_LW calibrations they were computed with
-(:data:`~invarirank.store._layout.CALIBRATIONS_FILE`). The package's docstring (:mod:`invarirank.store`) says why."""
+(:data:`~invarirank.store._layout.CALIBRATIONS_FILE`) and the calibration parts computed so far
+(:data:`~invarirank.store._layout.CALIBRATION_PARTS_DIR`). The package's docstring (:mod:`invarirank.store`) says
+why."""
 
 from __future__ import annotations
 
@@ -69,13 +71,68 @@ def copy_file(source: Path, dest: Path) -> None:
             shutil.copyfile(source, tmp)
 
 
+def calibration_part_files(root: str | os.PathLike) -> dict[int, list[Path]]:
+    """The calibration part files under a parts folder (``.work/calibration-parts/`` or ``shards/calibration-parts/``
+    of a run, :data:`CALIBRATION_PARTS_DIR`), by K: ``k<K>/*.json``, sorted, hidden (temporary) files left out."""
+    found: dict[int, list[Path]] = {}
+    root = Path(root)
+    if not root.is_dir():
+        return found
+    for folder in sorted(root.iterdir()):
+        if folder.is_dir() and folder.name[:1] == "k" and folder.name[1:].isdigit():
+            files = [f for f in sorted(folder.iterdir()) if f.is_file() and f.suffix == ".json" and f.name[0] != "."]
+            if files:
+                found[int(folder.name[1:])] = files
+    return found
+
+
+def _copy_parts(source: Path, dest: Path) -> list[str]:
+    """Copy every calibration part file of ``source`` that ``dest`` lacks or holds with other bytes, each
+    atomically; returns their paths relative to ``source``."""
+    copied = []
+    for files in calibration_part_files(source).values():
+        for f in files:
+            out = dest / f.parent.name / f.name
+            if not (out.is_file() and out.read_bytes() == f.read_bytes()):
+                copy_file(f, out)
+                copied.append(f"{f.parent.name}/{f.name}")
+    return copied
+
+
+def export_calibration_parts(work_dir: str | os.PathLike, target: str | os.PathLike) -> list[str]:
+    """Copy the calibration parts of a run's work folder (``<work>/.work/calibration-parts/``) into its results
+    folder (``<target>/shards/calibration-parts/``), to be committed as they are computed (a calibration may take
+    longer than a session); returns the files copied (``k<K>/<name>.json``). A results folder that already holds
+    the finished run gets none."""
+    if RunFolder(target).is_published():
+        return []
+    return _copy_parts(RunFolder(work_dir).calibration_parts, RunFolder(target).committed_calibration_parts)
+
+
+def committed_calibration_parts(target: str | os.PathLike) -> dict[int, list[dict[str, Any]]]:
+    """The calibration parts committed under a results folder (``<target>/shards/calibration-parts/``), read, by K;
+    for estimates only (an unreadable file is left out: a resumed run checks each part and refuses it)."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for k, files in calibration_part_files(RunFolder(target).committed_calibration_parts).items():
+        for f in files:
+            try:
+                record = read_json(f)
+            except (OSError, ValueError):
+                continue
+            if isinstance(record, dict):
+                out.setdefault(k, []).append(record)
+    return out
+
+
 def export_shards(work_dir: str | os.PathLike, target: str | os.PathLike) -> list[str]:
     """Copy the finished shards of a run's work folder (``<work>/.work/shards/``) into its results folder
     (``<target>/shards/``), to be committed before the run is finished, with the run's STELLA_LW calibrations
-    (:data:`CALIBRATIONS_FILE`) once a shard is there; returns the shard names copied. A results folder that
-    already holds the finished run gets none."""
+    (:data:`CALIBRATIONS_FILE`) once a shard is there and its calibration parts
+    (:func:`export_calibration_parts`); returns the shard names copied. A results folder that already holds the
+    finished run gets none."""
     if RunFolder(target).is_published():
         return []
+    export_calibration_parts(work_dir, target)
     copied = _copy_shards(RunFolder(work_dir).shards, RunFolder(target).committed)
     if committed_shards(target):
         copy_file(RunFolder(work_dir).work / CALIBRATIONS_FILE, RunFolder(target).committed / CALIBRATIONS_FILE)
@@ -85,7 +142,10 @@ def export_shards(work_dir: str | os.PathLike, target: str | os.PathLike) -> lis
 def import_shards(target: str | os.PathLike, work_dir: str | os.PathLike) -> list[str]:
     """Copy the shards committed under a results folder (``<target>/shards/``) into the run's work folder
     (``<work>/.work/shards/``) so that a resumed run computes only the others, with their STELLA_LW calibrations
-    (:data:`CALIBRATIONS_FILE`, into ``<work>/.work/``); returns the shard names copied."""
+    (:data:`CALIBRATIONS_FILE`, into ``<work>/.work/``) and the calibration parts committed so far (into
+    ``<work>/.work/calibration-parts/``: a resumed calibration computes only the other parts); returns the shard
+    names copied."""
+    _copy_parts(RunFolder(target).committed_calibration_parts, RunFolder(work_dir).calibration_parts)
     copied = _copy_shards(RunFolder(target).committed, RunFolder(work_dir).shards)
     copy_file(RunFolder(target).committed / CALIBRATIONS_FILE, RunFolder(work_dir).work / CALIBRATIONS_FILE)
     return copied

@@ -13,9 +13,17 @@ import pytest
 
 from invarirank.evaluation import evaluate
 from invarirank.grid import RESULT_FILES, complete_runs, lab_runs, load_grid, run_folder, run_status
+from invarirank.methods._calibration_parts import HEAD_FIELDS, part_key
 from invarirank.runner._provenance import QUERY_PARTS
 from invarirank.runner._shards import Shard
-from invarirank.store import CALIBRATIONS_FILE, OPTIONAL_RESULT_FILES, SHARD_FILES, SHARDS_DIR
+from invarirank.store import (
+    CALIBRATION_PARTS_DIR,
+    CALIBRATIONS_FILE,
+    OPTIONAL_RESULT_FILES,
+    SHARD_FILES,
+    SHARDS_DIR,
+)
+from invarirank.store._layout import calibration_part_name
 from tests.support import ROOT
 
 pytestmark = pytest.mark.committed
@@ -74,10 +82,13 @@ def test_committed_shards_are_whole_and_of_one_run(run: Path):
     """A run still being computed commits its finished shards: each is whole (its files, the records
     of exactly its queries, an id made of its index and its query ids), all of one configuration (one
     fingerprint but for the queries' hashes), of a run that a committed grid file names, and no query is in two
-    shards."""
+    shards; beside them, the parts of a STELLA_LW calibration still being computed are each well formed, named
+    by their query and K, and keyed by their head."""
     entries = sorted((run / SHARDS_DIR).iterdir())
-    folders = [p for p in entries if p.is_dir()]
-    assert folders and all(sorted(f.name for f in shard.iterdir()) == sorted(SHARD_FILES) for shard in folders), run
+    folders = [p for p in entries if p.is_dir() and p.name != CALIBRATION_PARTS_DIR]
+    parts = run / SHARDS_DIR / CALIBRATION_PARTS_DIR
+    assert folders or parts.is_dir(), run
+    assert all(sorted(f.name for f in shard.iterdir()) == sorted(SHARD_FILES) for shard in folders), run
     # beside them only STELLA_LW's calibrations, of a run with STELLA_LW, one K × K record per K
     assert [p.name for p in entries if not p.is_dir()] in ([], [CALIBRATIONS_FILE]), run
     if (run / SHARDS_DIR / CALIBRATIONS_FILE).is_file():
@@ -87,6 +98,18 @@ def test_committed_shards_are_whole_and_of_one_run(run: Path):
             assert int(k) == entry["k"] and len(entry["counts"]) == entry["k"], (run, k)
             assert all(len(row) == entry["k"] and min(row) >= 1 for row in entry["counts"]), (run, k)
             assert entry["identity"] and len(entry["probes_sha256"]) == 64 and entry["query_ids"], (run, k)
+    if parts.is_dir():
+        assert "stella" in load_grid(ROOT / "configs" / f"grid-{run.parent.name}.yaml").run(run.name).methods
+        for k_dir in sorted(parts.iterdir()):
+            assert k_dir.is_dir() and k_dir.name[:1] == "k" and k_dir.name[1:].isdigit(), k_dir
+            for f in sorted(k_dir.iterdir()):
+                record = json.loads(f.read_text(encoding="utf-8"))
+                k = record["k"]
+                assert k == int(k_dir.name[1:]) and f.name == calibration_part_name(record["query_id"]), f
+                assert record["key"] == part_key({name: record[name] for name in HEAD_FIELDS}), f
+                assert record["relevant"] and record["identity"] and len(record["probe_sha256"]) == 64, f
+                assert len(record["top1"]) == record["passes"] == len(record["relevant"]) * k * record["repeats"], f
+                assert all(0 <= j < k for j in record["top1"]), f
     grid = load_grid(ROOT / "configs" / f"grid-{run.parent.name}.yaml")
     assert run.name in {c.run_name for c in grid.runs}
     configurations, seen = set(), []
@@ -100,7 +123,7 @@ def test_committed_shards_are_whole_and_of_one_run(run: Path):
         # scores), which a resume then checks by content (tests/store/test_committed_shards.py)
         configurations.add(json.dumps({k: v for k, v in head["parts"].items() if k not in QUERY_PARTS}, sort_keys=True))
         seen += head["query_ids"]
-    assert len(configurations) == 1 and len(seen) == len(set(seen))
+    assert len(configurations) == (1 if folders else 0) and len(seen) == len(set(seen))
 
 
 @pytest.mark.parametrize("run", RUNS, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -6,6 +6,7 @@ committed shards of every run still being computed (``results/<grid>/<run>/shard
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,7 @@ from invarirank.grid import load_grid
 from invarirank.runner._manifest import sha256_json
 from invarirank.runner._provenance import QUERY_PARTS
 from invarirank.runner._shards import RECORD_VERSION, ShardFolders, run_fingerprint
+from invarirank.store import CALIBRATION_PARTS_DIR
 from tests.support import ROOT  # noqa: E402
 
 
@@ -39,19 +41,20 @@ def test_the_fingerprint_holds_no_package_version_and_keeps_its_old_value(monkey
     assert run_fingerprint({**identity, "K": 5}, key, "q" * 64, "v" * 64)[0] != before[0]
 
 
+def _shard_folders(shards: Path) -> list[Path]:
+    """The shard folders of a committed ``shards/`` (not its calibration parts)."""
+    return [s for s in shards.iterdir() if s.is_dir() and s.name != CALIBRATION_PARTS_DIR]
+
+
 #: every run with committed shards (a run still being computed), as (grid, run)
 SHARDED = sorted(
-    (p.parent.parent.name, p.parent.name)
-    for p in (ROOT / "results").glob("*/*/shards")
-    if any(s.is_dir() for s in p.iterdir())
+    (p.parent.parent.name, p.parent.name) for p in (ROOT / "results").glob("*/*/shards") if _shard_folders(p)
 )
 
 
 def _committed(grid: str, run: str) -> int:
     return sum(
-        len(read_json(s / "shard.json")["query_ids"])
-        for s in (ROOT / "results" / grid / run / "shards").iterdir()
-        if s.is_dir()
+        len(read_json(s / "shard.json")["query_ids"]) for s in _shard_folders(ROOT / "results" / grid / run / "shards")
     )
 
 
