@@ -128,12 +128,13 @@ def run(args: argparse.Namespace) -> int:
     if args.seconds_per_pass is not None and not (math.isfinite(args.seconds_per_pass) and args.seconds_per_pass > 0):
         raise InvariRankError(f"--seconds-per-pass {args.seconds_per_pass:g}: expected a positive number of seconds")
     if args.dry_run:
-        from ..store import committed_queries, has_committed_calibrations
+        from ..store import committed_calibration_parts, committed_queries, has_committed_calibrations
 
         committed = [committed_queries(results / str(c.grid) / c.run_name) for c in grid.runs]
         recorded = [has_committed_calibrations(results / str(c.grid) / c.run_name) for c in grid.runs]
+        parts = [committed_calibration_parts(results / str(c.grid) / c.run_name) for c in grid.runs]
         statuses = [run_status(c, run_folder(c, results)) for c in grid.runs]
-        print(format_grid_estimate(grid.runs, statuses, args.seconds_per_pass, committed, recorded))
+        print(format_grid_estimate(grid.runs, statuses, args.seconds_per_pass, committed, recorded, parts))
         if grid.raw.get("estimate"):
             print()
             print(format_grid_cost(grid.runs, grid.raw["estimate"], bench=find_bench(args.bench)))

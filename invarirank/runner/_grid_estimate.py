@@ -160,34 +160,55 @@ def format_grid_cost(
     return "\n".join(lines)
 
 
+def recorded_parts(config: RunConfig, parts: Mapping[int, Sequence[Mapping[str, Any]]] | None) -> int:
+    """How many of ``config``'s probing queries have a calibration part among ``parts`` (committed parts by K,
+    :func:`invarirank.store.committed_calibration_parts`): distinct query ids at the run's K made with its repeats
+    and seed (the rest of a part's head is checked when the run resumes), at most ``calibration_queries``."""
+    k = config.effective_k
+    if k is None or calibrated_method(config.methods) is None:
+        return 0
+    ids = {
+        str(p.get("query_id"))
+        for p in (parts or {}).get(k, ())
+        if p.get("repeats") == config.calibration_repeats and p.get("seed") == config.seed
+    }
+    return min(len(ids), config.calibration_queries)
+
+
 def format_grid_estimate(
     configs: Sequence[RunConfig],
     statuses: Sequence[str],
     seconds_per_pass: float | None = None,
     committed: Sequence[int] | None = None,
     recorded: Sequence[bool] | None = None,
+    parts: Sequence[Mapping[int, Sequence[Mapping[str, Any]]]] | None = None,
 ) -> str:
     """Status and distinct passes of every run; minutes at ``seconds_per_pass`` (complete runs cost nothing).
     ``committed``: queries of each run already committed in shards (``results/<grid>/<run>/shards/``); a run's
     reranking passes still to compute shrink in proportion. ``recorded``: whether the run's STELLA_LW calibration
     is committed with those shards (``shards/calibrations.json``): then it is not counted (a fresh machine takes
-    it) and shown ``rec.``, else it is counted whole."""
+    it) and shown ``rec.``, else the column ``calib.`` counts the passes still to compute: the probing queries
+    without a committed calibration part (``parts``: each run's committed parts by K, ``shards/calibration-parts/``,
+    :func:`recorded_parts`) × K × repeats."""
     todo_lo = todo_hi = 0
     committed = list(committed) if committed is not None else [0] * len(configs)
     recorded = list(recorded) if recorded is not None else [False] * len(configs)
+    parts = list(parts) if parts is not None else [{}] * len(configs)
     lines = [f"{'run':<52} {'status':<9} {'queries':>7} {'in shards':>9} {'passes (distinct)':>18} {'calib.':>7}"]
-    for config, status, done, has_cal in zip(configs, statuses, committed, recorded):
+    for config, status, done, has_cal, have in zip(configs, statuses, committed, recorded, parts):
         try:
             est = estimate_run(config)
         except InvariRankError as exc:
             lines.append(f"{config.run_name:<52} {status:<9} {exc}")
             continue
-        cal = 0 if has_cal else est["calibration_passes"]
+        probed = recorded_parts(config, have)
+        share = 1 - probed / max(1, config.calibration_queries)
+        cal = 0 if has_cal else int(round(est["calibration_passes"] * share))
         if status != "complete":
             left = max(0, est["queries"] - done) / max(1, est["queries"])
             todo_lo += int(round(est["passes_min"] * left)) + cal
             todo_hi += int(round(est["passes_max"] * left)) + cal
-        shown = "rec." if has_cal and est["calibration_passes"] else str(est["calibration_passes"])
+        shown = "rec." if has_cal and est["calibration_passes"] else str(cal)
         lines.append(
             f"{config.run_name:<52} {status:<9} {est['queries']:>7} {done or '':>9} "
             f"{est['passes_min']:>8}-{est['passes_max']:<9} {shown:>7}"
@@ -195,7 +216,8 @@ def format_grid_estimate(
     text = (
         f"passes still to compute: {todo_lo}-{todo_hi} (calib.: STELLA_LW calibration, counted with one "
         f"relevant candidate per validation query; each further relevant candidate adds as many again; "
-        f"rec.: recorded with the committed shards, not counted; queries in shards are done)"
+        f"rec.: recorded with the committed shards, not counted; probing queries in committed calibration parts "
+        f"and queries in shards are done)"
     )
     if seconds_per_pass:
         text += (
