@@ -72,12 +72,14 @@ def calibrate_in_parts(
     known: Mapping[str, Any] | None = None,
     progress: bool = False,
     on_part: Callable[[int], None] | None = None,
+    facts: dict[str, Any] | None = None,
 ) -> Any:
     """The calibration of ``config``'s calibrated method for lists of ``k`` (see the module docstring), the run
     folder being ``config.out``: taken from the cache or from ``known`` (the run's recorded calibration) when they
     match, else summed from its parts — those in the journal, and the others computed on ``executor``'s workers,
     each journaled as it arrives and then announced to ``on_part(n)`` (n: parts computed so far in this session).
-    ``progress``: a bar over the passes on standard error."""
+    ``progress``: a bar over the passes on standard error. ``facts`` (volatile, for ``run.json``) gets the number of
+    ``parts``, how many were ``journaled`` before and ``computed`` now, their ``seconds`` and ``workers``."""
     calibrated = calibrated_method(config.methods)
     if calibrated is None or calibrated.calibrator is None:
         raise InvariRankError(f"{config.run_name}: no method of {list(config.methods)} needs a calibration")
@@ -95,6 +97,7 @@ def calibrate_in_parts(
     )
     if plan.done is not None:
         return plan.done
+    facts = facts if facts is not None else {}
     parts: dict[int, list[int]] = {}
     for path, record in journal_parts(out, k):
         index, differ = plan.match(record)
@@ -107,8 +110,9 @@ def calibrate_in_parts(
         for i, q in enumerate(plan.queries)
         if i not in parts
     ]
+    facts.update(parts=len(plan.queries), journaled=len(parts), computed=0, seconds=0.0, workers=[])
     if tasks:
-        _compute(config, executor, plan, tasks, parts, out, progress, on_part)
+        _compute(config, executor, plan, tasks, parts, out, progress, on_part, facts)
     return plan.finish(parts)
 
 
@@ -121,8 +125,10 @@ def _compute(
     out: Path,
     progress: bool,
     on_part: Callable[[int], None] | None,
+    facts: dict[str, Any],
 ) -> None:
-    """Compute ``tasks`` on the executor; journal each part as it arrives (then ``on_part``)."""
+    """Compute ``tasks`` on the executor; journal each part as it arrives (then ``on_part``); count them in
+    ``facts``."""
     folder = RunFolder(out)
     resumed = len(parts)
     if resumed:
@@ -150,6 +156,11 @@ def _compute(
         atomic_write_json(folder.calibration_part(plan.k, query.query_id), plan.record(res.index, res.top1))
         parts[res.index] = list(res.top1)
         done[0] += 1
+        who = {name: res.worker.get(name) for name in ("host", "pid", "slot")}
+        facts["computed"] = done[0]
+        facts["seconds"] = round(float(facts["seconds"]) + res.seconds, 3)
+        if who not in facts["workers"]:
+            facts["workers"].append(who)
         if bar is not None:
             bar.update(len(res.top1))
         if on_part is not None:

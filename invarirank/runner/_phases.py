@@ -52,6 +52,8 @@ class PreparedRun:
     inputs: dict[str, str] = field(default_factory=dict)
     #: the calibrations recorded beside the run's finished shards when it started (:func:`record_calibrations`)
     recorded_calibrations: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: how each K's calibration parts were computed in this session (volatile: ``run.json``), by K
+    calibration_parts: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 def print_cost_notice(
@@ -160,6 +162,7 @@ def calibrate_run(
                 known=p.recorded_calibrations.get(k),
                 progress=progress,
                 on_part=on_calibration_part,
+                facts=p.calibration_parts.setdefault(k, {}),
             )
             if not cal.query_ids:
                 raise InvariRankError(
@@ -267,6 +270,8 @@ def finish_run(p: PreparedRun, records: list[dict[str, Any]], volatile: dict[str
         "timings": timings,
         "tokens_computed": sum(int(r.get("tokens", 0)) for r in records),
         "calibration_from_cache": {str(k): c.from_cache for k, c in calibrations.items()},
+        # computed in parts (none: from the cache or the recorded calibration): parts journaled, computed, workers
+        "calibration_parts": {str(k): facts for k, facts in sorted(p.calibration_parts.items()) if facts},
         # > 1: every query's orders and methods ran in lockstep, scorer calls in batches
         "scorer_batch_size": p.scorer["batch_size"],
         "execution": {
