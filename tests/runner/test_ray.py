@@ -1,7 +1,9 @@
 """The ray executor on a local Ray (2 CPUs, 2 logical GPUs, loopback only) with the simulated scorer: a grid of
 2 runs in 6 shards gives the local executor's bytes, GPU placement, a worker killed by ``os._exit`` in the middle
-of a shard, a killed driver that resumes, and bad input (unknown executor, no cluster at an address, more GPUs
-than the cluster has). Each test stays within a few seconds once Ray is up; Ray is shut down at the end."""
+of a shard or after a calibration part, a killed driver that resumes (from its shards, or from its calibration
+journal), STELLA_LW's calibration parts spread over two workers, and bad input (unknown executor, no cluster at an
+address, more GPUs than the cluster has). Each test stays within a few seconds once Ray is up; Ray is shut down at
+the end."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from invarirank.grid._book_build import compute_runs  # noqa: E402
 from invarirank.llm._testing import toy_split_queries  # noqa: E402
 from invarirank.runner import RunConfig, run_experiment  # noqa: E402
 from invarirank.runner._ray_executor import RayExecutor  # noqa: E402
-from tests.support.runner import Killed, kill_after  # noqa: E402
+from tests.support.runner import Killed, calibration_candidates, kill_after  # noqa: E402
 
 ray = pytest.importorskip("ray")
 from tests.support import ROOT  # noqa: E402
@@ -119,6 +121,42 @@ def test_a_killed_driver_skips_finished_shards(cands, tmp_path):
     with RayExecutor(workers=2) as ex:
         res = run_experiment(cfg, progress=False, executor=ex, on_shard_done=seen.append)
     assert seen == [1, 2] and res.volatile["queries_resumed_from_checkpoint"] == 2
+
+
+def _calibrated(tmp_path: Path, name: str) -> RunConfig:
+    """A run whose calibration has 5 parts of unequal size, with a cache of its own (so that it is computed)."""
+    cands = calibration_candidates(tmp_path)
+    out = tmp_path / name
+    return config(cands, tmp_path, out=str(out), calibration_queries=5, cache_dir=f"{out}-cache")
+
+
+def test_calibration_parts_are_spread_over_the_workers_and_survive_a_lost_worker(tmp_path):
+    expected = run_experiment(_calibrated(tmp_path, "local"), progress=False)
+    marker = tmp_path / "killed"
+    with RayExecutor(workers=2, fault={"marker": str(marker), "after_parts": 1}) as ex:
+        res = run_experiment(_calibrated(tmp_path, "ray"), progress=False, executor=ex)
+    assert marker.is_file()  # a worker really died with os._exit(1) after computing its first part
+    for name in FILES:
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "ray" / name).read_bytes(), name
+    assert res.manifest == expected.manifest
+    facts = res.volatile["calibration_parts"]["6"]
+    assert (facts["parts"], facts["journaled"], facts["computed"]) == (5, 0, 5)
+    assert len({w["pid"] for w in facts["workers"]}) >= 2  # both workers computed parts
+
+
+def test_a_driver_killed_mid_calibration_resumes_from_the_journal_on_two_workers(tmp_path):
+    run_experiment(_calibrated(tmp_path, "local"), progress=False)
+    cfg = _calibrated(tmp_path, "ray")
+    with RayExecutor(workers=2) as ex:
+        with pytest.raises(Killed):
+            run_experiment(cfg, progress=False, executor=ex, on_calibration_part=kill_after(2))
+    assert len(list((tmp_path / "ray" / ".work" / "calibration-parts" / "k6").iterdir())) == 2
+    with RayExecutor(workers=2) as ex:
+        res = run_experiment(cfg, progress=False, executor=ex)
+    facts = res.volatile["calibration_parts"]["6"]
+    assert (facts["parts"], facts["journaled"], facts["computed"]) == (5, 2, 3)
+    for name in FILES:
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "ray" / name).read_bytes(), name
 
 
 def test_bad_input_is_one_line_and_never_hangs(cands, tmp_path, capsys):

@@ -49,3 +49,21 @@ def kill_after(n: int) -> Callable[[int], None]:
             raise Killed
 
     return callback
+
+
+def calibration_candidates(folder: Path) -> Path:
+    """``folder/cands.jsonl``: 6 toy test and 8 validation queries of 8 candidates (:func:`toy_split_queries`), four
+    of the validation queries with 2 to 4 relevant candidates among their first 8: a calibration of several parts
+    of unequal size (with :func:`simulated_config`'s K = 6 and ``calibration_queries=5``: 5 parts)."""
+    from dataclasses import replace
+
+    extra = {"v1": 2, "v3": 1, "v4": 3, "v6": 2}
+    queries = []
+    for q in toy_split_queries(n_test=6, n_validation=8, k=8):
+        if q.query_id in extra:
+            more = [c.item_id for c in q.candidates[:6] if c.item_id not in q.ground_truth][: extra[q.query_id]]
+            q = replace(q, ground_truth=(*q.ground_truth, *more))
+        queries.append(q)
+    path = folder / "cands.jsonl"
+    write_candidates(path, queries)
+    return path
