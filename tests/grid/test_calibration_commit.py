@@ -17,9 +17,8 @@ import invarirank.runner._run as run_module
 from invarirank.cli import main
 from invarirank.errors import InvariRankError
 from invarirank.grid import ensure_run, load_grid
-from invarirank.runner import LocalExecutor
 from invarirank.store import RunFolder, calibration_part_files, committed_calibration_parts
-from tests.support.runner import Killed
+from tests.support.runner import CountingExecutor, Killed
 
 GRID = (
     "grid: t\nruns:\n  - {name: tiny, dataset: synthetic, retriever: none, model: simulated, scorer: simulated, "
@@ -27,18 +26,6 @@ GRID = (
     "seed: 1, n_bootstrap: 10}\n"
 )
 PUBLISHED = ("observations.jsonl.gz", "metrics.json", "manifest.json")
-
-
-class CountingExecutor(LocalExecutor):
-    """The local executor, recording the probing query of every calibration part it computes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.parts: list[str] = []
-
-    def map_calibration(self, config, tasks, on_result):
-        self.parts += [t.query.query_id for t in tasks]
-        super().map_calibration(config, tasks, on_result)
 
 
 def _end_session_after_parts(monkeypatch, n: int) -> None:

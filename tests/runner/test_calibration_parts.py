@@ -23,7 +23,7 @@ from invarirank.methods.registry import calibrated_method
 from invarirank.runner import LocalExecutor, load_queries, run_experiment
 from invarirank.store import RunFolder, calibration_part_files
 from tests.support.hostile import full_disk
-from tests.support.runner import Killed, calibration_candidates, kill_after
+from tests.support.runner import CountingExecutor, Killed, calibration_candidates, kill_after
 from tests.support.runner import simulated_config as config
 
 FILES = ("observations.jsonl", "metrics.json", "calibration.json", "manifest.json")
@@ -40,18 +40,6 @@ def cands(tmp_path, monkeypatch) -> Path:
 def _config(cands: Path, out: Path, **kw):
     """Five probing queries (1 to 3 relevant candidates each), each run with its own calibration cache."""
     return config(cands, out, calibration_queries=5, cache_dir=str(out) + "-cache", **kw)
-
-
-class CountingExecutor(LocalExecutor):
-    """The local executor, recording the probing query of every calibration part it is asked to compute."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.parts: list[str] = []
-
-    def map_calibration(self, config, tasks, on_result):
-        self.parts += [t.query.query_id for t in tasks]
-        super().map_calibration(config, tasks, on_result)
 
 
 def test_parts_summed_in_any_order_equal_the_one_piece_calibration(cands, tmp_path):

@@ -9,7 +9,7 @@ from typing import Any
 
 from invarirank.candidates import write_candidates
 from invarirank.llm._testing import toy_split_queries
-from invarirank.runner import RunConfig
+from invarirank.runner import LocalExecutor, RunConfig
 
 
 def toy_candidates(folder: Path) -> Path:
@@ -67,3 +67,16 @@ def calibration_candidates(folder: Path) -> Path:
     path = folder / "cands.jsonl"
     write_candidates(path, queries)
     return path
+
+
+class CountingExecutor(LocalExecutor):
+    """The local executor, recording the probing query of every calibration part it is asked to compute
+    (``parts``): what a resumed calibration really computed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+
+    def map_calibration(self, config: Any, tasks: Any, on_result: Any) -> None:
+        self.parts += [t.query.query_id for t in tasks]
+        super().map_calibration(config, tasks, on_result)
