@@ -14,6 +14,9 @@ sum); this module only distributes and keeps the parts:
   :func:`invarirank.store.export_calibration_parts`).
   A rerun — this session's, or a fresh checkout's that imported the committed parts — reads the journal first and
   computes only the missing parts.
+* **Cache.** The whole calibration is looked up in, and written to, the calibration cache of the driver's machine
+  (``$INVARIRANK_CACHE/stella/<key>.json``), as is the run's recorded calibration: when either holds it, no part
+  is computed and the journal is not read.
 * **Refusal rule.** A journal part of a query that is not one of the calibration's probing queries is not counted;
   a part of a probing query made with anything else that determines it (scorer identity, repeats, seed, the
   query's content or relevant candidates, the method, the part format), or a malformed or unreadable one, stops
