@@ -186,7 +186,9 @@ def _without_cyclic_gc(command: Callable[[argparse.Namespace], int]) -> Callable
 @_without_cyclic_gc
 def run(args: argparse.Namespace) -> int:
     from .._io import atomic_write_text
-    from ..evaluation.engine import check_against_lists, check_settings, dumps_metrics, evaluate_rows
+    from ..evaluation._code_reader import read_codes
+    from ..evaluation._codes import codes_of_rows, list_lengths
+    from ..evaluation.engine import check_list_lengths, check_settings, dumps_metrics, evaluate_codes
     from ..evaluation.observations import read_observations
     from ..evaluation.report import format_comparisons, format_table
 
@@ -201,11 +203,12 @@ def run(args: argparse.Namespace) -> int:
         names=_FLAGS,
     )
     out = check_output(args)
-    rows = read_observations(args.file)
+    # the file straight into codes; one the fast reader does not take is read row by row, which names any problem
+    codes = read_codes(args.file) or codes_of_rows(read_observations(args.file))
     given = {"exposure_k": args.exposure_k is not None, "buckets": args.buckets is not None}
-    for note in check_against_lists(rows, settings, args.file, given=given, names=_FLAGS):
+    for note in check_list_lengths(*list_lengths(codes), settings, args.file, given=given, names=_FLAGS):
         print(f"invarirank: note: {note}", file=sys.stderr)
-    metrics = evaluate_rows(rows, settings)
+    metrics = evaluate_codes(codes, settings)
     text = dumps_metrics(metrics)
     table = format_table(metrics)
     comparisons = format_comparisons(metrics)
