@@ -209,14 +209,22 @@ def gpi_local_search(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if K < 2 or G == 0:
         return order, mass
     A = W - W.transpose(0, 2, 1)
-    P = A[np.arange(G)[:, None, None], order[:, :, None], order[:, None, :]]  # P[g, a, c] = A[σ_a, σ_c]
+    # every partial sum of Δ (the masked pairs' included) is at most (4K + 1) max|A|: int32 when that stays below
+    # 2^30, half the memory traffic of int64 for the same exact integers
+    dtype = np.int32 if (4 * K + 2) * (int(np.abs(A).max()) + 1) < 2**30 else np.int64
+    P = A[np.arange(G)[:, None, None], order[:, :, None], order[:, None, :]].astype(dtype)  # P[g, a, c] = A[σ_a, σ_c]
+    # a >= b is no swap: a large Δ there instead of 0 leaves the first minimum where it was whenever it is negative
+    # (the only case that swaps), and a minimum >= 0 stops the search either way
+    lower = np.where(np.triu(np.ones((K, K), dtype=bool), 1), 0, np.iinfo(dtype).max // 2).astype(dtype)
     active = np.arange(G)
     while active.size:
-        flat = _deltas(P).reshape(len(active), K * K)
+        n = len(active)
+        flat = _search_deltas(P, lower).reshape(n, K * K)
         best = flat.argmin(axis=1)  # first minimum in row-major (a, b) order
-        gain = flat[np.arange(len(active)), best]
+        gain = flat[np.arange(n), best].astype(np.int64)
         better = gain < 0
-        active, best, gain, P = active[better], best[better], gain[better], P[better]
+        if not better.all():
+            active, best, gain, P = active[better], best[better], gain[better], P[better]
         a, b = best // K, best % K
         xa, xb = order[active, a], order[active, b]
         order[active, a], order[active, b] = xb, xa
@@ -229,6 +237,22 @@ def gpi_local_search(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         P[ar, :, a] = P[ar, :, b]
         P[ar, :, b] = col_a
     return order, mass
+
+
+def _search_deltas(P: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """:func:`_deltas` in P's dtype, with ``lower`` added (the local search's mask of the pairs a >= b), computed in
+    place: one cumulative sum and five passes, no temporaries."""
+    n, K, _ = P.shape
+    S = np.empty((n, K, K + 1), dtype=P.dtype)
+    S[:, :, 0] = 0
+    np.cumsum(P, axis=2, dtype=P.dtype, out=S[:, :, 1:])
+    S0, S1 = S[:, :, :K], S[:, :, 1:]
+    delta = P + S0
+    delta -= np.diagonal(S1, axis1=1, axis2=2)[:, :, None]  # S[a, a + 1]
+    delta -= np.diagonal(S0, axis1=1, axis2=2)[:, None, :]  # S[b, b]
+    delta += S1.transpose(0, 2, 1)  # S[b, a + 1]
+    delta += lower
+    return delta
 
 
 def loc_from_wins(w_up: np.ndarray, n_rows: np.ndarray, K: int) -> np.ndarray:
