@@ -5,6 +5,9 @@ file it cannot vouch for is read row by row, which accepts it with the same code
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -119,3 +122,17 @@ def test_problems_found_on_codes_name_their_line(tmp_path, capsys, row, message)
     assert main(["evaluate", str(path), "--bootstrap", "0"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"invarirank: error: {path}:7: ") and message in err, err
+
+
+@pytest.mark.parametrize(("given", "expected"), [({}, "1"), ({"OMP_NUM_THREADS": "3"}, None)])
+def test_the_command_runs_blas_on_one_thread_unless_told(given, expected):
+    """Set before numpy is imported (a user's thread count is kept): OpenBLAS's spinning threads cost CPU time."""
+    from invarirank.commands._evaluate import _BLAS_THREADS
+
+    env = {k: v for k, v in os.environ.items() if k not in _BLAS_THREADS}
+    code = (
+        "import os; from invarirank.commands._evaluate import _one_blas_thread; _one_blas_thread(); "
+        "import numpy; print(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env={**env, **given}, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(expected)
