@@ -131,23 +131,26 @@ def pair_statistics(
         if B == 1:
             w_up[g0:g1] = np.add.reduceat(above, starts[g0:g1] - r0, axis=0, dtype=np.int64)
         else:
-            # one histogram of code = 2 * cell + above per (query, pair), cell = B * bucket(i) + bucket(j)
+            # one histogram of code = 2 * cell + above per (query, pair), cell = B * bucket(i) + bucket(j), laid
+            # out code-major (2 B^2 rows of n_groups x P): the sums, maxima and minima over cells run across rows
             bk = bucket[r0:r1]
             code = bk[:, iu] * ctype(2 * B)  # 2 * cell + above, cell = B b_i + b_j
             code += bk[:, ju] * ctype(2)
             code += above
             group = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(starts[g0 : g1 + 1]))
-            idx = ((group * P)[:, None] + np.arange(P, dtype=np.int64)) * (2 * B2)
-            idx += code
-            counts = np.bincount(idx.ravel(), minlength=n_groups * P * 2 * B2).reshape(n_groups, P, B2, 2)
-            w = counts[..., 1]
-            n = counts[..., 0] + w
-            w_up[g0:g1] = w.sum(axis=2)
+            cells = n_groups * P
+            idx = code * np.int64(cells)
+            idx += (group * P)[:, None]
+            idx += np.arange(P, dtype=np.int64)
+            counts = np.bincount(idx.ravel(), minlength=2 * B2 * cells).reshape(B2, 2, cells)
+            w = counts[:, 1]
+            n = counts[:, 0] + w
+            w_up[g0:g1] = w.sum(axis=0).reshape(n_groups, P)
             seen = n > 0
             rate = w / np.maximum(n, 1)  # rates lie in [0, 1]
-            spread = np.where(seen, rate, -1.0).max(axis=2) - np.where(seen, rate, 2.0).min(axis=2)
-            ok = np.count_nonzero(seen, axis=2) >= 2
-            ppi_sum[g0:g1] = np.where(ok, spread, 0.0).sum(axis=1)
+            spread = np.where(seen, rate, -1.0).max(axis=0) - np.where(seen, rate, 2.0).min(axis=0)
+            ok = (np.count_nonzero(seen, axis=0) >= 2).reshape(n_groups, P)
+            ppi_sum[g0:g1] = np.where(ok, spread.reshape(n_groups, P), 0.0).sum(axis=1)
             ppi_pairs[g0:g1] = ok.sum(axis=1)
         g0 = g1
     return w_up, ppi_sum, ppi_pairs
