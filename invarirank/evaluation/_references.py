@@ -183,10 +183,12 @@ def random_block_of(
         values[name] = np.array([e[name] for e in eff])
     values.update(consistency)
     n_rows = np.array([inputs[q].inp.shape[0] for q in qids], dtype=np.float64)
+    lists = {name: [None if x != x else x for x in v.tolist()] for name, v in values.items()}  # NaN: None
     for i, q in enumerate(qids):
-        for name, v in values.items():
-            per_query[q][name] = None if v[i] != v[i] else float(v[i])
-        per_query[q]["rows"], per_query[q]["candidates"] = int(n_rows[i]), inputs[q].inp.shape[1]
+        d = per_query[q]
+        for name, xs in lists.items():
+            d[name] = xs[i]
+        d["rows"], d["candidates"] = int(n_rows[i]), inputs[q].inp.shape[1]
     overall: dict[str, Any] = {}
     columns: list[np.ndarray] = [n_rows]
     stats = {}
