@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from invarirank.llm._toy_queries import TOY_WORDS
+
 CONFIGS = Path(__file__).resolve().parent / "configs"
 ARCHS = ("mistral-7b-instruct-v0.3", "qwen2.5-7b-instruct", "llama-3.2-3b-instruct")
 TINY = {
@@ -54,40 +56,9 @@ TINY = {
     "bos_token_id": None,
     "eos_token_id": None,
 }
-WORDS = (
-    "Star",
-    "Wars",
-    "Toy",
-    "Story",
-    "Fargo",
-    "Return",
-    "Jedi",
-    "Contact",
-    "English",
-    "Patient",
-    "Scream",
-    "Liar",
-    "Air",
-    "Force",
-    "One",
-    "Independence",
-    "Day",
-    "Godfather",
-    "Titanic",
-    "Raiders",
-    "Lost",
-    "Ark",
-    "Silence",
-    "Lambs",
-    "Pulp",
-    "Fiction",
-    "Twelve",
-    "Monkeys",
-    "Babe",
-    "Heat",
-    "Casino",
-    "Sense",
-)
+#: title words of the made-up items: the toy queries' first 32 (:mod:`invarirank.llm._toy_queries`; a seed's titles
+#: depend on how many there are)
+WORDS = TOY_WORDS[:32]
 
 
 def architecture(name: str, tiny: bool = False) -> tuple[str, dict[str, Any]]:

@@ -131,23 +131,26 @@ def pair_statistics(
         if B == 1:
             w_up[g0:g1] = np.add.reduceat(above, starts[g0:g1] - r0, axis=0, dtype=np.int64)
         else:
-            # one histogram of code = 2 * cell + above per (query, pair), cell = B * bucket(i) + bucket(j)
+            # one histogram of code = 2 * cell + above per (query, pair), cell = B * bucket(i) + bucket(j), laid
+            # out code-major (2 B^2 rows of n_groups x P): the sums, maxima and minima over cells run across rows
             bk = bucket[r0:r1]
             code = bk[:, iu] * ctype(2 * B)  # 2 * cell + above, cell = B b_i + b_j
             code += bk[:, ju] * ctype(2)
             code += above
             group = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(starts[g0 : g1 + 1]))
-            idx = ((group * P)[:, None] + np.arange(P, dtype=np.int64)) * (2 * B2)
-            idx += code
-            counts = np.bincount(idx.ravel(), minlength=n_groups * P * 2 * B2).reshape(n_groups, P, B2, 2)
-            w = counts[..., 1]
-            n = counts[..., 0] + w
-            w_up[g0:g1] = w.sum(axis=2)
+            cells = n_groups * P
+            idx = code * np.int64(cells)
+            idx += (group * P)[:, None]
+            idx += np.arange(P, dtype=np.int64)
+            counts = np.bincount(idx.ravel(), minlength=2 * B2 * cells).reshape(B2, 2, cells)
+            w = counts[:, 1]
+            n = counts[:, 0] + w
+            w_up[g0:g1] = w.sum(axis=0).reshape(n_groups, P)
             seen = n > 0
             rate = w / np.maximum(n, 1)  # rates lie in [0, 1]
-            spread = np.where(seen, rate, -1.0).max(axis=2) - np.where(seen, rate, 2.0).min(axis=2)
-            ok = np.count_nonzero(seen, axis=2) >= 2
-            ppi_sum[g0:g1] = np.where(ok, spread, 0.0).sum(axis=1)
+            spread = np.where(seen, rate, -1.0).max(axis=0) - np.where(seen, rate, 2.0).min(axis=0)
+            ok = (np.count_nonzero(seen, axis=0) >= 2).reshape(n_groups, P)
+            ppi_sum[g0:g1] = np.where(ok, spread.reshape(n_groups, P), 0.0).sum(axis=1)
             ppi_pairs[g0:g1] = ok.sum(axis=1)
         g0 = g1
     return w_up, ppi_sum, ppi_pairs
@@ -209,14 +212,22 @@ def gpi_local_search(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if K < 2 or G == 0:
         return order, mass
     A = W - W.transpose(0, 2, 1)
-    P = A[np.arange(G)[:, None, None], order[:, :, None], order[:, None, :]]  # P[g, a, c] = A[σ_a, σ_c]
+    # every partial sum of Δ (the masked pairs' included) is at most (4K + 1) max|A|: int32 when that stays below
+    # 2^30, half the memory traffic of int64 for the same exact integers
+    dtype = np.int32 if (4 * K + 2) * (int(np.abs(A).max()) + 1) < 2**30 else np.int64
+    P = A[np.arange(G)[:, None, None], order[:, :, None], order[:, None, :]].astype(dtype)  # P[g, a, c] = A[σ_a, σ_c]
+    # a >= b is no swap: a large Δ there instead of 0 leaves the first minimum where it was whenever it is negative
+    # (the only case that swaps), and a minimum >= 0 stops the search either way
+    lower = np.where(np.triu(np.ones((K, K), dtype=bool), 1), 0, np.iinfo(dtype).max // 2).astype(dtype)
     active = np.arange(G)
     while active.size:
-        flat = _deltas(P).reshape(len(active), K * K)
+        n = len(active)
+        flat = _search_deltas(P, lower).reshape(n, K * K)
         best = flat.argmin(axis=1)  # first minimum in row-major (a, b) order
-        gain = flat[np.arange(len(active)), best]
+        gain = flat[np.arange(n), best].astype(np.int64)
         better = gain < 0
-        active, best, gain, P = active[better], best[better], gain[better], P[better]
+        if not better.all():
+            active, best, gain, P = active[better], best[better], gain[better], P[better]
         a, b = best // K, best % K
         xa, xb = order[active, a], order[active, b]
         order[active, a], order[active, b] = xb, xa
@@ -229,6 +240,22 @@ def gpi_local_search(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         P[ar, :, a] = P[ar, :, b]
         P[ar, :, b] = col_a
     return order, mass
+
+
+def _search_deltas(P: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """:func:`_deltas` in P's dtype, with ``lower`` added (the local search's mask of the pairs a >= b), computed in
+    place: one cumulative sum and five passes, no temporaries."""
+    n, K, _ = P.shape
+    S = np.empty((n, K, K + 1), dtype=P.dtype)
+    S[:, :, 0] = 0
+    np.cumsum(P, axis=2, dtype=P.dtype, out=S[:, :, 1:])
+    S0, S1 = S[:, :, :K], S[:, :, 1:]
+    delta = P + S0
+    delta -= np.diagonal(S1, axis1=1, axis2=2)[:, :, None]  # S[a, a + 1]
+    delta -= np.diagonal(S0, axis1=1, axis2=2)[:, None, :]  # S[b, b]
+    delta += S1.transpose(0, 2, 1)  # S[b, a + 1]
+    delta += lower
+    return delta
 
 
 def loc_from_wins(w_up: np.ndarray, n_rows: np.ndarray, K: int) -> np.ndarray:

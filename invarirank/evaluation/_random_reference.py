@@ -89,20 +89,32 @@ def expected_ppi(positions: np.ndarray, buckets: int) -> np.ndarray:
         # BLAS take a path ten times slower)
         cooc = np.matmul(np.ascontiguousarray(onehot.transpose(0, 2, 1)), onehot).reshape(n, KB * KB)
         cells = np.take(cooc, flat, axis=1).reshape(n * len(iu), B * B)
-        cells = np.sort(cells, axis=1).astype(np.int64)  # float32 counts are exact; sorting floats is quicker
-        # the multiset of cell sizes of each pair, as one integer (base-(M + 1) digits) when it fits
-        if (M + 1) ** (B * B) < 2**62:
-            code = cells @ ((M + 1) ** np.arange(B * B - 1, -1, -1, dtype=np.int64))
-            _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-            keys = cells[first]
+        cells = np.sort(cells, axis=1)  # float32 counts are exact; sorting floats is quicker
+        # the multiset of cell sizes of each pair, as one whole number (base-(M + 1) digits) when a double holds it
+        if (M + 1) ** (B * B) < 2**53:
+            code = np.zeros(len(cells))
+            for c in range(B * B):  # Horner's rule: every step an exact whole number
+                code *= M + 1
+                code += cells[:, c]
+            uniq, inverse = np.unique(code, return_inverse=True)
+            keys = np.array([_digits(int(x), M + 1, B * B) for x in uniq.tolist()], dtype=np.int64)
         else:
-            keys, inverse = np.unique(cells, axis=0, return_inverse=True)
+            keys, inverse = np.unique(cells.astype(np.int64), axis=0, return_inverse=True)
         spread = np.array([_spread(row) for row in keys.tolist()])[inverse.ravel()].reshape(n, len(iu))
         seen = ~np.isnan(spread)
         pairs = seen.sum(axis=1)
         total = np.where(seen, spread, 0.0).sum(axis=1)
         out[g0 : g0 + n] = np.divide(total, pairs, out=np.full(n, np.nan), where=pairs > 0)
     return out
+
+
+def _digits(code: int, base: int, n: int) -> list[int]:
+    """The ``n`` base-``base`` digits of ``code``, most significant first."""
+    out = []
+    for _ in range(n):
+        code, d = divmod(code, base)
+        out.append(d)
+    return out[::-1]
 
 
 def _spread(counts: Sequence[int]) -> float:

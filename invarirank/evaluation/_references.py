@@ -47,8 +47,8 @@ import numpy as np
 from .._io import atomic_write_text
 from ..errors import InvariRankError
 from . import _bootstrap as bootstrap
+from ._codes import QueryRows, codes_of_queries, presented_positions
 from ._comparisons import PerQuery, compare_methods
-from ._consistency import inverse_permutations
 from ._effectiveness import ideal_dcg
 from ._random_reference import expected_gpi, expected_ppi
 
@@ -101,12 +101,13 @@ def reference_inputs(grouped: Mapping[str, Mapping[str, list[dict]]]) -> dict[st
     return out
 
 
-def first_stage_rows(inputs: Mapping[str, list[dict]], rankings: Mapping[str, Sequence[str]]) -> dict[str, list[dict]]:
-    """Rows of the first-stage order: each presented order of each query with the first stage's ranking as its
-    output. A query without a ranking, or a ranking that is not a permutation of the query's candidates, is an
-    error naming the query."""
-    out: dict[str, list[dict]] = {}
-    for qid, rows in inputs.items():
+def first_stage_codes(inputs: Mapping[str, QueryRows], rankings: Mapping[str, Sequence[str]]) -> dict[str, QueryRows]:
+    """The first-stage order as codes: each presented order of each query (``inputs``, from
+    :func:`~invarirank.evaluation._codes.reference_queries`) with the first stage's ranking as its output. A query
+    without a ranking, or a ranking that is not a permutation of the query's candidates, is an error naming the
+    query."""
+    out: dict[str, QueryRows] = {}
+    for qid, q in inputs.items():
         if qid not in rankings:
             raise InvariRankError(f"first-stage order: no ranking for query {qid!r}")
         given = rankings[qid]
@@ -124,25 +125,15 @@ def first_stage_rows(inputs: Mapping[str, list[dict]], rankings: Mapping[str, Se
                 f"first-stage order of query {qid!r}: {str(given)[:40]!r}, expected a list of item ids (best first)"
             )
         ranking = [str(x) for x in given]
-        if sorted(ranking) != sorted(rows[0]["input"]):
+        if sorted(ranking) != q.items:
             raise InvariRankError(
                 f"first-stage order of query {qid!r}: expected a permutation of its "
-                f"{len(rows[0]['input'])} candidates, got {len(ranking)} ids that differ"
+                f"{len(q.items)} candidates, got {len(ranking)} ids that differ"
             )
-        out[qid] = [{**r, "method": FIRST_STAGE, "output": ranking} for r in rows]
+        index = {x: i for i, x in enumerate(q.items)}
+        order = np.array([index[x] for x in ranking], dtype=q.out.dtype)
+        out[qid] = q._replace(out=np.broadcast_to(order, q.out.shape))
     return out
-
-
-def _presented_positions(queries: Sequence[list[dict]]) -> np.ndarray:
-    """G x M x K: the 0-based presented position of each candidate (labelled in the order of the query's first
-    row) in each row of G queries with the same K and M."""
-    flat: list[int] = []
-    for rows in queries:
-        get = {x: i for i, x in enumerate(rows[0]["input"])}.__getitem__
-        for r in rows:
-            flat.extend(map(get, r["input"]))
-    G, M, K = len(queries), len(queries[0]), len(queries[0][0]["input"])
-    return inverse_permutations(np.array(flat, dtype=np.int64).reshape(G * M, K)).reshape(G, M, K)
 
 
 def random_block(
@@ -152,22 +143,34 @@ def random_block(
     replicates: int,
     presented: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[dict, PerQuery]:
+    """:func:`random_block_of` on validated rows grouped by query (:func:`reference_inputs`)."""
+    return random_block_of(codes_of_queries(inputs), settings, replicates=replicates, presented=presented)
+
+
+def random_block_of(
+    inputs: Mapping[str, QueryRows],
+    settings: Mapping[str, Any],
+    *,
+    replicates: int,
+    presented: Mapping[str, np.ndarray] | None = None,
+) -> tuple[dict, PerQuery]:
     """The random order's block and its per-query values: exact effectiveness, PPI and LOC, and GPI at each (K, M)
-    from seeded draws (``settings["seed"]``; the module docstring says how many). ``presented``: the queries'
-    presented positions (M x K, items labelled in the order of the query's first row) when already known (the
-    engine finds them while evaluating the methods); otherwise they are read from ``inputs``."""
+    from seeded draws (``settings["seed"]``; the module docstring says how many). ``inputs``: the rows of each
+    query the references take, as codes. ``presented``: the queries' presented positions (M x K, items labelled in
+    the order of the query's first row) when already known (the engine finds them while evaluating the methods);
+    otherwise they are made from ``inputs``."""
     if replicates < 1:
         raise InvariRankError(f"reference replicates: expected an integer >= 1, got {replicates!r}")
     ks = settings["ks"]
     qids = list(inputs)
     consistency = {name: np.full(len(qids), np.nan) for name in ("ppi", "gpi", "loc")}
-    shapes = [(len(inputs[q][0]["input"]), len(inputs[q])) for q in qids]  # (K, M)
+    shapes = [(inputs[q].inp.shape[1], inputs[q].inp.shape[0]) for q in qids]  # (K, M)
     for K, M in sorted(set(shapes)):
         group = [i for i, s in enumerate(shapes) if s == (K, M)]
         if presented is not None and all(qids[i] in presented for i in group):
             positions = np.stack([presented[qids[i]] for i in group])
         else:
-            positions = _presented_positions([inputs[qids[i]] for i in group])
+            positions = np.stack([presented_positions(inputs[qids[i]]) for i in group])
         consistency["ppi"][group] = expected_ppi(positions, settings["buckets"])
         if K >= 2 and M >= 2:
             draws = max(replicates, -(-replicates * len(group) // RANDOM_GPI_QUERIES_PER_DRAW))
@@ -175,23 +178,17 @@ def random_block(
             consistency["loc"][group] = 0.0
     values: dict[str, np.ndarray] = {}
     per_query: dict[str, dict[str, Any]] = {qid: {} for qid in qids}
-    eff = [
-        random_expectations(
-            len(inputs[q][0]["input"]),
-            len(set(inputs[q][0]["relevant"]) & set(inputs[q][0]["input"])),
-            len(set(inputs[q][0]["relevant"])),
-            ks,
-        )
-        for q in qids
-    ]
+    eff = [random_expectations(inputs[q].inp.shape[1], len(inputs[q].relevant), inputs[q].n_relevant, ks) for q in qids]
     for name in eff[0]:
         values[name] = np.array([e[name] for e in eff])
     values.update(consistency)
-    n_rows = np.array([len(inputs[q]) for q in qids], dtype=np.float64)
+    n_rows = np.array([inputs[q].inp.shape[0] for q in qids], dtype=np.float64)
+    lists = {name: [None if x != x else x for x in v.tolist()] for name, v in values.items()}  # NaN: None
     for i, q in enumerate(qids):
-        for name, v in values.items():
-            per_query[q][name] = None if v[i] != v[i] else float(v[i])
-        per_query[q]["rows"], per_query[q]["candidates"] = int(n_rows[i]), len(inputs[q][0]["input"])
+        d = per_query[q]
+        for name, xs in lists.items():
+            d[name] = xs[i]
+        d["rows"], d["candidates"] = int(n_rows[i]), inputs[q].inp.shape[1]
     overall: dict[str, Any] = {}
     columns: list[np.ndarray] = [n_rows]
     stats = {}

@@ -114,11 +114,23 @@ def check_against_lists(
     :func:`evaluate` warns). Errors name the parameter (its flag in ``names``) and ``where``."""
     if not rows:
         return []
+    lengths = [len(r["input"]) for r in rows]
+    return check_list_lengths(min(lengths), max(lengths), settings, where, given=given, names=names)
+
+
+def check_list_lengths(
+    k: int,
+    longest: int,
+    settings: Mapping[str, Any],
+    where: str,
+    *,
+    given: Mapping[str, bool],
+    names: Mapping[str, str] | None = None,
+) -> list[str]:
+    """:func:`check_against_lists` given the shortest (``k``) and the longest list's K."""
     from ._consistency import MAX_GPI_K
 
     names = dict(names or {})
-    k = min(len(r["input"]) for r in rows)
-    longest = max(len(r["input"]) for r in rows)
     if longest > MAX_GPI_K:
         raise InvariRankError(
             f"{where}: lists of K = {longest} candidates are above the limit K <= {MAX_GPI_K} "

@@ -51,6 +51,7 @@ re-evaluated from its observations, :func:`invarirank.store.refresh_metrics`).
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -59,29 +60,25 @@ import numpy as np
 
 from .._io import path_argument
 from ..errors import InvariRankError
-from . import _bootstrap as bootstrap
+from ._code_reader import read_codes
+from ._codes import Codes, codes_of_queries, codes_of_rows, list_lengths, reference_queries
 from ._comparisons import PERMUTATIONS, PerQuery, compare_methods
-from ._consistency import gpi_local_search, inverse_permutations, loc_from_wins, pair_statistics, win_matrix
-from ._effectiveness import effectiveness_from_ranks
-from ._kemeny import kemeny_mass
-from ._positional_exposure import deviation_statistics, exposure_summary, position_hits
+from ._method_metrics import method_block
 from ._references import (
     FIRST_STAGE,
     RANDOM,
     REFERENCE_REPLICATES,
-    first_stage_rows,
-    random_block,
+    first_stage_codes,
+    random_block_of,
     read_first_stage,
     reference_comparisons,
-    reference_inputs,
 )
-from ._settings import CI_LEVEL, check_against_lists, check_settings
+from ._settings import CI_LEVEL, check_against_lists, check_list_lengths, check_settings
 from .observations import as_rows, gc_paused
 
 __all__ = ["evaluate"]
 
 METRICS_SCHEMA_VERSION = 6
-_GPI_CHUNK_CELLS = 1 << 20
 
 
 def evaluate(
@@ -125,11 +122,16 @@ def evaluate(
     )
     if first_stage is not None and not isinstance(first_stage, Mapping):
         first_stage = read_first_stage(path_argument(first_stage, "evaluate: first_stage", "first-stage file's path"))
-    rows = as_rows(data)
     given = {"exposure_k": exposure_k != 5, "buckets": buckets != 3}
-    for note in check_against_lists(rows, settings, "the observations", given=given):
+    codes = read_codes(data) if isinstance(data, (str, os.PathLike)) else None
+    if codes is None:  # rows in memory, or a file the fast reader leaves to the row-by-row one
+        rows = as_rows(data)
+        for note in check_against_lists(rows, settings, "the observations", given=given):
+            warnings.warn(note, stacklevel=2)
+        return evaluate_rows(rows, settings, first_stage=first_stage)
+    for note in check_list_lengths(*list_lengths(codes), settings, "the observations", given=given):
         warnings.warn(note, stacklevel=2)
-    return evaluate_rows(rows, settings, first_stage=first_stage)
+    return evaluate_codes(codes, settings, first_stage=first_stage)
 
 
 def evaluate_rows(
@@ -137,15 +139,22 @@ def evaluate_rows(
 ) -> dict:
     """:func:`evaluate` on already validated rows and settings (from :func:`check_settings`)."""
     with gc_paused():
-        grouped: dict[str, dict[str, list[dict]]] = {}
-        for r in rows:
-            grouped.setdefault(r["method"], {}).setdefault(r["query_id"], []).append(r)
+        codes = codes_of_rows(rows)
+    return evaluate_codes(codes, settings, first_stage=first_stage)
+
+
+def evaluate_codes(
+    codes: Codes, settings: dict[str, Any], *, first_stage: Mapping[str, Sequence[str]] | None = None
+) -> dict:
+    """:func:`evaluate` on observations as codes (:mod:`._codes`: from validated rows or read by
+    :func:`~invarirank.evaluation._code_reader.read_codes`) and settings from :func:`check_settings`."""
+    with gc_paused():
         methods: dict[str, dict] = {}
         values: dict[str, PerQuery] = {}
-        presented: dict[str, np.ndarray] = {}  # the random order's input, found while mapping ids (see below)
-        for m, queries in grouped.items():
-            methods[m], values[m] = _evaluate_method(queries, settings, presented)
-        references = _references(grouped, values, settings, first_stage, presented)
+        presented: dict[str, np.ndarray] = {}  # the random order's input, found while evaluating the methods
+        for m, queries in codes.items():
+            methods[m], values[m] = method_block(queries, settings, presented)
+        references = _references(codes, values, settings, first_stage, presented)
     comparisons = (
         compare_methods(
             values,
@@ -166,8 +175,16 @@ def evaluate_rows(
     }
 
 
+def _evaluate_method(
+    queries: dict[str, list[dict]], st: dict[str, Any], presented: dict[str, np.ndarray] | None = None
+) -> tuple[dict, PerQuery]:
+    """One method's block and per-query values from its validated rows grouped by query
+    (:func:`~invarirank.evaluation._method_metrics.method_block` on their codes)."""
+    return method_block(codes_of_queries(queries), st, presented)
+
+
 def _references(
-    grouped: Mapping[str, Mapping[str, list[dict]]],
+    codes: Codes,
     values: Mapping[str, PerQuery],
     settings: Mapping[str, Any],
     first_stage: Mapping[str, Sequence[str]] | None,
@@ -175,166 +192,20 @@ def _references(
 ) -> dict:
     """The ``references`` section: the first-stage order (when its rankings are given) and the random order (when
     ``reference_replicates`` > 0), each with its comparisons against every method (:mod:`._references`)."""
-    if not grouped:
+    if not codes:
         return {}
-    inputs = reference_inputs(grouped)
+    inputs = reference_queries(codes)
     blocks: dict[str, tuple[dict, PerQuery]] = {}
     if first_stage is not None:
-        blocks[FIRST_STAGE] = _evaluate_method(first_stage_rows(inputs, first_stage), dict(settings))
+        blocks[FIRST_STAGE] = method_block(first_stage_codes(inputs, first_stage), settings)
     if settings["reference_replicates"] > 0:
-        blocks[RANDOM] = random_block(
+        blocks[RANDOM] = random_block_of(
             inputs, settings, replicates=settings["reference_replicates"], presented=presented
         )
     out = {}
     for name, (block, pq) in blocks.items():
         out[name] = {**block, "comparisons": reference_comparisons(values, name, pq, settings)}
     return out
-
-
-def _num(x: float) -> float | None:
-    return None if x is None or x != x else float(x)
-
-
-def _evaluate_method(
-    queries: dict[str, list[dict]], st: dict[str, Any], presented: dict[str, np.ndarray] | None = None
-) -> tuple[dict, PerQuery]:
-    """One method's ``{"overall": ..., "per_query": ...}`` block and its per-query values for the comparisons.
-
-    ``presented``, when given, receives for each query not yet in it the presented positions of its rows (M x K,
-    items labelled in the order of the query's first row): the random order's input
-    (:func:`~invarirank.evaluation._references.random_block`), taken from the ids mapped here rather than mapped
-    again."""
-    ks, E, B, exact_max = st["ks"], st["exposure_k"], st["buckets"], st["exact_kemeny_max_k"]
-    qids = list(queries)
-    Q = len(qids)
-    n_rows = np.array([len(queries[q]) for q in qids], dtype=np.int64)
-    k_of = np.array([len(queries[q][0]["input"]) for q in qids], dtype=np.int64)
-    max_k = int(k_of.max())
-    eff_names = [f"{m}@{k}" for m in ("hr", "ndcg", "recall", "mrr") for k in ks]
-    eff_sums = {name: np.zeros(Q) for name in eff_names}
-    ppi_q, gpi_q, exact_q, loc_q = (np.full(Q, np.nan) for _ in range(4))
-    hits = np.zeros((Q, max_k))
-
-    for K in sorted(set(k_of.tolist())):  # (np.unique would import numpy.ma: slow start-up)
-        qi = np.flatnonzero(k_of == K)
-        inp_flat: list[int] = []
-        out_flat: list[int] = []
-        rel = np.zeros((len(qi), K), dtype=bool)
-        n_rel = np.zeros(len(qi), dtype=np.int64)
-        for g, q in enumerate(qi.tolist()):
-            qrows = queries[qids[q]]
-            index = {x: i for i, x in enumerate(sorted(qrows[0]["input"]))}  # code-point id order
-            get = index.__getitem__
-            for r in qrows:
-                inp_flat.extend(map(get, r["input"]))
-                out_flat.extend(map(get, r["output"]))
-            truth = set(qrows[0]["relevant"])
-            n_rel[g] = len(truth)
-            rel[g, [index[x] for x in truth if x in index]] = True
-        M = n_rows[qi]
-        R = int(M.sum())
-        inp = np.array(inp_flat, dtype=np.int64).reshape(R, K)
-        pos = inverse_permutations(inp)
-        rank = inverse_permutations(np.array(out_flat, dtype=np.int64).reshape(R, K))
-        starts = np.concatenate([[0], np.cumsum(M)])
-        row_group = np.repeat(np.arange(len(qi)), M)
-        if presented is not None:  # position of item i of the first row = pos at that item's code-point index
-            first = np.take_along_axis(pos, inp[starts[:-1]][row_group], axis=1)
-            for g, q in enumerate(qi.tolist()):
-                presented.setdefault(qids[q], first[starts[g] : starts[g + 1]])
-
-        for name, per_row in effectiveness_from_ranks(rank, rel[row_group], n_rel[row_group], ks).items():
-            eff_sums[name][qi] = np.add.reduceat(per_row, starts[:-1])
-        hits[qi, :K] = position_hits(pos, rank, starts, E)
-
-        w_up, ppi_sum, ppi_pairs = pair_statistics(pos, rank, starts, B)
-        ppi_q[qi] = np.divide(ppi_sum, ppi_pairs, out=np.full(len(qi), np.nan), where=ppi_pairs > 0)
-        ok = np.flatnonzero(M >= 2) if K >= 2 else np.zeros(0, dtype=np.int64)
-        if ok.size == 0:
-            continue
-        pairs = K * (K - 1) // 2
-        loc_q[qi[ok]] = loc_from_wins(w_up[ok], M[ok], K)
-        step = max(1, _GPI_CHUNK_CELLS // (K * K))
-        for c0 in range(0, ok.size, step):
-            sel = ok[c0 : c0 + step]
-            W = win_matrix(w_up[sel], M[sel], K)
-            _, mass = gpi_local_search(W)
-            gpi_q[qi[sel]] = mass / (M[sel] * pairs)
-            if exact_max is not None and K <= exact_max:
-                exact_q[qi[sel]] = kemeny_mass(W) / (M[sel] * pairs)
-
-    # ---- overall
-    total_rows = int(n_rows.sum())
-    overall: dict[str, Any] = {name: float(v.sum() / total_rows) for name, v in eff_sums.items()}
-    has = {name: ~np.isnan(v) for name, v in (("ppi", ppi_q), ("gpi", gpi_q), ("gpi_exact", exact_q), ("loc", loc_q))}
-    values = {"ppi": ppi_q, "gpi": gpi_q, "gpi_exact": exact_q, "loc": loc_q}
-    exact_complete = bool(np.all(has["gpi_exact"] == has["gpi"])) and has["gpi"].any()
-    for name in ("ppi", "gpi", "gpi_exact", "loc"):
-        v, h = values[name], has[name]
-        overall[name] = float(v[h].mean()) if h.any() and (name != "gpi_exact" or exact_complete) else None
-    positions = np.arange(max_k)
-    rows_at = (k_of[:, None] > positions) * n_rows[:, None].astype(np.float64)  # Q x maxK
-    share = np.minimum(E, k_of) / k_of
-    expected_at = (k_of[:, None] > positions) * (n_rows * share)[:, None]
-    summary = exposure_summary(hits.sum(axis=0), rows_at.sum(axis=0), expected_at.sum(axis=0))
-    overall[f"exposure@{E}"] = summary["exposure"]
-    overall[f"expected_exposure@{E}"] = summary["expected"]
-    # every list no longer than the cut-off: every item reaches the top-E, so the deviation is not "no bias" but
-    # not defined (the protocol's top-k with k >= K is the whole list)
-    exposure_defined = bool((k_of > E).any())
-    overall[f"exposure_mad@{E}"] = summary["mad"] if exposure_defined else None
-    overall[f"exposure_maxdev@{E}"] = summary["maxdev"] if exposure_defined else None
-    overall["queries"] = Q
-    overall["rows"] = total_rows
-    for name in ("ppi", "gpi", "loc"):
-        overall[f"{name}_queries"] = int(has[name].sum())
-    overall["gpi_suboptimal_queries"] = int((gpi_q[has["gpi"]] > exact_q[has["gpi"]]).sum()) if exact_complete else None
-
-    # ---- bootstrap intervals over queries
-    ci: dict[str, list[float]] = {}
-    if st["bootstrap"] > 0:
-        columns: list[np.ndarray] = [n_rows.astype(np.float64)]
-        stats = {}
-        for name in eff_names:
-            columns.append(eff_sums[name])
-            stats[name] = bootstrap.ratio(len(columns) - 1, 0)
-        for name in ("ppi", "gpi", "gpi_exact", "loc"):
-            if overall[name] is not None:
-                columns += [np.where(has[name], values[name], 0.0), has[name].astype(np.float64)]
-                stats[name] = bootstrap.ratio(len(columns) - 2, len(columns) - 1)
-        s0 = len(columns)
-        V = np.column_stack(columns + [hits, rows_at, expected_at])
-        mad, maxdev = deviation_statistics(
-            slice(s0, s0 + max_k), slice(s0 + max_k, s0 + 2 * max_k), slice(s0 + 2 * max_k, s0 + 3 * max_k)
-        )
-        if exposure_defined:
-            stats[f"exposure_mad@{E}"], stats[f"exposure_maxdev@{E}"] = mad, maxdev
-        reps = bootstrap.collect(Q, st["bootstrap"], st["seed"], V, stats)
-        deviations = (f"exposure_mad@{E}", f"exposure_maxdev@{E}")
-        for name in stats:
-            interval = (
-                bootstrap.basic_interval(reps[name], overall[name], CI_LEVEL)
-                if name in deviations
-                else bootstrap.percentile_interval(reps[name], CI_LEVEL)
-            )
-            if interval is not None:
-                ci[name] = interval
-    overall["ci"] = ci
-
-    # ---- per query
-    per_query: dict[str, dict[str, Any]] = {}
-    eff_lists = {name: (v / n_rows).tolist() for name, v in eff_sums.items()}
-    cons_lists = {name: [_num(x) for x in values[name].tolist()] for name in ("ppi", "gpi", "gpi_exact", "loc")}
-    n_list, k_list = n_rows.tolist(), k_of.tolist()
-    for q, qid in enumerate(qids):
-        d: dict[str, Any] = {name: eff_lists[name][q] for name in eff_names}
-        for name in ("ppi", "gpi", "gpi_exact", "loc"):
-            d[name] = cons_lists[name][q]
-        d["rows"], d["candidates"] = n_list[q], k_list[q]
-        per_query[qid] = d
-    per_query_values = {**{name: v / n_rows for name, v in eff_sums.items()}, **values}
-    exposure_sums = (f"exposure_mad@{E}", hits, rows_at, expected_at) if exposure_defined else None
-    return {"overall": overall, "per_query": per_query}, PerQuery(tuple(qids), per_query_values, exposure_sums)
 
 
 def check_metrics_version(metrics: Any, where: str) -> dict:

@@ -146,6 +146,17 @@ def test_queries_for_power_is_the_normal_approximation():
     assert queries_for_power(0.1, 0.0) == 1
 
 
+def test_the_normal_quantile_is_statistics_own_to_the_bit():
+    from statistics import NormalDist, StatisticsError
+
+    from invarirank.evaluation._comparisons import normal_quantile
+
+    for p in (0.975, 0.8, 0.5, 1e-300, 0.3, 1 - 1e-16, 0.025):
+        assert normal_quantile(p) == NormalDist().inv_cdf(p)
+    with pytest.raises(StatisticsError):
+        normal_quantile(1.0)
+
+
 # ----------------------------------------------------------------------------------------------- literal
 
 
