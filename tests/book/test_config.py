@@ -60,3 +60,14 @@ def test_make_grid_computes_one_grid_and_executes_no_page():
     grid = [line for line in lines if re.search(r"invarirank grid\b", line)]
     assert len(grid) == 1 and "configs/grid-default.yaml" in grid[0] and "--compute-only" not in grid[0], lines
     assert not [line for line in lines if re.search(r"invarirank book\b|jupyter-book|papermill", line)], lines
+
+
+def test_the_virtual_environments_make_setup_builds_in_the_checkout_are_not_book_sources():
+    """`make setup` builds its venvs inside the checkout (the Makefile's ``VENV`` and ``VLLM_VENV``): the book must
+    not read them as sources (the vLLM venv ships Markdown files, and one of them broke `make book` on a fresh
+    machine). Each venv folder named in the Makefile is a top-level entry of ``exclude_patterns``."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    venvs = re.findall(r"^(?:VENV|VLLM_VENV) \?= (\S+)$", makefile, flags=re.M)
+    assert len(venvs) == 2, venvs
+    patterns = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["exclude_patterns"]
+    assert [v for v in venvs if v not in patterns] == []
