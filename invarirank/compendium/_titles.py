@@ -20,10 +20,15 @@ def run_page_title(config: Any) -> str:
     """Model, K, scorer, then data set, queries and M, e.g. ``SmolLM2-135M at K = 10, span scorer (MovieLens-100K,
     40 queries, M = 20)``. When the queries were sampled among those kept at another K (``sample_k``), that K
     too (``…, 40 queries kept at K = 5, M = 20)``; "× M" read as "K = 5 × M"): it tells apart two grids' runs at
-    one K. "Smoke run: " comes first when the run's queries are too few for the paired test to resolve any claim
-    (its smallest p-value is not below 0.05) or its scorer is the simulated one."""
+    one K. A run of the first N of its sampled users (``first_queries``) says so (``the first 20 of 40 queries kept
+    at K = 15``), and its smoke test counts the N it reranks. "Smoke run: " comes first when the run's queries are
+    too few for the paired test to resolve any claim (its smallest p-value is not below 0.05) or its scorer is the
+    simulated one."""
     n = config.n_queries
     queries = "all queries" if n is None else f"{n:,} queries"
+    first = getattr(config, "first_queries", None)
+    if first is not None:  # a prefix of a larger sample's users: the count reranked, and of what
+        queries = f"the first {first:,} of {queries}" if n is not None and first < n else f"{first:,} queries"
     sample_k = getattr(config, "sample_k", None)
     if sample_k is not None and sample_k != config.effective_k:
         queries += f" kept at K = {sample_k}"
@@ -31,5 +36,6 @@ def run_page_title(config: Any) -> str:
         f"{model_label(config.model_name)} at K = {config.effective_k}, {config.scorer} scorer "
         f"({dataset_label(config.data_label)}, {queries}, M = {config.M})"
     )
-    smoke = config.scorer == "simulated" or (n is not None and smallest_p(n) >= ALPHA)
+    reranked = first if first is not None else n
+    smoke = config.scorer == "simulated" or (reranked is not None and smallest_p(reranked) >= ALPHA)
     return f"Smoke run: {title}" if smoke else title

@@ -202,6 +202,11 @@ def test_run_page_titles_use_display_names_and_label_smoke_runs():
         assert all("MovieLens-100K" in t and "ml-100k" not in t and "smollm2-135m" not in t for t in titles), titles
     assert len(set(every)) == len(every), every
     assert "SmolLM2-135M at K = 15, span scorer (MovieLens-100K, 40 queries kept at K = 5, M = 20)" in every
+    # a run of the first 20 of the 40 sampled users says so: its page is not a 40-query page
+    assert (
+        "Qwen2.5-Coder-0.5B at K = 25, choice scorer (MovieLens-100K, the first 20 of 40 queries kept at K = 15, "
+        "M = 20)" in every
+    )
     from invarirank.compendium._labels import dataset_label
     from invarirank.grid._book_build import data_page_title
 
