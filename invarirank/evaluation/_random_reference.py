@@ -40,7 +40,9 @@ from ._consistency import gpi_local_search, win_matrix
 
 #: GPI search work per chunk of draws (K x K cells of win matrices), as in the engine
 _CHUNK_CELLS = 1 << 20
-#: cells of the one-hot and co-occurrence arrays per chunk of queries when counting the rows of each (pair, cell)
+#: (pair, cell) counts per chunk of queries when counting the rows of each pair's cells for PPI
+_PAIR_CELLS = 1 << 20
+#: cells of a chunk of the GPI draws' K x K comparisons
 _COUNT_CELLS = 1 << 22
 
 
@@ -51,7 +53,7 @@ def expected_range(sizes: tuple[int, ...]) -> float:
     if len(sizes) < 2 or min(sizes) < 1:
         raise ValueError(f"expected at least two cell sizes >= 1, got {sizes}")
     L = math.lcm(*sizes)  # rates k/n on the integer grid k (L/n) / L: exact breakpoints
-    cdfs = [np.cumsum([math.comb(n, k) for k in range(n + 1)]) / 2.0**n for n in sizes]
+    cdfs = [_binomial_cdf(n) for n in sizes]
     grid = sorted({k * (L // n) for n in sizes for k in range(n + 1)})
     e_max = 0.0
     for prev, cur in zip(grid, grid[1:]):
@@ -60,6 +62,13 @@ def expected_range(sizes: tuple[int, ...]) -> float:
             below *= cdf[prev * n // L]  # P(X_c <= prev / L)
         e_max += (cur - prev) / L * (1.0 - below)
     return 2.0 * e_max - 1.0
+
+
+@functools.cache
+def _binomial_cdf(n: int) -> list[float]:
+    """P(Binomial(n, 1/2) <= k) for k = 0..n, as Python floats (the doubles of the cumulative integer sums over
+    2^n: the same values, one per size, whatever multiset asks)."""
+    return (np.cumsum([math.comb(n, k) for k in range(n + 1)]) / 2.0**n).tolist()
 
 
 def expected_ppi(positions: np.ndarray, buckets: int) -> np.ndarray:
@@ -75,37 +84,66 @@ def expected_ppi(positions: np.ndarray, buckets: int) -> np.ndarray:
     if K < 2 or G == 0:
         return out
     iu, ju = np.triu_indices(K, 1)
-    KB, ab = K * B, np.arange(B)
-    # flat index in a K B x K B co-occurrence matrix of cell (a, c) of pair (i, j): row i B + a, column j B + c
-    flat = ((iu[:, None, None] * B + ab[None, :, None]) * KB + ju[:, None, None] * B + ab[None, None, :]).reshape(-1)
-    bucket = np.minimum((positions * B) // K, B - 1)
-    step = max(1, _COUNT_CELLS // (KB * max(KB, M)))  # queries per chunk: one-hot and co-occurrence cells
+    B2, words = B * B, -(-M // 64)
+    network = _sorting_network(B2)
+    bucket = np.minimum((positions * B) // K, B - 1).transpose(0, 2, 1)  # G x K x M
+    step = max(1, _PAIR_CELLS // (len(iu) * B2 * words))  # queries per chunk
     for g0 in range(0, G, step):
         bk = bucket[g0 : g0 + step]
         n = len(bk)
-        onehot = np.zeros((n, M, KB), dtype=np.float32 if M < (1 << 24) else np.float64)  # exact integer counts
-        onehot[np.arange(n)[:, None, None], np.arange(M)[None, :, None], np.arange(K) * B + bk] = 1.0
-        # rows with i in cell a and j in cell c (both operands contiguous: a transposed view can make a threaded
-        # BLAS take a path ten times slower)
-        cooc = np.matmul(np.ascontiguousarray(onehot.transpose(0, 2, 1)), onehot).reshape(n, KB * KB)
-        cells = np.take(cooc, flat, axis=1).reshape(n * len(iu), B * B)
-        cells = np.sort(cells, axis=1)  # float32 counts are exact; sorting floats is quicker
+        # bit r of mask[g, i, a, w // 64]: item i is in bucket a in row r = w (the rows as bits, 64 to a word)
+        bits = np.packbits(bk[:, :, None, :] == np.arange(B)[:, None], axis=-1, bitorder="little")
+        padded = np.zeros((n, K, B, 8 * words), dtype=np.uint8)
+        padded[..., : bits.shape[-1]] = bits
+        mask = padded.view(np.uint64)
+        first, second = mask[:, iu], mask[:, ju]  # n x pairs x B x words
+        # the rows of pair (i, j) in cell (a, c): those where i is in bucket a and j in bucket c (exact counts)
+        cols = []
+        for a in range(B):
+            for c in range(B):
+                x = np.bitwise_count(first[:, :, a, 0] & second[:, :, c, 0])
+                for w in range(1, words):
+                    x = x + np.bitwise_count(first[:, :, a, w] & second[:, :, c, w]).astype(np.int64)
+                cols.append(x)
+        for i, j in network:  # each pair's cell sizes in ascending order
+            cols[i], cols[j] = np.minimum(cols[i], cols[j]), np.maximum(cols[i], cols[j])
         # the multiset of cell sizes of each pair, as one whole number (base-(M + 1) digits) when a double holds it
-        if (M + 1) ** (B * B) < 2**53:
-            code = np.zeros(len(cells))
-            for c in range(B * B):  # Horner's rule: every step an exact whole number
+        if (M + 1) ** B2 < 2**53:
+            code = np.zeros((n, len(iu)))
+            for col in cols:  # Horner's rule: every step an exact whole number
                 code *= M + 1
-                code += cells[:, c]
+                code += col
             uniq, inverse = np.unique(code, return_inverse=True)
-            keys = np.array([_digits(int(x), M + 1, B * B) for x in uniq.tolist()], dtype=np.int64)
+            keys = np.array([_digits(int(x), M + 1, B2) for x in uniq.tolist()], dtype=np.int64)
         else:
-            keys, inverse = np.unique(cells.astype(np.int64), axis=0, return_inverse=True)
+            cells = np.stack([np.asarray(col, dtype=np.int64) for col in cols], axis=-1).reshape(-1, B2)
+            keys, inverse = np.unique(cells, axis=0, return_inverse=True)
         spread = np.array([_spread(row) for row in keys.tolist()])[inverse.ravel()].reshape(n, len(iu))
         seen = ~np.isnan(spread)
         pairs = seen.sum(axis=1)
         total = np.where(seen, spread, 0.0).sum(axis=1)
         out[g0 : g0 + n] = np.divide(total, pairs, out=np.full(n, np.nan), where=pairs > 0)
     return out
+
+
+@functools.cache
+def _sorting_network(n: int) -> tuple[tuple[int, int], ...]:
+    """Batcher's odd-even merge sort of ``n`` values as compare-exchange pairs (i, j), i < j: after each pair's
+    (min, max) goes to (i, j) in turn, the values are ascending. Built for the next power of two, keeping the pairs
+    inside 0..n-1 (the missing values read as +inf)."""
+    size = 1 << max(0, (n - 1).bit_length())
+    out = []
+    p = 1
+    while p < size:
+        k = p
+        while k >= 1:
+            for j in range(k % p, size - k, 2 * k):
+                for i in range(min(k, size - j - k)):
+                    if (i + j) // (2 * p) == (i + j + k) // (2 * p) and i + j + k < n:
+                        out.append((i + j, i + j + k))
+            k //= 2
+        p *= 2
+    return tuple(out)
 
 
 def _digits(code: int, base: int, n: int) -> list[int]:
@@ -140,12 +178,20 @@ def expected_gpi(K: int, M: int, draws: int, seed: int) -> float:
     iu, ju = np.triu_indices(K, 1)
     pairs = len(iu)
     step = max(1, _CHUNK_CELLS // (K * K))
-    small = np.int16 if K < (1 << 15) else np.int64  # narrow ranks: the pair comparisons gather less memory
+    # narrow ranks and counts: the K x K comparisons of a row and their sums over a draw's M rows move less memory
+    small = np.int8 if K <= 128 else np.int16 if K <= (1 << 15) else np.int64
+    count = np.uint8 if M < (1 << 8) else np.uint16 if M < (1 << 16) else np.int64
+    upper = iu * K + ju
+    sub = max(1, _COUNT_CELLS // (M * K * K))  # draws per block of comparisons
     excess = 0
     for d0 in range(0, draws, step):
         n = min(step, draws - d0)
         rank = np.argsort(rng.random((n * M, K)), axis=1).astype(small)  # a uniformly random permutation per row
-        w_up = (rank[:, iu] < rank[:, ju]).reshape(n, M, pairs).sum(axis=1, dtype=np.int64)
+        w_up = np.empty((n, pairs), dtype=np.int64)
+        for s0 in range(0, n, sub):  # [i, j]: i above j in the row, summed over each draw's rows; pairs i < j
+            r = rank[s0 * M : (s0 + sub) * M]
+            above = (r[:, :, None] < r[:, None, :]).view(np.uint8).reshape(-1, M, K * K)
+            w_up[s0 : s0 + sub] = above.sum(axis=1, dtype=count)[:, upper]
         _, mass = gpi_local_search(win_matrix(w_up, np.full(n, M), K))
         excess += int(mass.sum() - np.minimum(w_up, M - w_up).sum())  # exact integers
     return gpi_bound_expectation(K, M) + excess / (draws * M * pairs)
