@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvariRankError
+from ._pair_cells import cell_statistics
 
 #: the longest list GPI's local search takes: its steps cost O(K²) each and it may take O(K²) of them (K = 3,000 ran
 #: for more than 300 s); longer lists are refused with this limit named rather than left to hang
@@ -107,16 +108,15 @@ def pair_statistics(
     iu, ju = np.triu_indices(K, 1)
     P = len(iu)
     B = int(buckets)
-    B2 = B * B
     w_up = np.zeros((G, P), dtype=np.int64)
     ppi_sum = np.zeros(G, dtype=np.float64)
     ppi_pairs = np.zeros(G, dtype=np.int64)
     if P == 0 or G == 0:
         return w_up, ppi_sum, ppi_pairs
+    if B > 1:  # each pair's rows in each cell, counted as bit masks (module _pair_cells)
+        return cell_statistics(pos, rank, starts, B, (w_up, ppi_sum, ppi_pairs))
     small = np.int16 if K < (1 << 15) else np.int64
     rank = rank.astype(small)
-    ctype = np.int8 if B <= 8 else np.int64
-    bucket = np.minimum((pos * B) // K, B - 1).astype(ctype)
     # chunks of whole queries, at most ~256k (row, pair) cells each (cache-sized; fewer page faults)
     limit = max(1, (1 << 18) // P)
     g0 = 0
@@ -125,33 +125,9 @@ def pair_statistics(
         while g1 < G and starts[g1 + 1] - starts[g0] <= limit:
             g1 += 1
         r0, r1 = int(starts[g0]), int(starts[g1])
-        n_groups = g1 - g0
         rk = rank[r0:r1]
         above = rk[:, iu] < rk[:, ju]  # (rows, pairs): i above j
-        if B == 1:
-            w_up[g0:g1] = np.add.reduceat(above, starts[g0:g1] - r0, axis=0, dtype=np.int64)
-        else:
-            # one histogram of code = 2 * cell + above per (query, pair), cell = B * bucket(i) + bucket(j), laid
-            # out code-major (2 B^2 rows of n_groups x P): the sums, maxima and minima over cells run across rows
-            bk = bucket[r0:r1]
-            code = bk[:, iu] * ctype(2 * B)  # 2 * cell + above, cell = B b_i + b_j
-            code += bk[:, ju] * ctype(2)
-            code += above
-            group = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(starts[g0 : g1 + 1]))
-            cells = n_groups * P
-            idx = code * np.int64(cells)
-            idx += (group * P)[:, None]
-            idx += np.arange(P, dtype=np.int64)
-            counts = np.bincount(idx.ravel(), minlength=2 * B2 * cells).reshape(B2, 2, cells)
-            w = counts[:, 1]
-            n = counts[:, 0] + w
-            w_up[g0:g1] = w.sum(axis=0).reshape(n_groups, P)
-            seen = n > 0
-            rate = w / np.maximum(n, 1)  # rates lie in [0, 1]
-            spread = np.where(seen, rate, -1.0).max(axis=0) - np.where(seen, rate, 2.0).min(axis=0)
-            ok = (np.count_nonzero(seen, axis=0) >= 2).reshape(n_groups, P)
-            ppi_sum[g0:g1] = np.where(ok, spread.reshape(n_groups, P), 0.0).sum(axis=1)
-            ppi_pairs[g0:g1] = ok.sum(axis=1)
+        w_up[g0:g1] = np.add.reduceat(above, starts[g0:g1] - r0, axis=0, dtype=np.int64)
         g0 = g1
     return w_up, ppi_sum, ppi_pairs
 

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ._consistency import gpi_local_search, win_matrix
+from ._pair_cells import popcount, row_masks
 
 #: GPI search work per chunk of draws (K x K cells of win matrices), as in the engine
 _CHUNK_CELLS = 1 << 20
@@ -84,27 +85,19 @@ def expected_ppi(positions: np.ndarray, buckets: int) -> np.ndarray:
     if K < 2 or G == 0:
         return out
     iu, ju = np.triu_indices(K, 1)
-    B2, words = B * B, -(-M // 64)
+    B2 = B * B
     network = _sorting_network(B2)
-    bucket = np.minimum((positions * B) // K, B - 1).transpose(0, 2, 1)  # G x K x M
-    step = max(1, _PAIR_CELLS // (len(iu) * B2 * words))  # queries per chunk
+    bucket = np.minimum((positions * B) // K, B - 1).astype(np.int8 if B <= 127 else np.int64)  # G x M x K
+    labels = np.arange(B, dtype=bucket.dtype)[:, None]
+    step = max(1, _PAIR_CELLS // (len(iu) * B2 * -(-M // 64)))  # queries per chunk
     for g0 in range(0, G, step):
         bk = bucket[g0 : g0 + step]
         n = len(bk)
-        # bit r of mask[g, i, a, w // 64]: item i is in bucket a in row r = w (the rows as bits, 64 to a word)
-        bits = np.packbits(bk[:, :, None, :] == np.arange(B)[:, None], axis=-1, bitorder="little")
-        padded = np.zeros((n, K, B, 8 * words), dtype=np.uint8)
-        padded[..., : bits.shape[-1]] = bits
-        mask = padded.view(np.uint64)
-        first, second = mask[:, iu], mask[:, ju]  # n x pairs x B x words
+        masks = row_masks((bk[:, :, None, :] == labels).reshape(n, M, B * K)).reshape(-1, n, B, K)
+        masks = masks.transpose(0, 2, 1, 3)  # W x B x n x K: the rows putting item i in bucket a
+        first, second = np.take(masks, iu, axis=3), np.take(masks, ju, axis=3)  # W x B x n x pairs
         # the rows of pair (i, j) in cell (a, c): those where i is in bucket a and j in bucket c (exact counts)
-        cols = []
-        for a in range(B):
-            for c in range(B):
-                x = np.bitwise_count(first[:, :, a, 0] & second[:, :, c, 0])
-                for w in range(1, words):
-                    x = x + np.bitwise_count(first[:, :, a, w] & second[:, :, c, w]).astype(np.int64)
-                cols.append(x)
+        cols = [popcount(first[:, a] & second[:, c]) for a in range(B) for c in range(B)]
         for i, j in network:  # each pair's cell sizes in ascending order
             cols[i], cols[j] = np.minimum(cols[i], cols[j]), np.maximum(cols[i], cols[j])
         # the multiset of cell sizes of each pair, as one whole number (base-(M + 1) digits) when a double holds it
