@@ -132,11 +132,12 @@ def pair_statistics(
     return w_up, ppi_sum, ppi_pairs
 
 
-def win_matrix(w_up: np.ndarray, n_rows: np.ndarray, K: int) -> np.ndarray:
-    """Full G x K x K integer win counts from the upper-triangle counts (W[j, i] = M - W[i, j])."""
+def win_matrix(w_up: np.ndarray, n_rows: np.ndarray, K: int, dtype: Any = np.int64) -> np.ndarray:
+    """Full G x K x K integer win counts from the upper-triangle counts (W[j, i] = M - W[i, j]), as ``dtype``
+    (one that holds the row counts)."""
     G = w_up.shape[0]
     iu, ju = np.triu_indices(K, 1)
-    W = np.zeros((G, K, K), dtype=np.int64)
+    W = np.zeros((G, K, K), dtype=dtype)
     W[:, iu, ju] = w_up
     W[:, ju, iu] = np.asarray(n_rows, dtype=np.int64)[:, None] - w_up
     return W
@@ -176,24 +177,31 @@ def gpi_local_search(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lowers it. Returns ``(order, mass)``: the final orders (G x K item indices, best first) and M·D (G ints).
     K above :data:`MAX_GPI_K` raises :class:`InvariRankError`.
     """
-    W = np.asarray(W, dtype=np.int64)
+    W = np.asarray(W)
+    if W.dtype.kind not in "iu":
+        W = W.astype(np.int64)
     G, K, _ = W.shape
     if K > MAX_GPI_K:
         raise InvariRankError(
             f"GPI: lists of K = {K} candidates are above the limit K <= {MAX_GPI_K} of its local "
             f"search (whose work grows as K^4)"
         )
-    order = np.argsort(-W.sum(axis=2), axis=1, kind="stable")
+    order = np.argsort(-W.sum(axis=2, dtype=np.int64), axis=1, kind="stable")
     if K < 2 or G == 0:
-        return order, (contradiction_mass(W, order) if G else np.zeros(0, dtype=np.int64))
-    Wp = W[np.arange(G)[:, None, None], order[:, :, None], order[:, None, :]]  # Wp[g, a, c] = W[σ_a, σ_c]
-    mass = np.tril(Wp, -1).sum(axis=(1, 2))  # contradiction_mass(W, order)
-    P = Wp - Wp.transpose(0, 2, 1)  # P[g, a, c] = A[σ_a, σ_c], A = W - Wᵀ
-    # every partial sum of Δ (the masked pairs' included) is at most (4K + 1) max|A|: the narrowest integer type
-    # whose half range holds that (int16 at K = 25, M = 20), less memory traffic for the same exact integers
-    bound = (4 * K + 2) * (int(np.abs(P).max()) + 1)
+        return order, (contradiction_mass(W.astype(np.int64), order) if G else np.zeros(0, dtype=np.int64))
+    # every partial sum of Δ (the masked pairs' included) is at most (4K + 1) max|A| <= (4K + 1) (max W - min W):
+    # the narrowest integer type whose half range holds that (int16 at K = 25 or 50, M = 20) holds W, A and Δ,
+    # less memory traffic for the same exact integers
+    low, high = int(W.min()), int(W.max())
+    bound = (4 * K + 2) * (high - low + 1)
     dtype = next((t for t in (np.int16, np.int32) if bound < (int(np.iinfo(t).max) + 1) // 2), np.int64)
-    P = P.astype(dtype)
+    if np.iinfo(dtype).min <= low and high <= np.iinfo(dtype).max:
+        W = W.astype(dtype, copy=False)
+    else:  # (W shifted far from 0: A and Δ are small, W is not)
+        W = W.astype(np.int64, copy=False)
+    Wp = W[np.arange(G)[:, None, None], order[:, :, None], order[:, None, :]]  # Wp[g, a, c] = W[σ_a, σ_c]
+    mass = np.tril(Wp, -1).sum(axis=(1, 2), dtype=np.int64)  # contradiction_mass(W, order)
+    P = (Wp - Wp.transpose(0, 2, 1)).astype(dtype, copy=False)  # P[g, a, c] = A[σ_a, σ_c], A = W - Wᵀ
     # a >= b is no swap: a large Δ there instead of 0 leaves the first minimum where it was whenever it is negative
     # (the only case that swaps), and a minimum >= 0 stops the search either way
     lower = np.where(np.triu(np.ones((K, K), dtype=bool), 1), 0, np.iinfo(dtype).max // 2).astype(dtype)

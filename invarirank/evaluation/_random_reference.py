@@ -185,6 +185,6 @@ def expected_gpi(K: int, M: int, draws: int, seed: int) -> float:
             r = rank[s0 * M : (s0 + sub) * M]
             above = (r[:, :, None] < r[:, None, :]).view(np.uint8).reshape(-1, M, K * K)
             w_up[s0 : s0 + sub] = above.sum(axis=1, dtype=count)[:, upper]
-        _, mass = gpi_local_search(win_matrix(w_up, np.full(n, M), K))
+        _, mass = gpi_local_search(win_matrix(w_up, np.full(n, M), K, np.int16 if M < (1 << 15) else np.int64))
         excess += int(mass.sum() - np.minimum(w_up, M - w_up).sum())  # exact integers
     return gpi_bound_expectation(K, M) + excess / (draws * M * pairs)
