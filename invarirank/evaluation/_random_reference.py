@@ -43,6 +43,8 @@ from ._pair_cells import popcount, row_masks
 _CHUNK_CELLS = 1 << 20
 #: (pair, cell) counts per chunk of queries when counting the rows of each pair's cells for PPI
 _PAIR_CELLS = 1 << 20
+#: the most multisets of cell sizes numbered in mixed radix (a table of that many flags marks those present)
+_MIXED_CODES = 1 << 22
 #: cells of a chunk of the GPI draws' K x K comparisons
 _COUNT_CELLS = 1 << 22
 
@@ -87,6 +89,9 @@ def expected_ppi(positions: np.ndarray, buckets: int) -> np.ndarray:
     iu, ju = np.triu_indices(K, 1)
     B2 = B * B
     network = _sorting_network(B2)
+    # the i-th smallest of B^2 sizes summing to M is at most M / (B^2 - i): its digit's radix
+    digits = [M // (B2 - i) + 1 for i in range(B2 - 1)]
+    radix = digits if math.prod(digits) <= _MIXED_CODES else None
     bucket = np.minimum((positions * B) // K, B - 1).astype(np.int8 if B <= 127 else np.int64)  # G x M x K
     labels = np.arange(B, dtype=bucket.dtype)[:, None]
     step = max(1, _PAIR_CELLS // (len(iu) * B2 * -(-M // 64)))  # queries per chunk
@@ -100,18 +105,30 @@ def expected_ppi(positions: np.ndarray, buckets: int) -> np.ndarray:
         cols = [popcount(first[:, a] & second[:, c]) for a in range(B) for c in range(B)]
         for i, j in network:  # each pair's cell sizes in ascending order
             cols[i], cols[j] = np.minimum(cols[i], cols[j]), np.maximum(cols[i], cols[j])
-        # the multiset of cell sizes of each pair, as one whole number (base-(M + 1) digits) when a double holds it
-        if (M + 1) ** B2 < 2**53:
-            code = np.zeros((n, len(iu)))
-            for col in cols:  # Horner's rule: every step an exact whole number
-                code *= M + 1
+        # the multiset of cell sizes of each pair as one whole number: in mixed radix from the sorted sizes when the
+        # numbers are few (a table marks the ones present), else base-(M + 1) digits when a double holds them
+        if radix is not None:
+            code = np.zeros((n, len(iu)), dtype=np.int64)
+            for col, r in zip(cols, radix):  # the largest size is M minus the others
+                code *= r
                 code += col
-            uniq, inverse = np.unique(code, return_inverse=True)
+            table = np.zeros(math.prod(radix))  # 1.0 marks a multiset present, then holds its expected spread
+            table[code] = 1.0
+            uniq = np.flatnonzero(table)
+            table[uniq] = [_spread(_mixed_digits(x, radix, M)) for x in uniq.tolist()]
+            spread = table[code]
+        elif (M + 1) ** B2 < 2**53:
+            whole = np.zeros((n, len(iu)))
+            for col in cols:  # Horner's rule: every step an exact whole number
+                whole *= M + 1
+                whole += col
+            uniq, inverse = np.unique(whole, return_inverse=True)
             keys = np.array([_digits(int(x), M + 1, B2) for x in uniq.tolist()], dtype=np.int64)
         else:
             cells = np.stack([np.asarray(col, dtype=np.int64) for col in cols], axis=-1).reshape(-1, B2)
             keys, inverse = np.unique(cells, axis=0, return_inverse=True)
-        spread = np.array([_spread(row) for row in keys.tolist()])[inverse.ravel()].reshape(n, len(iu))
+        if radix is None:  # each distinct multiset's spread, to every pair that has it
+            spread = np.array([_spread(row) for row in keys.tolist()])[inverse.ravel()].reshape(n, len(iu))
         seen = ~np.isnan(spread)
         pairs = seen.sum(axis=1)
         total = np.where(seen, spread, 0.0).sum(axis=1)
@@ -137,6 +154,17 @@ def _sorting_network(n: int) -> tuple[tuple[int, int], ...]:
             k //= 2
         p *= 2
     return tuple(out)
+
+
+def _mixed_digits(code: int, radix: Sequence[int], total: int) -> list[int]:
+    """The sorted sizes of a mixed-radix ``code`` (digits of ``radix``, most significant first), with the last size
+    (the largest) the ``total`` minus the others."""
+    out = []
+    for r in reversed(radix):
+        code, d = divmod(code, r)
+        out.append(d)
+    out.reverse()
+    return out + [total - sum(out)]
 
 
 def _digits(code: int, base: int, n: int) -> list[int]:
