@@ -4,10 +4,10 @@ Conventions (those of :func:`invarirank.evaluation._consistency.pair_statistics`
 rows; pair p is the p-th (i, j), i < j, of ``np.triu_indices(K, 1)``; cell (a, c) holds the rows that present i in
 bucket a and j in bucket c, bucket(p) = min(floor(p B / K), B - 1).
 
-A query's rows are numbered 0..M-1 and a set of rows is a mask of M bits (64 to a ``uint64`` word). The rows of
-pair (i, j) in cell (a, c) are then ``mask(i in a) & mask(j in c)`` and those that also rank i above j that and
-``mask(i above j)``: each count is one popcount per word, B^2 per pair, instead of one histogram entry per row and
-pair. The counts are exact integers, so what is computed from them is the same numbers.
+A query's rows are numbered 0..M-1 and a set of rows is a mask of M bits (one ``uint32`` up to 32 rows, else
+``uint64`` words). The rows of pair (i, j) in cell (a, c) are then ``mask(i in a) & mask(j in c)`` and those that
+also rank i above j that and ``mask(i above j)``: each count is one popcount per word, B^2 per pair, instead of one
+histogram entry per row and pair. The counts are exact integers, so what is computed from them is the same numbers.
 """
 
 from __future__ import annotations
@@ -19,23 +19,26 @@ _CHUNK_CELLS = 1 << 21
 
 
 def row_masks(flags: np.ndarray) -> np.ndarray:
-    """``flags``: G x M x X booleans (query, row, anything). Returns W x G x X ``uint64`` (W = ceil(M / 64)): row r
-    is bit r % 8 of byte r // 8 of the 8 W bytes of (g, x), read as W words (unused bits 0). Only ANDs and
+    """``flags``: G x M x X booleans (query, row, anything). Returns W x G x X words, ``uint32`` for M <= 32 (W = 1),
+    else ``uint64`` (W = ceil(M / 64)): row r is bit r % 8 of byte r // 8 of the bytes of (g, x), read as W words
+    (unused bits 0). Only ANDs and
     popcounts of masks built alike are taken, so which bit stands for which row needs no further convention."""
     G, M, X = flags.shape
     f = flags.view(np.uint8)
-    words = -(-M // 64)
-    out = np.zeros((G, X, 8 * words), dtype=np.uint8)
+    size = 4 if M <= 32 else 8  # bytes a word: up to 32 rows in one uint32, half the bytes of a uint64
+    words = -(-M // (8 * size))
+    out = np.zeros((G, X, size * words), dtype=np.uint8)
     for b in range(-(-M // 8)):  # one byte plane per 8 rows: shifts and ORs of whole G x X planes
         plane = f[:, 8 * b].copy()
         for r in range(8 * b + 1, min(8 * b + 8, M)):
             plane |= f[:, r] << np.uint8(r - 8 * b)
         out[:, :, b] = plane
-    return out.view(np.uint64).transpose(2, 0, 1)
+    return out.view(np.uint32 if size == 4 else np.uint64).transpose(2, 0, 1)
 
 
 def popcount(masks: np.ndarray) -> np.ndarray:
-    """Set bits of W x ... ``uint64`` masks, summed over the words (the first axis): uint8 when W = 1, else int64."""
+    """Set bits of W x ... masks (:func:`row_masks`), summed over the words (the first axis): uint8 when W = 1, else
+    int64."""
     out = np.bitwise_count(masks[0])
     for w in range(1, len(masks)):
         out = out + np.bitwise_count(masks[w]).astype(np.int64)

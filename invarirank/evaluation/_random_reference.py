@@ -92,6 +92,8 @@ def expected_ppi(positions: np.ndarray, buckets: int) -> np.ndarray:
     # the i-th smallest of B^2 sizes summing to M is at most M / (B^2 - i): its digit's radix
     digits = [M // (B2 - i) + 1 for i in range(B2 - 1)]
     radix = digits if math.prod(digits) <= _MIXED_CODES else None
+    table = np.zeros(math.prod(digits) if radix is not None else 0)  # a multiset's expected spread, once known
+    known = np.zeros(len(table), dtype=bool)
     bucket = np.minimum((positions * B) // K, B - 1).astype(np.int8 if B <= 127 else np.int64)  # G x M x K
     labels = np.arange(B, dtype=bucket.dtype)[:, None]
     step = max(1, _PAIR_CELLS // (len(iu) * B2 * -(-M // 64)))  # queries per chunk
@@ -112,10 +114,11 @@ def expected_ppi(positions: np.ndarray, buckets: int) -> np.ndarray:
             for col, r in zip(cols, radix):  # the largest size is M minus the others
                 code *= r
                 code += col
-            table = np.zeros(math.prod(radix))  # 1.0 marks a multiset present, then holds its expected spread
-            table[code] = 1.0
-            uniq = np.flatnonzero(table)
-            table[uniq] = [_spread(_mixed_digits(x, radix, M)) for x in uniq.tolist()]
+            present = np.zeros(len(table), dtype=bool)
+            present[code] = True
+            new = np.flatnonzero(present & ~known)  # the multisets first met in this chunk get their spread
+            table[new] = [_spread(_mixed_digits(x, radix, M)) for x in new.tolist()]
+            known[new] = True
             spread = table[code]
         elif (M + 1) ** B2 < 2**53:
             whole = np.zeros((n, len(iu)))
