@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._consistency import gpi_local_search, win_matrix
+from ._consistency import gpi_local_search
 from ._pair_cells import popcount, row_masks
 
 #: GPI search work per chunk of draws (K x K cells of win matrices), as in the engine
@@ -211,11 +211,13 @@ def expected_gpi(K: int, M: int, draws: int, seed: int) -> float:
     for d0 in range(0, draws, step):
         n = min(step, draws - d0)
         rank = np.argsort(rng.random((n * M, K)), axis=1).astype(small)  # a uniformly random permutation per row
-        w_up = np.empty((n, pairs), dtype=np.int64)
-        for s0 in range(0, n, sub):  # [i, j]: i above j in the row, summed over each draw's rows; pairs i < j
+        W = np.empty((n, K * K), dtype=count)  # the draws' whole win matrices (0 on the diagonal)
+        for s0 in range(0, n, sub):  # [i, j]: i above j in the row, summed over each draw's rows
             r = rank[s0 * M : (s0 + sub) * M]
-            above = (r[:, :, None] < r[:, None, :]).view(np.uint8).reshape(-1, M, K * K)
-            w_up[s0 : s0 + sub] = above.sum(axis=1, dtype=count)[:, upper]
-        _, mass = gpi_local_search(win_matrix(w_up, np.full(n, M), K, np.int16 if M < (1 << 15) else np.int64))
+            W[s0 : s0 + sub] = (
+                (r[:, :, None] < r[:, None, :]).view(np.uint8).reshape(-1, M, K * K).sum(axis=1, dtype=count)
+            )
+        w_up = W[:, upper].astype(np.int64)  # pairs i < j
+        _, mass = gpi_local_search(W.reshape(n, K, K))
         excess += int(mass.sum() - np.minimum(w_up, M - w_up).sum())  # exact integers
     return gpi_bound_expectation(K, M) + excess / (draws * M * pairs)
