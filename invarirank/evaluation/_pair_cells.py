@@ -39,10 +39,23 @@ def row_masks(flags: np.ndarray) -> np.ndarray:
 def popcount(masks: np.ndarray) -> np.ndarray:
     """Set bits of W x ... masks (:func:`row_masks`), summed over the words (the first axis): uint8 when W = 1, else
     int64."""
-    out = np.bitwise_count(masks[0])
+    out = bit_counts(masks[0])
     for w in range(1, len(masks)):
-        out = out + np.bitwise_count(masks[w]).astype(np.int64)
+        out = out + bit_counts(masks[w]).astype(np.int64)
     return out
+
+
+#: set bits of each byte value
+_BYTE_BITS = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def bit_counts(words: np.ndarray) -> np.ndarray:
+    """Set bits of each unsigned word (uint8): ``np.bitwise_count`` where numpy has it (2.0 and later), else the sum
+    of a table's counts over the word's bytes."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(words)
+    w = np.ascontiguousarray(words)
+    return _BYTE_BITS[w.view(np.uint8).reshape(*w.shape, w.itemsize)].sum(axis=-1, dtype=np.uint8)
 
 
 def cell_statistics(

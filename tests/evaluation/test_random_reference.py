@@ -48,6 +48,19 @@ def test_the_sorting_network_sorts_every_zero_one_input(n):
     assert (np.diff(np.stack(cols, axis=1).astype(int), axis=1) >= 0).all()
 
 
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+def test_bit_counts_without_numpys_bitwise_count(monkeypatch, dtype):
+    # numpy before 2.0 has no bitwise_count: the byte table gives the same counts
+    from invarirank.evaluation import _pair_cells
+
+    words = np.random.default_rng(0).integers(0, np.iinfo(dtype).max, size=(3, 50), dtype=dtype, endpoint=True)
+    words[0, :3] = [0, np.iinfo(dtype).max, 1]
+    want = np.array([[bin(int(x)).count("1") for x in row] for row in words], dtype=np.uint8)
+    monkeypatch.delattr(np, "bitwise_count", raising=False)
+    got = _pair_cells.bit_counts(words[:, ::2])
+    assert got.dtype == np.uint8 and np.array_equal(got, want[:, ::2])
+
+
 @pytest.mark.parametrize(("K", "M", "buckets"), [(6, 70, 3), (5, 130, 2), (7, 9, 4), (4, 5, 1)])
 def test_expected_ppi_is_the_mean_of_each_pairs_expected_spread(K, M, buckets):
     # the rows of each pair's (bucket of i, bucket of j) cells counted one by one (M above 64: rows as several words)
