@@ -133,7 +133,12 @@ def reference_cost(path: Path, repeats: int = 3) -> tuple[float, float]:
         for queries in grouped.values():
             engine._evaluate_method(queries, settings)
         method.append((time.process_time() - c0) / len(grouped))
-        for cached in (random_reference.expected_gpi, random_reference.expected_range, references._random_expectations):
+        for cached in (
+            random_reference.expected_gpi,
+            random_reference.expected_range,
+            random_reference._binomial_cdf,
+            references._random_expectations,
+        ):
             cached.cache_clear()
         c0 = time.process_time()
         references.random_block(inputs, settings, replicates=references.REFERENCE_REPLICATES)

@@ -138,9 +138,11 @@ def k_groups(queries: list[QueryRows], k_of: np.ndarray) -> Iterable[KGroup]:
         )
 
 
-def presented_positions(q: QueryRows) -> np.ndarray:
-    """M x K: the 0-based presented position of each candidate, labelled in the order of the query's first row."""
-    inp = q.inp.astype(np.int64)
+def stacked_positions(queries: list[QueryRows]) -> np.ndarray:
+    """G x M x K: the 0-based presented position of each candidate in each row of G queries with the same K and
+    M, candidates labelled in the order of each query's first row."""
+    inp = np.stack([q.inp for q in queries]).astype(np.int64)  # G x M x K
+    G, M, K = inp.shape
     pos = np.empty_like(inp)
-    pos[np.arange(len(inp))[:, None], inp] = np.arange(inp.shape[1], dtype=np.int64)
-    return pos[:, inp[0]]
+    np.put_along_axis(pos, inp, np.broadcast_to(np.arange(K, dtype=np.int64), inp.shape), axis=2)
+    return np.take_along_axis(pos, np.broadcast_to(inp[:, :1, :], inp.shape), axis=2)

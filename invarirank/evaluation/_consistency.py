@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvariRankError
+from ._pair_cells import cell_statistics
 
 #: the longest list GPI's local search takes: its steps cost O(K²) each and it may take O(K²) of them (K = 3,000 ran
 #: for more than 300 s); longer lists are refused with this limit named rather than left to hang
@@ -107,16 +108,15 @@ def pair_statistics(
     iu, ju = np.triu_indices(K, 1)
     P = len(iu)
     B = int(buckets)
-    B2 = B * B
     w_up = np.zeros((G, P), dtype=np.int64)
     ppi_sum = np.zeros(G, dtype=np.float64)
     ppi_pairs = np.zeros(G, dtype=np.int64)
     if P == 0 or G == 0:
         return w_up, ppi_sum, ppi_pairs
+    if B > 1:  # each pair's rows in each cell, counted as bit masks (module _pair_cells)
+        return cell_statistics(pos, rank, starts, B, (w_up, ppi_sum, ppi_pairs))
     small = np.int16 if K < (1 << 15) else np.int64
     rank = rank.astype(small)
-    ctype = np.int8 if B <= 8 else np.int64
-    bucket = np.minimum((pos * B) // K, B - 1).astype(ctype)
     # chunks of whole queries, at most ~256k (row, pair) cells each (cache-sized; fewer page faults)
     limit = max(1, (1 << 18) // P)
     g0 = 0
@@ -125,42 +125,19 @@ def pair_statistics(
         while g1 < G and starts[g1 + 1] - starts[g0] <= limit:
             g1 += 1
         r0, r1 = int(starts[g0]), int(starts[g1])
-        n_groups = g1 - g0
         rk = rank[r0:r1]
         above = rk[:, iu] < rk[:, ju]  # (rows, pairs): i above j
-        if B == 1:
-            w_up[g0:g1] = np.add.reduceat(above, starts[g0:g1] - r0, axis=0, dtype=np.int64)
-        else:
-            # one histogram of code = 2 * cell + above per (query, pair), cell = B * bucket(i) + bucket(j), laid
-            # out code-major (2 B^2 rows of n_groups x P): the sums, maxima and minima over cells run across rows
-            bk = bucket[r0:r1]
-            code = bk[:, iu] * ctype(2 * B)  # 2 * cell + above, cell = B b_i + b_j
-            code += bk[:, ju] * ctype(2)
-            code += above
-            group = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(starts[g0 : g1 + 1]))
-            cells = n_groups * P
-            idx = code * np.int64(cells)
-            idx += (group * P)[:, None]
-            idx += np.arange(P, dtype=np.int64)
-            counts = np.bincount(idx.ravel(), minlength=2 * B2 * cells).reshape(B2, 2, cells)
-            w = counts[:, 1]
-            n = counts[:, 0] + w
-            w_up[g0:g1] = w.sum(axis=0).reshape(n_groups, P)
-            seen = n > 0
-            rate = w / np.maximum(n, 1)  # rates lie in [0, 1]
-            spread = np.where(seen, rate, -1.0).max(axis=0) - np.where(seen, rate, 2.0).min(axis=0)
-            ok = (np.count_nonzero(seen, axis=0) >= 2).reshape(n_groups, P)
-            ppi_sum[g0:g1] = np.where(ok, spread.reshape(n_groups, P), 0.0).sum(axis=1)
-            ppi_pairs[g0:g1] = ok.sum(axis=1)
+        w_up[g0:g1] = np.add.reduceat(above, starts[g0:g1] - r0, axis=0, dtype=np.int64)
         g0 = g1
     return w_up, ppi_sum, ppi_pairs
 
 
-def win_matrix(w_up: np.ndarray, n_rows: np.ndarray, K: int) -> np.ndarray:
-    """Full G x K x K integer win counts from the upper-triangle counts (W[j, i] = M - W[i, j])."""
+def win_matrix(w_up: np.ndarray, n_rows: np.ndarray, K: int, dtype: Any = np.int64) -> np.ndarray:
+    """Full G x K x K integer win counts from the upper-triangle counts (W[j, i] = M - W[i, j]), as ``dtype``
+    (one that holds the row counts)."""
     G = w_up.shape[0]
     iu, ju = np.triu_indices(K, 1)
-    W = np.zeros((G, K, K), dtype=np.int64)
+    W = np.zeros((G, K, K), dtype=dtype)
     W[:, iu, ju] = w_up
     W[:, ju, iu] = np.asarray(n_rows, dtype=np.int64)[:, None] - w_up
     return W
@@ -200,22 +177,31 @@ def gpi_local_search(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lowers it. Returns ``(order, mass)``: the final orders (G x K item indices, best first) and M·D (G ints).
     K above :data:`MAX_GPI_K` raises :class:`InvariRankError`.
     """
-    W = np.asarray(W, dtype=np.int64)
+    W = np.asarray(W)
+    if W.dtype.kind not in "iu":
+        W = W.astype(np.int64)
     G, K, _ = W.shape
     if K > MAX_GPI_K:
         raise InvariRankError(
             f"GPI: lists of K = {K} candidates are above the limit K <= {MAX_GPI_K} of its local "
             f"search (whose work grows as K^4)"
         )
-    order = np.argsort(-W.sum(axis=2), axis=1, kind="stable")
-    mass = contradiction_mass(W, order) if G else np.zeros(0, dtype=np.int64)
+    order = np.argsort(-W.sum(axis=2, dtype=np.int64), axis=1, kind="stable")
     if K < 2 or G == 0:
-        return order, mass
-    A = W - W.transpose(0, 2, 1)
-    # every partial sum of Δ (the masked pairs' included) is at most (4K + 1) max|A|: int32 when that stays below
-    # 2^30, half the memory traffic of int64 for the same exact integers
-    dtype = np.int32 if (4 * K + 2) * (int(np.abs(A).max()) + 1) < 2**30 else np.int64
-    P = A[np.arange(G)[:, None, None], order[:, :, None], order[:, None, :]].astype(dtype)  # P[g, a, c] = A[σ_a, σ_c]
+        return order, (contradiction_mass(W.astype(np.int64), order) if G else np.zeros(0, dtype=np.int64))
+    # every partial sum of Δ (the masked pairs' included) is at most (4K + 1) max|A| <= (4K + 1) (max W - min W):
+    # the narrowest integer type whose half range holds that (int16 at K = 25 or 50, M = 20) holds W, A and Δ,
+    # less memory traffic for the same exact integers
+    low, high = int(W.min()), int(W.max())
+    bound = (4 * K + 2) * (high - low + 1)
+    dtype = next((t for t in (np.int16, np.int32) if bound < (int(np.iinfo(t).max) + 1) // 2), np.int64)
+    if np.iinfo(dtype).min <= low and high <= np.iinfo(dtype).max:
+        W = W.astype(dtype, copy=False)
+    else:  # (W shifted far from 0: A and Δ are small, W is not)
+        W = W.astype(np.int64, copy=False)
+    Wp = W[np.arange(G)[:, None, None], order[:, :, None], order[:, None, :]]  # Wp[g, a, c] = W[σ_a, σ_c]
+    mass = np.tril(Wp, -1).sum(axis=(1, 2), dtype=np.int64)  # contradiction_mass(W, order)
+    P = (Wp - Wp.transpose(0, 2, 1)).astype(dtype, copy=False)  # P[g, a, c] = A[σ_a, σ_c], A = W - Wᵀ
     # a >= b is no swap: a large Δ there instead of 0 leaves the first minimum where it was whenever it is negative
     # (the only case that swaps), and a minimum >= 0 stops the search either way
     lower = np.where(np.triu(np.ones((K, K), dtype=bool), 1), 0, np.iinfo(dtype).max // 2).astype(dtype)

@@ -36,11 +36,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._consistency import gpi_local_search, win_matrix
+from ._consistency import gpi_local_search
+from ._pair_cells import popcount, row_masks
 
 #: GPI search work per chunk of draws (K x K cells of win matrices), as in the engine
 _CHUNK_CELLS = 1 << 20
-#: cells of the one-hot and co-occurrence arrays per chunk of queries when counting the rows of each (pair, cell)
+#: (pair, cell) counts per chunk of queries when counting the rows of each pair's cells for PPI
+_PAIR_CELLS = 1 << 20
+#: the most multisets of cell sizes numbered in mixed radix (a table of that many flags marks those present)
+_MIXED_CODES = 1 << 22
+#: cells of a chunk of the GPI draws' K x K comparisons
 _COUNT_CELLS = 1 << 22
 
 
@@ -51,7 +56,7 @@ def expected_range(sizes: tuple[int, ...]) -> float:
     if len(sizes) < 2 or min(sizes) < 1:
         raise ValueError(f"expected at least two cell sizes >= 1, got {sizes}")
     L = math.lcm(*sizes)  # rates k/n on the integer grid k (L/n) / L: exact breakpoints
-    cdfs = [np.cumsum([math.comb(n, k) for k in range(n + 1)]) / 2.0**n for n in sizes]
+    cdfs = [_binomial_cdf(n) for n in sizes]
     grid = sorted({k * (L // n) for n in sizes for k in range(n + 1)})
     e_max = 0.0
     for prev, cur in zip(grid, grid[1:]):
@@ -60,6 +65,13 @@ def expected_range(sizes: tuple[int, ...]) -> float:
             below *= cdf[prev * n // L]  # P(X_c <= prev / L)
         e_max += (cur - prev) / L * (1.0 - below)
     return 2.0 * e_max - 1.0
+
+
+@functools.cache
+def _binomial_cdf(n: int) -> list[float]:
+    """P(Binomial(n, 1/2) <= k) for k = 0..n, as Python floats (the doubles of the cumulative integer sums over
+    2^n: the same values, one per size, whatever multiset asks)."""
+    return (np.cumsum([math.comb(n, k) for k in range(n + 1)]) / 2.0**n).tolist()
 
 
 def expected_ppi(positions: np.ndarray, buckets: int) -> np.ndarray:
@@ -75,37 +87,87 @@ def expected_ppi(positions: np.ndarray, buckets: int) -> np.ndarray:
     if K < 2 or G == 0:
         return out
     iu, ju = np.triu_indices(K, 1)
-    KB, ab = K * B, np.arange(B)
-    # flat index in a K B x K B co-occurrence matrix of cell (a, c) of pair (i, j): row i B + a, column j B + c
-    flat = ((iu[:, None, None] * B + ab[None, :, None]) * KB + ju[:, None, None] * B + ab[None, None, :]).reshape(-1)
-    bucket = np.minimum((positions * B) // K, B - 1)
-    step = max(1, _COUNT_CELLS // (KB * max(KB, M)))  # queries per chunk: one-hot and co-occurrence cells
+    B2 = B * B
+    network = _sorting_network(B2)
+    # the i-th smallest of B^2 sizes summing to M is at most M / (B^2 - i): its digit's radix
+    digits = [M // (B2 - i) + 1 for i in range(B2 - 1)]
+    radix = digits if math.prod(digits) <= _MIXED_CODES else None
+    table = np.zeros(math.prod(digits) if radix is not None else 0)  # a multiset's expected spread, once known
+    known = np.zeros(len(table), dtype=bool)
+    bucket = np.minimum((positions * B) // K, B - 1).astype(np.int8 if B <= 127 else np.int64)  # G x M x K
+    labels = np.arange(B, dtype=bucket.dtype)[:, None]
+    step = max(1, _PAIR_CELLS // (len(iu) * B2 * -(-M // 64)))  # queries per chunk
     for g0 in range(0, G, step):
         bk = bucket[g0 : g0 + step]
         n = len(bk)
-        onehot = np.zeros((n, M, KB), dtype=np.float32 if M < (1 << 24) else np.float64)  # exact integer counts
-        onehot[np.arange(n)[:, None, None], np.arange(M)[None, :, None], np.arange(K) * B + bk] = 1.0
-        # rows with i in cell a and j in cell c (both operands contiguous: a transposed view can make a threaded
-        # BLAS take a path ten times slower)
-        cooc = np.matmul(np.ascontiguousarray(onehot.transpose(0, 2, 1)), onehot).reshape(n, KB * KB)
-        cells = np.take(cooc, flat, axis=1).reshape(n * len(iu), B * B)
-        cells = np.sort(cells, axis=1)  # float32 counts are exact; sorting floats is quicker
-        # the multiset of cell sizes of each pair, as one whole number (base-(M + 1) digits) when a double holds it
-        if (M + 1) ** (B * B) < 2**53:
-            code = np.zeros(len(cells))
-            for c in range(B * B):  # Horner's rule: every step an exact whole number
-                code *= M + 1
-                code += cells[:, c]
-            uniq, inverse = np.unique(code, return_inverse=True)
-            keys = np.array([_digits(int(x), M + 1, B * B) for x in uniq.tolist()], dtype=np.int64)
+        masks = row_masks((bk[:, :, None, :] == labels).reshape(n, M, B * K)).reshape(-1, n, B, K)
+        masks = masks.transpose(0, 2, 1, 3)  # W x B x n x K: the rows putting item i in bucket a
+        first, second = np.take(masks, iu, axis=3), np.take(masks, ju, axis=3)  # W x B x n x pairs
+        # the rows of pair (i, j) in cell (a, c): those where i is in bucket a and j in bucket c (exact counts)
+        cols = [popcount(first[:, a] & second[:, c]) for a in range(B) for c in range(B)]
+        for i, j in network:  # each pair's cell sizes in ascending order
+            cols[i], cols[j] = np.minimum(cols[i], cols[j]), np.maximum(cols[i], cols[j])
+        # the multiset of cell sizes of each pair as one whole number: in mixed radix from the sorted sizes when the
+        # numbers are few (a table marks the ones present), else base-(M + 1) digits when a double holds them
+        if radix is not None:
+            code = np.zeros((n, len(iu)), dtype=np.int64)
+            for col, r in zip(cols, radix):  # the largest size is M minus the others
+                code *= r
+                code += col
+            present = np.zeros(len(table), dtype=bool)
+            present[code] = True
+            new = np.flatnonzero(present & ~known)  # the multisets first met in this chunk get their spread
+            table[new] = [_spread(_mixed_digits(x, radix, M)) for x in new.tolist()]
+            known[new] = True
+            spread = table[code]
+        elif (M + 1) ** B2 < 2**53:
+            whole = np.zeros((n, len(iu)))
+            for col in cols:  # Horner's rule: every step an exact whole number
+                whole *= M + 1
+                whole += col
+            uniq, inverse = np.unique(whole, return_inverse=True)
+            keys = np.array([_digits(int(x), M + 1, B2) for x in uniq.tolist()], dtype=np.int64)
         else:
-            keys, inverse = np.unique(cells.astype(np.int64), axis=0, return_inverse=True)
-        spread = np.array([_spread(row) for row in keys.tolist()])[inverse.ravel()].reshape(n, len(iu))
+            cells = np.stack([np.asarray(col, dtype=np.int64) for col in cols], axis=-1).reshape(-1, B2)
+            keys, inverse = np.unique(cells, axis=0, return_inverse=True)
+        if radix is None:  # each distinct multiset's spread, to every pair that has it
+            spread = np.array([_spread(row) for row in keys.tolist()])[inverse.ravel()].reshape(n, len(iu))
         seen = ~np.isnan(spread)
         pairs = seen.sum(axis=1)
         total = np.where(seen, spread, 0.0).sum(axis=1)
         out[g0 : g0 + n] = np.divide(total, pairs, out=np.full(n, np.nan), where=pairs > 0)
     return out
+
+
+@functools.cache
+def _sorting_network(n: int) -> tuple[tuple[int, int], ...]:
+    """Batcher's odd-even merge sort of ``n`` values as compare-exchange pairs (i, j), i < j: after each pair's
+    (min, max) goes to (i, j) in turn, the values are ascending. Built for the next power of two, keeping the pairs
+    inside 0..n-1 (the missing values read as +inf)."""
+    size = 1 << max(0, (n - 1).bit_length())
+    out = []
+    p = 1
+    while p < size:
+        k = p
+        while k >= 1:
+            for j in range(k % p, size - k, 2 * k):
+                for i in range(min(k, size - j - k)):
+                    if (i + j) // (2 * p) == (i + j + k) // (2 * p) and i + j + k < n:
+                        out.append((i + j, i + j + k))
+            k //= 2
+        p *= 2
+    return tuple(out)
+
+
+def _mixed_digits(code: int, radix: Sequence[int], total: int) -> list[int]:
+    """The sorted sizes of a mixed-radix ``code`` (digits of ``radix``, most significant first), with the last size
+    (the largest) the ``total`` minus the others."""
+    out = []
+    for r in reversed(radix):
+        code, d = divmod(code, r)
+        out.append(d)
+    out.reverse()
+    return out + [total - sum(out)]
 
 
 def _digits(code: int, base: int, n: int) -> list[int]:
@@ -140,12 +202,22 @@ def expected_gpi(K: int, M: int, draws: int, seed: int) -> float:
     iu, ju = np.triu_indices(K, 1)
     pairs = len(iu)
     step = max(1, _CHUNK_CELLS // (K * K))
-    small = np.int16 if K < (1 << 15) else np.int64  # narrow ranks: the pair comparisons gather less memory
+    # narrow ranks and counts: the K x K comparisons of a row and their sums over a draw's M rows move less memory
+    small = np.int8 if K <= 128 else np.int16 if K <= (1 << 15) else np.int64
+    count = np.uint8 if M < (1 << 8) else np.uint16 if M < (1 << 16) else np.int64
+    upper = iu * K + ju
+    sub = max(1, _COUNT_CELLS // (M * K * K))  # draws per block of comparisons
     excess = 0
     for d0 in range(0, draws, step):
         n = min(step, draws - d0)
         rank = np.argsort(rng.random((n * M, K)), axis=1).astype(small)  # a uniformly random permutation per row
-        w_up = (rank[:, iu] < rank[:, ju]).reshape(n, M, pairs).sum(axis=1, dtype=np.int64)
-        _, mass = gpi_local_search(win_matrix(w_up, np.full(n, M), K))
+        W = np.empty((n, K * K), dtype=count)  # the draws' whole win matrices (0 on the diagonal)
+        for s0 in range(0, n, sub):  # [i, j]: i above j in the row, summed over each draw's rows
+            r = rank[s0 * M : (s0 + sub) * M]
+            W[s0 : s0 + sub] = (
+                (r[:, :, None] < r[:, None, :]).view(np.uint8).reshape(-1, M, K * K).sum(axis=1, dtype=count)
+            )
+        w_up = W[:, upper].astype(np.int64)  # pairs i < j
+        _, mass = gpi_local_search(W.reshape(n, K, K))
         excess += int(mass.sum() - np.minimum(w_up, M - w_up).sum())  # exact integers
     return gpi_bound_expectation(K, M) + excess / (draws * M * pairs)

@@ -47,7 +47,7 @@ import numpy as np
 from .._io import atomic_write_text
 from ..errors import InvariRankError
 from . import _bootstrap as bootstrap
-from ._codes import QueryRows, codes_of_queries, presented_positions
+from ._codes import QueryRows, codes_of_queries, stacked_positions
 from ._comparisons import PerQuery, compare_methods
 from ._effectiveness import ideal_dcg
 from ._random_reference import expected_gpi, expected_ppi
@@ -170,25 +170,26 @@ def random_block_of(
         if presented is not None and all(qids[i] in presented for i in group):
             positions = np.stack([presented[qids[i]] for i in group])
         else:
-            positions = np.stack([presented_positions(inputs[qids[i]]) for i in group])
+            positions = stacked_positions([inputs[qids[i]] for i in group])
         consistency["ppi"][group] = expected_ppi(positions, settings["buckets"])
         if K >= 2 and M >= 2:
             draws = max(replicates, -(-replicates * len(group) // RANDOM_GPI_QUERIES_PER_DRAW))
             consistency["gpi"][group] = expected_gpi(K, M, draws, settings["seed"])
             consistency["loc"][group] = 0.0
     values: dict[str, np.ndarray] = {}
-    per_query: dict[str, dict[str, Any]] = {qid: {} for qid in qids}
-    eff = [random_expectations(inputs[q].inp.shape[1], len(inputs[q].relevant), inputs[q].n_relevant, ks) for q in qids]
+    kinds: dict[tuple[int, int, int], int] = {}  # (K, g, n_relevant) -> its index among the distinct ones
+    keys = [(inputs[q].inp.shape[1], len(inputs[q].relevant), inputs[q].n_relevant) for q in qids]
+    kind = np.array([kinds.setdefault(key, len(kinds)) for key in keys])
+    eff = [random_expectations(*key, ks) for key in kinds]
     for name in eff[0]:
-        values[name] = np.array([e[name] for e in eff])
+        values[name] = np.array([e[name] for e in eff])[kind]
     values.update(consistency)
     n_rows = np.array([inputs[q].inp.shape[0] for q in qids], dtype=np.float64)
-    lists = {name: [None if x != x else x for x in v.tolist()] for name, v in values.items()}  # NaN: None
-    for i, q in enumerate(qids):
-        d = per_query[q]
-        for name, xs in lists.items():
-            d[name] = xs[i]
-        d["rows"], d["candidates"] = int(n_rows[i]), inputs[q].inp.shape[1]
+    names = list(values)
+    rows = zip(*([None if x != x else x for x in v.tolist()] for v in values.values()))  # NaN: None
+    per_query: dict[str, dict[str, Any]] = {}
+    for q, row, (K, M) in zip(qids, rows, shapes):
+        per_query[q] = {**dict(zip(names, row)), "rows": M, "candidates": K}
     overall: dict[str, Any] = {}
     columns: list[np.ndarray] = [n_rows]
     stats = {}

@@ -32,3 +32,20 @@ def test_the_search_matches_the_plain_one(K, M):
     order, mass = gpi_local_search(W)
     plain_order, plain_mass = _plain_search(W)
     assert np.array_equal(order, plain_order) and np.array_equal(mass, plain_mass)
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.uint8, np.int64])
+def test_the_search_does_not_depend_on_the_integer_type_nor_on_a_shift(dtype):
+    # the search narrows its integers to what the win counts need; the same orders and masses from any type, and
+    # a constant added to every count (far beyond int16) moves every order's mass by the same amount only
+    rng = np.random.default_rng(3)
+    K, M, G = 12, 30, 40
+    w_up = rng.integers(0, M + 1, size=(G, K * (K - 1) // 2))
+    W = win_matrix(w_up, np.full(G, M), K)
+    order, mass = gpi_local_search(W)
+    order_t, mass_t = gpi_local_search(W.astype(dtype))
+    assert np.array_equal(order_t, order) and np.array_equal(mass_t, mass)
+    shift = 1 << 40
+    order_s, mass_s = gpi_local_search(W + shift)
+    assert np.array_equal(order_s, order)
+    assert np.array_equal(mass_s, mass + shift * K * (K - 1) // 2)

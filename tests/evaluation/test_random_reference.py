@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 
 from invarirank.evaluation import evaluate
-from invarirank.evaluation._random_reference import expected_gpi, expected_range, gpi_bound_expectation
+from invarirank.evaluation._random_reference import (
+    _sorting_network,
+    expected_gpi,
+    expected_ppi,
+    expected_range,
+    gpi_bound_expectation,
+)
 
 
 def _rows(query, inputs, outputs, method="m"):
@@ -30,6 +36,51 @@ def test_expected_range_is_the_average_over_every_count(sizes):
         rates = [w / n for n, w in zip(sizes, wins)]
         want += p * (max(rates) - min(rates))
     assert expected_range(sizes) == pytest.approx(want, abs=1e-13)
+
+
+@pytest.mark.parametrize("n", range(1, 17))
+def test_the_sorting_network_sorts_every_zero_one_input(n):
+    # the 0-1 principle: a comparator network that sorts every 0/1 input sorts every input
+    cols = list(np.array(list(itertools.product((0, 1), repeat=n)), dtype=np.uint8).T)
+    for i, j in _sorting_network(n):
+        assert i < j < n
+        cols[i], cols[j] = np.minimum(cols[i], cols[j]), np.maximum(cols[i], cols[j])
+    assert (np.diff(np.stack(cols, axis=1).astype(int), axis=1) >= 0).all()
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+def test_bit_counts_without_numpys_bitwise_count(monkeypatch, dtype):
+    # numpy before 2.0 has no bitwise_count: the byte table gives the same counts
+    from invarirank.evaluation import _pair_cells
+
+    words = np.random.default_rng(0).integers(0, np.iinfo(dtype).max, size=(3, 50), dtype=dtype, endpoint=True)
+    words[0, :3] = [0, np.iinfo(dtype).max, 1]
+    want = np.array([[bin(int(x)).count("1") for x in row] for row in words], dtype=np.uint8)
+    monkeypatch.delattr(np, "bitwise_count", raising=False)
+    got = _pair_cells.bit_counts(words[:, ::2])
+    assert got.dtype == np.uint8 and np.array_equal(got, want[:, ::2])
+
+
+@pytest.mark.parametrize(("K", "M", "buckets"), [(6, 70, 3), (5, 130, 2), (7, 9, 4), (4, 5, 1)])
+def test_expected_ppi_is_the_mean_of_each_pairs_expected_spread(K, M, buckets):
+    # the rows of each pair's (bucket of i, bucket of j) cells counted one by one (M above 64: rows as several words)
+    rng = np.random.default_rng(K * M)
+    positions = np.stack([np.stack([rng.permutation(K) for _ in range(M)]) for _ in range(3)])
+    positions[0] = positions[0, :1]  # one query shown in one order only
+    got = expected_ppi(positions, buckets)
+    for g in range(3):
+        spreads = []
+        for i, j in itertools.combinations(range(K), 2):
+            cells: dict[tuple[int, int], int] = {}
+            for row in positions[g]:
+                a, c = (min(int(row[x]) * buckets // K, buckets - 1) for x in (i, j))
+                cells[a, c] = cells.get((a, c), 0) + 1
+            if len(cells) >= 2:
+                spreads.append(expected_range(tuple(sorted(cells.values()))))
+        if spreads:
+            assert got[g] == pytest.approx(sum(spreads) / len(spreads), rel=1e-12)
+        else:
+            assert np.isnan(got[g])
 
 
 def test_gpi_bound_expectation_known_answers():
