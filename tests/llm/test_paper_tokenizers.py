@@ -493,9 +493,10 @@ def test_models_paper_command(models, capsys):
 
 
 def test_committed_shards_keep_their_scorer_fingerprint(models):
-    """Every shard committed under results/*/*/shards/ stays resumable: the scorer part of its fingerprint is the
-    hash of today's scorer key identity (SmolLM2 / Gemma 3 / Qwen2.5 tokenizers around a tiny model carrying the
-    prepared weights' hash: the key identity reads the weights only through that hash)."""
+    """Every shard and every STELLA_LW calibration part committed under results/*/*/shards/ stays resumable: the
+    scorer part of a shard's fingerprint, and the scorer identity a calibration part records, are today's scorer
+    key identity (SmolLM2 / Gemma 3 / Qwen2.5 tokenizers around a tiny model carrying the prepared weights' hash:
+    the key identity reads the weights only through that hash)."""
     import dataclasses
 
     from invarirank.grid import load_grid
@@ -504,13 +505,18 @@ def test_committed_shards_keep_their_scorer_fingerprint(models):
 
     root = ROOT
     runs = {(c.grid, c.run_name): c for f in sorted((root / "configs").glob("grid-*.yaml")) for c in load_grid(f).runs}
-    shards = sorted((root / "results").glob("*/*/shards/*/shard.json"))
-    if not shards:
-        pytest.skip("no committed shards under results/*/*/shards/")
-    built: dict[tuple, str] = {}
-    for path in shards:
+    committed = []  # (file, grid, run, the hash of the scorer identity it was made with)
+    for path in sorted((root / "results").glob("*/*/shards/*/shard.json")):
         shard = json.loads(path.read_text())
-        config = runs[(path.parents[3].name, shard["run"])]
+        committed.append((path, path.parents[3].name, shard["run"], shard["parts"]["scorer"]))
+    for path in sorted((root / "results").glob("*/*/shards/calibration-parts/k*/*.json")):
+        part = json.loads(path.read_text())
+        committed.append((path, path.parents[4].name, path.parents[3].name, sha256_json(part["identity"])))
+    if not committed:
+        pytest.skip("no committed shards or calibration parts under results/*/*/shards/")
+    built: dict[tuple, str] = {}
+    for path, grid, run, scorer_hash in committed:
+        config = runs[(grid, run)]
         key = (config.scorer, config.model_name, json.dumps(config.scorer_options, sort_keys=True))
         if key not in built:
             weights = json.loads((prepared_dir(config.model_name) / "invarirank-model.json").read_text())
@@ -522,4 +528,4 @@ def test_committed_shards_keep_their_scorer_fingerprint(models):
             lm = dataclasses.replace(lm, weights_sha256=weights["weights_sha256"])
             cls = SpanScorer if config.scorer == "span" else ChoiceScorer
             built[key] = sha256_json(cls(lm, pass_cache=False, **config.scorer_options).key_identity())
-        assert shard["parts"]["scorer"] == built[key], path
+        assert scorer_hash == built[key], path
