@@ -320,11 +320,12 @@ for title, swap_rows, fixed_rows in swap_pairs:
     display(Markdown(label_prior.label_swap_sentence(swap_rows, fixed_rows)))
 
 # %% [markdown]
-# What the choice scorer measures on these small models, then: with the fixed labels one label, always written at
-# the same place, takes first place in (nearly) every list, so a choice run's position bias at fixed labels is the
-# model's inclination to answer that label, written onto the positions, rather than a judgement of the candidates;
-# the label-swap audit's sentence says whether the inclination belongs to the letter or to the place. The span
-# scorer, which reads each candidate's own text, is the one whose rankings can carry the candidates' content here.
+# What the choice scorer measures on these small models, then: with the fixed labels a few labels, always written
+# at the same places, take first place in most lists (the label prior above), so a choice run's position bias at
+# fixed labels is mostly the model's inclination to answer those labels, written onto the positions, rather than a
+# judgement of the candidates; each label-swap audit's sentence says whether the inclination belongs to the letter,
+# to the place or to both. The span scorer, which reads each candidate's own text, is the one whose rankings can
+# carry the candidates' content here.
 
 # %% [markdown]
 # ## Cost per method

@@ -281,10 +281,12 @@ def label_swap_sentence(
         f"while the position most often first, {pos}, holds first place in {pos_share:.2f}; "
         f"total variation from uniform is {lt:.2f} by label and {pt:.2f} by position."
     )
-    if fixed is not None:
+    if fixed is not None:  # the fixed labels' favourite, and where its share goes once letter and place part
+        (flab, fshare), (fpos, _) = fixed.top_label, fixed.top_position
         text += (
-            f" On the same users and presented orders with the fixed labels, label A (always at position 0) is "
-            f"ranked first in {fixed.first_by_label['A']:.2f} of the lists."
+            f" On the same users and presented orders with the fixed labels, label {flab} (always at position "
+            f"{fpos}) is ranked first in {fshare:.2f} of the lists; with the labels permuted, label {flab} "
+            f"in {swap.first_by_label[flab]:.2f} and position {fpos} in {swap.first_by_position[fpos]:.2f}."
         )
     return text + f" The choice scorer on this model ranks {verdict}."
 

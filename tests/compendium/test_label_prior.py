@@ -113,6 +113,11 @@ def test_a_label_swap_audit_is_paired_with_its_committed_fixed_run(tmp_path):
     assert list(table["label most often first"]) == ["A", "A"] and list(table["its share"]) == [1.0, 1.0]
     assert table["TV from uniform, by label"].iloc[1] == pytest.approx(0.9)
     assert table["TV from uniform, by position"].iloc[1] == pytest.approx(0.0)  # A once at each position
-    assert "ranks by the label letter" in label_swap_sentence(pair[1], pair[2])
+    sentence = label_swap_sentence(pair[1], pair[2])
+    assert "ranks by the label letter" in sentence
+    # the fixed labels' favourite is named with its shares once letter and place are parted: A keeps first place
+    # in every list (1.00), position 0 holds it once in 10 lists (0.10)
+    assert "label A (always at position 0) is ranked first in 1.00" in sentence
+    assert "label A in 1.00 and position 0 in 0.10" in sentence
     summary = label_prior_summary([fixed_run])
     assert summary["K"].tolist() == [10] and 0.0 <= summary["label A first"].iloc[0] <= 1.0
