@@ -305,7 +305,8 @@ def _pad_thirds(U: np.ndarray, width: int) -> np.ndarray:
 
 def _flip_blocks(n: int, n_permutations: int, seed: int) -> tuple[Iterator[np.ndarray], int, bool]:
     """Blocks of flip vectors over n queries (rows of 0.0/1.0, 1 = flip the query's sign, i.e. swap the two
-    methods there), their number, and whether they are all 2^n of them (row 0, no flip, is the identity)."""
+    methods there), their number, and whether they are all 2^n of them (row 0, no flip, is the identity). Drawn
+    blocks share one buffer: each is valid until the next is drawn."""
     if n <= EXACT_MAX_QUERIES:
         codes = np.arange(1 << n, dtype=np.int64)[:, None]
         return iter([((codes >> np.arange(n)) & 1).astype(np.float64)]), 1 << n, True
@@ -315,10 +316,13 @@ def _flip_blocks(n: int, n_permutations: int, seed: int) -> tuple[Iterator[np.nd
 
         rng = rng_for(seed, "sign flips")
         rows = max(1, _CHUNK_CELLS // n)
+        block = np.empty((min(rows, n_permutations), n))  # one buffer for every block: fresh pages cost more
         for r0 in range(0, n_permutations, rows):
             size = (min(rows, n_permutations - r0), (n + 7) // 8)
             bits = np.unpackbits(rng.integers(0, 256, size=size, dtype=np.uint8), axis=1, count=n)
-            yield bits.astype(np.float64)
+            F = block[: size[0]]
+            np.copyto(F, bits)
+            yield F
 
     return draw(), n_permutations, False
 
