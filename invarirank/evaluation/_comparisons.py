@@ -54,6 +54,7 @@ import numpy as np
 from ..errors import InvariRankError
 from . import _bootstrap as bootstrap
 from ._positional_exposure import deviation_statistics
+from ._ratio_intervals import ratio_intervals
 
 EXACT_MAX_QUERIES = 16
 PERMUTATIONS = 10_000
@@ -374,10 +375,6 @@ def _bootstrap_intervals(
     blocks = [D0, valid.astype(np.float64)] + [x for pl in pooled for x in (pl.a, pl.b)]
     edges = np.cumsum([0] + [x.shape[1] for x in blocks])
 
-    def means(Y: np.ndarray) -> np.ndarray:
-        num, den = Y[:, :c], Y[:, c : 2 * c]
-        return np.divide(num, den, out=np.full_like(num, np.nan), where=den > 0)
-
     def pooled_diffs(Y: np.ndarray) -> np.ndarray:
         cols = [
             pl.stat(Y[:, edges[2 + 2 * i] : edges[3 + 2 * i]]) - pl.stat(Y[:, edges[3 + 2 * i] : edges[4 + 2 * i]])
@@ -385,8 +382,12 @@ def _bootstrap_intervals(
         ]
         return np.column_stack(cols) if cols else np.zeros((len(Y), 0))
 
-    reps = bootstrap.collect(Q, n_bootstrap, seed, np.hstack(blocks), {"mean": means, "pooled": pooled_diffs})
-    ci_lin = [bootstrap.percentile_interval(reps["mean"][:, j], level) for j in range(c)]
+    means = {j: (j, c + j) for j in range(c)}  # column j's paired queries' total over their number
+    custom = {"pooled": pooled_diffs} if pooled else {}
+    intervals, reps = ratio_intervals(
+        Q, n_bootstrap, seed, np.hstack(blocks), means, level, custom, range(edges[2], edges[-1])
+    )
+    ci_lin = [intervals[j] for j in range(c)]
     ci_pool, se_pool = [], []
     for i, pl in enumerate(pooled):
         r = reps["pooled"][:, i]
