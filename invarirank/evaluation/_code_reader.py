@@ -28,12 +28,14 @@ import gzip
 import io
 import json
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
 
-from ._codes import Codes, QueryCoder
+from ._codes import Codes, QueryCoder, QueryRows
 from .observations import _is_parquet, _unique_keys, gc_paused
 
 #: the most '{' and '[' a line may hold (a bound on its nesting) on the fast path
@@ -45,20 +47,34 @@ class _Off(Exception):
 
 
 class _Pending:
-    """One method's rows of one query while the file is read: their encoded orders and their permutations, with
-    the coder's look-up, K and ground truth at hand (one attribute read each per row)."""
+    """One method's rows of one query while the file is read, with the coder's K and ground truth at hand (one
+    attribute read each per row): each row's input then output as codes, appended by ``add(map(get, ids))`` (ints
+    into one growing byte string up to 256 candidates, else each row's bytes), and its permutation."""
 
-    __slots__ = ("coder", "code", "K", "truth", "inp", "out", "perms", "add_inp", "add_out", "add_perm")
+    __slots__ = ("coder", "K", "truth", "get", "add", "parts", "perms", "add_perm")
 
     def __init__(self, coder: QueryCoder) -> None:
         self.coder = coder
-        self.code = coder.code.__getitem__
         self.K = coder.K
         self.truth = coder.truth
-        self.inp: list[bytes] = []
-        self.out: list[bytes] = []
         self.perms: list[int] = []
-        self.add_inp, self.add_out, self.add_perm = self.inp.append, self.out.append, self.perms.append
+        self.add_perm = self.perms.append
+        self.get: Callable[[str], Any]
+        self.add: Callable[[Iterator[Any]], None]
+        if coder.dtype.itemsize == 1:
+            self.parts: bytearray | list[bytes] = bytearray()
+            self.get, self.add = coder.index.__getitem__, self.parts.extend
+        else:
+            parts: list[bytes] = []
+            self.parts, self.get = parts, coder.code.__getitem__
+            self.add = lambda codes: parts.append(b"".join(codes))
+
+    def rows(self) -> QueryRows:
+        """The rows as :class:`QueryRows` (their inputs and outputs as views of one array of codes)."""
+        data = bytes(self.parts) if isinstance(self.parts, bytearray) else b"".join(self.parts)
+        both = np.frombuffer(data, dtype=self.coder.dtype).reshape(len(self.perms), 2, self.K)
+        c = self.coder
+        return QueryRows(c.items, both[:, 0], both[:, 1], c.relevant, c.n_relevant)
 
 
 def read_codes(path: str | os.PathLike) -> Codes | None:
@@ -81,10 +97,10 @@ def read_codes(path: str | os.PathLike) -> Codes | None:
 
 def _first_line(qid: str, inp: list, rel: list) -> QueryCoder:
     """The coder of a query from its first line, after that line's checks (:class:`_Off` otherwise)."""
-    if type(qid) is not str or not qid or not qid.isascii() or not inp or not rel:
+    if type(qid) is not str or not qid or not qid.isascii() or type(rel) is not list or not inp or not rel:
         raise _Off
-    ids = "".join(inp) + "".join(rel)  # (a TypeError for an id that is not a string)
-    if not ids.isascii() or any(type(x) is not str for x in inp) or any(type(x) is not str for x in rel):
+    # a TypeError for an id that is not a string (msgspec makes strings of no subclass: these are str)
+    if not ("".join(inp) + "".join(rel)).isascii():
         raise _Off
     coder = QueryCoder(inp, rel)
     if len(coder.code) != len(inp):  # repeated ids
@@ -101,7 +117,6 @@ def _codes(data: bytes) -> Codes:
     ``TypeError``). The query id and the method are checked where first met: a later row's look-up that finds them
     compared equal to a checked string, and msgspec makes no other type equal to one."""
     decode = msgspec.json.Decoder().decode
-    join = b"".join
     pending: dict[str, dict[str, _Pending]] = {}
     coders: dict[str, QueryCoder] = {}
     n_keys = 0
@@ -134,8 +149,9 @@ def _codes(data: bytes) -> Codes:
         # (a ground truth equal to the query's list is a list of the same strings)
         if rel != rows.truth or len(inp) != rows.K or len(out) != rows.K:
             raise _Off
-        rows.add_inp(join(map(rows.code, inp)))
-        rows.add_out(join(map(rows.code, out)))
+        add, get = rows.add, rows.get
+        add(map(get, inp))
+        add(map(get, out))
         rows.add_perm(perm)
     n_rows = sum(len(rows.perms) for queries in pending.values() for rows in queries.values())
     if not pending or not _one_object_each(data, n_rows, n_keys):
@@ -147,7 +163,7 @@ def _codes(data: bytes) -> Codes:
         for qid, rows in queries.items():
             if len(set(rows.perms)) != len(rows.perms):
                 raise _Off
-            q = codes[method][qid] = rows.coder.rows(rows.inp, rows.out)
+            q = codes[method][qid] = rows.rows()
             by_k.setdefault(q.inp.shape[1], []).extend((q.inp, q.out))
     for K, arrays in by_k.items():  # every row a permutation of its query's K codes
         if not _permutations(np.concatenate(arrays), K):

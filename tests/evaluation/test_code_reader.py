@@ -171,6 +171,10 @@ def test_json_the_row_reader_accepts_gets_its_metrics(tmp_path, line):
         (_line(**{'"extra_field"': '"method"'}), "malformed JSON: key 'method' appears twice in one object"),
         (_line(**{'"EXTRA"': "[" * 5000 + "]" * 5000}), "JSON nested too deeply"),
         (_line(**{'"EXTRA"': "1" * 5000}), "malformed JSON: Exceeds the limit (4300 digits)"),
+        (
+            json.dumps(_row(q="s")).replace('"relevant": ["a", "x"]', '"relevant": "ax"'),
+            "field 'relevant' must be a list of item ids (strings), got str",
+        ),
     ],
     ids=[
         "two-objects",
@@ -182,6 +186,7 @@ def test_json_the_row_reader_accepts_gets_its_metrics(tmp_path, line):
         "key-twice",
         "too-deep",
         "int-too-long",
+        "relevant-string",
     ],
 )
 def test_json_the_row_reader_refuses_is_named_by_it(tmp_path, capsys, line, message):
