@@ -231,3 +231,12 @@ def test_the_command_runs_blas_on_one_thread_unless_told(given, expected):
     )
     out = subprocess.run([sys.executable, "-c", code], env={**env, **given}, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(expected)
+
+
+def test_a_query_of_more_than_256_candidates_gets_two_byte_codes(tmp_path):
+    ids = [f"i{n}" for n in range(300)]
+    rows = [_row(t=t, inp=ids[t:] + ids[:t], out=ids[::-1], rel=("i7",)) for t in range(3)]
+    path = _write(tmp_path / "obs.jsonl", rows)
+    codes = read_codes(path)
+    assert codes is not None and codes["m"]["q"].inp.dtype.itemsize == 2
+    assert _same(codes, codes_of_rows(read_observations(path)))
