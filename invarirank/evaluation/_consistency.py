@@ -229,17 +229,20 @@ def gpi_local_search(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _search_deltas(P: np.ndarray, lower: np.ndarray) -> np.ndarray:
-    """:func:`_deltas` in P's dtype, with ``lower`` added (the local search's mask of the pairs a >= b), computed in
-    place: one cumulative sum and five passes, no temporaries."""
+    """:func:`_deltas` in P's dtype, with ``lower`` added (the local search's mask of the pairs a >= b). The prefix
+    sums are kept transposed, ST[c, a] = S[a, c], so that each of the K steps of the running sum adds contiguous
+    rows (a cumulative sum along a row of K takes one short inner loop per row: about twice the time); then four
+    passes, in place."""
     n, K, _ = P.shape
-    S = np.empty((n, K, K + 1), dtype=P.dtype)
-    S[:, :, 0] = 0
-    np.cumsum(P, axis=2, dtype=P.dtype, out=S[:, :, 1:])
-    S0, S1 = S[:, :, :K], S[:, :, 1:]
-    delta = P + S0
-    delta -= np.diagonal(S1, axis1=1, axis2=2)[:, :, None]  # S[a, a + 1]
-    delta -= np.diagonal(S0, axis1=1, axis2=2)[:, None, :]  # S[b, b]
-    delta += S1.transpose(0, 2, 1)  # S[b, a + 1]
+    ST = np.empty((n, K + 1, K), dtype=P.dtype)
+    ST[:, 0] = 0
+    np.copyto(ST[:, 1:], P.transpose(0, 2, 1))  # ST[c + 1, a] = P[a, c]
+    for c in range(1, K):
+        ST[:, c + 1] += ST[:, c]
+    delta = P + ST[:, :K].transpose(0, 2, 1)  # + S[a, b]
+    delta -= np.diagonal(ST[:, 1:], axis1=1, axis2=2)[:, :, None]  # S[a, a + 1]
+    delta -= np.diagonal(ST[:, :K], axis1=1, axis2=2)[:, None, :]  # S[b, b]
+    delta += ST[:, 1:]  # S[b, a + 1]
     delta += lower
     return delta
 
