@@ -71,8 +71,9 @@ class _Pending:
 
     def rows(self) -> QueryRows:
         """The rows as :class:`QueryRows` (their inputs and outputs as views of one array of codes)."""
-        data = bytes(self.parts) if isinstance(self.parts, bytearray) else b"".join(self.parts)
+        data = self.parts if isinstance(self.parts, bytearray) else b"".join(self.parts)
         both = np.frombuffer(data, dtype=self.coder.dtype).reshape(len(self.perms), 2, self.K)
+        both.flags.writeable = False  # (a view of the byte string, which nothing changes again)
         c = self.coder
         return QueryRows(c.items, both[:, 0], both[:, 1], c.relevant, c.n_relevant)
 
@@ -175,8 +176,9 @@ def _permutations(c: np.ndarray, K: int) -> bool:
     """Whether every row of ``c`` (R x K codes, each below K) holds K distinct codes: for K <= 64 the rows whose
     bits 1 << code fill all K bits, else the rows whose every code is marked."""
     if K <= 64:
-        bits = np.left_shift(np.uint64(1), c.astype(np.uint64))
-        return bool((np.bitwise_or.reduce(bits, axis=1) == np.uint64((1 << K) - 1)).all())
+        word = np.uint32 if K <= 32 else np.uint64  # (half the bytes when they suffice)
+        bits = np.left_shift(word(1), c.astype(word))
+        return bool((np.bitwise_or.reduce(bits, axis=1) == word((1 << K) - 1)).all())
     seen = np.zeros(c.shape, dtype=bool)
     seen[np.arange(len(c))[:, None], c] = True
     return bool(seen.all())
