@@ -267,3 +267,16 @@ def test_evaluate_imports_no_slow_module(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
+
+
+def test_the_metrics_text_encodes_values_as_the_json_module_does():
+    """dumps_metrics makes its compact encoder once: the same text as json's encoder made for each value."""
+    from invarirank.evaluation.engine import _compact_encoder
+
+    plain = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": ")).encode
+    compact = _compact_encoder()
+    values = [0.1, 1e-05, -0.0, 3, None, True, 'é\u2028"x\\', [1.5, None, [2]], {"a": 0.3, "b": [1e300, -2e-300]}]
+    for v in values:
+        assert compact(v) == plain(v)
+    with pytest.raises(ValueError):
+        compact({"x": float("nan")})
