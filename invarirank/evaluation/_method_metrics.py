@@ -137,15 +137,12 @@ def method_block(
 
     # ---- per query
     per_query: dict[str, dict[str, Any]] = {}
-    eff_lists = {name: (v / n_rows).tolist() for name, v in eff_sums.items()}
-    cons_lists = {name: [_num(x) for x in values[name].tolist()] for name in ("ppi", "gpi", "gpi_exact", "loc")}
-    n_list, k_list = n_rows.tolist(), k_of.tolist()
-    for q, qid in enumerate(qids):
-        d: dict[str, Any] = {name: eff_lists[name][q] for name in eff_names}
-        for name in ("ppi", "gpi", "gpi_exact", "loc"):
-            d[name] = cons_lists[name][q]
-        d["rows"], d["candidates"] = n_list[q], k_list[q]
-        per_query[qid] = d
+    keys = [*eff_names, "ppi", "gpi", "gpi_exact", "loc", "rows", "candidates"]
+    columns_q = [(eff_sums[name] / n_rows).tolist() for name in eff_names]
+    columns_q += [[_num(x) for x in values[name].tolist()] for name in ("ppi", "gpi", "gpi_exact", "loc")]
+    columns_q += [n_rows.tolist(), k_of.tolist()]
+    for qid, row in zip(qids, zip(*columns_q)):  # one query's values, in the keys' order
+        per_query[qid] = dict(zip(keys, row))
     per_query_values = {**{name: v / n_rows for name, v in eff_sums.items()}, **values}
     exposure_sums = (f"exposure_mad@{E}", hits, rows_at, expected_at) if exposure_defined else None
     return {"overall": overall, "per_query": per_query}, PerQuery(tuple(qids), per_query_values, exposure_sums)

@@ -185,11 +185,10 @@ def random_block_of(
         values[name] = np.array([e[name] for e in eff])[kind]
     values.update(consistency)
     n_rows = np.array([inputs[q].inp.shape[0] for q in qids], dtype=np.float64)
-    names = list(values)
-    rows = zip(*([None if x != x else x for x in v.tolist()] for v in values.values()))  # NaN: None
-    per_query: dict[str, dict[str, Any]] = {}
-    for q, row, (K, M) in zip(qids, rows, shapes):
-        per_query[q] = {**dict(zip(names, row)), "rows": M, "candidates": K}
+    names = [*values, "rows", "candidates"]
+    columns_q = [[None if x != x else x for x in v.tolist()] for v in values.values()]  # NaN: None
+    columns_q += [[M for _, M in shapes], [K for K, _ in shapes]]
+    per_query: dict[str, dict[str, Any]] = {q: dict(zip(names, row)) for q, row in zip(qids, zip(*columns_q))}
     overall: dict[str, Any] = {}
     columns: list[np.ndarray] = [n_rows]
     ratios: dict[str, tuple[int, int]] = {}  # name -> (numerator, denominator) columns
