@@ -19,6 +19,7 @@ libraries (torch, transformers) only inside their run functions, so
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 
@@ -81,8 +82,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; returns its exit status (see the module docstring)."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """Run one command; returns its exit status (see the module docstring). Without ``argv`` it is the program (the
+    console script, ``python -m invarirank``): the process ends when the command returns, so what is still alive
+    then is frozen out of the cyclic garbage collector (:func:`gc.freeze`), whose passes at the interpreter's exit
+    would walk it all again (about 0.02 s of ``invarirank evaluate``'s 0.6 s of CPU time)."""
+    if argv is None:
+        try:
+            return _command(sys.argv[1:])
+        finally:
+            gc.freeze()
+    return _command(list(argv))
+
+
+def _command(argv: list[str]) -> int:
     parser = build_parser(argv[0]) if argv and argv[0] in COMMANDS else build_parser()
     args = parser.parse_args(argv)  # argparse exits itself: 0 for --help/--version, 2 for usage errors
     if not getattr(args, "func", None):

@@ -37,22 +37,27 @@ class QueryRows(NamedTuple):
 #: method -> query id -> its rows as codes, both in order of first row
 Codes = dict[str, dict[str, QueryRows]]
 
+#: the one-byte codes 0..255
+_ONE_BYTE = tuple(i.to_bytes(1, "little") for i in range(256))
+
 
 class QueryCoder:
     """A query's candidates numbered in code-point order, from the ids of its first row: encodes rows into bytes
     (one code per id, :data:`_WIDTHS`) with one dictionary look-up per id. ``relevant`` and ``n_relevant`` as
     in :class:`QueryRows`; ``truth`` is the ground-truth list it was made from."""
 
-    __slots__ = ("items", "K", "code", "relevant", "n_relevant", "truth", "dtype")
+    __slots__ = ("items", "K", "code", "index", "relevant", "n_relevant", "truth", "dtype")
 
     def __init__(self, candidates: Iterable[str], truth: list[str]) -> None:
-        self.items = sorted(candidates)
-        self.K = K = len(self.items)
+        self.items = items = sorted(candidates)
+        self.K = K = len(items)
         width: int
         self.dtype: np.dtype
         _, self.dtype, width = next(w for w in _WIDTHS if K <= w[0])
-        self.code = {x: i.to_bytes(width, "little") for i, x in enumerate(self.items)}
-        index = {x: i for i, x in enumerate(self.items)}
+        codes = _ONE_BYTE[:K] if width == 1 else [i.to_bytes(width, "little") for i in range(K)]
+        self.code = dict(zip(items, codes))
+        #: id -> its code as an int
+        self.index = index = dict(zip(items, range(K)))
         truth_set = set(truth)
         self.relevant = [index[x] for x in truth_set if x in index]
         self.n_relevant = len(truth_set)

@@ -46,7 +46,7 @@ Deterministic: the same per-query values and settings give the same dictionary.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -54,13 +54,12 @@ import numpy as np
 from ..errors import InvariRankError
 from . import _bootstrap as bootstrap
 from ._positional_exposure import deviation_statistics
+from ._ratio_intervals import ratio_intervals
+from ._sign_flips import EXACT_MAX_QUERIES, Pooled, permutation_p
 
-EXACT_MAX_QUERIES = 16
 PERMUTATIONS = 10_000
 ALPHA = 0.05
 POWER = 0.8
-_TIE = 1e-9  # relative tolerance of T(s) >= T(1)
-_CHUNK_CELLS = 1 << 20  # flip-vector cells per block (8 MB of float64)
 
 
 class PerQuery(NamedTuple):
@@ -134,7 +133,7 @@ def sign_flip_p(differences: Sequence[float], n_permutations: int = PERMUTATIONS
     are left out), by the rule of the module docstring."""
     d = np.asarray(differences, dtype=np.float64)
     d = d[np.isfinite(d)]
-    p, _, exact = _permutation_p(len(d), d[:, None], [], n_permutations, seed)
+    p, _, exact = permutation_p(len(d), d[:, None], [], n_permutations, seed)
     return float(p[0]), exact
 
 
@@ -154,19 +153,6 @@ def comparison(comparisons: Mapping[str, Any], metric: str, a: str, b: str) -> d
 
 
 # ----------------------------------------------------------------------------------------------- the comparisons
-
-
-class _Pooled(NamedTuple):
-    """A statistic of pooled per-query sums: ``stat`` maps totals (rows × c) to one value per row."""
-
-    a: np.ndarray  # Q × c contributions of method a (0 on unpaired queries)
-    b: np.ndarray
-    stat: Callable[[np.ndarray], np.ndarray]
-    n: int  # paired queries
-
-    def observed(self) -> float:
-        """The statistic of a's pooled contributions minus b's: the difference the test and the interval are of."""
-        return float(self.stat(self.a.sum(axis=0)[None])[0] - self.stat(self.b.sum(axis=0)[None])[0])
 
 
 def compare_methods(
@@ -217,7 +203,7 @@ def compare_methods(
 
     # pooled exposure: one per pair where both methods carry the same exposure metric and share a query
     pool_keys: list[tuple[str, str, str]] = []
-    pooled: list[_Pooled] = []
+    pooled: list[Pooled] = []
     for a, b in pairs:
         ea, eb = aligned[a][1], aligned[b][1]
         if ea is None or eb is None or ea[0] != eb[0]:
@@ -228,14 +214,14 @@ def compare_methods(
             Ua, Ub = (_pad_thirds(e[2], width) * shared[:, None] for e in (ea, eb))
             mad, _ = deviation_statistics(slice(0, width), slice(width, 2 * width), slice(2 * width, 3 * width))
             pool_keys.append((ea[0], a, b))
-            pooled.append(_Pooled(Ua, Ub, mad, int(shared.sum())))
+            pooled.append(Pooled(Ua, Ub, mad, int(shared.sum())))
 
-    p_lin, p_pool, exact = _permutation_p(Q, D0, pooled, n_permutations, seed)
+    p_lin, p_pool, exact = permutation_p(Q, D0, pooled, n_permutations, seed)
     n_valid = valid.sum(axis=0)
     exact_lin = np.full(len(lin_keys), exact)
     if not exact:  # columns with few paired queries: enumerate their own sign vectors
         for few in np.flatnonzero(n_valid <= EXACT_MAX_QUERIES):
-            p_lin[few] = _permutation_p(int(n_valid[few]), D[valid[:, few], few][:, None], [], n_permutations, seed)[0][
+            p_lin[few] = permutation_p(int(n_valid[few]), D[valid[:, few], few][:, None], [], n_permutations, seed)[0][
                 0
             ]
             exact_lin[few] = True
@@ -300,67 +286,11 @@ def _pad_thirds(U: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
-# ----------------------------------------------------------------------------------------------- permutations
-
-
-def _flip_blocks(n: int, n_permutations: int, seed: int) -> tuple[Iterator[np.ndarray], int, bool]:
-    """Blocks of flip vectors over n queries (rows of 0.0/1.0, 1 = flip the query's sign, i.e. swap the two
-    methods there), their number, and whether they are all 2^n of them (row 0, no flip, is the identity)."""
-    if n <= EXACT_MAX_QUERIES:
-        codes = np.arange(1 << n, dtype=np.int64)[:, None]
-        return iter([((codes >> np.arange(n)) & 1).astype(np.float64)]), 1 << n, True
-
-    def draw() -> Iterator[np.ndarray]:
-        from .._orders import rng_for  # (hashlib) only when flips are drawn
-
-        rng = rng_for(seed, "sign flips")
-        rows = max(1, _CHUNK_CELLS // n)
-        for r0 in range(0, n_permutations, rows):
-            size = (min(rows, n_permutations - r0), (n + 7) // 8)
-            bits = np.unpackbits(rng.integers(0, 256, size=size, dtype=np.uint8), axis=1, count=n)
-            yield bits.astype(np.float64)
-
-    return draw(), n_permutations, False
-
-
-def _permutation_p(
-    n: int, D: np.ndarray, pooled: Sequence[_Pooled], n_permutations: int, seed: int
-) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``(p of each column of D, p of each pooled statistic, exact)`` over the same flip vectors of n queries.
-
-    A column's statistic is |sum_q s_q d_q| = |sum d - 2 F·d| for flips F (undefined queries hold 0, so flipping
-    them changes nothing); a pooled statistic's is |stat(A + F·(b - a)) - stat(B - F·(b - a))| with A, B the
-    totals of a and b. One matrix product per block serves all columns and statistics.
-    """
-    total_d = D.sum(axis=0)
-    threshold = np.abs(total_d) - _TIE * np.abs(D).sum(axis=0)
-    totals = [(pl.a.sum(axis=0), pl.b.sum(axis=0)) for pl in pooled]
-    observed = [abs(pl.observed()) for pl in pooled]
-    pool_threshold = [t * (1 - _TIE) - 1e-12 for t in observed]  # deviations lie in [0, 1]
-    delta = np.hstack([D] + [pl.b - pl.a for pl in pooled])
-    moving = np.flatnonzero(np.any(delta != 0, axis=0))  # columns the flips can change
-    widths = np.cumsum([D.shape[1]] + [pl.a.shape[1] for pl in pooled])
-    count = np.zeros(D.shape[1])
-    pool_count = np.zeros(len(pooled))
-    blocks, total, exact = _flip_blocks(n, n_permutations, seed)
-    for F in blocks:
-        X = np.zeros((len(F), delta.shape[1]))
-        X[:, moving] = F @ delta[:, moving]
-        count += (np.abs(total_d - 2.0 * X[:, : D.shape[1]]) >= threshold).sum(axis=0)
-        for i, (pl, (ta, tb)) in enumerate(zip(pooled, totals)):
-            shift = X[:, widths[i] : widths[i + 1]]
-            stat = pl.stat(ta + shift) - pl.stat(tb - shift)
-            pool_count[i] += np.count_nonzero(np.abs(stat) >= pool_threshold[i])
-    if exact:
-        return count / total, pool_count / total, True
-    return (1.0 + count) / (1.0 + total), (1.0 + pool_count) / (1.0 + total), False
-
-
 # ----------------------------------------------------------------------------------------------- bootstrap
 
 
 def _bootstrap_intervals(
-    Q: int, D0: np.ndarray, valid: np.ndarray, pooled: Sequence[_Pooled], n_bootstrap: int, seed: int, level: float
+    Q: int, D0: np.ndarray, valid: np.ndarray, pooled: Sequence[Pooled], n_bootstrap: int, seed: int, level: float
 ) -> tuple[list, list, list]:
     """Paired bootstrap: (percentile interval of each column's mean difference, basic interval of each pooled
     difference, standard error of each pooled difference), all ``None`` when ``n_bootstrap`` is 0."""
@@ -370,10 +300,6 @@ def _bootstrap_intervals(
     blocks = [D0, valid.astype(np.float64)] + [x for pl in pooled for x in (pl.a, pl.b)]
     edges = np.cumsum([0] + [x.shape[1] for x in blocks])
 
-    def means(Y: np.ndarray) -> np.ndarray:
-        num, den = Y[:, :c], Y[:, c : 2 * c]
-        return np.divide(num, den, out=np.full_like(num, np.nan), where=den > 0)
-
     def pooled_diffs(Y: np.ndarray) -> np.ndarray:
         cols = [
             pl.stat(Y[:, edges[2 + 2 * i] : edges[3 + 2 * i]]) - pl.stat(Y[:, edges[3 + 2 * i] : edges[4 + 2 * i]])
@@ -381,8 +307,12 @@ def _bootstrap_intervals(
         ]
         return np.column_stack(cols) if cols else np.zeros((len(Y), 0))
 
-    reps = bootstrap.collect(Q, n_bootstrap, seed, np.hstack(blocks), {"mean": means, "pooled": pooled_diffs})
-    ci_lin = [bootstrap.percentile_interval(reps["mean"][:, j], level) for j in range(c)]
+    means = {j: (j, c + j) for j in range(c)}  # column j's paired queries' total over their number
+    custom = {"pooled": pooled_diffs} if pooled else {}
+    intervals, reps = ratio_intervals(
+        Q, n_bootstrap, seed, np.hstack(blocks), means, level, custom, range(edges[2], edges[-1])
+    )
+    ci_lin = [intervals[j] for j in range(c)]
     ci_pool, se_pool = [], []
     for i, pl in enumerate(pooled):
         r = reps["pooled"][:, i]

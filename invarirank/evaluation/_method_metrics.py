@@ -18,6 +18,7 @@ from ._consistency import gpi_local_search, inverse_permutations, loc_from_wins,
 from ._effectiveness import effectiveness_from_ranks
 from ._kemeny import kemeny_mass
 from ._positional_exposure import deviation_statistics, exposure_summary, position_hits
+from ._ratio_intervals import ratio_intervals
 from ._settings import CI_LEVEL
 
 _GPI_CHUNK_CELLS = 1 << 20
@@ -109,28 +110,26 @@ def method_block(
     ci: dict[str, list[float]] = {}
     if st["bootstrap"] > 0:
         columns: list[np.ndarray] = [n_rows.astype(np.float64)]
-        stats = {}
+        ratios: dict[str, tuple[int, int]] = {}  # name -> (numerator, denominator) columns
         for name in eff_names:
             columns.append(eff_sums[name])
-            stats[name] = bootstrap.ratio(len(columns) - 1, 0)
+            ratios[name] = (len(columns) - 1, 0)
         for name in ("ppi", "gpi", "gpi_exact", "loc"):
             if overall[name] is not None:
                 columns += [np.where(has[name], values[name], 0.0), has[name].astype(np.float64)]
-                stats[name] = bootstrap.ratio(len(columns) - 2, len(columns) - 1)
+                ratios[name] = (len(columns) - 2, len(columns) - 1)
         s0 = len(columns)
         V = np.column_stack(columns + [hits, rows_at, expected_at])
         mad, maxdev = deviation_statistics(
             slice(s0, s0 + max_k), slice(s0 + max_k, s0 + 2 * max_k), slice(s0 + 2 * max_k, s0 + 3 * max_k)
         )
-        if exposure_defined:
-            stats[f"exposure_mad@{E}"], stats[f"exposure_maxdev@{E}"] = mad, maxdev
-        reps = bootstrap.collect(Q, st["bootstrap"], st["seed"], V, stats)
-        deviations = (f"exposure_mad@{E}", f"exposure_maxdev@{E}")
-        for name in stats:
+        deviations = {f"exposure_mad@{E}": mad, f"exposure_maxdev@{E}": maxdev} if exposure_defined else {}
+        intervals, reps = ratio_intervals(
+            Q, st["bootstrap"], st["seed"], V, ratios, CI_LEVEL, deviations, range(s0, s0 + 3 * max_k)
+        )
+        for name in [*ratios, *deviations]:
             interval = (
-                bootstrap.basic_interval(reps[name], overall[name], CI_LEVEL)
-                if name in deviations
-                else bootstrap.percentile_interval(reps[name], CI_LEVEL)
+                bootstrap.basic_interval(reps[name], overall[name], CI_LEVEL) if name in deviations else intervals[name]
             )
             if interval is not None:
                 ci[name] = interval
@@ -138,15 +137,12 @@ def method_block(
 
     # ---- per query
     per_query: dict[str, dict[str, Any]] = {}
-    eff_lists = {name: (v / n_rows).tolist() for name, v in eff_sums.items()}
-    cons_lists = {name: [_num(x) for x in values[name].tolist()] for name in ("ppi", "gpi", "gpi_exact", "loc")}
-    n_list, k_list = n_rows.tolist(), k_of.tolist()
-    for q, qid in enumerate(qids):
-        d: dict[str, Any] = {name: eff_lists[name][q] for name in eff_names}
-        for name in ("ppi", "gpi", "gpi_exact", "loc"):
-            d[name] = cons_lists[name][q]
-        d["rows"], d["candidates"] = n_list[q], k_list[q]
-        per_query[qid] = d
+    keys = [*eff_names, "ppi", "gpi", "gpi_exact", "loc", "rows", "candidates"]
+    columns_q = [(eff_sums[name] / n_rows).tolist() for name in eff_names]
+    columns_q += [[_num(x) for x in values[name].tolist()] for name in ("ppi", "gpi", "gpi_exact", "loc")]
+    columns_q += [n_rows.tolist(), k_of.tolist()]
+    for qid, row in zip(qids, zip(*columns_q)):  # one query's values, in the keys' order
+        per_query[qid] = dict(zip(keys, row))
     per_query_values = {**{name: v / n_rows for name, v in eff_sums.items()}, **values}
     exposure_sums = (f"exposure_mad@{E}", hits, rows_at, expected_at) if exposure_defined else None
     return {"overall": overall, "per_query": per_query}, PerQuery(tuple(qids), per_query_values, exposure_sums)

@@ -12,10 +12,12 @@ import dataclasses
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..candidates import IdForms, lone_surrogate, look_alike
 from ..errors import InvariRankError
+
+if TYPE_CHECKING:
+    from ..candidates import IdForms
 
 SCHEMA_VERSION = 1
 REQUIRED_FIELDS = ("query_id", "method", "permutation", "input", "output", "relevant")
@@ -66,6 +68,8 @@ def _integer(x: Any) -> bool:
 
 def _valid_text(where: str, line: int, field: str, values: Iterable[str]) -> None:
     """Refuse a lone surrogate in ``values`` (the strings of ``field``), naming the field and the value escaped."""
+    from ..candidates import lone_surrogate  # (here: the fast reader's files need none of the id rules' module)
+
     for v in values:
         if lone_surrogate(v):
             fail_at(where, line, f"field {field!r}: {ascii(v)} holds a lone surrogate (not valid Unicode text)")
@@ -74,6 +78,8 @@ def _valid_text(where: str, line: int, field: str, values: Iterable[str]) -> Non
 def _one_form(ids: list[str], where: str, line: int, what: str) -> None:
     """Two ids that differ only by Unicode normalisation print alike: an error showing both escaped (the
     candidates file's rule, :func:`invarirank.candidates.look_alike`)."""
+    from ..candidates import look_alike
+
     pair = look_alike(ids)
     if pair is not None:
         fail_at(
@@ -100,6 +106,8 @@ def validate_rows(records: Iterable[tuple[int, Any]], where: str, *, copy: bool 
     input_of: dict[tuple[str, str], tuple[frozenset, int]] = {}
     ids_of: dict[str, dict[str, str]] = {}
     lists_of: dict[str, tuple[frozenset, str, int]] = {}
+    from ..candidates import IdForms  # (imported here: see _valid_text)
+
     qid_forms = IdForms()
     for line, rec in records:
         if type(rec) is not dict:

@@ -78,7 +78,8 @@ def cell_statistics(
     upper = iu * K + ju
     small = np.int8 if K <= 128 else np.int16 if K <= (1 << 15) else np.int64
     rank = rank.astype(small)
-    bucket = np.minimum((pos * B) // K, B - 1).astype(np.int8 if B <= 127 else np.int64)
+    # each position's bucket, looked up: K divisions instead of one a cell
+    bucket = np.minimum((np.arange(K) * B) // K, B - 1).astype(np.int8 if B <= 127 else np.int64)[pos]
     labels = np.arange(B, dtype=bucket.dtype)[:, None]
     n_rows = np.diff(starts)
     for M in sorted(set(n_rows.tolist())):

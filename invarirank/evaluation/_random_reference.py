@@ -94,7 +94,8 @@ def expected_ppi(positions: np.ndarray, buckets: int) -> np.ndarray:
     radix = digits if math.prod(digits) <= _MIXED_CODES else None
     table = np.zeros(math.prod(digits) if radix is not None else 0)  # a multiset's expected spread, once known
     known = np.zeros(len(table), dtype=bool)
-    bucket = np.minimum((positions * B) // K, B - 1).astype(np.int8 if B <= 127 else np.int64)  # G x M x K
+    of_position = np.minimum((np.arange(K) * B) // K, B - 1).astype(np.int8 if B <= 127 else np.int64)
+    bucket = of_position[positions]  # G x M x K
     labels = np.arange(B, dtype=bucket.dtype)[:, None]
     step = max(1, _PAIR_CELLS // (len(iu) * B2 * -(-M // 64)))  # queries per chunk
     for g0 in range(0, G, step):

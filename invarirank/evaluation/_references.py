@@ -46,11 +46,11 @@ import numpy as np
 
 from .._io import atomic_write_text
 from ..errors import InvariRankError
-from . import _bootstrap as bootstrap
 from ._codes import QueryRows, codes_of_queries, stacked_positions
 from ._comparisons import PerQuery, compare_methods
 from ._effectiveness import ideal_dcg
 from ._random_reference import expected_gpi, expected_ppi
+from ._ratio_intervals import ratio_intervals
 
 FIRST_STAGE = "first_stage"
 RANDOM = "random"
@@ -185,30 +185,30 @@ def random_block_of(
         values[name] = np.array([e[name] for e in eff])[kind]
     values.update(consistency)
     n_rows = np.array([inputs[q].inp.shape[0] for q in qids], dtype=np.float64)
-    names = list(values)
-    rows = zip(*([None if x != x else x for x in v.tolist()] for v in values.values()))  # NaN: None
-    per_query: dict[str, dict[str, Any]] = {}
-    for q, row, (K, M) in zip(qids, rows, shapes):
-        per_query[q] = {**dict(zip(names, row)), "rows": M, "candidates": K}
+    names = [*values, "rows", "candidates"]
+    columns_q = [[None if x != x else x for x in v.tolist()] for v in values.values()]  # NaN: None
+    columns_q += [[M for _, M in shapes], [K for K, _ in shapes]]
+    per_query: dict[str, dict[str, Any]] = {q: dict(zip(names, row)) for q, row in zip(qids, zip(*columns_q))}
     overall: dict[str, Any] = {}
     columns: list[np.ndarray] = [n_rows]
-    stats = {}
+    ratios: dict[str, tuple[int, int]] = {}  # name -> (numerator, denominator) columns
     for name, v in values.items():
         has = ~np.isnan(v)
         if name in consistency:
             overall[name] = float(v[has].mean()) if has.any() else None
             columns += [np.where(has, v, 0.0), has.astype(np.float64)]
-            stats[name] = bootstrap.ratio(len(columns) - 2, len(columns) - 1)
+            ratios[name] = (len(columns) - 2, len(columns) - 1)
         else:
             overall[name] = float((v * n_rows).sum() / n_rows.sum())
             columns.append(v * n_rows)
-            stats[name] = bootstrap.ratio(len(columns) - 1, 0)
+            ratios[name] = (len(columns) - 1, 0)
     overall["queries"], overall["rows"] = len(qids), int(n_rows.sum())
     ci: dict[str, list[float]] = {}
     if settings["bootstrap"] > 0:
-        reps = bootstrap.collect(len(qids), settings["bootstrap"], settings["seed"], np.column_stack(columns), stats)
-        for name in stats:
-            interval = bootstrap.percentile_interval(reps[name], settings["ci_level"])
+        intervals, _ = ratio_intervals(
+            len(qids), settings["bootstrap"], settings["seed"], np.column_stack(columns), ratios, settings["ci_level"]
+        )
+        for name, interval in intervals.items():
             if interval is not None and overall.get(name) is not None:
                 ci[name] = interval
     overall["ci"] = ci

@@ -53,7 +53,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -225,8 +225,8 @@ def check_metrics_version(metrics: Any, where: str) -> dict:
 def dumps_metrics(metrics: dict) -> str:
     """The metrics dictionary as JSON text: nested objects down to the metric names are indented (2 spaces),
     each per-query object, list and interval stays on one line. Deterministic, UTF-8, no NaN, trailing newline."""
-    compact = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": ")).encode
-    key = json.JSONEncoder(ensure_ascii=False).encode
+    compact = _compact_encoder()
+    key = json.encoder.encode_basestring  # (what JSONEncoder(ensure_ascii=False).encode does with a string)
     out: list[str] = []
 
     def emit(obj: Any, depth: int, name: str) -> None:
@@ -243,3 +243,15 @@ def dumps_metrics(metrics: dict) -> str:
 
     emit(metrics, 0, "")
     return "".join(out) + "\n"
+
+
+def _compact_encoder() -> Callable[[Any], str]:
+    """``JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": ")).encode``, its C encoder made once
+    for the thousands of per-query objects of a metrics file rather than once an object (where the interpreter has
+    it; the same text either way)."""
+    encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - an interpreter without the C accelerator
+        return encoder.encode
+    one = make({}, encoder.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, False)
+    return lambda obj: "".join(one(obj, 0))

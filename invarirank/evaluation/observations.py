@@ -152,8 +152,8 @@ def read_observations(path: str | os.PathLike) -> list[dict]:
     the **uncompressed** size of a JSON Lines file, gzip or not (measured: 100 MB for 11.8 MB, 376 MB for 59 MB;
     a query's rows share one string object per id), on rows of K = 25; shorter rows take more for their size
     (``book/reference/benchmarks.md``). ``invarirank evaluate`` reads a JSON Lines file into integer codes
-    without keeping its rows (:mod:`~invarirank.evaluation._code_reader`; about 70 MB plus five times, 374 MB for
-    59 MB), and falls back to this reader, about nine times, for a file it leaves to it. A larger file is split by
+    without keeping its rows (:mod:`~invarirank.evaluation._code_reader`; at most about 70 MB plus five times, 322 MB
+    for 59 MB), and falls back to this reader, about nine times, for a file it leaves to it. A larger file is split by
     query into files evaluated apart, or evaluated on a larger machine.
 
     Stability: full (the observations file).

@@ -252,3 +252,31 @@ def test_whole_process_exit_code_and_no_heavy_imports(tmp_path):
 def _top_imports(importtime_log: str) -> set[str]:
     names = {line.rsplit("|", 1)[-1].strip() for line in importtime_log.splitlines() if line.startswith("import time")}
     return {name.split(".")[0] for name in names}
+
+
+def test_evaluate_imports_no_slow_module(tmp_path):
+    """numpy.ma (np.unique and np.percentile import it: ~20 ms), pandas and scipy stay out of a whole evaluation with
+    its intervals, comparisons and random-order reference (a process of its own: these tests import them)."""
+    lines = [row(q=f"u{q}", t=t, inp="abcde"[t:] + "abcde"[:t], rel=("a", "z")) for q in range(30) for t in range(4)]
+    path = tmp_path / "obs.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code = (
+        "import sys; from invarirank.cli import main; "
+        f"assert main(['evaluate', {str(path)!r}, '--output', {str(tmp_path / 'm.json')!r}]) == 0; "
+        "print(sorted(m for m in ('numpy.ma', 'pandas', 'scipy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
+
+
+def test_the_metrics_text_encodes_values_as_the_json_module_does():
+    """dumps_metrics makes its compact encoder once: the same text as json's encoder made for each value."""
+    from invarirank.evaluation.engine import _compact_encoder
+
+    plain = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": ")).encode
+    compact = _compact_encoder()
+    values = [0.1, 1e-05, -0.0, 3, None, True, 'é\u2028"x\\', [1.5, None, [2]], {"a": 0.3, "b": [1e300, -2e-300]}]
+    for v in values:
+        assert compact(v) == plain(v)
+    with pytest.raises(ValueError):
+        compact({"x": float("nan")})

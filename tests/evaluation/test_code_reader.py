@@ -4,6 +4,7 @@ file it cannot vouch for is read row by row, which accepts it with the same code
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 from invarirank.cli import main
+from invarirank.errors import InvariRankError
 from invarirank.evaluation import evaluate, read_observations
 from invarirank.evaluation._code_reader import read_codes
 from invarirank.evaluation._codes import Codes, codes_of_rows
@@ -124,6 +126,99 @@ def test_problems_found_on_codes_name_their_line(tmp_path, capsys, row, message)
     assert err.startswith(f"invarirank: error: {path}:7: ") and message in err, err
 
 
+def _line(**changes) -> str:
+    """Line 7 of a file after :data:`GOOD`: a new row of query q (``permutation`` 2), its JSON text edited by
+    ``changes`` (old text -> new text)."""
+    text = json.dumps(_row(t=2, extra_field="EXTRA"))
+    for old, new in changes.items():
+        assert old in text
+        text = text.replace(old, new)
+    return text
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # JSON msgspec does not take or the checks do not vouch for, which the row reader accepts
+        _line(**{'"EXTRA"': "NaN"}),  # NaN (and the infinities) outside the fields the metrics read
+        _line(**{'"EXTRA"': "1e400"}),  # a float beyond a double: inf for the row reader
+        _line(**{'"EXTRA"': '"\\ud800"'}),  # a lone surrogate escape outside the ids
+        _line(**{'"EXTRA"': "[" * 40 + "]" * 40}),  # a nesting the fast path leaves unchecked
+        _line(**{'"EXTRA"': '{"a": {"b": 1}}'}),  # nested objects (each key once)
+        _line(**{'"EXTRA"': '"a:b"'}) + "\r",  # a ":" inside a string, a carriage return before the line's end
+        "  \t",  # a blank line
+        _line(**{'"EXTRA"': "1" * 300}),  # a large integer
+    ],
+    ids=["nan", "huge-float", "lone-surrogate-extra", "nested-lists", "nested-objects", "colon-cr", "blank", "big-int"],
+)
+def test_json_the_row_reader_accepts_gets_its_metrics(tmp_path, line):
+    path = _write(tmp_path / "obs.jsonl", [*GOOD, line])
+    codes = read_codes(path)
+    assert codes is None or _same(codes, codes_of_rows(read_observations(path)))
+    settings = {"exposure_k": 2, "n_bootstrap": 20, "n_permutations": 50}
+    assert evaluate(path, **settings) == evaluate(read_observations(path), **settings)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (_line() + " " + json.dumps(_row(t=3)), "malformed JSON: Extra data"),
+        (_line(**{'"permutation": 2': '"permutation": NaN'}), "field 'permutation' must be an integer >= 0, got nan"),
+        (_line(**{'"permutation": 2': '"permutation": true'}), "field 'permutation' must be an integer >= 0, got True"),
+        (_line(**{'"permutation": 2': '"permutation": 2.0'}), "field 'permutation' must be an integer >= 0, got 2.0"),
+        (json.dumps(_row(q="s", inp=["a", "\ud800"])), "field 'input': '\\ud800' holds a lone surrogate"),
+        (_line(**{'"EXTRA"': '{"a": 1, "a": 2}'}), "malformed JSON: key 'a' appears twice in one object"),
+        (_line(**{'"extra_field"': '"method"'}), "malformed JSON: key 'method' appears twice in one object"),
+        (_line(**{'"EXTRA"': "[" * 5000 + "]" * 5000}), "JSON nested too deeply"),
+        (_line(**{'"EXTRA"': "1" * 5000}), "malformed JSON: Exceeds the limit (4300 digits)"),
+        (
+            json.dumps(_row(q="s")).replace('"relevant": ["a", "x"]', '"relevant": "ax"'),
+            "field 'relevant' must be a list of item ids (strings), got str",
+        ),
+    ],
+    ids=[
+        "two-objects",
+        "nan-permutation",
+        "bool-permutation",
+        "float-permutation",
+        "lone-surrogate-id",
+        "nested-key-twice",
+        "key-twice",
+        "too-deep",
+        "int-too-long",
+        "relevant-string",
+    ],
+)
+def test_json_the_row_reader_refuses_is_named_by_it(tmp_path, capsys, line, message):
+    """msgspec parses some of these lines (a repeated key: it keeps the last; an integer past Python's digit limit:
+    msgspec refuses it too): the fast reader takes none of them, and the error is the row reader's."""
+    path = _write(tmp_path / "obs.jsonl", [*GOOD, line])
+    assert read_codes(path) is None
+    with pytest.raises(InvariRankError) as row_reader:
+        read_observations(path)
+    assert main(["evaluate", str(path), "--bootstrap", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"invarirank: error: {row_reader.value}\n" and f"{path}:7: " in err and message in err, err
+
+
+def test_a_file_that_is_not_utf8_is_named_by_the_row_reader(tmp_path, capsys):
+    """msgspec checks the UTF-8 of every string it decodes; a bad byte anywhere else is not JSON either."""
+    path = _write(tmp_path / "obs.jsonl", GOOD)
+    bad = _line(**{'"EXTRA"': '"x-byte"'}).encode().replace(b"-byte", b"\xff")
+    path.write_bytes(path.read_bytes() + bad + b"\n")
+    assert read_codes(path) is None
+    assert main(["evaluate", str(path), "--bootstrap", "0"]) == 2
+    assert capsys.readouterr().err.startswith(f"invarirank: error: {path}:7: not UTF-8 text")
+
+
+def test_a_gzip_file_with_a_byte_order_mark_and_crlf_lines_is_read_fast(tmp_path):
+    text = "\ufeff" + "".join(json.dumps(r) + "\r\n" for r in GOOD)
+    path = tmp_path / "obs.jsonl.gz"
+    path.write_bytes(gzip.compress(text.encode("utf-8")))
+    codes = read_codes(path)
+    assert codes is not None and _same(codes, codes_of_rows(read_observations(path)))
+
+
 @pytest.mark.parametrize(("given", "expected"), [({}, "1"), ({"OMP_NUM_THREADS": "3"}, None)])
 def test_the_command_runs_blas_on_one_thread_unless_told(given, expected):
     """Set before numpy is imported (a user's thread count is kept): OpenBLAS's spinning threads cost CPU time."""
@@ -136,3 +231,12 @@ def test_the_command_runs_blas_on_one_thread_unless_told(given, expected):
     )
     out = subprocess.run([sys.executable, "-c", code], env={**env, **given}, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(expected)
+
+
+def test_a_query_of_more_than_256_candidates_gets_two_byte_codes(tmp_path):
+    ids = [f"i{n}" for n in range(300)]
+    rows = [_row(t=t, inp=ids[t:] + ids[:t], out=ids[::-1], rel=("i7",)) for t in range(3)]
+    path = _write(tmp_path / "obs.jsonl", rows)
+    codes = read_codes(path)
+    assert codes is not None and codes["m"]["q"].inp.dtype.itemsize == 2
+    assert _same(codes, codes_of_rows(read_observations(path)))

@@ -139,6 +139,41 @@ def test_more_than_16_queries_use_seeded_flips():
     assert rec["n"] == 5 and rec["exact"] is True and rec["p"] == 2 / 32
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_float32_flips_count_what_float64_flips_count(seed, monkeypatch):
+    """Drawn flips are summed in float32 first and the rows it leaves undecided again in float64: the counts are
+    those of float64 alone on columns with many ties (twentieths, a few nonzero queries, one value everywhere),
+    wide ranges and continuous values."""
+    from invarirank.evaluation import _sign_flips
+
+    rng = np.random.default_rng(seed)
+    n = 500
+    D = np.column_stack(
+        [
+            rng.integers(-3, 4, n) * 0.05,
+            np.where(rng.random(n) < 0.02, rng.integers(-1, 2, n) * 0.05, 0.0),
+            np.full(n, 0.125),
+            rng.normal(size=n) * np.exp(rng.normal(size=n) * 5),
+            rng.normal(0.05, 1.0, n),
+            np.zeros(n),
+        ]
+    )
+    D[: n // 3, 4] = 0.0
+    fast = _sign_flips.permutation_p(n, D, [], 3000, seed)
+    recomputed = []
+    float32_sums = _sign_flips._float32_sums
+
+    def counted(bits, d, total, threshold, buffers):
+        X = float32_sums(bits, d, total, threshold, buffers)
+        recomputed.append(np.abs(X - bits.astype(np.float64) @ d).max())
+        return bits.astype(np.float64) @ d
+
+    monkeypatch.setattr(_sign_flips, "_float32_sums", counted)
+    slow = _sign_flips.permutation_p(n, D, [], 3000, seed)
+    assert fast[0].tolist() == slow[0].tolist() and fast[2] is slow[2] is False
+    assert max(recomputed) > 0  # (the float32 sums do differ from float64's)
+
+
 def test_queries_for_power_is_the_normal_approximation():
     assert queries_for_power(0.1, 0.5) == math.ceil((Z80 * 0.5 / 0.1) ** 2) == 197
     assert queries_for_power(-0.1, 0.5) == 197

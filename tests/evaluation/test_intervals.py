@@ -94,3 +94,57 @@ def test_whole_number_and_repeated_columns_get_the_bits_of_the_query_by_query_su
     assert got.tobytes() == loop.tobytes()
     assert not np.signbit(got[:, 10]).any()  # the column of -0.0: +0.0 totals, as the loop gives
     assert totals(counts, columns[:, 4]).tobytes() == loop[:, 4].tobytes()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ratio_intervals_are_the_percentile_intervals_of_every_replicate_to_the_bit(seed, monkeypatch):
+    """The intervals of ratio statistics sum query by query only the replicates near the four ranks each interval
+    reads: on columns with ties between replicates (thirds, twentieths, one value for every query), cancellation
+    (1e16 + 1 - 1e16), tiny values and denominators that are sometimes 0, every interval is the one of
+    :func:`collect`'s replicates, bit for bit, and most are decided from a few replicates."""
+    from invarirank.evaluation import _bootstrap, _ratio_intervals
+
+    planned = []
+    plan = _ratio_intervals._plan
+    monkeypatch.setattr(_ratio_intervals, "_plan", lambda *a: planned.append(plan(*a)) or planned[-1])
+    rng = np.random.default_rng(seed)
+    for trial in range(12):
+        Q, B = int(rng.integers(2, 300)), int(rng.integers(1, 400))
+        n = rng.integers(1, 30, Q).astype(float)
+        has = (rng.random(Q) < 0.8).astype(float)
+        numerators = [
+            rng.random(Q) * n,
+            rng.integers(0, 3, Q) / 3.0,
+            rng.integers(0, 20, Q) * 0.05,
+            np.full(Q, 0.4202),
+            np.tile([1e16, 1.0, -1e16, 1.0], Q)[:Q],
+            rng.normal(size=Q) * 1e-300,
+            np.where(has > 0, rng.random(Q), 0.0),
+        ]
+        columns = np.column_stack([n, has, *numerators, rng.integers(0, 5, Q).astype(float)])
+        ratios = {f"r{j}": (2 + j, j % 2) for j in range(len(numerators) + 1)}
+        custom = {"mean_n": lambda Y: Y[:, 0] / 7.0}
+        for level in (0.95, 0.5):
+            _bootstrap._shared_counts.cache_clear()
+            got, reps = _ratio_intervals.ratio_intervals(Q, B, trial, columns, ratios, level, custom, [0])
+            every = collect(Q, B, trial, columns, {k: ratio(a, d) for k, (a, d) in ratios.items()})
+            for k in ratios:
+                want = percentile_interval(every[k], level)
+                assert (got[k] is None) == (want is None)
+                assert want is None or [x.hex() for x in got[k]] == [x.hex() for x in want], (trial, k)
+            assert reps["mean_n"].tobytes() == (collect(Q, B, trial, columns, custom)["mean_n"]).tobytes()
+    decided = [p for p in planned if p is not None and len(p.rows) <= _ratio_intervals._FEW]
+    assert len(decided) > len(planned) / 2
+
+
+def test_ratio_intervals_of_resamples_drawn_per_call_take_every_replicate(monkeypatch):
+    """Past the shared resamples' size the counts come in blocks drawn again per call: every replicate is summed."""
+    from invarirank.evaluation import _ratio_intervals
+
+    monkeypatch.setattr(_ratio_intervals, "_SHARED_CELLS", 0)
+    rng = np.random.default_rng(5)
+    columns = np.column_stack([rng.integers(1, 9, 50).astype(float), rng.random(50), rng.random(50)])
+    custom = {"b": lambda Y: Y[:, 2]}
+    got, reps = _ratio_intervals.ratio_intervals(50, 120, 3, columns, {"a": (1, 0)}, 0.95, custom, [2])
+    every = collect(50, 120, 3, columns, {"a": ratio(1, 0), **custom})
+    assert got["a"] == percentile_interval(every["a"]) and reps["b"].tobytes() == every["b"].tobytes()
