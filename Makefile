@@ -7,6 +7,10 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 INVARIRANK := $(VENV)/bin/invarirank
+# the test suite on the machine's cores (pytest-xdist, at most 4 workers: each may hold a model); a test module runs
+# on one worker and the tests that start vLLM or Ray share one (tests/conftest.py). PYTEST_WORKERS=0: one process
+PYTEST_WORKERS ?= auto
+PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup
 INVARIRANK_CACHE ?= $(HOME)/.cache/invarirank
 TORCH_VERSION ?= 2.13.0
 GRID ?= configs/grid-default.yaml
@@ -76,7 +80,7 @@ setup: venv system vllm-venv
 # INVARIRANK_REQUIRE_ALL=1: a missing prerequisite (torch, transformers, MathJax, Chromium) fails its tests with a
 # clear message instead of skipping them (tests/conftest.py), so `make test` never passes by testing less
 test: setup lint
-	INVARIRANK_REQUIRE_ALL=1 $(PY) -m pytest -q
+	INVARIRANK_REQUIRE_ALL=1 $(PYTEST)
 
 # ruff (rules, format and line length in pyproject.toml) over every Python source, mypy over the packages it has
 # started on (pyproject.toml's [tool.mypy] files); ruff and mypy come with the light install
@@ -89,7 +93,7 @@ lint: venv-light
 # tests marked `slow` (real models, the book build) are left out, and a test whose prerequisite is missing (torch,
 # transformers, jupytext, ...) is skipped rather than failed
 test-fast: venv-light
-	$(PY) -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 bench: setup
 	$(PY) -m pip install -q --disable-pip-version-check -e ".[bench]" "torch==$(TORCH_VERSION)"

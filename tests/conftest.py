@@ -29,6 +29,21 @@ def _require(report) -> None:
         )
 
 
+#: the markers of tests that start a service: a vLLM engine or server, a local Ray cluster
+SERVICE_MARKERS = ("vllm", "server", "cluster")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Groups for pytest-xdist's ``--dist loadgroup`` (``make test`` runs the suite on the machine's cores): a test
+    module's tests run on one worker, one after another, so its module-scoped fixtures (a built book, a served
+    model) are set up once; and every test that starts a service shares one group, so two engines or clusters never
+    start at once (two vLLM engines starting side by side on two cores failed to start one of them: they race for
+    ports and shared memory). Without xdist the marker does nothing."""
+    for item in items:
+        service = any(item.get_closest_marker(name) for name in SERVICE_MARKERS)
+        item.add_marker(pytest.mark.xdist_group("services" if service else item.nodeid.split("::")[0]))
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):  # importorskip inside a test or fixture
     outcome = yield

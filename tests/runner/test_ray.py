@@ -28,6 +28,8 @@ from tests.support.runner import Killed, calibration_candidates, kill_after  # n
 ray = pytest.importorskip("ray")
 from tests.support import ROOT  # noqa: E402
 
+pytestmark = pytest.mark.cluster  # starts a local Ray: never beside another service (tests/conftest.py)
+
 PUBLISHED = ("observations.jsonl.gz", "metrics.json", "manifest.json")
 FILES = ("observations.jsonl", "metrics.json", "calibration.json", "manifest.json")
 
