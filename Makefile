@@ -8,9 +8,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 INVARIRANK := $(VENV)/bin/invarirank
 # the test suite on the machine's cores (pytest-xdist, at most 4 workers: each may hold a model); a test module runs
-# on one worker and the tests that start vLLM or Ray share one (tests/conftest.py). PYTEST_WORKERS=0: one process
+# on one worker and the modules that start vLLM or Ray share one (tests/conftest.py). PYTEST_WORKERS=0: one process
 PYTEST_WORKERS ?= auto
-PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadgroup
+PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --maxprocesses 4
 INVARIRANK_CACHE ?= $(HOME)/.cache/invarirank
 TORCH_VERSION ?= 2.13.0
 GRID ?= configs/grid-default.yaml

@@ -29,19 +29,33 @@ def _require(report) -> None:
         )
 
 
-#: the markers of tests that start a service: a vLLM engine or server, a local Ray cluster
-SERVICE_MARKERS = ("vllm", "server", "cluster")
+#: the test modules whose tests start a service (a vLLM engine or server, a local Ray; marked ``vllm``, ``server`` or
+#: ``cluster``, which tests/structure/test_test_layout.py holds to this set)
+SERVICE_MODULES = frozenset(
+    {
+        "tests/audit/test_served_vllm.py",
+        "tests/benchmarks/test_vllm_committed_run.py",
+        "tests/llm/test_vllm_backend.py",
+        "tests/runner/test_ray.py",
+    }
+)
 
 
-def pytest_collection_modifyitems(config, items):
-    """Groups for pytest-xdist's ``--dist loadgroup`` (``make test`` runs the suite on the machine's cores): a test
-    module's tests run on one worker, one after another, so its module-scoped fixtures (a built book, a served
-    model) are set up once; and every test that starts a service shares one group, so two engines or clusters never
-    start at once (two vLLM engines starting side by side on two cores failed to start one of them: they race for
-    ports and shared memory). Without xdist the marker does nothing."""
-    for item in items:
-        service = any(item.get_closest_marker(name) for name in SERVICE_MARKERS)
-        item.add_marker(pytest.mark.xdist_group("services" if service else item.nodeid.split("::")[0]))
+@pytest.hookimpl(optionalhook=True)  # (a hook of pytest-xdist, which the test extras install)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scheduling for ``make test`` (``-n``): a test module's tests run on one worker, one after
+    another, so its module-scoped fixtures (a built book, a served model) are set up once (xdist's ``loadfile``);
+    and the modules of :data:`SERVICE_MODULES` all run on one worker, so two engines or clusters never start at once
+    (two vLLM engines starting side by side on two cores failed to start one of them). Not ``--dist loadgroup``:
+    with pytest 9 it no longer reads the groups (it renames a test by an attribute pytest stopped using)."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModuleScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "services" if path in SERVICE_MODULES else path
+
+    return ModuleScheduling(config, log)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -1,0 +1,43 @@
+"""The test suite's own layout: the modules that start a service are the ones ``make test``'s scheduling keeps on one
+worker (:data:`tests.conftest.SERVICE_MODULES`)."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import SERVICE_MODULES
+from tests.support import ROOT
+
+#: a marker of a test that starts a service, as a module writes it
+SERVICE_MARK = re.compile(r"pytest\.mark\.(vllm|server|cluster)\b")
+
+
+def test_service_modules_are_the_modules_marked_as_starting_a_service():
+    marked = {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "tests").rglob("test_*.py")
+        if SERVICE_MARK.search(path.read_text(encoding="utf-8"))
+    }
+    assert marked == set(SERVICE_MODULES), (
+        "a test module that marks tests vllm, server or cluster must be in tests.conftest.SERVICE_MODULES (and only "
+        f"those): marked {sorted(marked)}, listed {sorted(SERVICE_MODULES)}"
+    )
+    assert all((ROOT / path).is_file() for path in SERVICE_MODULES)
+
+
+def test_the_scheduler_keeps_a_module_together_and_the_services_on_one_worker():
+    import pytest
+
+    pytest.importorskip("xdist")
+    from xdist.remote import Producer
+
+    from tests.conftest import pytest_xdist_make_scheduler
+
+    class Config:  # what the scheduler reads of pytest's config: two workers (`-n 2`)
+        def getvalue(self, name):
+            return ["2*popen"] if name == "tx" else None
+
+    sched = pytest_xdist_make_scheduler(Config(), Producer("test", enabled=False))
+    scope = sched._split_scope
+    assert scope("tests/test_io.py::test_a") == scope("tests/test_io.py::test_b") == "tests/test_io.py"
+    assert {scope(f"{path}::test_x") for path in SERVICE_MODULES} == {"services"}
