@@ -7,10 +7,14 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 INVARIRANK := $(VENV)/bin/invarirank
-# the test suite on the machine's cores (pytest-xdist, at most 4 workers: each may hold a model); a test module runs
-# on one worker and the modules that start vLLM or Ray share one (tests/conftest.py). PYTEST_WORKERS=0: one process
-PYTEST_WORKERS ?= auto
+# the test suite on the machine's cores (pytest-xdist, at most 4 workers); a test module runs on one worker and the
+# modules that start vLLM or Ray share one (tests/conftest.py). `make test` takes one worker a core only with 32 GiB
+# of memory or more (two workers peaked at 20 of 23.5 GiB on the project's 2-core machine: a vLLM engine beside a
+# model test), else one process; `make test-fast` (no model, no engine) always. PYTEST_WORKERS=N overrides.
+MEM_GIB := $(shell awk '/^MemTotal/ {print int($$2 / 1048576)}' /proc/meminfo 2>/dev/null)
+PYTEST_WORKERS ?= $(shell [ "0$(MEM_GIB)" -ge 32 ] && echo auto || echo 0)
 PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --maxprocesses 4
+PYTEST_FAST := $(PY) -m pytest -q -n auto --maxprocesses 4
 INVARIRANK_CACHE ?= $(HOME)/.cache/invarirank
 TORCH_VERSION ?= 2.13.0
 GRID ?= configs/grid-default.yaml
@@ -93,7 +97,7 @@ lint: venv-light
 # tests marked `slow` (real models, the book build) are left out, and a test whose prerequisite is missing (torch,
 # transformers, jupytext, ...) is skipped rather than failed
 test-fast: venv-light
-	$(PYTEST) -m "not slow"
+	$(PYTEST_FAST) -m "not slow"
 
 bench: setup
 	$(PY) -m pip install -q --disable-pip-version-check -e ".[bench]" "torch==$(TORCH_VERSION)"
