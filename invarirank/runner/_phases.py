@@ -308,7 +308,8 @@ def run_status(config: RunConfig, folder: str | Path) -> RunStatus:
     ``config``'s identity (with its input files' content: :func:`wanted_identity`) and the current scoring
     versions of its scorer kind (:func:`invarirank.llm.factory.scoring_versions`): ``missing``, ``incomplete``,
     ``mismatch``, ``outdated``, ``old-metrics`` or ``complete``. A complete choice run that recorded its chat
-    frame's hash (``frame_sha256``) is ``outdated`` when today's tokenizer renders another frame."""
+    frame's hash (``frame_sha256``) is ``outdated`` when today's tokenizer renders another frame (compared only where
+    transformers is installed)."""
     status = RunFolder(folder).status(wanted_identity(config), stored_identity, scoring_versions(config.scorer))
     if status == "complete" and config.scorer == "choice":
         # the rendered chat frame's hash, compared only where the run recorded one (paper tokenizers, dated
@@ -319,6 +320,10 @@ def run_status(config: RunConfig, folder: str | Path) -> RunStatus:
         if "frame_sha256" in stored:
             from ..llm._choice import current_frame_sha256
 
-            if current_frame_sha256(config.model, stored) != stored["frame_sha256"]:
+            try:
+                current = current_frame_sha256(config.model, stored)
+            except ImportError:  # a torch-free install (the light one, a reader of committed runs) cannot render
+                current = None  # the frame: it is not compared there, and the files decide the status alone
+            if current is not None and current != stored["frame_sha256"]:
                 return "outdated"
     return status

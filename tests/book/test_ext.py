@@ -13,6 +13,8 @@ import pytest
 
 from tests.support import ROOT
 
+pytest.importorskip("sphinx")  # the extension imports it (the book extra; not in the light install)
+
 _spec = importlib.util.spec_from_file_location("launch_source", ROOT / "book" / "_ext" / "launch_source.py")
 ext = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ext)

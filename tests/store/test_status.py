@@ -104,3 +104,23 @@ def test_a_scorer_or_template_version_change_makes_a_run_outdated_and_old_metric
     refresh_metrics(folder)
     assert run_status(config, folder) == "complete"
     assert (folder / "metrics.json").read_bytes() == (run / "metrics.json").read_bytes()
+
+
+@pytest.mark.committed
+def test_a_choice_run_reads_complete_where_the_tokenizer_cannot_be_loaded(monkeypatch):
+    """A torch-free install (`make test-fast`, a reader of committed runs) cannot render a choice run's chat frame:
+    the status comes from the files alone instead of a ModuleNotFoundError."""
+    from invarirank.llm import _choice
+
+    choice = [
+        p for p in COMMITTED if read_json(p / "manifest.json").get("model", {}).get("options", {}).get("frame_sha256")
+    ]
+    if not choice:
+        pytest.skip("no committed choice run records its frame's hash")
+
+    def missing(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'transformers'")
+
+    monkeypatch.setattr(_choice, "current_frame_sha256", missing)
+    for run in choice:
+        assert run_status(RunConfig.from_manifest(read_json(run / "manifest.json")), run) == "complete", run.name
