@@ -96,6 +96,24 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
+def _one_process(env: dict[str, str], config: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    """The CPU build on one device: the engine core and its model worker inside the worker process.
+
+    By default vLLM starts two more processes (the engine core, then its model worker), each importing torch and
+    vLLM again: ~20 of the ~30 s an engine start costs on an idle 2-core machine, and ~1 GB of memory each. On the
+    CPU nothing overlaps across them (the model's threads take every core), so one process scores the same prompts
+    with the same log-probs in the same time. OpenMP's thread count is fixed before torch loads (vLLM's model
+    worker process did it for itself), to the CPUs this process may use. Each setting can be overridden from the
+    environment: ``VLLM_ENABLE_V1_MULTIPROCESSING=1`` restores the separate processes."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    env = {**env}
+    env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    env.setdefault("OMP_NUM_THREADS", str(cpus))
+    if env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0":
+        config = {**config, "distributed_executor_backend": "uni"}
+    return env, config
+
+
 _PROBE = (
     "import importlib.metadata as m, json\n"
     "v = None\n"
@@ -142,13 +160,16 @@ class VLLMWorker:
 
     def _start(self) -> subprocess.Popen[str]:
         self._log = tempfile.NamedTemporaryFile("w+", prefix="invarirank-vllm-", suffix=".log", delete=False)
+        env, config = _worker_env(), dict(self.config)
+        if probe(self.python)["device_type"] == "cpu" and config["tensor_parallel_size"] == 1:
+            env, config = _one_process(env, config)
         proc = subprocess.Popen(
-            [self.python, str(WORKER), json.dumps(self.config)],
+            [self.python, str(WORKER), json.dumps(config)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
             text=True,
-            env=_worker_env(),
+            env=env,
             start_new_session=True,  # its engine processes form one group, stopped together
         )
         self._proc = proc

@@ -6,12 +6,14 @@ module of the package.
 Why a worker process and not an in-process import: vLLM's CPU build needs transformers < 5.20 and the main venv
 has 5.24; its engine starts processes of its own (multiprocessing spawn) and sets process-wide thread bindings;
 and a worker that exits frees everything the engine held. One worker serves one scorer for its whole life, so the
-engine starts once (about 160 s on the busy 2-core machine).
+engine starts once (~15 s on an idle 2-core machine: on the CPU the client asks for the engine inside this
+process, :func:`invarirank.llm._vllm_backend._one_process`).
 
 Protocol (stdin → stdout; vLLM's own logging goes to stderr, the protocol has a private copy of stdout):
 
 * start: ``CONFIG_JSON`` = ``{"model": FOLDER, "dtype": "float32", "max_model_len": N, "max_logprobs": M,
-  "seed": S, "enforce_eager": bool or null, "tensor_parallel_size": N}`` (``enforce_eager`` null: eager on the
+  "seed": S, "enforce_eager": bool or null, "tensor_parallel_size": N, "distributed_executor_backend": null or
+  "uni"}`` (``enforce_eager`` null: eager on the
   CPU, where it starts in a fraction of the time, compiled graphs elsewhere); the worker answers
   ``{"ready": true, "vllm_version": ...}``.
 * ``{"op": "next", "prompts": [[ids]...], "token_ids": [[ids]...]}`` → ``{"logprobs": [[float]...],
@@ -110,6 +112,7 @@ def main() -> None:
         enable_prefix_caching=True,
         enforce_eager=current_platform.is_cpu() if eager is None else bool(eager),
         tensor_parallel_size=int(cfg.get("tensor_parallel_size", 1)),
+        distributed_executor_backend=cfg.get("distributed_executor_backend"),
     )
     _answer(out, {"ready": True, "vllm_version": vllm.__version__})
     ops = {"next": _next, "prompt": _prompt}

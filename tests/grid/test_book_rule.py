@@ -23,7 +23,10 @@ from invarirank.grid._book import book_runs, load_book_config
 from invarirank.runner import RunConfig, run_status
 from tests.support import ROOT
 
-pytestmark = pytest.mark.usefixtures("private_cache")
+#: the tests that compute runs write into a private cache; the two that read the committed runs use the user's, where
+#: `make setup` prepared the models whose tokenizers the committed runs' status checks load (a private one would
+#: convert Qwen2.5's GGUF file again: minutes)
+computes = pytest.mark.usefixtures("private_cache")
 
 _DEFAULTS = (
     "defaults: {dataset: synthetic, retriever: none, scorer: simulated, M: 3, n_queries: 6, sample_k: 6, seed: 4, "
@@ -63,6 +66,7 @@ def _compute(grid_file: Path, results: Path, work: Path) -> None:
         ensure_run(config, results, work, progress=False)
 
 
+@computes
 def test_a_complete_paper_grid_takes_over_the_main_results_and_gives_them_back(tmp_path):
     rule = _rule(tmp_path)
     results, work = tmp_path / "results", tmp_path / "work"
@@ -88,6 +92,7 @@ def test_a_complete_paper_grid_takes_over_the_main_results_and_gives_them_back(t
     assert _shown(rule, results) == ("paper-cpu", {"paper": ["pp-k6-all"]})
 
 
+@computes
 def test_the_declared_runs_get_pages_a_run_outside_the_grid_file_a_row_and_a_declared_run_in_progress_an_error(
     tmp_path,
 ):
@@ -153,6 +158,7 @@ def test_a_bad_rule_is_one_line_naming_the_file_and_field(tmp_path, text, messag
     assert str(rule) in str(err.value) and "\n" not in str(err.value)
 
 
+@computes
 def test_the_grid_main_run_honours_the_main_k(tmp_path):
     (tmp_path / "g.yaml").write_text(PAPER)
     grid = load_grid(tmp_path / "g.yaml")
@@ -163,6 +169,7 @@ def test_the_grid_main_run_honours_the_main_k(tmp_path):
     assert isinstance(grid.runs[0], RunConfig)
 
 
+@computes
 def test_build_book_writes_a_page_per_complete_run_of_every_grid_and_computes_nothing(tmp_path, monkeypatch):
     """``invarirank book``'s page plan, with papermill replaced by a stand-in that records each page: a page per
     complete run under ``<build>/<grid>/rerank/`` (none for a run in shards, none for a grid without runs), the

@@ -61,13 +61,16 @@ class VLLMServer:
             VLLM_NO_USAGE_STATS="1",
             VLLM_CPU_KVCACHE_SPACE="2",
             VLLM_CPU_OMP_THREADS_BIND="0-1",
+            # the model in the engine-core process (one process fewer to start; see _vllm_backend._one_process)
+            VLLM_ENABLE_V1_MULTIPROCESSING="0",
+            OMP_NUM_THREADS="2",
             HF_HUB_OFFLINE="1",
             TRANSFORMERS_OFFLINE="1",
         )
         cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.folder),
                "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(self.port),
                "--dtype", "float32", "--max-model-len", "4096", "--max-logprobs", "64", "--enforce-eager",
-               "--seed", "0"]  # fmt: skip
+               "--seed", "0", "--distributed-executor-backend", "uni"]  # fmt: skip
         t0 = time.perf_counter()
         with self.log.open("a") as fh:
             self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
