@@ -10,6 +10,9 @@ import pytest
 
 #: hypothesis keeps its example database and constants cache under ``.hypothesis/``: outside the repository
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "invarirank-hypothesis"))
+#: the vLLM engines the tests start (the backend's worker, the test server) keep a 1 GiB key/value cache, not the
+#: backend's 2 GiB: ~23,000 tokens of SmolLM2, far more than a test's prompts, and 1 GB less beside the other worker
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 #: ``make test`` sets it: a test skipped for a missing prerequisite (``pytest.importorskip`` of torch, transformers,
 #: gguf, implicit, ...) fails instead, with the reason, so a broken install cannot pass by testing less

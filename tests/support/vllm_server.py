@@ -2,9 +2,11 @@
 
 The venv's Python is ``$INVARIRANK_VLLM_PYTHON`` or the repository's ``.venv-vllm/bin/python`` (``make setup``
 builds it). :class:`VLLMServer` starts ``vllm.entrypoints.openai.api_server`` on a free port with the settings
-the machine needs (the engine's queues on 127.0.0.1, no usage report, a 2 GiB KV cache, two OpenMP threads; see
-the set-up page), waits until ``/v1/models`` answers, and stops it with SIGTERM to its process group (SIGKILL
-after 30 s). Each start costs ~30-90 s and ~5 GB: a test module starts it once.
+the machine needs (the engine's queues on 127.0.0.1, no usage report, a 2 GiB KV cache unless
+``$VLLM_CPU_KVCACHE_SPACE`` says otherwise (the tests' conftest: 1), two OpenMP threads, the model inside the
+engine-core process; see the set-up page), waits until ``/v1/models`` answers, and stops it with SIGTERM to its
+process group (SIGKILL after 30 s). Each start costs ~20-50 s and ~3 GB (measured PSS with a 1 GiB cache): a
+test module starts it once.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ class VLLMServer:
         env.update(
             VLLM_HOST_IP="127.0.0.1",
             VLLM_NO_USAGE_STATS="1",
-            VLLM_CPU_KVCACHE_SPACE="2",
+            VLLM_CPU_KVCACHE_SPACE=os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
             VLLM_CPU_OMP_THREADS_BIND="0-1",
             # the model in the engine-core process (one process fewer to start; see _vllm_backend._one_process)
             VLLM_ENABLE_V1_MULTIPROCESSING="0",
