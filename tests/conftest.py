@@ -44,12 +44,30 @@ SERVICE_MODULES = frozenset(
 )
 
 
+#: the longest work units, longest first (idle 2-core machine, two workers, 2026-12-05: the services ~480 s, the
+#: book build 95 s, the student lab 82 s, ...): handed out before the rest, so the run does not end with one worker
+#: on a long module while the other waits (xdist would otherwise order by test count, and these have few tests).
+#: A stale list costs only time.
+LONGEST_FIRST = (
+    "services",
+    "tests/book/test_build.py",
+    "tests/book/test_student_lab.py",
+    "tests/llm/test_qwen.py",
+    "tests/book/test_verdicts.py",
+    "tests/runner/test_real.py",
+    "tests/test_front_door.py",
+    "tests/llm/test_real.py",
+    "tests/llm/test_paper_tokenizers.py",
+)
+
+
 @pytest.hookimpl(optionalhook=True)  # (a hook of pytest-xdist, which the test extras install)
 def pytest_xdist_make_scheduler(config, log):
     """pytest-xdist's scheduling for ``make test`` (``-n``): a test module's tests run on one worker, one after
     another, so its module-scoped fixtures (a built book, a served model) are set up once (xdist's ``loadfile``);
     and the modules of :data:`SERVICE_MODULES` all run on one worker, so two engines or clusters never start at once
-    (two vLLM engines starting side by side on two cores failed to start one of them). Not ``--dist loadgroup``:
+    (two vLLM engines starting side by side on two cores failed to start one of them); the units of
+    :data:`LONGEST_FIRST` go first. Not ``--dist loadgroup``:
     with pytest 9 it no longer reads the groups (it renames a test by an attribute pytest stopped using)."""
     from xdist.scheduler import LoadFileScheduling
 
@@ -57,6 +75,12 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
             return "services" if path in SERVICE_MODULES else path
+
+        def _assign_work_unit(self, node) -> None:
+            for scope in reversed(LONGEST_FIRST):  # to the front of xdist's queue (an OrderedDict), longest first
+                if scope in self.workqueue:
+                    self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
 
     return ModuleScheduling(config, log)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import SERVICE_MODULES
+from tests.conftest import LONGEST_FIRST, SERVICE_MODULES
 from tests.support import ROOT
 
 #: a marker of a test that starts a service, as a module writes it
@@ -41,3 +41,39 @@ def test_the_scheduler_keeps_a_module_together_and_the_services_on_one_worker():
     scope = sched._split_scope
     assert scope("tests/test_io.py::test_a") == scope("tests/test_io.py::test_b") == "tests/test_io.py"
     assert {scope(f"{path}::test_x") for path in SERVICE_MODULES} == {"services"}
+
+
+def test_the_longest_units_are_handed_out_first():
+    import pytest
+
+    pytest.importorskip("xdist")
+    from collections import OrderedDict
+
+    from xdist.remote import Producer
+
+    from tests.conftest import pytest_xdist_make_scheduler
+
+    assert LONGEST_FIRST[0] == "services" and all((ROOT / path).is_file() for path in LONGEST_FIRST[1:])
+
+    class Config:
+        def getvalue(self, name):
+            return ["2*popen"] if name == "tx" else None
+
+    class Node:  # what the scheduler asks of a worker: run these tests of its collection
+        def __init__(self):
+            self.sent = []
+
+        def send_runtest_some(self, indexes):
+            self.sent.append(indexes)
+
+    sched = pytest_xdist_make_scheduler(Config(), Producer("test", enabled=False))
+    node = Node()
+    collection = ["tests/a.py::t1", "tests/a.py::t2", f"{LONGEST_FIRST[2]}::t", f"{sorted(SERVICE_MODULES)[0]}::t"]
+    sched.registered_collections[node] = collection
+    sched.workqueue = OrderedDict()
+    for n in collection:  # xdist's queue: a unit per scope, in collection order
+        sched.workqueue.setdefault(sched._split_scope(n), {})[n] = False
+    for _ in range(3):
+        sched._assign_work_unit(node)
+    # the services first, then the student lab, then the rest in xdist's order
+    assert node.sent == [[3], [2], [0, 1]]
