@@ -14,6 +14,28 @@ os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gett
 #: backend's 2 GiB: ~23,000 tokens of SmolLM2, far more than a test's prompts, and 1 GB less beside the other worker
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
+
+def _share_the_cores() -> None:
+    """Under pytest-xdist, each worker's models take its share of the CPUs: torch's threads
+    (``$INVARIRANK_THREADS``) and a vLLM engine's bound cores (``$VLLM_CPU_OMP_THREADS_BIND``: worker ``gw<i>``
+    the i-th share). Two workers each running two bound threads on two cores stall at every OpenMP barrier: the
+    served-model tests took 2-3 times as long beside another busy process (measured 23.5 s against 10.8 s). Set
+    either variable to choose otherwise; one process (``-n 0``) keeps every core."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if workers < 2 or not name.startswith("gw") or len(cpus) < workers:
+        return
+    share = len(cpus) // workers
+    index = int(name[2:]) % workers
+    os.environ.setdefault("INVARIRANK_THREADS", str(share))
+    os.environ.setdefault(
+        "VLLM_CPU_OMP_THREADS_BIND", ",".join(str(c) for c in cpus[index * share : (index + 1) * share])
+    )
+
+
+_share_the_cores()
+
 #: ``make test`` sets it: a test skipped for a missing prerequisite (``pytest.importorskip`` of torch, transformers,
 #: gguf, implicit, ...) fails instead, with the reason, so a broken install cannot pass by testing less
 REQUIRE_ALL = os.environ.get("INVARIRANK_REQUIRE_ALL") == "1"

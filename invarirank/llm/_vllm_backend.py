@@ -96,6 +96,22 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
+def bound_cores(spec: str) -> int:
+    """How many CPUs vLLM's ``VLLM_CPU_OMP_THREADS_BIND`` binds for the first rank: ``"0-3"`` 4, ``"0,2,5"`` 3,
+    ``"0-1|2-3"`` (one list per rank) 2; ``"auto"``, ``"nobind"`` or anything else: the CPUs this process may use."""
+    first = spec.split("|", 1)[0].strip()
+    try:
+        count = 0
+        for part in first.split(","):
+            lo, _, hi = part.partition("-")
+            count += int(hi) - int(lo) + 1 if hi else (int(lo) >= 0)
+        if count >= 1:
+            return count
+    except ValueError:
+        pass
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+
+
 def _one_process(env: dict[str, str], config: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
     """The CPU build on one device: the engine core and its model worker inside the worker process.
 
@@ -103,12 +119,11 @@ def _one_process(env: dict[str, str], config: dict[str, Any]) -> tuple[dict[str,
     vLLM again: ~20 of the ~30 s an engine start costs on an idle 2-core machine, and ~1 GB of memory each. On the
     CPU nothing overlaps across them (the model's threads take every core), so one process scores the same prompts
     with the same log-probs in the same time. OpenMP's thread count is fixed before torch loads (vLLM's model
-    worker process did it for itself), to the CPUs this process may use. Each setting can be overridden from the
-    environment: ``VLLM_ENABLE_V1_MULTIPROCESSING=1`` restores the separate processes."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    worker process did it for itself), to the CPUs ``VLLM_CPU_OMP_THREADS_BIND`` binds. Each setting can be
+    overridden from the environment: ``VLLM_ENABLE_V1_MULTIPROCESSING=1`` restores the separate processes."""
     env = {**env}
     env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    env.setdefault("OMP_NUM_THREADS", str(cpus))
+    env.setdefault("OMP_NUM_THREADS", str(bound_cores(env["VLLM_CPU_OMP_THREADS_BIND"])))
     if env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0":
         config = {**config, "distributed_executor_backend": "uni"}
     return env, config

@@ -53,6 +53,18 @@ def test_backend_values_are_checked():
         check_scorer_options("choice", {"backend": "gpu"})
 
 
+def test_the_cpu_engine_runs_in_one_process_with_the_bound_cores_as_threads(monkeypatch):
+    assert [vllm_backend.bound_cores(x) for x in ("0-3", "0,2,5", "0-1|2-3", "3")] == [4, 3, 2, 1]
+    monkeypatch.setattr(vllm_backend.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert vllm_backend.bound_cores("auto") == vllm_backend.bound_cores("nobind") == 3
+    env, config = vllm_backend._one_process({"VLLM_CPU_OMP_THREADS_BIND": "4-5"}, {"tensor_parallel_size": 1})
+    assert (env["OMP_NUM_THREADS"], env["VLLM_ENABLE_V1_MULTIPROCESSING"]) == ("2", "0")
+    assert config["distributed_executor_backend"] == "uni"
+    given = {"VLLM_CPU_OMP_THREADS_BIND": "0", "VLLM_ENABLE_V1_MULTIPROCESSING": "1", "OMP_NUM_THREADS": "7"}
+    env, config = vllm_backend._one_process(given, {"tensor_parallel_size": 1})
+    assert env == given and "distributed_executor_backend" not in config  # the user's settings win
+
+
 def test_missing_vllm_python_is_one_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("INVARIRANK_VLLM_PYTHON", str(tmp_path / "nowhere" / "python"))
     with pytest.raises(InvariRankError, match="INVARIRANK_VLLM_PYTHON=.*expected an executable Python"):

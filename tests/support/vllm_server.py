@@ -3,7 +3,8 @@
 The venv's Python is ``$INVARIRANK_VLLM_PYTHON`` or the repository's ``.venv-vllm/bin/python`` (``make setup``
 builds it). :class:`VLLMServer` starts ``vllm.entrypoints.openai.api_server`` on a free port with the settings
 the machine needs (the engine's queues on 127.0.0.1, no usage report, a 2 GiB KV cache unless
-``$VLLM_CPU_KVCACHE_SPACE`` says otherwise (the tests' conftest: 1), two OpenMP threads, the model inside the
+``$VLLM_CPU_KVCACHE_SPACE`` says otherwise (the tests' conftest: 1), OpenMP threads bound to
+``$VLLM_CPU_OMP_THREADS_BIND`` or else every CPU this process may use, the model inside the
 engine-core process; see the set-up page), waits until ``/v1/models`` answers, and stops it with SIGTERM to its
 process group (SIGKILL after 30 s). Each start costs ~20-50 s and ~3 GB (measured PSS with a 1 GiB cache): a
 test module starts it once.
@@ -19,6 +20,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from invarirank.llm._vllm_backend import bound_cores
 from tests.support import ROOT
 
 SERVED_NAME = "smollm2-135m"
@@ -58,14 +60,15 @@ class VLLMServer:
 
     def start(self, timeout: float = 600.0) -> None:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND") or ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
         env.update(
             VLLM_HOST_IP="127.0.0.1",
             VLLM_NO_USAGE_STATS="1",
             VLLM_CPU_KVCACHE_SPACE=os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
-            VLLM_CPU_OMP_THREADS_BIND="0-1",
+            VLLM_CPU_OMP_THREADS_BIND=bind,
             # the model in the engine-core process (one process fewer to start; see _vllm_backend._one_process)
             VLLM_ENABLE_V1_MULTIPROCESSING="0",
-            OMP_NUM_THREADS="2",
+            OMP_NUM_THREADS=str(bound_cores(bind)),
             HF_HUB_OFFLINE="1",
             TRANSFORMERS_OFFLINE="1",
         )
