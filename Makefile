@@ -9,9 +9,10 @@ PY := $(VENV)/bin/python
 INVARIRANK := $(VENV)/bin/invarirank
 # the test suite on the machine's cores (pytest-xdist); a test module runs on one worker, the modules that start vLLM
 # or Ray share one, the longest go first (tests/conftest.py). `make test` takes a worker per core, at most 4 and one
-# per 8 GiB of memory above 4 (two workers peaked at 12.9 of 23.5 GiB on the project's 2-core machine), else one
-# process; `make test-fast` (no model, no engine) a worker per core. PYTEST_WORKERS=N overrides (0: one process).
-MEM_GIB := $(shell awk '/^MemTotal/ {print int($$2 / 1048576)}' /proc/meminfo 2>/dev/null)
+# per 8 GiB of memory available above 4 (two workers peaked at 12.8 GiB used of 23.5 on the project's idle 2-core
+# machine), else one process; `make test-fast` (no model, no engine) a worker per core. PYTEST_WORKERS=N overrides
+# (0: one process).
+MEM_GIB := $(shell awk '/^MemAvailable/ {print int($$2 / 1048576)}' /proc/meminfo 2>/dev/null)
 PYTEST_WORKERS ?= $(shell m=$$(( ($(MEM_GIB)+0 - 4) / 8 )); c=$$(nproc 2>/dev/null || echo 1); \
 	n=$$(( m < c ? m : c )); n=$$(( n < 4 ? n : 4 )); [ $$n -ge 2 ] && echo $$n || echo 0)
 PYTEST := $(PY) -m pytest -q -n $(PYTEST_WORKERS) --maxprocesses 4
