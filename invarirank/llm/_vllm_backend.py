@@ -104,7 +104,8 @@ def bound_cores(spec: str) -> int:
         count = 0
         for part in first.split(","):
             lo, _, hi = part.partition("-")
-            count += int(hi) - int(lo) + 1 if hi else (int(lo) >= 0)
+            first_core = int(lo)  # ValueError: not a list of cores ("auto", "nobind")
+            count += int(hi) - first_core + 1 if hi else 1
         if count >= 1:
             return count
     except ValueError:

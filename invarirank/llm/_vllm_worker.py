@@ -6,16 +6,15 @@ module of the package.
 Why a worker process and not an in-process import: vLLM's CPU build needs transformers < 5.20 and the main venv
 has 5.24; its engine starts processes of its own (multiprocessing spawn) and sets process-wide thread bindings;
 and a worker that exits frees everything the engine held. One worker serves one scorer for its whole life, so the
-engine starts once (~15 s on an idle 2-core machine: on the CPU the client asks for the engine inside this
+engine starts once (~15 s on the 2-core machine: on the CPU the client asks for the engine inside this
 process, :func:`invarirank.llm._vllm_backend._one_process`).
 
 Protocol (stdin → stdout; vLLM's own logging goes to stderr, the protocol has a private copy of stdout):
 
 * start: ``CONFIG_JSON`` = ``{"model": FOLDER, "dtype": "float32", "max_model_len": N, "max_logprobs": M,
   "seed": S, "enforce_eager": bool or null, "tensor_parallel_size": N, "distributed_executor_backend": null or
-  "uni"}`` (``enforce_eager`` null: eager on the
-  CPU, where it starts in a fraction of the time, compiled graphs elsewhere); the worker answers
-  ``{"ready": true, "vllm_version": ...}``.
+  "uni"}`` (``enforce_eager`` null: eager on the CPU, where it starts in a fraction of the time, compiled graphs
+  elsewhere); the worker answers ``{"ready": true, "vllm_version": ...}``.
 * ``{"op": "next", "prompts": [[ids]...], "token_ids": [[ids]...]}`` → ``{"logprobs": [[float]...],
   "cached": [int...]}``: for each prompt (pre-tokenized: vLLM never re-tokenizes), the log-probability of each
   given id as the next token after the prompt (fixed ids, never a top-k that could miss one), and the prompt
