@@ -77,3 +77,25 @@ def test_the_longest_units_are_handed_out_first():
         sched._assign_work_unit(node)
     # the services first, then the student lab, then the rest in xdist's order
     assert node.sent == [[3], [2], [0, 1]]
+
+
+def test_each_xdist_worker_takes_its_share_of_the_cores(monkeypatch):
+    import os
+
+    import tests.conftest as conftest
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    for var in ("INVARIRANK_THREADS", "VLLM_CPU_OMP_THREADS_BIND"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    conftest._share_the_cores()
+    assert (os.environ["INVARIRANK_THREADS"], os.environ["VLLM_CPU_OMP_THREADS_BIND"]) == ("2", "2,3")
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0")  # a choice made outside is kept
+    conftest._share_the_cores()
+    assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "0"
+    for var in ("INVARIRANK_THREADS", "VLLM_CPU_OMP_THREADS_BIND"):
+        monkeypatch.delenv(var)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "1")  # one process keeps every core
+    conftest._share_the_cores()
+    assert "INVARIRANK_THREADS" not in os.environ and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ
