@@ -2,8 +2,8 @@
 127.0.0.1. ``invarirank audit --server`` end to end in both modes; the log-prob mode's label scores equal the
 project's choice scorer on the same prompt; a server stopped mid-audit and restarted completes with the rows of an
 uninterrupted audit (label log-probs: a request is one prompt pass, so the restart costs the engine start, not
-minutes of decoding on a 2-core machine). One engine start for the module, one more for the restart (each
-~20-50 s)."""
+minutes of decoding on a 2-core machine) and generates the same answers to two requests as before it. One engine
+start for the module, one more for the restart (each ~20-50 s)."""
 
 from __future__ import annotations
 
@@ -111,6 +111,8 @@ def test_a_server_stopped_mid_audit_and_restarted_completes_with_identical_rows(
     cmd = [sys.executable, "-m", "invarirank", "audit", "--server", server.url, "--model", SERVED_NAME, "--mode",
            "logprobs", "--candidates", str(candidates), "--m", "3", "--seed", "11", "--concurrency", "1",
            "--retries", "1", "--out", str(out)]  # fmt: skip
+    generated = ir.audit.served(server.url, SERVED_NAME, "generate", concurrency=1, seed=11, max_tokens=24)
+    before = ir.audit(generated, QUERIES[:1], M=2, seed=11)  # generation before the restart, compared below
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     journal = out / "journal.jsonl"
     deadline = time.time() + 600
@@ -136,3 +138,7 @@ def test_a_server_stopped_mid_audit_and_restarted_completes_with_identical_rows(
     ]
     # the label log-probs of a restarted engine: equal up to float32 rounding across the two engine lives
     np.testing.assert_allclose([r["scores"] for r in rows], [r["scores"] for r in fresh], atol=1e-4, rtol=0)
+    after = ir.audit(generated, QUERIES[:1], M=2, seed=11)  # and the same generated answers (seed 11, temperature 0)
+    assert [(r["output"], r["parse"], r["repairs"]) for r in after] == [
+        (r["output"], r["parse"], r["repairs"]) for r in before
+    ]
