@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 INVARIRANK := $(VENV)/bin/invarirank
 # the test suite on the machine's cores (pytest-xdist); a test module runs on one worker, the modules that start vLLM
 # or Ray share one, the longest go first (tests/conftest.py). `make test` takes a worker per core, at most 4 and one
-# per 8 GiB of memory available above 4 (two workers peaked at 12.8 GiB used of 23.5 on the project's idle 2-core
+# per 8 GiB of memory available above 4 (two workers used at most 12.8 GiB of 23.5 on the project's idle 2-core
 # machine), else one process; `make test-fast` (no model, no engine) a worker per core. PYTEST_WORKERS=N overrides
 # (0: one process).
 MEM_GIB := $(shell awk '/^MemAvailable/ {print int($$2 / 1048576)}' /proc/meminfo 2>/dev/null)
