@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from invarirank._limits import machine_cpus
 from invarirank.errors import InvariRankError
 
 #: the largest |score difference| the tests allow between the ``vllm`` and ``hf`` backends on one pass, float32
@@ -110,7 +111,7 @@ def bound_cores(spec: str) -> int:
             return count
     except ValueError:
         pass
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    return machine_cpus()
 
 
 def _one_process(env: dict[str, str], config: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:

@@ -25,7 +25,8 @@ def test_service_modules_are_the_modules_marked_as_starting_a_service():
     assert all((ROOT / path).is_file() for path in SERVICE_MODULES)
 
 
-def test_the_scheduler_keeps_a_module_together_and_the_services_on_one_worker():
+def _scheduler():
+    """``make test``'s scheduler (tests/conftest.py) for two workers (``-n 2``)."""
     import pytest
 
     pytest.importorskip("xdist")
@@ -33,31 +34,23 @@ def test_the_scheduler_keeps_a_module_together_and_the_services_on_one_worker():
 
     from tests.conftest import pytest_xdist_make_scheduler
 
-    class Config:  # what the scheduler reads of pytest's config: two workers (`-n 2`)
+    class Config:  # what the scheduler reads of pytest's config
         def getvalue(self, name):
             return ["2*popen"] if name == "tx" else None
 
-    sched = pytest_xdist_make_scheduler(Config(), Producer("test", enabled=False))
-    scope = sched._split_scope
+    return pytest_xdist_make_scheduler(Config(), Producer("test", enabled=False))
+
+
+def test_the_scheduler_keeps_a_module_together_and_the_services_on_one_worker():
+    scope = _scheduler()._split_scope
     assert scope("tests/test_io.py::test_a") == scope("tests/test_io.py::test_b") == "tests/test_io.py"
     assert {scope(f"{path}::test_x") for path in SERVICE_MODULES} == {"services"}
 
 
 def test_the_longest_units_are_handed_out_first():
-    import pytest
-
-    pytest.importorskip("xdist")
     from collections import OrderedDict
 
-    from xdist.remote import Producer
-
-    from tests.conftest import pytest_xdist_make_scheduler
-
     assert LONGEST_FIRST[0] == "services" and all((ROOT / path).is_file() for path in LONGEST_FIRST[1:])
-
-    class Config:
-        def getvalue(self, name):
-            return ["2*popen"] if name == "tx" else None
 
     class Node:  # what the scheduler asks of a worker: run these tests of its collection
         def __init__(self):
@@ -66,7 +59,7 @@ def test_the_longest_units_are_handed_out_first():
         def send_runtest_some(self, indexes):
             self.sent.append(indexes)
 
-    sched = pytest_xdist_make_scheduler(Config(), Producer("test", enabled=False))
+    sched = _scheduler()
     node = Node()
     collection = ["tests/a.py::t1", "tests/a.py::t2", f"{LONGEST_FIRST[2]}::t", f"{sorted(SERVICE_MODULES)[0]}::t"]
     sched.registered_collections[node] = collection

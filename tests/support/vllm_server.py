@@ -20,7 +20,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from invarirank.llm._vllm_backend import bound_cores
+from invarirank.llm._vllm_backend import _one_process, _worker_env
 from tests.support import ROOT
 
 SERVED_NAME = "smollm2-135m"
@@ -59,19 +59,9 @@ class VLLMServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self, timeout: float = 600.0) -> None:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND") or ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
-        env.update(
-            VLLM_HOST_IP="127.0.0.1",
-            VLLM_NO_USAGE_STATS="1",
-            VLLM_CPU_KVCACHE_SPACE=os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
-            VLLM_CPU_OMP_THREADS_BIND=bind,
-            # the model in the engine-core process (one process fewer to start; see _vllm_backend._one_process)
-            VLLM_ENABLE_V1_MULTIPROCESSING="0",
-            OMP_NUM_THREADS=str(bound_cores(bind)),
-            HF_HUB_OFFLINE="1",
-            TRANSFORMERS_OFFLINE="1",
-        )
+        # the backend worker's environment (offline, no usage report, queues on 127.0.0.1, the KV cache and bound
+        # cores of $VLLM_CPU_*), with the model in the engine-core process as the backend runs it on the CPU
+        env, _ = _one_process(_worker_env(), {"tensor_parallel_size": 1})
         cmd = [self.python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(self.folder),
                "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(self.port),
                "--dtype", "float32", "--max-model-len", "4096", "--max-logprobs", "64", "--enforce-eager",
