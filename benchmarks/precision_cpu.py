@@ -2,6 +2,11 @@
 
     python -m benchmarks.precision_cpu [--run results/evidence/smollm2-span-k10] [--queries 4]
         [--methods zero_shot,bootstrapping] [--json book/data/precision_cpu.json]
+    python -m benchmarks.precision_cpu --run results/paper-cpu/qwen25-span-k25 --grid configs/grid-paper-cpu.yaml ...
+
+``--run`` is a finished run's folder (its ``manifest.json`` and observations), or the folder of a run still being
+computed shard by shard (no manifest yet): then ``--grid`` names the grid file that declares it, its settings come
+from there and its committed rows from its committed query shards (``shards/*/records.jsonl``, in shard order).
 
 For the first ``--queries`` test queries of the committed run (in run order), every method of ``--methods`` is
 run on every presented order twice — once with the run's scorer in float32 (its committed setting: the rankings
@@ -75,33 +80,65 @@ def _verdicts(metrics: dict) -> dict[str, str]:
     return out
 
 
+def _committed(run: Path, grid: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The run's settings and its committed rows: a finished run's manifest and observations, else (a run
+    computed shard by shard, no manifest yet) the settings that ``grid`` declares for it and the rows of its
+    committed query shards, in shard order."""
+    from invarirank.evaluation import read_observations
+
+    if (run / "manifest.json").exists():
+        cfg = dict(json.loads((run / "manifest.json").read_text())["config"])
+        return cfg, list(read_observations(run / next(p.name for p in run.glob("observations.jsonl*"))))
+    if not grid:
+        sys.exit(f"--run {run}: no manifest.json (a run still being computed?); name its grid file with --grid")
+    from invarirank.grid import load_grid
+
+    try:
+        config = load_grid(grid, root=Path.cwd()).run(run.name)
+    except KeyError:
+        sys.exit(f"--grid {grid}: declares no run named {run.name!r} (the --run folder's name)")
+    shards = sorted(run.glob("shards/*/records.jsonl"))
+    if not shards:
+        sys.exit(f"--run {run}: no committed query shard (shards/*/records.jsonl)")
+    rows = [
+        row
+        for path in shards
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+        for row in json.loads(line)["rows"]
+    ]
+    return config.to_dict(), rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--run", default="results/evidence/smollm2-span-k10")
     ap.add_argument("--queries", type=int, default=4, help="the first N test queries of the run (default 4)")
     ap.add_argument("--methods", default="zero_shot,bootstrapping")
     ap.add_argument("--json", help="write the measurement here (e.g. book/data/precision_cpu.json)")
+    ap.add_argument("--grid", help="the grid file declaring --run when the run has no manifest.json yet")
+    ap.add_argument("--note", default="", help="what else ran on the machine meanwhile (written with the result)")
     args = ap.parse_args(argv)
 
     import torch
 
-    from invarirank.evaluation import evaluate, read_observations
+    from invarirank.evaluation import evaluate
     from invarirank.llm.factory import make_scorer
     from invarirank.methods import QueryPassCache
     from invarirank.runner import RunConfig, load_queries
     from invarirank.runner.rerank import rerank_query
 
     torch.set_num_threads(1)
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    load_before = os.getloadavg()[0]
     os.environ["INVARIRANK_ALLOW_EMULATED_BF16"] = "1"  # this script measures the emulation itself
     run = Path(args.run)
-    manifest = json.loads((run / "manifest.json").read_text())
-    cfg = dict(manifest["config"])
+    cfg, committed = _committed(run, args.grid)
     methods = [m for m in args.methods.split(",") if m]
     unknown = sorted(set(methods) - set(cfg["methods"]))
     if unknown:
         sys.exit(f"--methods: {', '.join(unknown)} not in the run's methods {cfg['methods']}")
     config = RunConfig.from_mapping({k: v for k, v in cfg.items() if v is not None} | {"methods": methods})
-    committed = [r for r in read_observations(run / next(p.name for p in run.glob("observations.jsonl*")))]
     order = list(dict.fromkeys(r["query_id"] for r in committed))[: args.queries]
     qs = {q.query_id: q for q in load_queries(config, progress=False).test}
     queries = [qs[qid] for qid in order]
@@ -163,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "what": "bfloat16 against float32 on the CPU, paired on a committed run's queries and presented orders",
         "run": str(run),
+        "model": cfg["model"],
+        "scorer": cfg["scorer"],
+        "date": started,
+        "load_average": {"start": round(load_before, 2), "end": round(os.getloadavg()[0], 2)},
+        "note": args.note,
         "methods": methods,
         "queries": len(queries),
         "query_ids": order,

@@ -25,6 +25,7 @@ Modules, in the order they build on each other:
 - :mod:`._prose` — generated sentences (does a run show the paper's ordering? which grid is shown?);
 - :mod:`._figures` — exposure by position (Figure 1), metrics against K (Figure 2), training loss;
 - :mod:`._lab` — the teaching lab's precomputed sweep (tables, figure, slide panels) and its students' notebook.
+- :mod:`._precision` — the protocol chapter's number-format measurements (bfloat16 against float32 on a CPU).
 
 Conventions: methods in the paper's order (zero-shot, bootstrapping, STELLA_LW, SGS); "better" is higher for
 HR@k, nDCG@k and LOC, lower for PPI, GPI and the exposure deviation (an ordering lists methods best first);
