@@ -108,7 +108,10 @@ def precision_summary(measurements: Sequence[Mapping[str, Any]]) -> str:
         line = f"- {_name(m)}: **met**."
         if m["identical_rankings"] < FEW_IDENTICAL:
             c = m["consistency"]
-            line += f" Only {m['identical_rankings']:.0%} of the rankings are identical in the two formats"
+            line += (
+                f" {m['identical_rankings']:.0%} of the rankings are identical in the two formats (one swapped pair"
+                f" of the K = {m['K']} candidates makes a ranking differ)"
+            )
             if all(v["float32"]["ppi"] >= SATURATED_PPI and v["float32"]["loc"] <= SATURATED_LOC for v in c.values()):
                 ppi = ", ".join(f"{v['float32']['ppi']:.2f}" for v in c.values())
                 loc = ", ".join(f"{v['float32']['loc']:.2f}" for v in c.values())
