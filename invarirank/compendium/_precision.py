@@ -42,14 +42,16 @@ def _bf16(cpu: Mapping[str, Any]) -> str:
 
 
 def precision_table(measurements: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """One row per measurement: when and on which CPU, the model, scorer and run, its size, the two formats'
+    """One row per measurement (``measurement``: its number in ``measurements``, 1-based, with model and scorer):
+    when and on which CPU, the model, scorer and run, its size, the two formats'
     seconds per pass and their ratio, the agreement of the rankings, the largest change of PPI or LOC, and
     whether the paired verdicts and the whole rule hold."""
     rows = []
-    for m in measurements:
+    for i, m in enumerate(measurements, 1):
         model = m.get("model")
         rows.append(
             {
+                "measurement": f"{i}. {model_label(model) if model else Path(m['run']).name} {m.get('scorer', '')}",
                 "measured": (m.get("date") or "")[:10] or "–",
                 "CPU (bf16 instructions)": f"{m['cpu']['model_name']} ({_bf16(m['cpu'])})",
                 "model, scorer": f"{model_label(model) if model else '–'}, {m.get('scorer', '–')}",

@@ -77,6 +77,7 @@ def test_the_table_reads_each_criterion_from_the_file():
     # GPI moved by 0.05 but is not bounded by the rule: the largest change is PPI's 0.01
     assert table["largest PPI/LOC change"].iloc[0] == pytest.approx(0.01)
     assert table["model, scorer"].iloc[0] == "Qwen2.5-Coder-0.5B, choice"
+    assert list(table["measurement"]) == [f"{i}. Qwen2.5-Coder-0.5B choice" for i in (1, 2, 3)]
     assert "`amx_bf16`" in table["CPU (bf16 instructions)"].iloc[0]
 
 
