@@ -99,15 +99,16 @@ SATURATED_PPI, SATURATED_LOC = 0.9, 0.1
 
 
 def precision_summary(measurements: Sequence[Mapping[str, Any]]) -> str:
-    """One Markdown bullet per measurement: the rule met, or the criteria that fail; where the rule is met with
-    fewer than half the rankings identical, the float32 PPI and LOC that left the measures little room to move."""
+    """One Markdown bullet per measurement, numbered as in :func:`precision_table`: the rule met, or the criteria
+    that fail; where the rule is met with fewer than half the rankings identical, that share, and the float32 PPI
+    and LOC when they left the measures little room to move."""
     lines = []
-    for m in measurements:
+    for i, m in enumerate(measurements, 1):
         misses = [name.replace(">=", "≥") for name, ok in m["rule"].items() if not ok]
         if misses:
-            lines.append(f"- {_name(m)}: **not met** ({'; '.join(misses)} fail).")
+            lines.append(f"- {i}. {_name(m)}: **not met** ({'; '.join(misses)} fail).")
             continue
-        line = f"- {_name(m)}: **met**."
+        line = f"- {i}. {_name(m)}: **met**."
         if m["identical_rankings"] < FEW_IDENTICAL:
             c = m["consistency"]
             line += (

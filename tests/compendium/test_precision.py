@@ -85,8 +85,8 @@ def test_the_summary_names_what_fails():
     fails = _measurement(cpu={"model_name": "AMD EPYC", "bf16_flags": []}, model="smollm2-135m", scorer="span")
     fails["rule"]["CPU supports bf16"] = False
     text = precision_summary([_measurement(), fails])
-    assert "- Qwen2.5-Coder-0.5B (choice) on Some CPU, 2026-12-05: **met**. 25% of the rankings are identical" in text
-    assert "- SmolLM2-135M (span) on AMD EPYC, 2026-12-05: **not met** (CPU supports bf16 fail)." in text
+    assert "- 1. Qwen2.5-Coder-0.5B (choice) on Some CPU, 2026-12-05: **met**. 25% of the rankings" in text
+    assert "- 2. SmolLM2-135M (span) on AMD EPYC, 2026-12-05: **not met** (CPU supports bf16 fail)." in text
     assert "identical" not in precision_summary([_measurement(identical_rankings=0.5)])
     assert "extremes" not in text  # PPI 0.5, LOC 0.4: not saturated
     saturated = _measurement()
