@@ -38,12 +38,12 @@ def _largest_change(m: Mapping[str, Any]) -> float:
 
 
 def _bf16(cpu: Mapping[str, Any]) -> str:
-    return ", ".join(f"`{f}`" for f in cpu.get("bf16_flags") or []) or "none"
+    return ", ".join(cpu.get("bf16_flags") or []) or "none"
 
 
 def precision_table(measurements: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per measurement (``measurement``: its number in ``measurements``, 1-based, with model and scorer):
-    when and on which CPU, the model, scorer and run, its size, the two formats'
+    when and on which CPU (and its bf16 instructions), the run, its size, the two formats'
     seconds per pass and their ratio, the agreement of the rankings, the largest change of PPI or LOC, and
     whether the paired verdicts and the whole rule hold."""
     rows = []
@@ -53,9 +53,9 @@ def precision_table(measurements: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
             {
                 "measurement": f"{i}. {model_label(model) if model else Path(m['run']).name} {m.get('scorer', '')}",
                 "measured": (m.get("date") or "")[:10] or "–",
-                "CPU (bf16 instructions)": f"{m['cpu']['model_name']} ({_bf16(m['cpu'])})",
-                "model, scorer": f"{model_label(model) if model else '–'}, {m.get('scorer', '–')}",
-                "run (K)": f"`{Path(m['run']).name}` ({m['K']})",
+                "CPU": m["cpu"]["model_name"],
+                "bf16 instructions": _bf16(m["cpu"]),
+                "run (K)": f"{Path(m['run']).name} ({m['K']})",
                 "queries × orders": f"{m['queries']} × {m['M']}",
                 "passes per format": f"{m['passes']['float32']:,}",
                 "s/pass float32": round(m["seconds_per_pass"]["float32"], 2),
@@ -99,16 +99,16 @@ SATURATED_PPI, SATURATED_LOC = 0.9, 0.1
 
 
 def precision_summary(measurements: Sequence[Mapping[str, Any]]) -> str:
-    """One Markdown bullet per measurement, numbered as in :func:`precision_table`: the rule met, or the criteria
-    that fail; where the rule is met with fewer than half the rankings identical, that share, and the float32 PPI
-    and LOC when they left the measures little room to move."""
+    """A Markdown numbered list, one item per measurement, numbered as in :func:`precision_table`: the rule met,
+    or the criteria that fail; where the rule is met with fewer than half the rankings identical, that share, and
+    the float32 PPI and LOC when they left the measures little room to move."""
     lines = []
     for i, m in enumerate(measurements, 1):
         misses = [name.replace(">=", "≥") for name, ok in m["rule"].items() if not ok]
         if misses:
-            lines.append(f"- {i}. {_name(m)}: **not met** ({'; '.join(misses)} fail).")
+            lines.append(f"{i}. {_name(m)}: **not met** ({'; '.join(misses)} fail).")
             continue
-        line = f"- {i}. {_name(m)}: **met**."
+        line = f"{i}. {_name(m)}: **met**."
         if m["identical_rankings"] < FEW_IDENTICAL:
             c = m["consistency"]
             line += (
