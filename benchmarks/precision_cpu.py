@@ -92,18 +92,19 @@ def _committed(run: Path, grid: str | None) -> tuple[dict[str, Any], list[dict[s
     if not grid:
         sys.exit(f"--run {run}: no manifest.json (a run still being computed?); name its grid file with --grid")
     from invarirank.grid import load_grid
+    from invarirank.store import committed_shards
 
     try:
         config = load_grid(grid, root=Path.cwd()).run(run.name)
     except KeyError:
         sys.exit(f"--grid {grid}: declares no run named {run.name!r} (the --run folder's name)")
-    shards = sorted(run.glob("shards/*/records.jsonl"))
+    shards = committed_shards(run)
     if not shards:
         sys.exit(f"--run {run}: no committed query shard (shards/*/records.jsonl)")
     rows = [
         row
-        for path in shards
-        for line in path.read_text(encoding="utf-8").splitlines()
+        for shard in shards
+        for line in (shard / "records.jsonl").read_text(encoding="utf-8").splitlines()
         if line.strip()
         for row in json.loads(line)["rows"]
     ]

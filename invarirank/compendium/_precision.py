@@ -26,11 +26,20 @@ BOUNDED = ("ppi", "loc")
 def precision_measurements(folder: str | Path) -> list[dict[str, Any]]:
     """Every ``precision_cpu*.json`` of ``folder``, oldest first (by its ``date``; files without one, measured
     before the benchmark wrote it, first), each with ``file`` (its name) added."""
-    out = []
-    for path in sorted(Path(folder).glob("precision_cpu*.json")):
-        m = json.loads(path.read_text(encoding="utf-8"))
-        out.append({**m, "file": path.name})
+    out = [
+        {**json.loads(path.read_text(encoding="utf-8")), "file": path.name}
+        for path in Path(folder).glob("precision_cpu*.json")
+    ]
     return sorted(out, key=lambda m: (m.get("date") or "", m["file"]))
+
+
+def _model(m: Mapping[str, Any]) -> str:
+    """The measured model's display name (the run's folder name for a file that does not name its model)."""
+    return model_label(m["model"]) if m.get("model") else Path(m["run"]).name
+
+
+def _date(m: Mapping[str, Any]) -> str:
+    return (m.get("date") or "")[:10]
 
 
 def _largest_change(m: Mapping[str, Any]) -> float:
@@ -48,11 +57,10 @@ def precision_table(measurements: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     whether the paired verdicts and the whole rule hold."""
     rows = []
     for i, m in enumerate(measurements, 1):
-        model = m.get("model")
         rows.append(
             {
-                "measurement": f"{i}. {model_label(model) if model else Path(m['run']).name} {m.get('scorer', '')}",
-                "measured": (m.get("date") or "")[:10] or "–",
+                "measurement": f"{i}. {_model(m)} {m.get('scorer', '')}",
+                "measured": _date(m) or "–",
                 "CPU": m["cpu"]["model_name"],
                 "bf16 instructions": _bf16(m["cpu"]),
                 "run (K)": f"{Path(m['run']).name} ({m['K']})",
@@ -76,8 +84,7 @@ def consistency_table(measurements: Sequence[Mapping[str, Any]]) -> pd.DataFrame
     a measurement is named by its model, scorer and measuring date."""
     rows = []
     for m in measurements:
-        name = f"{model_label(m['model']) if m.get('model') else Path(m['run']).name}, {m.get('scorer', '–')}"
-        name += f", {(m.get('date') or '')[:10] or 'undated'}"
+        name = f"{_model(m)}, {m.get('scorer', '–')}, {_date(m) or 'undated'}"
         for method, c in m["consistency"].items():
             for fmt in ("float32", "bfloat16"):
                 rows.append(
@@ -88,8 +95,7 @@ def consistency_table(measurements: Sequence[Mapping[str, Any]]) -> pd.DataFrame
 
 
 def _name(m: Mapping[str, Any]) -> str:
-    model = model_label(m["model"]) if m.get("model") else Path(m["run"]).name
-    return f"{model} ({m.get('scorer', '–')}) on {m['cpu']['model_name']}, {(m.get('date') or '')[:10] or 'undated'}"
+    return f"{_model(m)} ({m.get('scorer', '–')}) on {m['cpu']['model_name']}, {_date(m) or 'undated'}"
 
 
 #: below this share of identical rankings a met rule gets a caveat (the rankings moved, the measures did not)

@@ -18,6 +18,8 @@ def _shard(run, name, query_id, n):
     folder.mkdir(parents=True)
     rows = [{"query_id": query_id, "method": "zero_shot", "permutation": i} for i in range(n)]
     (folder / "records.jsonl").write_text(json.dumps({"query_id": query_id, "rows": rows}) + "\n")
+    (folder / "shard.json").write_text(json.dumps({"id": name, "query_ids": [query_id]}))
+    (folder / "volatile.json").write_text("{}")
 
 
 def test_a_run_in_progress_is_read_from_its_grid_and_its_shards(tmp_path, monkeypatch):
