@@ -240,11 +240,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _cpu_flags() -> list[str]:
-    try:
-        flags = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
-    except (OSError, StopIteration):
-        return []
-    return sorted(f for f in flags.split() if f.startswith(("avx512_bf16", "amx", "avx512_vnni", "avx2")))
+    from invarirank.llm._precision import cpu_flags
+
+    return sorted(f for f in cpu_flags() if f.startswith(("avx512_bf16", "amx", "avx512_vnni", "avx2")))
 
 
 def _write(path: Path | None, result: dict[str, Any]) -> None:

@@ -31,8 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,23 +38,13 @@ from typing import Any
 
 
 def cpu_flags() -> dict[str, Any]:
-    """The CPU's model name and its bf16-related flags (:mod:`invarirank.llm._precision`)."""
-    from invarirank.llm._precision import BF16_CPU_FLAGS, cpu_supports_bf16
+    """The CPU's model name and its bf16-related flags (:func:`invarirank.llm._precision.cpu_description`, as run
+    manifests record them), with whether it has AVX-512 and AVX2."""
+    from invarirank.llm._precision import cpu_description
     from invarirank.llm._precision import cpu_flags as flags_of
 
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        out = ""
-    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
     flags = flags_of()
-    return {
-        "model_name": fields.get("Model name", "").strip() or platform.processor(),
-        "bf16_flags": sorted(flags & {*BF16_CPU_FLAGS, "amx_tile"}),
-        "avx512f": "avx512f" in flags,
-        "avx2": "avx2" in flags,
-        "bf16_supported": bool(cpu_supports_bf16(flags)),
-    }
+    return {**cpu_description(), "avx512f": "avx512f" in flags, "avx2": "avx2" in flags}
 
 
 def _kendall(a: list[float], b: list[float]) -> float:

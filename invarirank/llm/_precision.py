@@ -12,8 +12,10 @@ Only the measurement of that emulation itself (``benchmarks/precision_cpu.py``) 
 from __future__ import annotations
 
 import os
+import platform
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from ..errors import InvariRankError
 
@@ -33,6 +35,30 @@ def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
         if key.strip() in ("flags", "Features"):
             return frozenset(value.split())
     return frozenset()
+
+
+@lru_cache(maxsize=1)
+def cpu_description(cpuinfo: str = "/proc/cpuinfo") -> dict[str, Any]:
+    """What a result computed on this CPU may depend on, as run manifests and benchmarks record it: the CPU's
+    model name (``/proc/cpuinfo``'s ``model name``; :func:`platform.processor` where there is none), its
+    bf16-related flags (:data:`BF16_CPU_FLAGS` and ``amx_tile``), and whether it computes bf16 in hardware
+    (``None``: the flags cannot be read)."""
+    name = ""
+    try:
+        text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name":
+            name = value.strip()
+            break
+    flags = cpu_flags(cpuinfo)
+    return {
+        "model_name": name or platform.processor(),
+        "bf16_flags": sorted(flags & {*BF16_CPU_FLAGS, "amx_tile"}),
+        "bf16_supported": cpu_supports_bf16(flags),
+    }
 
 
 def cpu_supports_bf16(flags: frozenset[str] | None = None) -> bool | None:

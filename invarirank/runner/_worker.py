@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvariRankError
+from ..llm._precision import cpu_description
 from ..methods.registry import calibrated_method
 from ..methods.registry import method as registered_method
 from ..types import Query, Scorer
@@ -231,6 +232,7 @@ class ShardWorker:
             "slot": slot,
             "gpu_ids": _gpu_ids(),
             "threads": threads,
+            "cpu": cpu_description(),
             "load_seconds": round(time.perf_counter() - t0, 3),
             "loaded_at": time.time(),
         }

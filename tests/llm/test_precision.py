@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from invarirank.errors import InvariRankError
-from invarirank.llm._precision import check_cpu_precision, cpu_flags, cpu_supports_bf16
+from invarirank.llm._precision import check_cpu_precision, cpu_description, cpu_flags, cpu_supports_bf16
 
 ZEN3 = frozenset("fpu sse sse2 avx avx2 fma f16c".split())
 SAPPHIRE = frozenset("fpu sse avx2 avx512f avx512_bf16 amx_bf16 amx_tile".split())
@@ -47,6 +47,24 @@ def test_flags_are_read_from_cpuinfo(tmp_path):
         assert cpu_flags(str(tmp_path / "none")) == frozenset()
     finally:
         cpu_flags.cache_clear()
+
+
+def test_cpu_description_names_the_model_and_its_bf16_flags(tmp_path):
+    p = tmp_path / "cpuinfo"
+    p.write_text(
+        "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\nflags\t\t: fpu avx2 amx_tile amx_bf16\n"
+    )
+    cpu_flags.cache_clear()
+    cpu_description.cache_clear()
+    try:
+        assert cpu_description(str(p)) == {
+            "model_name": "Intel(R) Xeon(R) Platinum 8480+",
+            "bf16_flags": ["amx_bf16", "amx_tile"],
+            "bf16_supported": True,
+        }
+    finally:
+        cpu_flags.cache_clear()
+        cpu_description.cache_clear()
 
 
 def test_model_loading_refuses_emulated_bf16(monkeypatch):

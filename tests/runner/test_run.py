@@ -116,6 +116,7 @@ def test_killed_and_resumed_run_equals_uninterrupted(cands, tmp_path, capsys):
     assert calls == [1, 2, 3, 4]  # only the 4 missing queries (of 6) were reranked
     assert res.volatile["queries_resumed_from_checkpoint"] == 2
     assert res.volatile["execution"]["shard_queries"] == 1 and len(res.volatile["shards"]) == 6
+    assert {"model_name", "bf16_flags", "bf16_supported"} <= set(res.volatile["workers"][0]["cpu"])  # which CPU
     for name in FINAL:
         assert (part / name).read_bytes() == (tmp_path / "full" / name).read_bytes(), name
     assert comparable_manifest(part) == comparable_manifest(tmp_path / "full")
