@@ -11,7 +11,9 @@ Storage: one SQLite file (stdlib ``sqlite3``, WAL journal, safe for several proc
 float32 scores in little-endian byte order (no pickle anywhere) and ``identity`` is a short digest of the identity
 (for housekeeping: ``DELETE FROM passes WHERE identity = ...``). An in-memory dict sits in front of it.
 Default file: ``cache_dir()/passes/passes.sqlite3``; ``make_scorer(cache_dir=DIR)`` puts it at
-``DIR/passes.sqlite3``.
+``DIR/passes.sqlite3``. A cache may also read other such files, read-only, on a miss (:meth:`read_also`: the run's
+workers each write their own file on a machine and read their siblings', so a resumed shard finds the passes
+computed before a stop whichever worker takes it); it never writes to them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,8 @@ class PersistentPassCache:
         self._memory_limit = memory_limit
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._others: list[sqlite3.Connection] = []
+        self.read_paths: list[Path] = []
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, check_same_thread=False)
@@ -77,6 +82,13 @@ class PersistentPassCache:
             if self._db is None:
                 return None
             row = self._db.execute("SELECT k, scores FROM passes WHERE key = ?", (key,)).fetchone()
+            for other in self._others:
+                if row is not None:
+                    break
+                try:
+                    row = other.execute("SELECT k, scores FROM passes WHERE key = ?", (key,)).fetchone()
+                except sqlite3.Error:  # a sibling file still being created, or damaged: only a miss
+                    row = None
         if row is None:
             return None
         k, blob = row
@@ -85,6 +97,20 @@ class PersistentPassCache:
             return None
         self._remember(key, scores)
         return scores.copy(), "disk"
+
+    def read_also(self, paths: Iterable[str | Path]) -> None:
+        """On a miss, also look in these SQLite files (opened read-only; absent ones are skipped): passes another
+        process wrote with the same key scheme. Hits from them count as ``"disk"``; nothing is written to them."""
+        if self._db is None:
+            return
+        for path in paths:
+            path = Path(path)
+            if path == self.path or not path.is_file():
+                continue
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60, check_same_thread=False)
+            with self._lock:
+                self._others.append(conn)
+                self.read_paths.append(path)
 
     def put(self, key: str, scores: np.ndarray, tokens: int, identity_digest: str) -> None:
         arr = np.ascontiguousarray(scores, dtype="<f4")
@@ -113,6 +139,9 @@ class PersistentPassCache:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+            for other in self._others:
+                other.close()
+            self._others.clear()
 
     def __del__(self) -> None:  # pragma: no cover - best effort
         try:

@@ -5,7 +5,8 @@ shards.
 one Ray actor per GPU (or CPU slot) for the ``ray`` executor (:mod:`invarirank.runner._executors`). It never prepares
 data or trains a first stage (the driver hands it the queries) and it writes no file of the run: it returns
 records, and the driver writes the shard folder. Its scorer keeps a pass cache of its own (a SQLite file per
-worker slot on the worker's machine, never one shared across machines); correctness never depends on it.
+worker slot on the worker's machine, which it alone writes and the machine's other workers also read; never one
+shared across machines); correctness never depends on it.
 
 :func:`rerank_records` is the loop both the one-process run and a shard use: :func:`rerank_query` per query →
 one :class:`~invarirank.runner.records.QueryRecord` (its rows, requested passes per method and the shared pass
@@ -52,6 +53,19 @@ def make_run_scorer(config: RunConfig, *, pass_cache_dir: str | None = None) -> 
         if pass_cache_dir or config.cache_dir:
             options["cache_dir"] = pass_cache_dir or config.cache_dir
     return make_scorer(config.scorer, config.model, seed=config.seed, **options)
+
+
+def read_sibling_caches(scorer: Any, own_dir: Path) -> list[Path]:
+    """Let ``scorer``'s persistent pass cache also read, read-only, the other worker slots' files beside its own
+    (``<cache>/passes/worker-*/passes.sqlite3`` on this machine, those there when it starts): a shard resumed
+    after a stop finds the passes computed for it before, whichever worker takes it. Returns the files it reads
+    (none for a scorer without a persistent cache)."""
+    cache = getattr(scorer, "pass_cache", None)
+    if cache is None or getattr(cache, "path", None) is None:
+        return []
+    siblings = sorted(p for p in own_dir.parent.glob("worker-*/passes.sqlite3") if p.parent != own_dir)
+    cache.read_also(siblings)
+    return list(cache.read_paths)
 
 
 def scorer_key_identity(scorer: Any) -> dict[str, Any]:
@@ -183,7 +197,8 @@ class ShardWorker:
     ``settings``: :func:`scorer_settings` of a run. ``scorer``: an already built scorer (the local executor may be
     handed one). ``threads``: torch intra-op threads of this worker (set before the model loads; Ray would
     otherwise leave one thread per worker). ``slot``: the worker's number; with ``own_pass_cache`` its pass cache
-    is ``<cache>/passes/worker-<slot>/passes.sqlite3`` on its machine. ``fault``: a test hook,
+    is ``<cache>/passes/worker-<slot>/passes.sqlite3`` on its machine, and it also reads the other slots' files
+    there (:func:`read_sibling_caches`). ``fault``: a test hook,
     ``{"marker": PATH, "after_queries": N}``: the first process to reach query N of a shard while ``PATH`` does not
     exist creates it and dies with ``os._exit(1)`` (a worker lost in the middle of a shard); with
     ``"after_parts": N`` instead, the first to finish its N-th calibration part does, before returning it.
@@ -218,6 +233,8 @@ class ShardWorker:
             root = Path(self.config.cache_dir) if self.config.cache_dir else default_cache_dir()
             pass_cache_dir = str(root / "passes" / f"worker-{slot}")
         self.scorer = scorer or make_run_scorer(self.config, pass_cache_dir=pass_cache_dir)
+        if pass_cache_dir is not None:
+            read_sibling_caches(self.scorer, Path(pass_cache_dir))
         self.cache = QueryPassCache(self.scorer)
         self.slot = slot
         self.fault = dict(fault) if fault else None
