@@ -23,18 +23,29 @@ from ..errors import InvariRankError
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
-@lru_cache(maxsize=1)
-def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
-    """The CPU's flags from ``/proc/cpuinfo`` (empty where there is no such file, e.g. macOS)."""
+def _cpuinfo_fields(cpuinfo: str) -> dict[str, str]:
+    """``/proc/cpuinfo``'s fields, the first value of each (the first processor's); empty where there is no such
+    file (e.g. macOS)."""
     try:
         text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return frozenset()
+        return {}
+    fields: dict[str, str] = {}
     for line in text.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):
-            return frozenset(value.split())
-    return frozenset()
+        fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def _flags_of(fields: dict[str, str]) -> frozenset[str]:
+    return frozenset((fields.get("flags") or fields.get("Features") or "").split())
+
+
+@lru_cache(maxsize=1)
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The CPU's flags from ``/proc/cpuinfo`` (``flags``, or ``Features`` on ARM; empty where there is no such
+    file, e.g. macOS)."""
+    return _flags_of(_cpuinfo_fields(cpuinfo))
 
 
 @lru_cache(maxsize=1)
@@ -43,19 +54,10 @@ def cpu_description(cpuinfo: str = "/proc/cpuinfo") -> dict[str, Any]:
     model name (``/proc/cpuinfo``'s ``model name``; :func:`platform.processor` where there is none), its
     bf16-related flags (:data:`BF16_CPU_FLAGS` and ``amx_tile``), and whether it computes bf16 in hardware
     (``None``: the flags cannot be read)."""
-    name = ""
-    try:
-        text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        text = ""
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "model name":
-            name = value.strip()
-            break
-    flags = cpu_flags(cpuinfo)
+    fields = _cpuinfo_fields(cpuinfo)
+    flags = _flags_of(fields)
     return {
-        "model_name": name or platform.processor(),
+        "model_name": fields.get("model name") or platform.processor(),
         "bf16_flags": sorted(flags & {*BF16_CPU_FLAGS, "amx_tile"}),
         "bf16_supported": cpu_supports_bf16(flags),
     }

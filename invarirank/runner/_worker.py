@@ -55,17 +55,14 @@ def make_run_scorer(config: RunConfig, *, pass_cache_dir: str | None = None) -> 
     return make_scorer(config.scorer, config.model, seed=config.seed, **options)
 
 
-def read_sibling_caches(scorer: Any, own_dir: Path) -> list[Path]:
+def read_sibling_caches(scorer: Any, own_dir: Path) -> None:
     """Let ``scorer``'s persistent pass cache also read, read-only, the other worker slots' files beside its own
     (``<cache>/passes/worker-*/passes.sqlite3`` on this machine, those there when it starts): a shard resumed
-    after a stop finds the passes computed for it before, whichever worker takes it. Returns the files it reads
-    (none for a scorer without a persistent cache)."""
+    after a stop finds the passes computed for it before, whichever worker takes it (nothing for a scorer without
+    a persistent cache: :meth:`~invarirank.llm._persistent_cache.PersistentPassCache.read_also`)."""
     cache = getattr(scorer, "pass_cache", None)
-    if cache is None or getattr(cache, "path", None) is None:
-        return []
-    siblings = sorted(p for p in own_dir.parent.glob("worker-*/passes.sqlite3") if p.parent != own_dir)
-    cache.read_also(siblings)
-    return list(cache.read_paths)
+    if cache is not None:
+        cache.read_also(sorted(p for p in own_dir.parent.glob("worker-*/passes.sqlite3") if p.parent != own_dir))
 
 
 def scorer_key_identity(scorer: Any) -> dict[str, Any]:
