@@ -174,13 +174,22 @@ def test_the_claims_table_carries_the_class_that_fixes_its_column_widths(simulat
 
 @pytest.mark.skipif(not (PAPER_CPU / "smollm2-span-k25" / "metrics.json").is_file(), reason="no paper-cpu runs")
 def test_the_readme_states_the_headline_counts_of_the_committed_runs():
-    """The README's paragraph is typed (GitHub shows it unbuilt): it must hold the counts the book computes."""
+    """The README's paragraph is typed (GitHub shows it unbuilt): it must hold the counts the book computes, for
+    every model of Table 1 (the results page's rows: the main model, then each other model of the grid with the main
+    run's scorer), each model's counts after its name and before the next model's."""
     runs, main = _paper_cpu_main()
-    counts = P.verdict_counts(S.section5_rows(main, C.sweep_runs(runs, main), [main]))
+    same = [r for r in runs if r.scorer == main.scorer]
+    table_runs = [r for r in same if r.model == main.model] + [r for r in same if r.model != main.model]
+    counts = P.model_counts(S.section5_rows(main, C.sweep_runs(runs, main), table_runs))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     paragraph = " ".join(readme.split("**Found**", 1)[1].split("##", 1)[0].split())
-    testable = sum(counts[c] for c in S.CATEGORIES)
-    assert f"of {testable} testable claims," in paragraph and f"**{counts['reproduced']} reproduced**" in paragraph
-    for category in S.CATEGORIES[1:]:
-        assert f"{counts[category]} {category}" in paragraph, category
-    assert f"{counts[S.NOT_TESTABLE]} cannot be tested" in paragraph
+    labels = [C.model_label(model) for model in counts]
+    starts = [paragraph.find(label) for label in labels]
+    assert all(s >= 0 for s in starts) and starts == sorted(starts), (labels, paragraph)
+    for (model, own), start, end in zip(counts.items(), starts, [*starts[1:], len(paragraph)]):
+        text = paragraph[start:end]
+        testable = sum(own[c] for c in S.CATEGORIES)
+        assert f"of {testable} testable claims," in text and f"**{own['reproduced']} reproduced**" in text, model
+        for category in S.CATEGORIES[1:]:
+            assert f"{own[category]} {category}" in text, (model, category)
+        assert f"{own[S.NOT_TESTABLE]} cannot be tested" in text, model
