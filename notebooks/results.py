@@ -230,6 +230,17 @@ display(
         )
     )
 )
+for run in model_mains[1:]:  # a second model of Table 1: its own first slot, beside its own choice run if any
+    own_choice = next((r for r in choice_runs if r.model == run.model), None)
+    display(
+        Markdown(
+            f"**{compendium.model_label(run.model)}.** "
+            + figure_sentences.first_position_sentence(
+                (run, read_observations(run.observations)),
+                (own_choice, read_observations(own_choice.observations)) if own_choice else None,
+            )
+        )
+    )
 
 # %% [markdown]
 # ## Figure 2: PPI and GPI across list lengths

@@ -52,11 +52,11 @@ def figure1_sentence(sweep: Sequence[Run], k: int = 5) -> str:
             f"K = {r.K}: {e[0]:.2f} at position 0, {tail:.2f} on average over the last third "
             f"(position-blind {k / r.K:.2f})"
         )
+    where = "at every K" if len(runs) > 1 else f"at K = {runs[0].K}"  # one list length: no claim across K
     verdict = (
-        "as in the paper's Figure 1, early input positions receive lower exposure than later ones at every K"
+        f"as in the paper's Figure 1, early input positions receive lower exposure than later ones {where}"
         if all(rising)
-        else "unlike the paper's Figure 1, early input positions do not receive lower "
-        "exposure than later ones at every K"
+        else f"unlike the paper's Figure 1, early input positions do not receive lower exposure than later ones {where}"
     )
     lines = [
         f"Zero-shot's top-{k} exposure (the share of rows in which the candidate shown at a position reaches "
@@ -67,8 +67,9 @@ def figure1_sentence(sweep: Sequence[Run], k: int = 5) -> str:
         mads = {m: full.metrics["methods"][m]["overall"].get("exposure_mad@5") for m in full.methods}
         mads = {m: v for m, v in mads.items() if v is not None}
         flat = sorted(mads, key=lambda m: mads[m])
+        at = "there" if len(runs) == 1 else f"at K = {full.K}"
         lines.append(
-            f"; at K = {full.K} the exposure MAD (mean distance from {k}/K, lower is flatter) orders the "
+            f"; {at} the exposure MAD (mean distance from {k}/K, lower is flatter) orders the "
             f"methods " + BETTER.join(f"{method_label(m)} ({mads[m]:.3f})" for m in flat)
         )
     return "".join(lines) + "."

@@ -38,6 +38,21 @@ def test_sentences_quote_the_committed_runs():
         )
 
 
+PAPER_CPU = ROOT / "results" / "paper-cpu"
+
+
+@pytest.mark.skipif(not (PAPER_CPU / "qwen25-span-k25" / "metrics.json").is_file(), reason="no Qwen2.5 span run")
+def test_a_model_run_at_one_list_length_is_not_said_to_hold_at_every_k():
+    runs = C.collect_runs(ROOT / "results", grids=["paper-cpu"])
+    qwen = next(r for r in runs if r.name == "qwen25-span-k25")
+    own = C.sweep_runs([r for r in runs if r.scorer == "span"], qwen)
+    assert [r.K for r in own] == [25]
+    text = F.figure1_sentence(own)
+    assert "ones at K = 25; there the exposure MAD" in text and "every K" not in text
+    smol = next(r for r in runs if r.name == "smollm2-span-k25")
+    assert "ones at every K" in F.figure1_sentence(C.sweep_runs(runs, smol))  # three list lengths
+
+
 @pytest.mark.skipif(not (EVIDENCE / "smollm2-choice-k10" / "metrics.json").is_file(), reason="no evidence runs")
 def test_the_first_position_sentence_quotes_the_diagnostic():
     runs = C.collect_runs(ROOT / "results", grids=["evidence"])
