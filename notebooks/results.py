@@ -222,25 +222,15 @@ for run in model_mains[1:]:  # a second model of Table 1, at the list lengths it
 
 # %% tags=["remove-input"]
 choice_runs = compendium.choice_runs(runs, "zero_shot")
-first_choice = (choice_runs[0], read_observations(choice_runs[0].observations)) if choice_runs else None
-display(
-    Markdown(
-        figure_sentences.first_position_sentence(
-            (main, observations.get(main.name) or read_observations(main.observations)), first_choice
-        )
+for run in model_mains:  # each model of Table 1: its first slot, beside the choice run with most queries (any model
+    # for the main run, its own model's for another)
+    own = choice_runs if run is main else [r for r in choice_runs if r.model == run.model]
+    choice = own[0] if own else None
+    text = figure_sentences.first_position_sentence(
+        (run, observations.get(run.name) or read_observations(run.observations)),
+        (choice, read_observations(choice.observations)) if choice else None,
     )
-)
-for run in model_mains[1:]:  # a second model of Table 1: its own first slot, beside its own choice run if any
-    own_choice = next((r for r in choice_runs if r.model == run.model), None)
-    display(
-        Markdown(
-            f"**{compendium.model_label(run.model)}.** "
-            + figure_sentences.first_position_sentence(
-                (run, read_observations(run.observations)),
-                (own_choice, read_observations(own_choice.observations)) if own_choice else None,
-            )
-        )
-    )
+    display(Markdown(text if run is main else f"**{compendium.model_label(run.model)}.** {text}"))
 
 # %% [markdown]
 # ## Figure 2: PPI and GPI across list lengths
